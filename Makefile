@@ -1,0 +1,37 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+# Both create .venv at the repository root and install the workspace the first time.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.prism-installed
+MANIFESTS := pyproject.toml prism_core/pyproject.toml prism_store_sql/pyproject.toml \
+	prism_store_redis/pyproject.toml $(wildcard plugins/*/pyproject.toml)
+
+.PHONY: install demo test lint check bench clean
+
+install: $(STAMP)
+
+$(STAMP): $(MANIFESTS)
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Prism needs Python 3.11 or newer; set PYTHON=/path/to/python3.11")'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e prism_core -e 'prism_store_sql[sqlite,postgres]' -e prism_store_redis \
+		$(foreach p,$(wildcard plugins/*),-e $(p)) -e '.[dev]'
+	@touch $(STAMP)
+
+demo: install
+	$(VENV)/bin/prism demo $(DEMO_ARGS)
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+check: lint test
+
+clean:
+	rm -rf $(VENV)

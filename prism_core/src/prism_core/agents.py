@@ -1,0 +1,144 @@
+"""``create_agent``: explicit composition of a model, a provider, tools and policies."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from .guardrails import GuardrailConfig, coerce_guardrails
+from .limits import RunLimits, coerce_limits
+from .middleware import MiddlewareChain
+from .models import ModelConfig, coerce_model
+from .plugins import PluginHost
+from .providers import AIProvider, ProviderResolver
+from .redaction import Redactor
+from .retry import RetryConfig, coerce_retry
+from .runs._loops import SingleShotLoop, coerce_loop
+from .sessions._memory import create_memory_session_store
+from .sessions._session import AgentSession
+from .sessions._store import SessionStore
+from .tools import ToolDefinition, ToolRegistry, ToolValidator, create_tool_registry
+
+__all__ = ("Agent", "create_agent", "create_agent_session")
+
+
+def _check_callable(value: Any, name: str) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+
+
+class Agent:
+    """An agent definition. It holds no run state: sessions run it."""
+
+    def __init__(
+        self,
+        *,
+        model: ModelConfig | Mapping[str, Any],
+        id: str | None = None,
+        name: str | None = None,
+        provider: AIProvider | None = None,
+        provider_source: ProviderResolver | None = None,
+        instructions: str | None = None,
+        system_prompt: Sequence[Any] = (),
+        tools: Iterable[ToolDefinition] | ToolRegistry = (),
+        store: SessionStore | None = None,
+        guardrails: Any = None,
+        middleware: Sequence[Any] = (),
+        loop: Any = None,
+        limits: RunLimits | Mapping[str, Any] | None = None,
+        retry: RetryConfig | Mapping[str, Any] | bool | None = None,
+        compaction: Any = None,
+        redactor: Redactor | None = None,
+        validate: ToolValidator | None = None,
+        run_state: Any = None,
+        skills: Any = None,
+        plugins: Iterable[object] = (),
+        metadata: Mapping[str, Any] | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        thinking_level: str | None = None,
+        provider_request_policies: Sequence[Callable[..., Any]] = (),
+    ) -> None:
+        self.model = coerce_model(model)
+        for label, value in (("id", id), ("name", name), ("instructions", instructions)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{label} must be a string")
+        self.id = id
+        self.name = name
+        if provider is not None and not callable(getattr(provider, "generate", None)):
+            raise TypeError("provider must be an AIProvider with a generate(request) method")
+        self.provider = provider
+        _check_callable(provider_source, "provider_source")
+        self.provider_source = provider_source
+        self.instructions = instructions
+        if isinstance(system_prompt, str):
+            system_prompt = (system_prompt,)
+        self.system_prompt: tuple[Any, ...] = tuple(system_prompt)
+        self.registry = tools if isinstance(tools, ToolRegistry) else create_tool_registry(tools)
+        self.store = store
+        self.guardrails: GuardrailConfig = coerce_guardrails(guardrails)
+        self.plugin_host = PluginHost(plugins)
+        self.middleware = MiddlewareChain((*middleware, *self.plugin_host.middleware()))
+        self.loop_catalogue: dict[str, Any] = {
+            "single-shot": SingleShotLoop(),
+        }
+        for strategy in self.plugin_host.loop_strategies():
+            self.loop_catalogue[strategy.name] = strategy
+        self.loop = coerce_loop(loop, self.loop_catalogue) if loop is not None else None
+        self.limits: RunLimits = coerce_limits(limits)
+        self.retry: RetryConfig | None = coerce_retry(retry)
+        self.compaction = compaction
+        if redactor is not None and not callable(getattr(redactor, "redact_text", None)):
+            raise TypeError("redactor must have redact_text(text) (see create_secret_redactor)")
+        self.redactor = redactor
+        _check_callable(validate, "validate")
+        self.validate = validate
+        self.run_state = run_state
+        self.skills = skills
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self.provider_options: dict[str, Any] = dict(provider_options or {})
+        if thinking_level is not None and not isinstance(thinking_level, str):
+            raise TypeError("thinking_level must be a string")
+        self.thinking_level = thinking_level
+        for policy in provider_request_policies:
+            _check_callable(policy, "provider request policies")
+        self.provider_request_policies: tuple[Callable[..., Any], ...] = tuple(
+            provider_request_policies
+        )
+
+    @property
+    def label(self) -> str:
+        """The agent's id, else its name, else ``"agent"``."""
+        return self.id or self.name or "agent"
+
+    def create_session(
+        self,
+        *,
+        id: str | None = None,
+        store: SessionStore | None = None,
+        leaf_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        guardrail_packs: Any = None,
+    ) -> AgentSession:
+        """A new session. Its store is ``store``, else the agent's, else a private memory store."""
+        if id is not None and (not isinstance(id, str) or not id):
+            raise ValueError("session id must be a non-empty string")
+        return AgentSession(
+            self,
+            id=id or f"session_{uuid.uuid4().hex}",
+            store=store or self.store or create_memory_session_store(),
+            leaf_id=leaf_id,
+            metadata=dict(metadata or {}),
+            guardrail_packs=guardrail_packs,
+        )
+
+
+def create_agent(**config: Any) -> Agent:
+    """Build an :class:`Agent` from explicit configuration (see ``Agent`` for the keywords)."""
+    return Agent(**config)
+
+
+def create_agent_session(*, agent: Agent, **session_config: Any) -> AgentSession:
+    """``agent.create_session(**session_config)``."""
+    return agent.create_session(**session_config)
+

@@ -1,0 +1,52 @@
+"""The kernel's private cattrs converter and canonical JSON.
+
+Canonical JSON (sorted keys, no whitespace, UTF-8) is the one form every byte cap,
+hash and fingerprint is measured on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+import cattrs
+
+__all__ = ("dumps", "loads", "structure", "unstructure")
+
+T = TypeVar("T")
+
+_converter = cattrs.Converter(omit_if_default=False)
+
+
+def unstructure(value: Any) -> Any:
+    """Turn attrs values (messages, events, results, records) into JSON-compatible data."""
+    return _converter.unstructure(value)
+
+
+def structure(data: Any, cls: type[T]) -> T:
+    """Turn JSON-compatible data back into ``cls``."""
+    return _converter.structure(data, cls)
+
+
+def dumps(value: Any) -> bytes:
+    """Canonical JSON bytes of ``value`` (attrs values are unstructured first).
+
+    Raises ``ValueError`` for values JSON cannot carry (NaN, cycles, unknown objects).
+    """
+    return json.dumps(
+        _converter.unstructure(value),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    ).encode("utf-8")
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON produced by :func:`dumps` (or any JSON text)."""
+    return json.loads(data)
+
+
+def converter() -> cattrs.Converter:
+    """The kernel's converter, for kernel modules that register hooks on it."""
+    return _converter

@@ -1,0 +1,117 @@
+"""Typed errors. Every refusal Prism makes is a :class:`PrismError` with a stable ``code``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .results import AgentRunResult
+
+__all__ = (
+    "AgentDecisionError",
+    "AgentLoopStateError",
+    "AgentRunError",
+    "AgentRunStateError",
+    "CheckpointConflictError",
+    "CheckpointRestoreError",
+    "GuardrailError",
+    "GuardrailPackError",
+    "GuardrailRunError",
+    "PrismError",
+)
+
+
+class PrismError(Exception):
+    """Base class of every error Prism raises; ``code`` is stable across releases."""
+
+    code: str = "ERR_PRISM"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        """The human-readable message (the first argument)."""
+        return str(self.args[0]) if self.args else ""
+
+
+class AgentRunError(PrismError):
+    """A run ended ``failed`` or ``aborted``; ``result`` carries the same shape ``run()`` returns."""
+
+    code = "ERR_PRISM_AGENT_RUN"
+
+    def __init__(self, message: str, *, result: AgentRunResult, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.result = result
+
+
+class AgentRunStateError(PrismError):
+    """A durable run state is malformed, oversized, stale or cannot be resumed."""
+
+    code = "ERR_PRISM_AGENT_RUN_STATE"
+
+
+class AgentDecisionError(PrismError):
+    """A resume decision is malformed, over a limit, duplicated, unknown or out of scope."""
+
+    code = "ERR_PRISM_DECISION_INVALID"
+
+
+class CheckpointConflictError(PrismError):
+    """A checkpoint save lost a compare-and-swap, fencing or ownership check.
+
+    The message is deliberately generic: a foreign owner's record looks like any conflict.
+    """
+
+    code = "ERR_PRISM_CHECKPOINT_CONFLICT"
+
+
+class CheckpointRestoreError(PrismError):
+    """A restore hook failed or timed out; nothing was claimed."""
+
+    code = "ERR_PRISM_CHECKPOINT_RESTORE"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hook: str,
+        compensation_errors: tuple[tuple[str, BaseException], ...] = (),
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message, code=code)
+        self.hook = hook
+        self.compensation_errors = compensation_errors
+
+
+class AgentLoopStateError(PrismError):
+    """A loop strategy cannot take part in a durable run (not durable, bad snapshot, revision)."""
+
+    code = "ERR_PRISM_LOOP_NOT_DURABLE"
+
+
+class GuardrailError(PrismError):
+    """A guardrail blocked or tripped a run, or asked to interrupt where it cannot."""
+
+    code = "ERR_PRISM_GUARDRAIL_BLOCKED"
+
+    def __init__(self, message: str, *, record: Any = None, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.record = record
+
+
+class GuardrailPackError(PrismError):
+    """A guardrail pack definition or reference failed to compile."""
+
+    code = "ERR_PRISM_GUARDRAIL_PACK"
+
+
+class GuardrailRunError(GuardrailError, AgentRunError):
+    """A run rejected by a guardrail: both a :class:`GuardrailError` and an :class:`AgentRunError`."""
+
+    def __init__(self, message: str, *, result: AgentRunResult, record: Any, code: str) -> None:
+        PrismError.__init__(self, message, code=code)
+        self.result = result
+        self.record = record

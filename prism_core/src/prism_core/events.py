@@ -1,0 +1,334 @@
+"""The normalized events a run streams. Every event has ``type``, ``session_id`` and ``run_id``."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from .content import ErrorInfo, Message, ToolResult, Usage
+from .guardrails._decisions import GuardrailRecord
+from .limits import RunLimitBreach
+
+__all__ = (
+    "AgentDeniedEvent",
+    "AgentEvent",
+    "AgentFinishedEvent",
+    "AgentResumedEvent",
+    "AgentStartedEvent",
+    "AgentSuspendedEvent",
+    "CompactionFinishedEvent",
+    "CompactionStartedEvent",
+    "ErrorEvent",
+    "EventSubscriberOverflowEvent",
+    "GuardrailDecisionEvent",
+    "MessageDelta",
+    "MessageDeltaEvent",
+    "MessageFinishedEvent",
+    "MessageStartedEvent",
+    "RetryScheduledEvent",
+    "RunLimitExceededEvent",
+    "SteerRejectedEvent",
+    "ToolExecutionBlockedEvent",
+    "ToolExecutionErrorEvent",
+    "ToolExecutionFinishedEvent",
+    "ToolExecutionProgressEvent",
+    "ToolExecutionStartedEvent",
+    "TurnFinishedEvent",
+    "TurnStartedEvent",
+)
+
+
+
+@attrs.frozen(kw_only=True)
+class AgentStartedEvent:
+    """A run (or a resumed run) started."""
+
+    session_id: str
+    run_id: str
+    type: Literal["agent_started"] = "agent_started"
+
+
+@attrs.frozen(kw_only=True)
+class TurnStartedEvent:
+    """A provider turn is about to be assembled and requested. ``turn`` counts from 1."""
+
+    session_id: str
+    run_id: str
+    turn: int
+    type: Literal["turn_started"] = "turn_started"
+
+
+@attrs.frozen(kw_only=True)
+class MessageStartedEvent:
+    """The provider began an assistant message."""
+
+    session_id: str
+    run_id: str
+    role: str = "assistant"
+    type: Literal["message_started"] = "message_started"
+
+
+@attrs.frozen(kw_only=True)
+class MessageDelta:
+    """One streamed fragment: text, thinking, or a tool-call fragment (live only, never stored)."""
+
+    kind: Literal["text", "thinking", "tool_call"]
+    text: str | None = None
+    index: int | None = None
+    id: str | None = None
+    name: str | None = None
+    arguments_text: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MessageDeltaEvent:
+    """A streamed fragment of the assistant message."""
+
+    session_id: str
+    run_id: str
+    delta: MessageDelta
+    type: Literal["message_delta"] = "message_delta"
+
+
+@attrs.frozen(kw_only=True)
+class MessageFinishedEvent:
+    """The complete assistant message of the turn (final tool calls, no deltas)."""
+
+    session_id: str
+    run_id: str
+    message: Message
+    type: Literal["message_finished"] = "message_finished"
+
+
+@attrs.frozen(kw_only=True)
+class TurnFinishedEvent:
+    """A provider turn and its tool round completed."""
+
+    session_id: str
+    run_id: str
+    turn: int
+    usage: Usage | None = None
+    tool_calls: int = 0
+    type: Literal["turn_finished"] = "turn_finished"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionStartedEvent:
+    """A complete tool call passed every check and its tool is about to run."""
+
+    session_id: str
+    run_id: str
+    tool_call_id: str
+    name: str
+    arguments: Any = None
+    type: Literal["tool_execution_started"] = "tool_execution_started"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionProgressEvent:
+    """A running tool reported progress through its context."""
+
+    session_id: str
+    run_id: str
+    tool_call_id: str
+    name: str
+    progress: Any = None
+    type: Literal["tool_execution_progress"] = "tool_execution_progress"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionFinishedEvent:
+    """A tool call produced its result (which may be an error result)."""
+
+    session_id: str
+    run_id: str
+    tool_call_id: str
+    name: str
+    result: ToolResult
+    type: Literal["tool_execution_finished"] = "tool_execution_finished"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionErrorEvent:
+    """A tool raised; the run continues with an error result."""
+
+    session_id: str
+    run_id: str
+    tool_call_id: str
+    name: str
+    error: ErrorInfo
+    type: Literal["tool_execution_error"] = "tool_execution_error"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionBlockedEvent:
+    """A tool call failed closed before its side effect (unknown, not allowed, invalid, guarded)."""
+
+    session_id: str
+    run_id: str
+    tool_call_id: str
+    name: str
+    reason: str
+    error: ErrorInfo
+    type: Literal["tool_execution_blocked"] = "tool_execution_blocked"
+
+
+@attrs.frozen(kw_only=True)
+class AgentFinishedEvent:
+    """The run succeeded."""
+
+    session_id: str
+    run_id: str
+    status: str = "succeeded"
+    text: str = ""
+    usage: Usage | None = None
+    leaf_id: str | None = None
+    type: Literal["agent_finished"] = "agent_finished"
+
+
+@attrs.frozen(kw_only=True)
+class ErrorEvent:
+    """The run failed or was aborted (``status``); the run then rejects with ``AgentRunError``."""
+
+    session_id: str
+    run_id: str
+    error: ErrorInfo
+    status: str = "failed"
+    type: Literal["error"] = "error"
+
+
+@attrs.frozen(kw_only=True)
+class RunLimitExceededEvent:
+    """A run limit was crossed; emitted once, right before the run fails."""
+
+    session_id: str
+    run_id: str
+    limit: RunLimitBreach
+    type: Literal["run_limit_exceeded"] = "run_limit_exceeded"
+
+
+@attrs.frozen(kw_only=True)
+class RetryScheduledEvent:
+    """A failed provider turn (before any output) will be retried after ``delay_ms``."""
+
+    session_id: str
+    run_id: str
+    attempt: int
+    delay_ms: float
+    error: ErrorInfo
+    type: Literal["retry_scheduled"] = "retry_scheduled"
+
+
+@attrs.frozen(kw_only=True)
+class CompactionStartedEvent:
+    """Compaction of the current branch began."""
+
+    session_id: str
+    run_id: str | None = None
+    type: Literal["compaction_started"] = "compaction_started"
+
+
+@attrs.frozen(kw_only=True)
+class CompactionFinishedEvent:
+    """Compaction appended its ``compaction`` entry."""
+
+    session_id: str
+    run_id: str | None = None
+    entry_id: str | None = None
+    summary: str | None = None
+    type: Literal["compaction_finished"] = "compaction_finished"
+
+
+@attrs.frozen(kw_only=True)
+class GuardrailDecisionEvent:
+    """One guard was evaluated."""
+
+    session_id: str
+    run_id: str
+    record: GuardrailRecord
+    type: Literal["guardrail_decision"] = "guardrail_decision"
+
+
+@attrs.frozen(kw_only=True)
+class SteerRejectedEvent:
+    """A steered message was blocked by an input guardrail and dropped; the run continues."""
+
+    session_id: str
+    run_id: str
+    message: Message
+    record: GuardrailRecord
+    type: Literal["steer_rejected"] = "steer_rejected"
+
+
+@attrs.frozen(kw_only=True)
+class EventSubscriberOverflowEvent:
+    """A subscriber's bounded queue overflowed (delivered once, to that subscriber only)."""
+
+    session_id: str
+    run_id: str | None
+    max_queued_events: int
+    overflow: str
+    dropped: int = 0
+    type: Literal["event_subscriber_overflow"] = "event_subscriber_overflow"
+
+
+@attrs.frozen(kw_only=True)
+class AgentSuspendedEvent:
+    """A durable run suspended before a side effect; ``version`` is the checkpoint version."""
+
+    session_id: str
+    run_id: str
+    interruption: Any
+    version: int
+    type: Literal["agent_suspended"] = "agent_suspended"
+
+
+@attrs.frozen(kw_only=True)
+class AgentResumedEvent:
+    """A durable run was claimed and resumes; ``restore`` audits restore hooks when any ran."""
+
+    session_id: str
+    run_id: str
+    version: int
+    decision: str | None = None
+    restore: Any = None
+    type: Literal["agent_resumed"] = "agent_resumed"
+
+
+@attrs.frozen(kw_only=True)
+class AgentDeniedEvent:
+    """A suspended durable run was denied and ended ``denied``."""
+
+    session_id: str
+    run_id: str
+    version: int
+    reason: str | None = None
+    type: Literal["agent_denied"] = "agent_denied"
+
+
+AgentEvent: TypeAlias = (
+    AgentStartedEvent
+    | TurnStartedEvent
+    | MessageStartedEvent
+    | MessageDeltaEvent
+    | MessageFinishedEvent
+    | TurnFinishedEvent
+    | ToolExecutionStartedEvent
+    | ToolExecutionProgressEvent
+    | ToolExecutionFinishedEvent
+    | ToolExecutionErrorEvent
+    | ToolExecutionBlockedEvent
+    | AgentFinishedEvent
+    | ErrorEvent
+    | RunLimitExceededEvent
+    | RetryScheduledEvent
+    | CompactionStartedEvent
+    | CompactionFinishedEvent
+    | GuardrailDecisionEvent
+    | SteerRejectedEvent
+    | EventSubscriberOverflowEvent
+    | AgentSuspendedEvent
+    | AgentResumedEvent
+    | AgentDeniedEvent
+)

@@ -1,0 +1,42 @@
+"""Guardrail stages, decisions and the records every evaluated guard leaves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+__all__ = (
+    "GUARDRAIL_ACTIONS",
+    "GUARDRAIL_STAGES",
+    "GuardrailAction",
+    "GuardrailDecision",
+    "GuardrailRecord",
+    "GuardrailStage",
+)
+
+GuardrailStage: TypeAlias = Literal["input", "output", "tool_input", "tool_output"]
+GuardrailAction: TypeAlias = Literal["allow", "block", "tripwire", "interrupt"]
+GUARDRAIL_STAGES: tuple[GuardrailStage, ...] = ("input", "output", "tool_input", "tool_output")
+GUARDRAIL_ACTIONS: tuple[GuardrailAction, ...] = ("allow", "block", "tripwire", "interrupt")
+
+
+@attrs.frozen
+class GuardrailDecision:
+    """What a guard decided: an action, an optional reason and JSON metadata."""
+
+    action: GuardrailAction
+    reason: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+@attrs.frozen
+class GuardrailRecord:
+    """One evaluated guard: its name, stage, action and (redacted, bounded) reason/metadata."""
+
+    guardrail: str
+    stage: GuardrailStage
+    action: GuardrailAction
+    reason: str | None = None
+    metadata: Mapping[str, Any] | None = None

@@ -1,0 +1,91 @@
+"""The pluggy hook specifications of Prism (project name ``"prism"``).
+
+Hooks are synchronous factories: they return objects, and async behaviour lives on those
+objects. An ``async def`` hookimpl is rejected when its plugin is registered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+__all__ = ("PROJECT_NAME", "hookimpl", "hookspec")
+
+PROJECT_NAME = "prism"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec(firstresult=True)
+def prism_checkpoint_store(url: str) -> Any:
+    """Open a checkpoint store for ``url``.
+
+    Called by ``open_checkpoint_store(url, plugins=...)``, in registration order, until one
+    plugin answers. ``url`` is the store URL as the host wrote it (``sqlite:///run.db``,
+    ``postgresql://…``, ``redis://…``). Return a ``CheckpointStore``, or ``None`` when the
+    URL's scheme is not this plugin's.
+    """
+
+
+@hookspec(firstresult=True)
+def prism_session_store(url: str) -> Any:
+    """Open a session store for ``url``.
+
+    Called by ``open_session_store(url, plugins=...)`` until one plugin answers. ``url`` is
+    the store URL as written by the host. Return a ``SessionStore``, or ``None`` when the
+    scheme is not this plugin's.
+    """
+
+
+@hookspec(firstresult=True)
+def prism_provider(model: Any) -> Any:
+    """Provide the model provider for ``model``.
+
+    Called at the start of each run whose agent has neither ``provider`` nor a
+    ``provider_source`` that answered. ``model`` is the run's ``ModelConfig``; match on
+    ``model.provider``. Return an ``AIProvider``, or ``None`` when the provider id is not
+    this plugin's.
+    """
+
+
+@hookspec
+def prism_guardrail_packs() -> Any:
+    """Declare guardrail packs.
+
+    Called once per agent, when the agent is created, to build the pack catalogue that
+    session ``guardrail_packs=[…]`` ids resolve against. Receives nothing. Return a sequence
+    of ``GuardrailPack`` definitions; ``None`` (or an empty sequence) declares none.
+    """
+
+
+@hookspec
+def prism_loop_strategies() -> Any:
+    """Declare loop strategies by name.
+
+    Called once per agent, when the agent is created. Receives nothing. Return a sequence of
+    ``AgentLoopStrategy`` objects (each has a ``name`` and a ``revision``); ``None`` declares
+    none.
+    """
+
+
+@hookspec
+def prism_restore_hooks() -> Any:
+    """Declare restore hooks that run on every claiming resume of this host.
+
+    Called once per lifecycle or resume that composes the plugins. Receives nothing. Return a
+    sequence of restore hooks (callables or objects with ``id``/``restore``); ``None``
+    declares none.
+    """
+
+
+@hookspec
+def prism_middleware() -> Any:
+    """Declare middleware objects.
+
+    Called once per agent, when the agent is created. Receives nothing. Return a sequence of
+    middleware objects (methods named after middleware points such as ``session_start``,
+    ``provider_request``, ``tool_call``); they run after the agent's own ``middleware`` in
+    plugin registration order. ``None`` declares none.
+    """

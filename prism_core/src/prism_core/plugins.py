@@ -1,0 +1,123 @@
+"""Explicit plugin composition: a fresh pluggy manager per host, never a global one."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Sequence
+from importlib.metadata import entry_points
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from .errors import PrismError
+
+__all__ = ("PluginError", "PluginHost", "create_plugin_manager", "discover_plugins")
+
+
+class PluginError(PrismError):
+    """A plugin could not be registered or answered a hook with something unusable."""
+
+    code = "ERR_PRISM_PLUGIN"
+
+
+def _reject_async_hookimpls(plugin: object) -> None:
+    for name in dir(plugin):
+        if not name.startswith("prism_"):
+            continue
+        impl = getattr(plugin, name, None)
+        if impl is None:
+            continue
+        target = getattr(impl, "__func__", impl)
+        if inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
+            raise PluginError(
+                f"plugin {_plugin_name(plugin)!r}: hook {name} is 'async def'. Prism hooks are "
+                "synchronous factories: return the object and put async methods on it."
+            )
+
+
+def _plugin_name(plugin: object) -> str:
+    return str(getattr(plugin, "__name__", None) or type(plugin).__name__)
+
+
+def create_plugin_manager(*plugins: object) -> pluggy.PluginManager:
+    """A new pluggy manager with Prism's hookspecs and ``plugins`` registered in order.
+
+    Raises :class:`PluginError` for an ``async def`` hookimpl or an unknown ``prism_*`` hook.
+    """
+    manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    manager.add_hookspecs(hookspecs)
+    # pluggy calls the last-registered plugin first; registering in reverse makes the
+    # host's order the call order (first plugin wins a firstresult hook).
+    for plugin in reversed(plugins):
+        if plugin is None:
+            raise PluginError("a plugin may not be None")
+        _reject_async_hookimpls(plugin)
+        if manager.is_registered(plugin):
+            continue
+        try:
+            manager.register(plugin)
+        except ValueError as exc:
+            raise PluginError(f"plugin {_plugin_name(plugin)!r} is registered twice: {exc}") from exc
+    try:
+        manager.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin declares an unknown Prism hook: {exc}") from exc
+    return manager
+
+
+def discover_plugins(group: str = "prism") -> list[object]:
+    """The plugin objects installed distributions declare under ``group``.
+
+    Registers nothing: pass the result to ``create_agent(plugins=...)`` to use them.
+    """
+    found: list[object] = []
+    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+        found.append(entry.load())
+    return found
+
+
+class PluginHost:
+    """The typed facade the kernel calls hooks through (one per agent or store opener)."""
+
+    def __init__(self, plugins: Iterable[object] = ()) -> None:
+        self.plugins: tuple[object, ...] = tuple(plugins)
+        self.manager = create_plugin_manager(*self.plugins)
+
+    def _flatten(self, results: Sequence[Any], hook: str) -> list[Any]:
+        items: list[Any] = []
+        for result in results:
+            if result is None:
+                continue
+            if isinstance(result, str | bytes) or not isinstance(result, Iterable):
+                raise PluginError(f"hook {hook} must return a sequence or None, got {result!r}")
+            items.extend(result)
+        return items
+
+    def guardrail_packs(self) -> list[Any]:
+        """Every pack definition the plugins declare, in registration order."""
+        return self._flatten(self.manager.hook.prism_guardrail_packs(), "prism_guardrail_packs")
+
+    def loop_strategies(self) -> list[Any]:
+        """Every loop strategy the plugins declare, in registration order."""
+        return self._flatten(self.manager.hook.prism_loop_strategies(), "prism_loop_strategies")
+
+    def restore_hooks(self) -> list[Any]:
+        """Every restore hook the plugins declare, in registration order."""
+        return self._flatten(self.manager.hook.prism_restore_hooks(), "prism_restore_hooks")
+
+    def middleware(self) -> list[Any]:
+        """Every middleware object the plugins declare, in registration order."""
+        return self._flatten(self.manager.hook.prism_middleware(), "prism_middleware")
+
+    def provider(self, model: Any) -> Any:
+        """The first plugin provider for ``model``, or ``None``."""
+        return self.manager.hook.prism_provider(model=model)
+
+    def checkpoint_store(self, url: str) -> Any:
+        """The first plugin checkpoint store for ``url``, or ``None``."""
+        return self.manager.hook.prism_checkpoint_store(url=url)
+
+    def session_store(self, url: str) -> Any:
+        """The first plugin session store for ``url``, or ``None``."""
+        return self.manager.hook.prism_session_store(url=url)

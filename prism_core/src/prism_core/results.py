@@ -1,0 +1,40 @@
+"""The result of a run, as ``run()`` returns it and ``AgentRunError.result`` carries it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from .content import ContentBlock, ErrorInfo, Message, Usage
+from .limits import RunLimitBreach
+
+__all__ = ("AgentRunResult", "RunStatus")
+
+RunStatus: TypeAlias = Literal["succeeded", "failed", "aborted", "suspended", "denied"]
+
+
+@attrs.frozen(kw_only=True)
+class AgentRunResult:
+    """How a run ended.
+
+    ``text``/``content``/``message`` are the final assistant message; ``error`` and
+    ``abort_reason`` are set for failed and aborted runs; ``limit`` names a crossed run
+    limit; ``interruption`` and ``run_state`` belong to durable runs.
+    """
+
+    session_id: str
+    run_id: str
+    status: RunStatus
+    text: str = ""
+    content: tuple[ContentBlock, ...] = ()
+    message: Message | None = None
+    usage: Usage | None = None
+    leaf_id: str | None = None
+    error: ErrorInfo | None = None
+    abort_reason: Any = None
+    interruption: Any = None
+    run_state: Any = None
+    stop_reason: str | None = None
+    stop_detail: str | None = None
+    limit: RunLimitBreach | None = None

@@ -1,0 +1,168 @@
+"""Driving a run step by step: abort and wall time cancel only the step in flight."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..events import AgentEvent
+from ..results import AgentRunResult
+from ._execution import AbortRequested, RunExecution
+
+if TYPE_CHECKING:
+    from ..sessions._session import AgentSession
+
+__all__ = ("RunDriver", "RunEventStream")
+
+
+class RunDriver:
+    """Pulls events from a :class:`RunExecution`, one cancellable step at a time."""
+
+    def __init__(self, execution: RunExecution) -> None:
+        self.execution = execution
+        self._events = execution.events()
+        self._pending: deque[AgentEvent] = deque()
+        self._ended = False
+        self.settled = False
+
+    async def next(self) -> AgentEvent | None:
+        """The next event, or ``None`` once the run has ended and settled."""
+        if self._pending:
+            return self._pending.popleft()
+        if self._ended:
+            await self._settle()
+            return None
+        execution = self.execution
+        if execution.signal.aborted:
+            return await self._end_with(execution.abort_terminal(execution.signal.reason))
+        deadline = execution.deadline if execution.deadline is not None else math.inf
+        if deadline <= anyio.current_time():
+            return await self._end_with(execution.wall_time_terminal())
+        scope = anyio.CancelScope(deadline=deadline)
+        execution.step_scope = scope
+        try:
+            with scope:
+                return await self._events.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+            await self._settle()
+            return None
+        except AbortRequested:
+            return await self._end_with(execution.abort_terminal(execution.signal.reason))
+        finally:
+            execution.step_scope = None
+        # Only reached when our own scope absorbed a cancellation: abort or deadline.
+        if execution.signal.aborted:
+            return await self._end_with(execution.abort_terminal(execution.signal.reason))
+        return await self._end_with(execution.wall_time_terminal())
+
+    async def _end_with(self, events: list[AgentEvent]) -> AgentEvent | None:
+        self._ended = True
+        await self._events.aclose()
+        self._pending.extend(events)
+        if self._pending:
+            return self._pending.popleft()
+        await self._settle()
+        return None
+
+    async def _settle(self) -> None:
+        if not self.settled:
+            self.settled = True
+            await self.execution.session._settle_run(self.execution)
+
+    def abandon(self, reason: Any) -> None:
+        """End the run now without awaiting (the consumer went away or was cancelled)."""
+        if self.settled:
+            return
+        self._ended = True
+        if self.execution.result is None:
+            self._pending.extend(self.execution.abort_terminal(reason))
+        self.settled = True
+        self.execution.session._settle_run_now(self.execution)
+
+    async def drain(self) -> AgentRunResult:
+        """Run to the end and return the result."""
+        try:
+            while await self.next() is not None:
+                pass
+        except BaseException:
+            self.abandon("cancelled")
+            raise
+        result = self.execution.result
+        assert result is not None
+        return result
+
+
+class RunEventStream:
+    """The owned-run event stream of ``session.stream()``.
+
+    Iterating it starts the run; it yields only that run's events and ends when the run
+    ends. Leaving early (``break``, ``aclose()``, or dropping it) aborts the run.
+    ``result`` holds the :class:`AgentRunResult` once the run has ended.
+    """
+
+    def __init__(self, session: AgentSession, input: Any, options: dict[str, Any]) -> None:
+        self._session = session
+        self._input = input
+        self._options = options
+        self._driver: RunDriver | None = None
+        self._done = False
+
+    @property
+    def result(self) -> AgentRunResult | None:
+        """The run's result once it has ended, else ``None``."""
+        return self._driver.execution.result if self._driver is not None else None
+
+    @property
+    def run_id(self) -> str | None:
+        """The owned run's id once it has started."""
+        return self._driver.execution.run_id if self._driver is not None else None
+
+    def __aiter__(self) -> RunEventStream:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        if self._done:
+            raise StopAsyncIteration
+        if self._driver is None:
+            try:
+                execution = self._session._start_run(self._input, self._options)
+            except BaseException:
+                self._done = True
+                raise
+            self._driver = RunDriver(execution)
+        try:
+            event = await self._driver.next()
+        except BaseException:
+            self._done = True
+            self._driver.abandon("cancelled")
+            raise
+        if event is None:
+            self._done = True
+            raise StopAsyncIteration
+        return event
+
+    async def aclose(self) -> None:
+        """Stop consuming: abort the run if it is still going and wait for it to settle."""
+        if self._done:
+            return
+        self._done = True
+        driver = self._driver
+        if driver is None or driver.settled:
+            return
+        driver.execution.signal.abort("stream closed")
+        await driver.drain()
+
+    async def __aenter__(self) -> RunEventStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        driver = self._driver
+        if driver is not None and not driver.settled:
+            driver.abandon("stream closed")

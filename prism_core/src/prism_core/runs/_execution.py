@@ -1,0 +1,884 @@
+"""One run: an async generator of events over provider turns and tool rounds.
+
+The generator never holds a cancel scope across a ``yield``: the driver wraps each step in
+its own scope, so an abort or the wall-time deadline cancels exactly the step in flight and
+the consumer's code between steps is never cancelled by the run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+
+from ..codec import dumps
+from ..content import (
+    ErrorInfo,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCallContent,
+    ToolResult,
+    Usage,
+)
+from ..errors import GuardrailError, PrismError
+from ..events import (
+    AgentEvent,
+    AgentFinishedEvent,
+    AgentStartedEvent,
+    ErrorEvent,
+    GuardrailDecisionEvent,
+    MessageDelta,
+    MessageDeltaEvent,
+    MessageFinishedEvent,
+    MessageStartedEvent,
+    RetryScheduledEvent,
+    RunLimitExceededEvent,
+    ToolExecutionBlockedEvent,
+    ToolExecutionErrorEvent,
+    ToolExecutionFinishedEvent,
+    ToolExecutionProgressEvent,
+    ToolExecutionStartedEvent,
+    TurnFinishedEvent,
+    TurnStartedEvent,
+)
+from ..guardrails import GuardrailContext, GuardrailRecord, evaluate_guardrails, first_decisive
+from ..guardrails._decisions import GuardrailStage
+from ..limits import RunLimitBreach
+from ..middleware import MiddlewareContext
+from ..models import ModelConfig
+from ..providers import (
+    AIProvider,
+    ProviderDone,
+    ProviderError,
+    ProviderRequest,
+    ProviderTextDelta,
+    ProviderThinkingDelta,
+    ProviderToolCall,
+    ProviderToolCallDelta,
+    ProviderToolSpec,
+    ProviderUsage,
+    ToolCallAssembler,
+)
+from ..redaction import chain_redactors, redact_value
+from ..results import AgentRunResult
+from ..retry import RetryDecision, coerce_retry
+from ..signals import AbortSignal
+from ..tools import (
+    DispatchOutcome,
+    ToolExecutionContext,
+    check_tool_call,
+    execute_tool,
+)
+from ._counters import LimitBreached, RunCounters
+from ._loops import coerce_loop
+from ._options import InvalidOptionsError, RunOptions
+
+if TYPE_CHECKING:
+    from ..sessions._session import AgentSession
+
+__all__ = ("AbortRequested", "RunExecution", "RunFailure")
+
+TOOL_CALL_BLOCKED = "Tool call blocked by guardrail"
+TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
+
+
+class AbortRequested(Exception):
+    """Internal: the run's signal fired at a boundary where no cancellation was pending."""
+
+
+class RunFailure(Exception):
+    """Internal: the run fails with ``error`` (and maybe a crossed ``limit``)."""
+
+    def __init__(
+        self,
+        error: ErrorInfo,
+        *,
+        limit: RunLimitBreach | None = None,
+        cause: BaseException | None = None,
+        record: GuardrailRecord | None = None,
+    ) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.limit = limit
+        self.cause = cause
+        self.record = record
+
+
+def compose_system_prompt(
+    instructions: str | None, agent_layers: Sequence[Any], run_layers: Any
+) -> str | None:
+    """Instructions, then agent layers, then run layers; ``run_layers=False`` drops layers."""
+    parts: list[str] = []
+    if instructions:
+        parts.append(instructions)
+    if run_layers is not False:
+        for layer in (*agent_layers, *(run_layers or ())):
+            text = layer if isinstance(layer, str) else getattr(layer, "text", None)
+            if text is None and isinstance(layer, Mapping):
+                text = layer.get("text")
+            if not isinstance(text, str):
+                raise InvalidOptionsError(
+                    f"system prompt layers must be strings or have a 'text', got {layer!r}"
+                )
+            if text:
+                parts.append(text)
+    return "\n\n".join(parts) if parts else None
+
+
+@attrs.define
+class _TurnState:
+    text: str = ""
+    thinking: str = ""
+    signature: str | None = None
+    usage: Usage | None = None
+    started: bool = False
+    emitted: bool = False
+    response_bytes: int = 0
+    buffer: list[AgentEvent] = attrs.field(factory=list)
+    assembler: ToolCallAssembler = attrs.field(factory=ToolCallAssembler)
+
+    def reset(self) -> None:
+        """Forget a failed attempt (nothing of it was emitted) before the retry."""
+        self.text, self.thinking, self.signature, self.usage = "", "", None, None
+        self.started, self.emitted, self.response_bytes = False, False, 0
+        self.buffer.clear()
+        self.assembler = ToolCallAssembler()
+
+
+class RunExecution:
+    """The state and the event generator of one run on one session."""
+
+    def __init__(
+        self,
+        session: AgentSession,
+        messages: tuple[Message, ...],
+        options: RunOptions,
+        *,
+        run_id: str | None = None,
+    ) -> None:
+        agent = session.agent
+        self.session = session
+        self.agent = agent
+        self.session_id = session.id
+        self.run_id = run_id or f"run_{uuid.uuid4().hex}"
+        self.signal = AbortSignal()
+        self.options = options
+        self.input_messages = messages
+        try:
+            self.limits = agent.limits.narrowed(options.limits)
+            self.retry = agent.retry if options.retry is None else coerce_retry(options.retry)
+            from ..guardrails import coerce_guardrails
+
+            self.guardrails = agent.guardrails.merged(coerce_guardrails(options.guardrails))
+            self.system = compose_system_prompt(
+                agent.instructions, agent.system_prompt, options.system_prompt
+            )
+            loop = coerce_loop(
+                options.loop if options.loop is not None else agent.loop, agent.loop_catalogue
+            )
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, InvalidOptionsError):
+                raise
+            raise InvalidOptionsError(str(exc)) from exc
+        new_run = getattr(loop, "new_run", None)
+        self.loop = new_run() if callable(new_run) else loop
+        self.model: ModelConfig = options.model or agent.model
+        self.redactor = chain_redactors(agent.redactor, options.redactor)
+        self.tool_names = options.tool_names
+        self.metadata: dict[str, Any] = {
+            **agent.metadata,
+            **session.metadata,
+            **options.metadata,
+        }
+        self.provider_options: dict[str, Any] = {
+            **agent.provider_options,
+            **options.provider_options,
+        }
+        self.thinking_level = options.thinking_level or agent.thinking_level
+        self.policies = (*agent.provider_request_policies, *options.provider_request_policies)
+        self.provider_source = options.provider_source or agent.provider_source
+        self.counters = RunCounters()
+        self.last_message: Message | None = None
+        self.result: AgentRunResult | None = None
+        self.failure_cause: BaseException | None = None
+        self.failure_record: GuardrailRecord | None = None
+        self.deadline: float | None = None
+        self.step_scope: anyio.CancelScope | None = None
+        self.provider: AIProvider | None = None
+        self._deferred: list[AgentEvent] = []
+        self._secrets: list[str] = []
+        self._tool_specs: tuple[ProviderToolSpec, ...] | None = None
+
+    # -- emission ---------------------------------------------------------------------------
+
+    def emit(self, event: AgentEvent) -> AgentEvent:
+        """Redact ``event`` and publish it to the session's subscribers; return what was sent."""
+        redacted = redact_value(event, self.redactor)
+        self.session._broadcaster.publish(redacted)
+        return redacted
+
+    def _mw_context(self, point: str) -> MiddlewareContext:
+        return MiddlewareContext(
+            point=point,
+            session_id=self.session_id,
+            run_id=self.run_id,
+            metadata=self.metadata,
+            signal=self.signal,
+        )
+
+    # -- the generator ----------------------------------------------------------------------
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        """The run's events, from ``agent_started`` to ``agent_finished`` or ``error``."""
+        try:
+            if self.limits.max_wall_time_ms is not None:
+                self.deadline = anyio.current_time() + self.limits.max_wall_time_ms / 1000
+            yield self.emit(AgentStartedEvent(session_id=self.session_id, run_id=self.run_id))
+            self.provider = await self._resolve_provider()
+            await self.session._ensure_started(self)
+            async for event in self._check_input():
+                yield event
+            await self.session._ensure_history()
+            await self._append_input()
+            async for event in self.loop.run(self):
+                yield event
+            yield self._succeed()
+        except AbortRequested:
+            raise
+        except RunFailure as failure:
+            for event in self._fail(failure):
+                yield event
+        except LimitBreached as breach:
+            failure = RunFailure(
+                ErrorInfo(str(breach), code="ERR_PRISM_RUN_LIMIT"), limit=breach.breach
+            )
+            for event in self._fail(failure):
+                yield event
+        except Exception as exc:
+            code = getattr(exc, "code", None) or "ERR_PRISM_RUN_FAILED"
+            failure = RunFailure(ErrorInfo(str(exc) or type(exc).__name__, code=code), cause=exc)
+            for event in self._fail(failure):
+                yield event
+
+    # -- run start --------------------------------------------------------------------------
+
+    async def _resolve_provider(self) -> AIProvider:
+        agent = self.agent
+        provider: Any = agent.provider
+        if provider is None and self.provider_source is not None:
+            provider = self.provider_source(self.model)
+            if inspect.isawaitable(provider):
+                provider = await provider
+        if provider is None:
+            provider = agent.plugin_host.provider(self.model)
+        if provider is None:
+            raise RunFailure(
+                ErrorInfo(
+                    f"No provider for model {self.model.provider}/{self.model.model}: pass "
+                    "create_agent(provider=...), a provider_source, or a plugin implementing "
+                    "prism_provider",
+                    code="ERR_PRISM_PROVIDER_NOT_FOUND",
+                )
+            )
+        if not callable(getattr(provider, "generate", None)):
+            raise RunFailure(
+                ErrorInfo(
+                    f"Provider for {self.model.provider!r} has no generate(request) method",
+                    code="ERR_PRISM_PROVIDER_INVALID",
+                )
+            )
+        return provider  # type: ignore[no-any-return]
+
+    async def _check_input(self) -> AsyncIterator[AgentEvent]:
+        guards = self.guardrails.for_stage("input")
+        if not guards:
+            return
+        records = await self._evaluate("input", guards, self.input_messages)
+        for record in records:
+            yield self.emit(self._decision_event(record))
+        self._act_on_run_stage(first_decisive(records), "input")
+
+    async def _append_input(self) -> None:
+        session = self.session
+        if self.model != session.current_model:
+            await session._append_entry(kind="model_change", run_id=self.run_id, model=self.model)
+            session.current_model = self.model
+        for message in self.input_messages:
+            await session._append_message(redact_value(message, self.redactor), self.run_id)
+
+    # -- turns ------------------------------------------------------------------------------
+
+    async def add_user_message(self, message: Message) -> None:
+        """Append a user message (used by loop strategies between turn sequences)."""
+        await self.session._append_message(redact_value(message, self.redactor), self.run_id)
+
+    async def run_turns(self) -> AsyncIterator[AgentEvent]:
+        """Provider turns until a turn requests no tool calls."""
+        while True:
+            await self._boundary()
+            self.counters.turns += 1
+            self.counters.charge("max_turns", self.counters.turns, self.limits)
+            turn = self.counters.turns
+            yield self.emit(
+                TurnStartedEvent(session_id=self.session_id, run_id=self.run_id, turn=turn)
+            )
+            request = await self._assemble()
+            state = _TurnState()
+            async for event in self._provider_turn(request, state):
+                yield event
+            calls = state.assembler.finish()
+            message = self._assistant_message(state, calls)
+            async for event in self._finish_message(message, state):
+                yield event
+            if calls:
+                self.counters.tool_rounds += 1
+                self.counters.charge("max_tool_rounds", self.counters.tool_rounds, self.limits)
+                self.counters.tool_calls += len(calls)
+                self.counters.charge("max_tool_calls", self.counters.tool_calls, self.limits)
+                for call in calls:
+                    async for event in self._tool_call(call, call.id in state.assembler.invalid_ids):
+                        yield event
+            yield self.emit(
+                TurnFinishedEvent(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    turn=turn,
+                    usage=state.usage,
+                    tool_calls=len(calls),
+                )
+            )
+            if not calls:
+                return
+
+    async def _boundary(self) -> None:
+        """A provider-turn boundary: stop on abort before any new provider work."""
+        if self.signal.aborted:
+            await anyio.lowlevel.checkpoint()
+            raise AbortRequested()
+        await self.session._turn_boundary(self)
+
+    def _tool_specs_for_run(self) -> tuple[ProviderToolSpec, ...]:
+        if self._tool_specs is None:
+            allowed = None if self.tool_names is None else set(self.tool_names)
+            self._tool_specs = tuple(
+                ProviderToolSpec(tool.name, tool.description, tool.parameters)
+                for tool in self.agent.registry.definitions()
+                if allowed is None or tool.name in allowed
+            )
+        return self._tool_specs
+
+    async def _assemble(self) -> ProviderRequest:
+        options: dict[str, Any] = dict(self.provider_options)
+        for policy in self.policies:
+            patch = policy(
+                ProviderRequest(
+                    model=self.model,
+                    messages=(),
+                    system=self.system,
+                    options=dict(options),
+                    metadata=self.metadata,
+                    signal=self.signal,
+                )
+            )
+            if inspect.isawaitable(patch):
+                patch = await patch
+            if patch is None:
+                continue
+            if not isinstance(patch, Mapping):
+                raise RunFailure(
+                    ErrorInfo(
+                        "provider request policies must return None or a mapping with "
+                        "'options' and/or 'secrets'",
+                        code="ERR_PRISM_PROVIDER_POLICY",
+                    )
+                )
+            options.update(dict(patch.get("options") or {}))
+            self._secrets.extend(s for s in patch.get("secrets") or () if isinstance(s, str))
+        if self.thinking_level is not None:
+            options["thinking_level"] = self.thinking_level
+        options.setdefault("session_id", self.session_id)
+        options.setdefault("cache_key", self.session_id)
+        request = ProviderRequest(
+            model=self.model,
+            messages=tuple(self.session._history_messages()),
+            tools=self._tool_specs_for_run(),
+            system=self.system,
+            options=options,
+            metadata=self.metadata,
+            signal=self.signal,
+        )
+        before = request
+        request = await self.agent.middleware.run(
+            "provider_request", request, self._mw_context("provider_request")
+        )
+        if request is not before or self.redactor is not None:
+            # History is redacted as it is appended; only the new parts need a pass.
+            request = attrs.evolve(
+                request,
+                system=redact_value(request.system, self.redactor),
+                options=redact_value(dict(request.options), self.redactor),
+                messages=request.messages
+                if request.messages is before.messages
+                else redact_value(request.messages, self.redactor),
+            )
+        size = self.session._history_bytes() + len(
+            dumps(
+                {
+                    "system": request.system,
+                    "tools": [attrs.asdict(t) for t in request.tools],
+                    "options": dict(request.options),
+                }
+            )
+        )
+        if request.messages is not before.messages:
+            size = len(dumps(list(request.messages))) + size - self.session._history_bytes()
+        self.counters.charge("max_request_bytes", size, self.limits)
+        return request
+
+    async def _provider_turn(
+        self, request: ProviderRequest, state: _TurnState
+    ) -> AsyncIterator[AgentEvent]:
+        assert self.provider is not None
+        attempt = 0
+        buffering = bool(self.guardrails.for_stage("output"))
+        while True:
+            attempt += 1
+            self.counters.provider_attempts += 1
+            self.counters.charge(
+                "max_provider_attempts", self.counters.provider_attempts, self.limits
+            )
+            error: ErrorInfo | None = None
+            stream = self.provider.generate(request)
+            try:
+                async for provider_event in stream:
+                    if isinstance(provider_event, ProviderError):
+                        error = provider_event.error
+                        break
+                    if isinstance(provider_event, ProviderDone):
+                        if provider_event.usage is not None:
+                            state.usage = provider_event.usage
+                        break
+                    for event in self._on_provider_event(provider_event, state):
+                        if buffering:
+                            state.buffer.append(event)
+                        else:
+                            state.emitted = True
+                            yield self.emit(event)
+            except (RunFailure, LimitBreached):
+                raise
+            except Exception as exc:
+                error = ErrorInfo(
+                    str(exc) or type(exc).__name__,
+                    code=getattr(exc, "code", None) or "provider_error",
+                    retryable=getattr(exc, "retryable", None),
+                )
+            finally:
+                closer = getattr(stream, "aclose", None)
+                if closer is not None:
+                    with anyio.CancelScope(shield=True):
+                        await closer()
+            if error is None:
+                return
+            error = self._redact_provider_error(error)
+            decision = self._retry_decision(attempt, error, state)
+            if decision is not None:
+                decision = await self.agent.middleware.run(
+                    "retry", decision, self._mw_context("retry")
+                )
+            if decision is None or not decision.retry:
+                raise RunFailure(attrs.evolve(error, code=error.code or "provider_error"))
+            yield self.emit(
+                RetryScheduledEvent(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    attempt=attempt,
+                    delay_ms=decision.delay_ms,
+                    error=error,
+                )
+            )
+            await anyio.sleep(decision.delay_ms / 1000)
+            state.reset()
+
+    def _retry_decision(
+        self, attempt: int, error: ErrorInfo, state: _TurnState
+    ) -> RetryDecision | None:
+        if self.retry is None or state.emitted:
+            return None
+        return self.retry.decide(attempt, error)
+
+    def _redact_provider_error(self, error: ErrorInfo) -> ErrorInfo:
+        message = error.message
+        for secret in self._secrets:
+            if secret:
+                message = message.replace(secret, "[REDACTED]")
+        return redact_value(attrs.evolve(error, message=message), self.redactor)
+
+    def _on_provider_event(self, event: Any, state: _TurnState) -> list[AgentEvent]:
+        out: list[AgentEvent] = []
+        ids = {"session_id": self.session_id, "run_id": self.run_id}
+        if isinstance(event, ProviderUsage):
+            state.usage = event.usage
+            return out
+        if not state.started:
+            state.started = True
+            out.append(MessageStartedEvent(**ids))
+        if isinstance(event, ProviderTextDelta):
+            state.text += event.text
+            state.response_bytes += len(event.text.encode("utf-8"))
+            out.append(MessageDeltaEvent(**ids, delta=MessageDelta(kind="text", text=event.text)))
+        elif isinstance(event, ProviderThinkingDelta):
+            state.thinking += event.text
+            state.signature = event.signature or state.signature
+            state.response_bytes += len(event.text.encode("utf-8"))
+            out.append(
+                MessageDeltaEvent(**ids, delta=MessageDelta(kind="thinking", text=event.text))
+            )
+        elif isinstance(event, ProviderToolCallDelta):
+            state.assembler.add_delta(event)
+            state.response_bytes += len((event.arguments_text or "").encode("utf-8"))
+            out.append(
+                MessageDeltaEvent(
+                    **ids,
+                    delta=MessageDelta(
+                        kind="tool_call",
+                        index=event.index,
+                        id=event.id,
+                        name=event.name,
+                        arguments_text=event.arguments_text,
+                    ),
+                )
+            )
+        elif isinstance(event, ProviderToolCall):
+            state.assembler.add_call(event.call)
+            state.response_bytes += len(dumps(event.call.arguments))
+        else:
+            raise RunFailure(
+                ErrorInfo(
+                    f"Provider emitted an unknown event {event!r}", code="ERR_PRISM_PROVIDER_EVENT"
+                )
+            )
+        self.counters.charge("max_response_bytes", state.response_bytes, self.limits)
+        return out
+
+    def _assistant_message(
+        self, state: _TurnState, calls: tuple[ToolCallContent, ...]
+    ) -> Message:
+        content: list[Any] = []
+        if state.thinking:
+            content.append(ThinkingContent(state.thinking, state.signature))
+        if state.text or not calls:
+            content.append(TextContent(state.text))
+        content.extend(calls)
+        return Message("assistant", tuple(content))
+
+    async def _finish_message(
+        self, message: Message, state: _TurnState
+    ) -> AsyncIterator[AgentEvent]:
+        guards = self.guardrails.for_stage("output")
+        if guards:
+            records = await self._evaluate("output", guards, message)
+            for record in records:
+                yield self.emit(self._decision_event(record))
+            self._act_on_run_stage(first_decisive(records), "output")
+            for event in state.buffer:
+                yield self.emit(event)
+            state.buffer.clear()
+        if not state.started:
+            yield self.emit(MessageStartedEvent(session_id=self.session_id, run_id=self.run_id))
+        message = redact_value(message, self.redactor)
+        await self.session._append_message(message, self.run_id)
+        self.last_message = message
+        yield self.emit(
+            MessageFinishedEvent(session_id=self.session_id, run_id=self.run_id, message=message)
+        )
+        if state.usage is not None:
+            self.counters.add_usage(state.usage, self.limits)
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def _tool_context(self, call: ToolCallContent) -> ToolExecutionContext:
+        def progress(value: Any) -> None:
+            self._deferred.append(
+                self.emit(
+                    ToolExecutionProgressEvent(
+                        session_id=self.session_id,
+                        run_id=self.run_id,
+                        tool_call_id=call.id,
+                        name=call.name,
+                        progress=value,
+                    )
+                )
+            )
+
+        return ToolExecutionContext(
+            session_id=self.session_id,
+            run_id=self.run_id,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            signal=self.signal,
+            metadata=self.metadata,
+            on_progress=progress,
+        )
+
+    async def _tool_call(self, call: ToolCallContent, invalid: bool) -> AsyncIterator[AgentEvent]:
+        if self.signal.aborted:
+            await anyio.lowlevel.checkpoint()
+            raise AbortRequested()
+        ids = {"session_id": self.session_id, "run_id": self.run_id}
+        call = await self.agent.middleware.run("tool_call", call, self._mw_context("tool_call"))
+        guards = self.guardrails.for_stage("tool_input")
+        if guards:
+            records = await self._evaluate("tool_input", guards, call, call=call)
+            for record in records:
+                yield self.emit(self._decision_event(record))
+            decisive = first_decisive(records)
+            if decisive is not None:
+                self._act_on_tool_stage(decisive, "tool_input")
+                error = ErrorInfo(TOOL_CALL_BLOCKED, code="guardrail_blocked")
+                yield self.emit(
+                    ToolExecutionBlockedEvent(
+                        **ids,
+                        tool_call_id=call.id,
+                        name=call.name,
+                        reason="guardrail_blocked",
+                        error=error,
+                    )
+                )
+                await self._append_result(ToolResult(call.id, call.name, error=error))
+                return
+        context = self._tool_context(call)
+        checked = await check_tool_call(
+            call,
+            registry=self.agent.registry,
+            context=context,
+            tool_names=self.tool_names,
+            validate=self.agent.validate,
+            invalid_arguments=invalid,
+        )
+        if isinstance(checked, DispatchOutcome):
+            assert checked.result.error is not None and checked.blocked_reason is not None
+            yield self.emit(
+                ToolExecutionBlockedEvent(
+                    **ids,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    reason=checked.blocked_reason,
+                    error=checked.result.error,
+                )
+            )
+            await self._append_result(checked.result)
+            return
+        yield self.emit(
+            ToolExecutionStartedEvent(
+                **ids, tool_call_id=call.id, name=call.name, arguments=dict(call.arguments)
+            )
+        )
+        outcome = await execute_tool(checked, call, context)
+        for event in self._deferred:
+            yield event
+        self._deferred.clear()
+        result = outcome.result
+        if outcome.status == "failed":
+            assert result.error is not None
+            yield self.emit(
+                ToolExecutionErrorEvent(
+                    **ids, tool_call_id=call.id, name=call.name, error=result.error
+                )
+            )
+        guards = self.guardrails.for_stage("tool_output")
+        if guards:
+            records = await self._evaluate("tool_output", guards, result, call=call)
+            for record in records:
+                yield self.emit(self._decision_event(record))
+            decisive = first_decisive(records)
+            if decisive is not None:
+                self._act_on_tool_stage(decisive, "tool_output")
+                result = ToolResult(
+                    call.id, call.name, error=ErrorInfo(TOOL_RESULT_BLOCKED, code="guardrail_blocked")
+                )
+        result = await self.agent.middleware.run(
+            "tool_result", result, self._mw_context("tool_result")
+        )
+        result = redact_value(result, self.redactor)
+        yield self.emit(
+            ToolExecutionFinishedEvent(**ids, tool_call_id=call.id, name=call.name, result=result)
+        )
+        await self._append_result(result)
+
+    async def _append_result(self, result: ToolResult) -> None:
+        message = Message("tool", (redact_value(result, self.redactor).to_content(),))
+        await self.session._append_message(message, self.run_id)
+
+    # -- guardrails -------------------------------------------------------------------------
+
+    async def _evaluate(
+        self,
+        stage: GuardrailStage,
+        guards: Sequence[Any],
+        value: Any,
+        *,
+        call: ToolCallContent | None = None,
+    ) -> list[GuardrailRecord]:
+        context = GuardrailContext(
+            stage=stage,
+            value=value,
+            session_id=self.session_id,
+            run_id=self.run_id,
+            metadata=self.metadata,
+            tool_name=call.name if call is not None else None,
+            tool_call_id=call.id if call is not None else None,
+            signal=self.signal,
+        )
+        return await evaluate_guardrails(
+            guards,
+            context,
+            max_concurrency=self.guardrails.max_concurrency,
+            redactor=self.redactor,
+        )
+
+    def _decision_event(self, record: GuardrailRecord) -> GuardrailDecisionEvent:
+        return GuardrailDecisionEvent(session_id=self.session_id, run_id=self.run_id, record=record)
+
+    def _act_on_run_stage(self, record: GuardrailRecord | None, stage: str) -> None:
+        if record is None:
+            return
+        if record.action == "interrupt":
+            self._interrupt_unavailable(record, stage)
+        code = "ERR_PRISM_GUARDRAIL_BLOCKED"
+        verb = "blocked" if record.action == "block" else "tripped"
+        reason = f": {record.reason}" if record.reason else ""
+        raise RunFailure(
+            ErrorInfo(f"Guardrail {record.guardrail} {verb} the run at {stage}{reason}", code=code),
+            record=record,
+            cause=GuardrailError("guardrail", record=record, code=code),
+        )
+
+    def _act_on_tool_stage(self, record: GuardrailRecord, stage: str) -> None:
+        if record.action == "interrupt":
+            self._interrupt_unavailable(record, stage)
+        if record.action == "tripwire":
+            reason = f": {record.reason}" if record.reason else ""
+            raise RunFailure(
+                ErrorInfo(
+                    f"Guardrail {record.guardrail} tripped the run at {stage}{reason}",
+                    code="ERR_PRISM_GUARDRAIL_BLOCKED",
+                ),
+                record=record,
+            )
+
+    def _interrupt_unavailable(self, record: GuardrailRecord, stage: str) -> None:
+        raise RunFailure(
+            ErrorInfo(
+                f"Guardrail {record.guardrail} asked to interrupt at the {stage} stage, but only "
+                "the input stage of a durable run can suspend",
+                code="ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
+            ),
+            record=record,
+        )
+
+    # -- endings ----------------------------------------------------------------------------
+
+    def _base_result(self, status: Any) -> dict[str, Any]:
+        message = self.last_message
+        return {
+            "session_id": self.session_id,
+            "run_id": self.run_id,
+            "status": status,
+            "text": message.text if message is not None else "",
+            "content": message.content if message is not None else (),
+            "message": message,
+            "usage": self.counters.usage if self.counters.usage_reported else None,
+            "leaf_id": self.session.leaf_id,
+        }
+
+    def _succeed(self) -> AgentEvent:
+        self.result = AgentRunResult(**self._base_result("succeeded"), stop_reason="completed")
+        return self.emit(
+            AgentFinishedEvent(
+                session_id=self.session_id,
+                run_id=self.run_id,
+                text=self.result.text,
+                usage=self.result.usage,
+                leaf_id=self.result.leaf_id,
+            )
+        )
+
+    def _fail(self, failure: RunFailure) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
+        if failure.limit is not None:
+            events.append(
+                self.emit(
+                    RunLimitExceededEvent(
+                        session_id=self.session_id, run_id=self.run_id, limit=failure.limit
+                    )
+                )
+            )
+        error = redact_value(failure.error, self.redactor)
+        events.append(
+            self.emit(
+                ErrorEvent(session_id=self.session_id, run_id=self.run_id, error=error)
+            )
+        )
+        self.failure_cause = failure.cause
+        self.failure_record = failure.record
+        self.result = AgentRunResult(
+            **self._base_result("failed"),
+            error=error,
+            limit=failure.limit,
+            stop_reason="limit" if failure.limit is not None else "error",
+            stop_detail=failure.limit.axis if failure.limit is not None else error.code,
+        )
+        return events
+
+    def abort_terminal(self, reason: Any) -> list[AgentEvent]:
+        """Terminal events for an aborted run (the generator is already finished)."""
+        self.signal.abort(reason)
+        error = ErrorInfo(f"Run aborted: {self.signal.reason}", code="ERR_PRISM_ABORTED")
+        event = self.emit(
+            ErrorEvent(session_id=self.session_id, run_id=self.run_id, error=error, status="aborted")
+        )
+        self.result = AgentRunResult(
+            **self._base_result("aborted"),
+            error=redact_value(error, self.redactor),
+            abort_reason=self.signal.reason,
+            stop_reason="aborted",
+        )
+        return [event]
+
+    def wall_time_terminal(self) -> list[AgentEvent]:
+        """Terminal events when the wall-time deadline cancelled the step in flight."""
+        assert self.limits.max_wall_time_ms is not None
+        elapsed = self.limits.max_wall_time_ms
+        if self.deadline is not None:
+            elapsed += max(0.0, (anyio.current_time() - self.deadline) * 1000)
+        breach = RunLimitBreach("max_wall_time_ms", self.limits.max_wall_time_ms, elapsed)
+        return self._fail(
+            RunFailure(ErrorInfo(str(LimitBreached(breach)), code="ERR_PRISM_RUN_LIMIT"),
+                       limit=breach)
+        )
+
+    def terminal_error(self) -> PrismError | None:
+        """The exception ``run()`` raises for this run's result, or ``None`` on success."""
+        from ..errors import AgentRunError, GuardrailRunError
+
+        result = self.result
+        if result is None or result.status not in ("failed", "aborted"):
+            return None
+        assert result.error is not None
+        code = result.error.code
+        if self.failure_record is not None and code is not None and code.startswith(
+            "ERR_PRISM_GUARDRAIL"
+        ):
+            error: PrismError = GuardrailRunError(
+                result.error.message, result=result, record=self.failure_record, code=code
+            )
+        else:
+            error = AgentRunError(result.error.message, result=result, code=code)
+        if self.failure_cause is not None:
+            error.__cause__ = self.failure_cause
+        return error

@@ -1,0 +1,145 @@
+"""Loop strategies: what a run does around its provider turns.
+
+A strategy has a ``name``, a ``revision`` and ``run(context)``, an async generator of events
+that drives provider turns through ``context.run_turns()``. Strategies that carry loop-local
+state across a suspension or a crash declare ``snapshot()``/``restore(snapshot)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from ..content import Message
+from ..errors import PrismError
+
+__all__ = (
+    "AgentLoopStrategy",
+    "GenerateValidateReviseLoop",
+    "LoopContext",
+    "SingleShotLoop",
+    "coerce_loop",
+)
+
+
+@runtime_checkable
+class LoopContext(Protocol):
+    """What a loop strategy drives."""
+
+    run_id: str
+    session_id: str
+
+    def run_turns(self) -> AsyncIterator[Any]:
+        """Provider turns (with their tool rounds) until the provider stops calling tools."""
+        ...
+
+    @property
+    def last_message(self) -> Message | None:
+        """The newest assistant message of the run."""
+        ...
+
+    async def add_user_message(self, message: Message) -> None:
+        """Append a user message to the run's history and the session store."""
+        ...
+
+
+@runtime_checkable
+class AgentLoopStrategy(Protocol):
+    """A replaceable per-run control loop."""
+
+    name: str
+    revision: str
+
+    def run(self, context: LoopContext) -> AsyncIterator[Any]:
+        """Drive the run, yielding every event ``context.run_turns()`` yields."""
+        ...
+
+
+@attrs.frozen
+class SingleShotLoop:
+    """The default: provider turns until the provider returns no tool calls."""
+
+    name: str = "single-shot"
+    revision: str = "1"
+
+    async def run(self, context: LoopContext) -> AsyncIterator[Any]:
+        """Run provider turns until the provider stops calling tools."""
+        async for event in context.run_turns():
+            yield event
+
+
+@attrs.define
+class GenerateValidateReviseLoop:
+    """Generate, check the answer with ``validate(text) -> None | str``, and ask for a revision
+    with ``revise(text, problem) -> str`` (the next user message) up to ``max_revisions`` times.
+    Both callbacks may be sync or async. The run fails when the last revision is still invalid.
+    """
+
+    validate: Callable[[str], Any]
+    revise: Callable[[str, str], Any] | None = None
+    max_revisions: int = 2
+    name: str = "generate-validate-revise"
+    revision: str = "1"
+    revisions: int = attrs.field(default=0, init=False)
+
+    async def run(self, context: LoopContext) -> AsyncIterator[Any]:
+        """Generate, validate, and revise until valid or out of revisions."""
+        while True:
+            async for event in context.run_turns():
+                yield event
+            text = context.last_message.text if context.last_message is not None else ""
+            problem = await _maybe_await(self.validate(text))
+            if problem is None:
+                return
+            if self.revisions >= self.max_revisions:
+                raise PrismError(
+                    f"Output still invalid after {self.revisions} revision(s): {problem}",
+                    code="ERR_PRISM_LOOP_VALIDATION",
+                )
+            self.revisions += 1
+            if self.revise is not None:
+                feedback = await _maybe_await(self.revise(text, str(problem)))
+            else:
+                feedback = f"Your previous answer was invalid: {problem}. Please revise it."
+            await context.add_user_message(Message.user(str(feedback)))
+
+    def new_run(self) -> GenerateValidateReviseLoop:
+        """A copy with fresh loop-local state, so runs never share a revision count."""
+        return GenerateValidateReviseLoop(
+            self.validate, self.revise, self.max_revisions, self.name, self.revision
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        """Loop-local state: how many revisions were asked for."""
+        return {"revisions": self.revisions}
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Reinstate a :meth:`snapshot`."""
+        self.revisions = int(snapshot.get("revisions", 0))
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def coerce_loop(value: Any, catalogue: Mapping[str, Any] | None = None) -> Any:
+    """A loop strategy from ``None`` (single-shot), a strategy object, or a name known to
+    ``catalogue`` (built-ins and plugin strategies)."""
+    if value is None:
+        return SingleShotLoop()
+    if isinstance(value, str):
+        if catalogue is not None and value in catalogue:
+            return catalogue[value]
+        if value == "single-shot":
+            return SingleShotLoop()
+        known = sorted({"single-shot", *(catalogue or {})})
+        raise PrismError(f"Unknown loop strategy {value!r}; known: {known}",
+                         code="ERR_PRISM_LOOP_UNKNOWN")
+    if not (hasattr(value, "run") and isinstance(getattr(value, "name", None), str)):
+        raise TypeError("loop must be a loop strategy (name, revision, run) or a strategy name")
+    return value

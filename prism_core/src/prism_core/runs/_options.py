@@ -1,0 +1,120 @@
+"""Run options: validated once, before any provider work."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..errors import PrismError
+from ..models import ModelConfig, coerce_model
+
+__all__ = ("RUN_OPTION_KEYS", "InvalidOptionsError", "RunOptions", "coerce_run_options")
+
+RUN_OPTION_KEYS = (
+    "tool_names",
+    "limits",
+    "model",
+    "system_prompt",
+    "retry",
+    "compaction",
+    "metadata",
+    "guardrails",
+    "loop",
+    "run_state",
+    "redactor",
+    "thinking_level",
+    "provider_options",
+    "provider_source",
+    "provider_request_policies",
+    "active_skills",
+    "skills",
+    "activate_all_skills",
+    "skills_disclosure",
+)
+
+
+class InvalidOptionsError(PrismError, ValueError):
+    """An option value is malformed; raised before any provider work."""
+
+    code = "ERR_PRISM_INVALID_OPTIONS"
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """The per-run options of ``session.run(input, **options)``, validated."""
+
+    tool_names: tuple[str, ...] | None = None
+    limits: Any = None
+    model: ModelConfig | None = None
+    system_prompt: Any = None
+    retry: Any = None
+    compaction: Any = None
+    metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    guardrails: Any = None
+    loop: Any = None
+    run_state: Any = None
+    redactor: Any = None
+    thinking_level: str | None = None
+    provider_options: Mapping[str, Any] = attrs.field(factory=dict)
+    provider_source: Any = None
+    provider_request_policies: tuple[Any, ...] = ()
+    active_skills: tuple[str, ...] | None = None
+    skills: Any = None
+    activate_all_skills: bool | None = None
+    skills_disclosure: str | None = None
+
+
+def _names(value: Any, key: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
+        raise InvalidOptionsError(f"{key} must be a sequence of tool names, got {value!r}")
+    names = tuple(value)
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise InvalidOptionsError(f"{key} entries must be non-empty strings, got {name!r}")
+    return names
+
+
+def coerce_run_options(options: Mapping[str, Any]) -> RunOptions:
+    """Validate ``options`` (the keyword arguments of ``run``) into :class:`RunOptions`."""
+    unknown = sorted(set(options) - set(RUN_OPTION_KEYS))
+    if unknown:
+        raise InvalidOptionsError(
+            f"unknown run options {unknown}; known options: {sorted(RUN_OPTION_KEYS)}"
+        )
+    data = dict(options)
+    if data.get("tool_names") is not None:
+        data["tool_names"] = _names(data["tool_names"], "tool_names")
+    if data.get("active_skills") is not None:
+        data["active_skills"] = _names(data["active_skills"], "active_skills")
+    if data.get("model") is not None:
+        try:
+            data["model"] = coerce_model(data["model"], where="run option model")
+        except TypeError as exc:
+            raise InvalidOptionsError(str(exc)) from exc
+    for key in ("metadata", "provider_options"):
+        value = data.get(key)
+        if value is None:
+            data.pop(key, None)
+        elif not isinstance(value, Mapping):
+            raise InvalidOptionsError(f"{key} must be a mapping, got {type(value).__name__}")
+        else:
+            data[key] = dict(value)
+    level = data.get("thinking_level")
+    if level is not None and not isinstance(level, str):
+        raise InvalidOptionsError("thinking_level must be a string")
+    policies = data.get("provider_request_policies")
+    if policies is not None:
+        if not isinstance(policies, Sequence) or not all(callable(p) for p in policies):
+            raise InvalidOptionsError("provider_request_policies must be a sequence of callables")
+        data["provider_request_policies"] = tuple(policies)
+    else:
+        data.pop("provider_request_policies", None)
+    source = data.get("provider_source")
+    if source is not None and not callable(source):
+        raise InvalidOptionsError("provider_source must be callable(model) -> provider | None")
+    disclosure = data.get("skills_disclosure")
+    if disclosure is not None and disclosure not in ("progressive", "eager"):
+        raise InvalidOptionsError("skills_disclosure must be 'progressive' or 'eager'")
+    return RunOptions(**data)

@@ -1,0 +1,89 @@
+"""The in-process session store (the default when a host supplies none)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+import attrs
+
+from ._entries import SessionEntry
+from ._store import UNSET, SessionConflictError, SessionEntryNotFoundError
+
+__all__ = ("MemorySessionStore", "create_memory_session_store")
+
+
+class MemorySessionStore:
+    """Keeps entries in memory. Each operation is atomic (no await inside it)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, SessionEntry] = {}
+        self._by_session: dict[str, list[str]] = {}
+
+    async def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> SessionEntry:
+        """Append ``entry`` (see :class:`~prism_core.SessionStore`)."""
+        if not isinstance(entry, SessionEntry):
+            raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
+        ids = self._by_session.get(entry.session_id, [])
+        if expected_leaf_id is not UNSET:
+            head = ids[-1] if ids else None
+            if head != expected_leaf_id:
+                raise SessionConflictError(
+                    f"session {entry.session_id!r} moved: its head is no longer the expected leaf"
+                )
+        if entry.id in self._entries:
+            raise SessionConflictError(f"entry id {entry.id!r} already exists")
+        if entry.parent_id is not None:
+            parent = self._entries.get(entry.parent_id)
+            if parent is None or parent.session_id != entry.session_id:
+                raise SessionEntryNotFoundError(
+                    f"parent entry {entry.parent_id!r} is not in session {entry.session_id!r}"
+                )
+        stored = attrs.evolve(entry)
+        self._entries[stored.id] = stored
+        self._by_session.setdefault(stored.session_id, []).append(stored.id)
+        return stored
+
+    async def list(self, session_id: str) -> list[SessionEntry]:
+        """Every entry of the session, in append order."""
+        return [self._entries[i] for i in self._by_session.get(session_id, [])]
+
+    async def get(self, entry_id: str) -> SessionEntry | None:
+        """One entry by id, or ``None``."""
+        return self._entries.get(entry_id)
+
+    async def read_branch_path(self, session_id: str, leaf_id: str | None) -> list[SessionEntry]:
+        """Root-to-leaf entries of the branch ending at ``leaf_id``."""
+        if leaf_id is None:
+            return []
+        path: list[SessionEntry] = []
+        current: str | None = leaf_id
+        while current is not None:
+            entry = self._entries.get(current)
+            if entry is None or entry.session_id != session_id:
+                raise SessionEntryNotFoundError(
+                    f"session {session_id!r} has no entry {current!r}"
+                )
+            path.append(entry)
+            current = entry.parent_id
+        path.reverse()
+        return path
+
+    async def aclose(self) -> None:
+        """Nothing to release; idempotent."""
+
+    async def __aenter__(self) -> MemorySessionStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def create_memory_session_store() -> MemorySessionStore:
+    """A fresh in-memory session store."""
+    return MemorySessionStore()
