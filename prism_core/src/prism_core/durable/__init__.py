@@ -1,0 +1,31 @@
+"""Durable runs: the checkpoint store contract, run state, suspension and resume."""
+
+from ._checkpoints import (
+    MAX_CHECKPOINT_PAGE_SIZE,
+    CheckpointLimitError,
+    CheckpointPage,
+    CheckpointRecord,
+    CheckpointStore,
+    CheckpointStoreError,
+    InvalidCheckpointError,
+    SaveRequest,
+    conflict,
+    normalise_ownership,
+    validate_list,
+    validate_save,
+)
+
+__all__ = (
+    "MAX_CHECKPOINT_PAGE_SIZE",
+    "CheckpointLimitError",
+    "CheckpointPage",
+    "CheckpointRecord",
+    "CheckpointStore",
+    "CheckpointStoreError",
+    "InvalidCheckpointError",
+    "SaveRequest",
+    "conflict",
+    "normalise_ownership",
+    "validate_list",
+    "validate_save",
+)

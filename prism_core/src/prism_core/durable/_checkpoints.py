@@ -1,0 +1,248 @@
+"""The ``CheckpointStore`` protocol: versioned, fenced, owner-scoped JSON records.
+
+Rules every implementation follows (the conformance suite in ``prism_core.testing`` checks
+them):
+
+- ``ownership`` is matched exactly; ``None`` and ``{}`` both mean "unowned". A record whose
+  owner differs from the caller's reads as absent (``load`` → ``None``, ``delete`` →
+  ``False``, not listed) and a ``save`` over it raises the same generic
+  :class:`~prism_core.CheckpointConflictError` as any other conflict.
+- ``save(..., version=v)`` names the new version (a positive integer). It conflicts when a
+  record exists and ``v`` is not above its version; when ``expected_version`` is given and
+  differs from the stored version (``0`` means "must not exist"); when the stored record has a
+  fencing token and the caller passes none or a lower one.
+- ``metadata`` is a ``dict[str, str]`` sidecar stored beside the value, replaced on every
+  save. ``value`` must be JSON; stores keep it as canonical JSON.
+- ``list`` pages by ``(namespace, key)`` order with an opaque ``cursor``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from ..errors import CheckpointConflictError, PrismError
+
+__all__ = (
+    "MAX_CHECKPOINT_PAGE_SIZE",
+    "CheckpointLimitError",
+    "CheckpointPage",
+    "CheckpointRecord",
+    "CheckpointStore",
+    "CheckpointStoreError",
+    "InvalidCheckpointError",
+    "SaveRequest",
+    "conflict",
+    "normalise_ownership",
+    "validate_list",
+    "validate_save",
+)
+
+MAX_CHECKPOINT_PAGE_SIZE = 1000
+
+
+class CheckpointStoreError(PrismError):
+    """The backing store failed (connection lost, server error); nothing was half-written."""
+
+    code = "ERR_PRISM_CHECKPOINT_STORE"
+
+
+class CheckpointLimitError(PrismError):
+    """A save would exceed the store's ``max_records`` or ``max_value_bytes``."""
+
+    code = "ERR_PRISM_CHECKPOINT_LIMIT"
+
+
+class InvalidCheckpointError(PrismError, ValueError):
+    """A store call had malformed arguments (bad version, non-JSON value, bad ownership…)."""
+
+    code = "ERR_PRISM_CHECKPOINT_INVALID"
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointRecord:
+    """One stored checkpoint. ``value`` is JSON data; ``metadata`` is the sidecar map."""
+
+    namespace: str
+    key: str
+    version: int
+    value: Any
+    metadata: Mapping[str, str] | None = None
+    ownership: Mapping[str, str] | None = None
+    fencing_token: int | None = None
+    category: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@attrs.frozen
+class CheckpointPage:
+    """One page of :meth:`CheckpointStore.list`; ``cursor`` is ``None`` on the last page."""
+
+    records: tuple[CheckpointRecord, ...]
+    cursor: str | None = None
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Durable storage for run checkpoints (see the module docstring for the rules)."""
+
+    async def load(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointRecord | None:
+        """The record, or ``None`` when absent or owned by someone else."""
+        ...
+
+    async def save(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        expected_version: int | None = None,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+        category: str | None = None,
+    ) -> CheckpointRecord:
+        """Write the record atomically or raise ``CheckpointConflictError``."""
+        ...
+
+    async def delete(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> bool:
+        """Delete the record; ``False`` when absent or owned by someone else."""
+        ...
+
+    async def list(
+        self,
+        namespace: str | None = None,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the store opened; idempotent."""
+        ...
+
+
+def normalise_ownership(ownership: Mapping[str, str] | None) -> dict[str, str] | None:
+    """``None`` for unowned (``None`` or ``{}``), else a plain ``dict[str, str]``.
+
+    Raises :class:`InvalidCheckpointError` for anything that is not a string-to-string map.
+    """
+    if ownership is None:
+        return None
+    if not isinstance(ownership, Mapping):
+        raise InvalidCheckpointError("ownership must be a mapping of strings to strings")
+    out: dict[str, str] = {}
+    for k, v in ownership.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise InvalidCheckpointError("ownership must be a mapping of strings to strings")
+        out[k] = v
+    return out or None
+
+
+def conflict(namespace: str, key: str) -> CheckpointConflictError:
+    """The one generic conflict error (it never says whether a foreign owner exists)."""
+    return CheckpointConflictError(f"Checkpoint conflict on {namespace}/{key}")
+
+
+def _check_name(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidCheckpointError(f"{what} must be a non-empty string")
+    return value
+
+
+def _check_int(value: Any, what: str, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidCheckpointError(f"{what} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+@attrs.frozen(kw_only=True)
+class SaveRequest:
+    """The validated arguments of one ``save`` (``value_json`` is canonical JSON text)."""
+
+    namespace: str
+    key: str
+    value_json: str
+    version: int
+    expected_version: int | None
+    ownership: dict[str, str] | None
+    fencing_token: int | None
+    metadata: dict[str, str] | None
+    category: str | None
+
+
+def validate_save(
+    namespace: Any,
+    key: Any,
+    value: Any,
+    *,
+    version: Any,
+    expected_version: Any = None,
+    ownership: Any = None,
+    fencing_token: Any = None,
+    metadata: Any = None,
+    category: Any = None,
+    max_value_bytes: int | None = None,
+) -> SaveRequest:
+    """Validate ``save`` arguments the same way in every store, before any I/O.
+
+    Raises :class:`InvalidCheckpointError` for malformed arguments and
+    :class:`CheckpointLimitError` when the canonical value exceeds ``max_value_bytes``.
+    """
+    from ..codec import dumps
+
+    _check_name(namespace, "namespace")
+    _check_name(key, "key")
+    _check_int(version, "version", minimum=1)
+    if expected_version is not None:
+        _check_int(expected_version, "expected_version", minimum=0)
+    if fencing_token is not None:
+        _check_int(fencing_token, "fencing_token", minimum=0)
+    if category is not None and not isinstance(category, str):
+        raise InvalidCheckpointError("category must be a string")
+    meta: dict[str, str] | None = None
+    if metadata is not None:
+        if not isinstance(metadata, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+        ):
+            raise InvalidCheckpointError("metadata must be a mapping of strings to strings")
+        meta = dict(metadata)
+    try:
+        encoded = dumps(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidCheckpointError(f"checkpoint value is not JSON: {exc}") from exc
+    if max_value_bytes is not None and len(encoded) > max_value_bytes:
+        raise CheckpointLimitError(
+            f"checkpoint value is {len(encoded)} bytes; this store allows {max_value_bytes}"
+        )
+    return SaveRequest(
+        namespace=namespace,
+        key=key,
+        value_json=encoded.decode("utf-8"),
+        version=version,
+        expected_version=expected_version,
+        ownership=normalise_ownership(ownership),
+        fencing_token=fencing_token,
+        metadata=meta,
+        category=category,
+    )
+
+
+def validate_list(limit: Any, cursor: Any) -> None:
+    """Validate ``list`` paging arguments (``limit`` 1..1000, ``cursor`` a string or None)."""
+    _check_int(limit, "limit", minimum=1)
+    if limit > MAX_CHECKPOINT_PAGE_SIZE:
+        raise InvalidCheckpointError(f"limit must be at most {MAX_CHECKPOINT_PAGE_SIZE}")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidCheckpointError("cursor must be a string from a previous page")
