@@ -141,4 +141,3 @@ def create_agent(**config: Any) -> Agent:
 def create_agent_session(*, agent: Agent, **session_config: Any) -> AgentSession:
     """``agent.create_session(**session_config)``."""
     return agent.create_session(**session_config)
-

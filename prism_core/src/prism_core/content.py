@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -113,12 +113,16 @@ _BLOCK_TYPES: dict[str, type[Any]] = {
 }
 
 
+def _blocks(value: Iterable[ContentBlock]) -> tuple[ContentBlock, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class Message:
     """One message: a role and its content blocks."""
 
     role: Role
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=_blocks)
 
     @classmethod
     def user(cls, text: str) -> Message:
@@ -206,12 +210,15 @@ def to_messages(value: str | Message | Mapping[str, Any] | Sequence[Any]) -> tup
             elif isinstance(item, Mapping):
                 out.append(converter().structure(dict(item), Message))
             else:
-                raise TypeError(f"run input items must be Message values, got {type(item).__name__}")
+                raise TypeError(
+                    f"run input items must be Message values, got {type(item).__name__}"
+                )
         if not out:
             raise TypeError("run input must not be an empty sequence")
         return tuple(out)
     raise TypeError(
-        f"run input must be a string, a Message or a sequence of messages, got {type(value).__name__}"
+        "run input must be a string, a Message or a sequence of messages, "
+        f"got {type(value).__name__}"
     )
 
 

@@ -38,7 +38,7 @@ class PrismError(Exception):
 
 
 class AgentRunError(PrismError):
-    """A run ended ``failed`` or ``aborted``; ``result`` carries the same shape ``run()`` returns."""
+    """A run ended ``failed`` or ``aborted``; ``result`` is the shape ``run()`` returns."""
 
     code = "ERR_PRISM_AGENT_RUN"
 
@@ -109,7 +109,7 @@ class GuardrailPackError(PrismError):
 
 
 class GuardrailRunError(GuardrailError, AgentRunError):
-    """A run rejected by a guardrail: both a :class:`GuardrailError` and an :class:`AgentRunError`."""
+    """A run rejected by a guardrail: a :class:`GuardrailError` and an :class:`AgentRunError`."""
 
     def __init__(self, message: str, *, result: AgentRunResult, record: Any, code: str) -> None:
         PrismError.__init__(self, message, code=code)

@@ -39,7 +39,6 @@ __all__ = (
 )
 
 
-
 @attrs.frozen(kw_only=True)
 class AgentStartedEvent:
     """A run (or a resumed run) started."""

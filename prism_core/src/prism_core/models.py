@@ -19,7 +19,7 @@ class ModelConfig:
 
 
 def coerce_model(value: ModelConfig | Mapping[str, Any], *, where: str = "model") -> ModelConfig:
-    """Accept a :class:`ModelConfig` or ``{"provider": ..., "model": ...}``; fail clearly otherwise."""
+    """Accept a :class:`ModelConfig` or ``{"provider": ..., "model": ...}``; fail otherwise."""
     if isinstance(value, ModelConfig):
         return value
     if isinstance(value, Mapping):

@@ -58,7 +58,9 @@ def create_plugin_manager(*plugins: object) -> pluggy.PluginManager:
         try:
             manager.register(plugin)
         except ValueError as exc:
-            raise PluginError(f"plugin {_plugin_name(plugin)!r} is registered twice: {exc}") from exc
+            raise PluginError(
+                f"plugin {_plugin_name(plugin)!r} is registered twice: {exc}"
+            ) from exc
     try:
         manager.check_pending()
     except pluggy.PluginValidationError as exc:

@@ -146,7 +146,7 @@ class AIProvider(Protocol):
 
 #: Resolves the provider for a model each run (sync or async); ``None`` means "not mine".
 ProviderResolver: TypeAlias = Callable[
-    [ModelConfig], "AIProvider | None | Awaitable[AIProvider | None]"
+    [ModelConfig], "AIProvider | Awaitable[AIProvider | None] | None"
 ]
 
 

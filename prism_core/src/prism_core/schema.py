@@ -23,7 +23,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def validate_json_schema(schema: Mapping[str, Any] | None, value: Any, path: str = "$") -> str | None:
+def validate_json_schema(schema: Any, value: Any, path: str = "$") -> str | None:
     """Return ``None`` when ``value`` satisfies ``schema``, else a message naming the path."""
     if schema is None:
         return None
@@ -87,7 +87,7 @@ def _is_type(value: Any, name: str) -> bool:
 
 
 def _type_name(value: Any) -> str:
-    for name, types in _TYPES.items():
+    for name in _TYPES:
         if _is_type(value, name):
             return name
     return type(value).__name__

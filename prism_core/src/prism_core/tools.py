@@ -107,8 +107,9 @@ class ToolRegistry:
             raise TypeError(f"expected a ToolDefinition, got {type(tool).__name__}")
         if tool.name in self._tools:
             if self._duplicate == "error":
-                raise PrismError(f"tool {tool.name!r} is already registered",
-                                 code="ERR_PRISM_TOOL_DUPLICATE")
+                raise PrismError(
+                    f"tool {tool.name!r} is already registered", code="ERR_PRISM_TOOL_DUPLICATE"
+                )
             if self._duplicate == "ignore":
                 return
         self._tools[tool.name] = tool

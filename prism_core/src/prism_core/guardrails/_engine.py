@@ -154,11 +154,16 @@ def _tripwire(guard: Guardrail, stage: GuardrailStage, reason: str) -> Guardrail
 
 
 def _normalise(guard: Guardrail, stage: GuardrailStage, outcome: Any) -> GuardrailRecord:
+    action: Any
+    reason: Any
+    metadata: Any
     if isinstance(outcome, GuardrailDecision):
         action, reason, metadata = outcome.action, outcome.reason, outcome.metadata
     elif isinstance(outcome, Mapping):
-        action, reason, metadata = outcome.get("action"), outcome.get("reason"), outcome.get(
-            "metadata"
+        action, reason, metadata = (
+            outcome.get("action"),
+            outcome.get("reason"),
+            outcome.get("metadata"),
         )
         if set(outcome) - {"action", "reason", "metadata"}:
             return _tripwire(guard, stage, "guardrail_invalid_decision")

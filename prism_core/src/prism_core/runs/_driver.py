@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 __all__ = ("RunDriver", "RunEventStream")
 
 
+def _aborted(execution: RunExecution) -> bool:
+    # A call, not an attribute read, so type checkers do not carry the pre-step narrowing
+    # of ``signal.aborted`` across the awaited step.
+    return execution.signal.aborted
+
+
 class RunDriver:
     """Pulls events from a :class:`RunExecution`, one cancellable step at a time."""
 
@@ -43,9 +49,10 @@ class RunDriver:
             return await self._end_with(execution.wall_time_terminal())
         scope = anyio.CancelScope(deadline=deadline)
         execution.step_scope = scope
+        event: AgentEvent | None = None
         try:
             with scope:
-                return await self._events.__anext__()
+                event = await self._events.__anext__()
         except StopAsyncIteration:
             self._ended = True
             await self._settle()
@@ -54,8 +61,10 @@ class RunDriver:
             return await self._end_with(execution.abort_terminal(execution.signal.reason))
         finally:
             execution.step_scope = None
-        # Only reached when our own scope absorbed a cancellation: abort or deadline.
-        if execution.signal.aborted:
+        if not scope.cancelled_caught:
+            return event
+        # Our own scope absorbed a cancellation: an abort or the wall-time deadline.
+        if _aborted(execution):
             return await self._end_with(execution.abort_terminal(execution.signal.reason))
         return await self._end_with(execution.wall_time_terminal())
 

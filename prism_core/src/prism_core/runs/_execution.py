@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -233,7 +233,7 @@ class RunExecution:
 
     # -- the generator ----------------------------------------------------------------------
 
-    async def events(self) -> AsyncIterator[AgentEvent]:
+    async def events(self) -> AsyncGenerator[AgentEvent, None]:
         """The run's events, from ``agent_started`` to ``agent_finished`` or ``error``."""
         try:
             if self.limits.max_wall_time_ms is not None:
@@ -254,15 +254,15 @@ class RunExecution:
             for event in self._fail(failure):
                 yield event
         except LimitBreached as breach:
-            failure = RunFailure(
+            limit_failure = RunFailure(
                 ErrorInfo(str(breach), code="ERR_PRISM_RUN_LIMIT"), limit=breach.breach
             )
-            for event in self._fail(failure):
+            for event in self._fail(limit_failure):
                 yield event
         except Exception as exc:
             code = getattr(exc, "code", None) or "ERR_PRISM_RUN_FAILED"
-            failure = RunFailure(ErrorInfo(str(exc) or type(exc).__name__, code=code), cause=exc)
-            for event in self._fail(failure):
+            unexpected = RunFailure(ErrorInfo(str(exc) or type(exc).__name__, code=code), cause=exc)
+            for event in self._fail(unexpected):
                 yield event
 
     # -- run start --------------------------------------------------------------------------
@@ -341,7 +341,9 @@ class RunExecution:
                 self.counters.tool_calls += len(calls)
                 self.counters.charge("max_tool_calls", self.counters.tool_calls, self.limits)
                 for call in calls:
-                    async for event in self._tool_call(call, call.id in state.assembler.invalid_ids):
+                    async for event in self._tool_call(
+                        call, call.id in state.assembler.invalid_ids
+                    ):
                         yield event
             yield self.emit(
                 TurnFinishedEvent(
@@ -520,30 +522,40 @@ class RunExecution:
 
     def _on_provider_event(self, event: Any, state: _TurnState) -> list[AgentEvent]:
         out: list[AgentEvent] = []
-        ids = {"session_id": self.session_id, "run_id": self.run_id}
         if isinstance(event, ProviderUsage):
             state.usage = event.usage
             return out
         if not state.started:
             state.started = True
-            out.append(MessageStartedEvent(**ids))
+            out.append(MessageStartedEvent(session_id=self.session_id, run_id=self.run_id))
         if isinstance(event, ProviderTextDelta):
             state.text += event.text
             state.response_bytes += len(event.text.encode("utf-8"))
-            out.append(MessageDeltaEvent(**ids, delta=MessageDelta(kind="text", text=event.text)))
+            out.append(
+                MessageDeltaEvent(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    delta=MessageDelta(kind="text", text=event.text),
+                )
+            )
         elif isinstance(event, ProviderThinkingDelta):
             state.thinking += event.text
             state.signature = event.signature or state.signature
             state.response_bytes += len(event.text.encode("utf-8"))
             out.append(
-                MessageDeltaEvent(**ids, delta=MessageDelta(kind="thinking", text=event.text))
+                MessageDeltaEvent(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    delta=MessageDelta(kind="thinking", text=event.text),
+                )
             )
         elif isinstance(event, ProviderToolCallDelta):
             state.assembler.add_delta(event)
             state.response_bytes += len((event.arguments_text or "").encode("utf-8"))
             out.append(
                 MessageDeltaEvent(
-                    **ids,
+                    session_id=self.session_id,
+                    run_id=self.run_id,
                     delta=MessageDelta(
                         kind="tool_call",
                         index=event.index,
@@ -565,9 +577,7 @@ class RunExecution:
         self.counters.charge("max_response_bytes", state.response_bytes, self.limits)
         return out
 
-    def _assistant_message(
-        self, state: _TurnState, calls: tuple[ToolCallContent, ...]
-    ) -> Message:
+    def _assistant_message(self, state: _TurnState, calls: tuple[ToolCallContent, ...]) -> Message:
         content: list[Any] = []
         if state.thinking:
             content.append(ThinkingContent(state.thinking, state.signature))
@@ -629,7 +639,6 @@ class RunExecution:
         if self.signal.aborted:
             await anyio.lowlevel.checkpoint()
             raise AbortRequested()
-        ids = {"session_id": self.session_id, "run_id": self.run_id}
         call = await self.agent.middleware.run("tool_call", call, self._mw_context("tool_call"))
         guards = self.guardrails.for_stage("tool_input")
         if guards:
@@ -642,7 +651,8 @@ class RunExecution:
                 error = ErrorInfo(TOOL_CALL_BLOCKED, code="guardrail_blocked")
                 yield self.emit(
                     ToolExecutionBlockedEvent(
-                        **ids,
+                        session_id=self.session_id,
+                        run_id=self.run_id,
                         tool_call_id=call.id,
                         name=call.name,
                         reason="guardrail_blocked",
@@ -661,10 +671,12 @@ class RunExecution:
             invalid_arguments=invalid,
         )
         if isinstance(checked, DispatchOutcome):
-            assert checked.result.error is not None and checked.blocked_reason is not None
+            assert checked.result.error is not None
+            assert checked.blocked_reason is not None
             yield self.emit(
                 ToolExecutionBlockedEvent(
-                    **ids,
+                    session_id=self.session_id,
+                    run_id=self.run_id,
                     tool_call_id=call.id,
                     name=call.name,
                     reason=checked.blocked_reason,
@@ -675,7 +687,11 @@ class RunExecution:
             return
         yield self.emit(
             ToolExecutionStartedEvent(
-                **ids, tool_call_id=call.id, name=call.name, arguments=dict(call.arguments)
+                session_id=self.session_id,
+                run_id=self.run_id,
+                tool_call_id=call.id,
+                name=call.name,
+                arguments=dict(call.arguments),
             )
         )
         outcome = await execute_tool(checked, call, context)
@@ -687,7 +703,11 @@ class RunExecution:
             assert result.error is not None
             yield self.emit(
                 ToolExecutionErrorEvent(
-                    **ids, tool_call_id=call.id, name=call.name, error=result.error
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    error=result.error,
                 )
             )
         guards = self.guardrails.for_stage("tool_output")
@@ -699,14 +719,22 @@ class RunExecution:
             if decisive is not None:
                 self._act_on_tool_stage(decisive, "tool_output")
                 result = ToolResult(
-                    call.id, call.name, error=ErrorInfo(TOOL_RESULT_BLOCKED, code="guardrail_blocked")
+                    call.id,
+                    call.name,
+                    error=ErrorInfo(TOOL_RESULT_BLOCKED, code="guardrail_blocked"),
                 )
         result = await self.agent.middleware.run(
             "tool_result", result, self._mw_context("tool_result")
         )
         result = redact_value(result, self.redactor)
         yield self.emit(
-            ToolExecutionFinishedEvent(**ids, tool_call_id=call.id, name=call.name, result=result)
+            ToolExecutionFinishedEvent(
+                session_id=self.session_id,
+                run_id=self.run_id,
+                tool_call_id=call.id,
+                name=call.name,
+                result=result,
+            )
         )
         await self._append_result(result)
 
@@ -820,9 +848,7 @@ class RunExecution:
             )
         error = redact_value(failure.error, self.redactor)
         events.append(
-            self.emit(
-                ErrorEvent(session_id=self.session_id, run_id=self.run_id, error=error)
-            )
+            self.emit(ErrorEvent(session_id=self.session_id, run_id=self.run_id, error=error))
         )
         self.failure_cause = failure.cause
         self.failure_record = failure.record
@@ -840,7 +866,9 @@ class RunExecution:
         self.signal.abort(reason)
         error = ErrorInfo(f"Run aborted: {self.signal.reason}", code="ERR_PRISM_ABORTED")
         event = self.emit(
-            ErrorEvent(session_id=self.session_id, run_id=self.run_id, error=error, status="aborted")
+            ErrorEvent(
+                session_id=self.session_id, run_id=self.run_id, error=error, status="aborted"
+            )
         )
         self.result = AgentRunResult(
             **self._base_result("aborted"),
@@ -858,8 +886,9 @@ class RunExecution:
             elapsed += max(0.0, (anyio.current_time() - self.deadline) * 1000)
         breach = RunLimitBreach("max_wall_time_ms", self.limits.max_wall_time_ms, elapsed)
         return self._fail(
-            RunFailure(ErrorInfo(str(LimitBreached(breach)), code="ERR_PRISM_RUN_LIMIT"),
-                       limit=breach)
+            RunFailure(
+                ErrorInfo(str(LimitBreached(breach)), code="ERR_PRISM_RUN_LIMIT"), limit=breach
+            )
         )
 
     def terminal_error(self) -> PrismError | None:
@@ -871,8 +900,10 @@ class RunExecution:
             return None
         assert result.error is not None
         code = result.error.code
-        if self.failure_record is not None and code is not None and code.startswith(
-            "ERR_PRISM_GUARDRAIL"
+        if (
+            self.failure_record is not None
+            and code is not None
+            and code.startswith("ERR_PRISM_GUARDRAIL")
         ):
             error: PrismError = GuardrailRunError(
                 result.error.message, result=result, record=self.failure_record, code=code

@@ -138,8 +138,9 @@ def coerce_loop(value: Any, catalogue: Mapping[str, Any] | None = None) -> Any:
         if value == "single-shot":
             return SingleShotLoop()
         known = sorted({"single-shot", *(catalogue or {})})
-        raise PrismError(f"Unknown loop strategy {value!r}; known: {known}",
-                         code="ERR_PRISM_LOOP_UNKNOWN")
+        raise PrismError(
+            f"Unknown loop strategy {value!r}; known: {known}", code="ERR_PRISM_LOOP_UNKNOWN"
+        )
     if not (hasattr(value, "run") and isinstance(getattr(value, "name", None), str)):
         raise TypeError("loop must be a loop strategy (name, revision, run) or a strategy name")
     return value

@@ -30,7 +30,7 @@ ENTRY_KINDS: tuple[str, ...] = (
 
 @attrs.frozen(kw_only=True)
 class SessionEntry:
-    """One entry of a session. ``parent_id`` links it into a branch; the payload depends on ``kind``.
+    """One entry of a session: ``parent_id`` links it into a branch; ``kind`` picks the payload.
 
     - ``message``: ``message``
     - ``summary`` / ``compaction``: ``summary`` (compaction also ``first_kept_entry_id``)
@@ -83,5 +83,6 @@ def create_session_entry(
     required = _PAYLOAD.get(kind)
     if required is not None and payload.get(required) is None:
         raise ValueError(f"a {kind!r} entry needs its {required!r} payload")
-    return SessionEntry(id=id or new_entry_id(), session_id=session_id, kind=kind,
-                        parent_id=parent_id, **payload)
+    return SessionEntry(
+        id=id or new_entry_id(), session_id=session_id, kind=kind, parent_id=parent_id, **payload
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from types import TracebackType
 from typing import Any
 
@@ -44,7 +45,7 @@ class MemorySessionStore:
         self._by_session.setdefault(stored.session_id, []).append(stored.id)
         return stored
 
-    async def list(self, session_id: str) -> list[SessionEntry]:
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of the session, in append order."""
         return [self._entries[i] for i in self._by_session.get(session_id, [])]
 
@@ -52,18 +53,18 @@ class MemorySessionStore:
         """One entry by id, or ``None``."""
         return self._entries.get(entry_id)
 
-    async def read_branch_path(self, session_id: str, leaf_id: str | None) -> list[SessionEntry]:
+    async def read_branch_path(
+        self, session_id: str, leaf_id: str | None
+    ) -> builtins.list[SessionEntry]:
         """Root-to-leaf entries of the branch ending at ``leaf_id``."""
         if leaf_id is None:
             return []
-        path: list[SessionEntry] = []
+        path: builtins.list[SessionEntry] = []
         current: str | None = leaf_id
         while current is not None:
             entry = self._entries.get(current)
             if entry is None or entry.session_id != session_id:
-                raise SessionEntryNotFoundError(
-                    f"session {session_id!r} has no entry {current!r}"
-                )
+                raise SessionEntryNotFoundError(f"session {session_id!r} has no entry {current!r}")
             path.append(entry)
             current = entry.parent_id
         path.reverse()

@@ -209,7 +209,7 @@ class AgentSession:
                 id=new_entry_id(),
                 session_id=new_id,
                 parent_id=parent,
-                first_kept_entry_id=mapping.get(entry.first_kept_entry_id or "", None),
+                first_kept_entry_id=mapping.get(entry.first_kept_entry_id or ""),
             )
             await target.append(copied)
             mapping[entry.id] = copied.id

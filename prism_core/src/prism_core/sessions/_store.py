@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import PrismError
@@ -44,7 +45,7 @@ class SessionStore(Protocol):
         """Append ``entry``; its ``parent_id`` must be ``None`` or an entry of the same session."""
         ...
 
-    async def list(self, session_id: str) -> list[SessionEntry]:
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of the session, in append order."""
         ...
 
@@ -52,7 +53,9 @@ class SessionStore(Protocol):
         """One entry by id, or ``None``."""
         ...
 
-    async def read_branch_path(self, session_id: str, leaf_id: str | None) -> list[SessionEntry]:
+    async def read_branch_path(
+        self, session_id: str, leaf_id: str | None
+    ) -> builtins.list[SessionEntry]:
         """The entries from the root to ``leaf_id`` inclusive (empty for ``None``).
 
         Raises :class:`SessionEntryNotFoundError` when the session has no such entry.
