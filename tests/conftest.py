@@ -9,7 +9,9 @@ import pytest
 #: Set by CI: a store test whose service is unreachable fails instead of skipping.
 REQUIRE_SERVICES = os.environ.get("PRISM_REQUIRE_SERVICES") == "1"
 
-POSTGRES_URL = os.environ.get("PRISM_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = os.environ.get(
+    "PRISM_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
 REDIS_URL = os.environ.get("PRISM_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 

@@ -49,6 +49,7 @@ class EventSubscription:
         self._overflowed = False
         self._dropped = 0
         self._wakeup: anyio.Event | None = None
+        self._front_notice: EventSubscriberOverflowEvent | None = None
 
     @property
     def closed(self) -> bool:
@@ -73,12 +74,16 @@ class EventSubscription:
             self._overflowed = True
             self._close_quietly()
             return
+        first_loss = not self._overflowed
+        self._overflowed = True
         if self.overflow == "drop_oldest":
             self._queue.popleft()
             self._queue.append(event)
-        if not self._overflowed:
-            self._overflowed = True
-            # The single notice rides beyond the bound so the consumer always learns of the loss.
+            if first_loss:
+                # The oldest events were lost, so the notice comes before what was kept.
+                self._front_notice = self._notice(event)
+        elif first_loss:
+            # The newest events are lost from here on, so the notice follows what was kept.
             self._queue.append(self._notice(event))
         self._wake()
 
@@ -105,12 +110,16 @@ class EventSubscription:
         """Close the subscription and drop anything still queued."""
         self.close()
         self._queue.clear()
+        self._front_notice = None
 
     def __aiter__(self) -> EventSubscription:
         return self
 
     async def __anext__(self) -> AgentEvent:
         while True:
+            if self._front_notice is not None:
+                notice, self._front_notice = self._front_notice, None
+                return notice
             if self._queue:
                 return self._queue.popleft()
             if self._closed:

@@ -24,6 +24,20 @@ def _aborted(execution: RunExecution) -> bool:
     return execution.signal.aborted
 
 
+def _close_now(events: Any) -> None:
+    """Close a suspended run generator without an event loop turn, when its cleanup allows.
+
+    Cleanup that must really wait (a provider closing a network stream) cannot finish here;
+    the event loop's async-generator finaliser completes it later.
+    """
+    closer = events.aclose()
+    try:
+        closer.send(None)
+    except StopIteration:
+        return
+    closer.close()
+
+
 class RunDriver:
     """Pulls events from a :class:`RunExecution`, one cancellable step at a time."""
 
@@ -90,6 +104,7 @@ class RunDriver:
         if self.execution.result is None:
             self._pending.extend(self.execution.abort_terminal(reason))
         self.settled = True
+        _close_now(self._events)
         self.execution.session._settle_run_now(self.execution)
 
     async def drain(self) -> AgentRunResult:

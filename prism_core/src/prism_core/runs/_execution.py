@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -241,12 +242,13 @@ class RunExecution:
             yield self.emit(AgentStartedEvent(session_id=self.session_id, run_id=self.run_id))
             self.provider = await self._resolve_provider()
             await self.session._ensure_started(self)
-            async for event in self._check_input():
+            for event in await self._check_input():
                 yield event
             await self.session._ensure_history()
             await self._append_input()
-            async for event in self.loop.run(self):
-                yield event
+            async with aclosing(self.loop.run(self)) as loop_events:
+                async for event in loop_events:
+                    yield event
             yield self._succeed()
         except AbortRequested:
             raise
@@ -294,14 +296,14 @@ class RunExecution:
             )
         return provider  # type: ignore[no-any-return]
 
-    async def _check_input(self) -> AsyncIterator[AgentEvent]:
+    async def _check_input(self) -> list[AgentEvent]:
         guards = self.guardrails.for_stage("input")
         if not guards:
-            return
+            return []
         records = await self._evaluate("input", guards, self.input_messages)
-        for record in records:
-            yield self.emit(self._decision_event(record))
+        events = [self.emit(self._decision_event(record)) for record in records]
         self._act_on_run_stage(first_decisive(records), "input")
+        return events
 
     async def _append_input(self) -> None:
         session = self.session
@@ -317,7 +319,7 @@ class RunExecution:
         """Append a user message (used by loop strategies between turn sequences)."""
         await self.session._append_message(redact_value(message, self.redactor), self.run_id)
 
-    async def run_turns(self) -> AsyncIterator[AgentEvent]:
+    async def run_turns(self) -> AsyncGenerator[AgentEvent, None]:
         """Provider turns until a turn requests no tool calls."""
         while True:
             await self._boundary()
@@ -329,11 +331,12 @@ class RunExecution:
             )
             request = await self._assemble()
             state = _TurnState()
-            async for event in self._provider_turn(request, state):
-                yield event
+            async with aclosing(self._provider_turn(request, state)) as turn_events:
+                async for event in turn_events:
+                    yield event
             calls = state.assembler.finish()
             message = self._assistant_message(state, calls)
-            async for event in self._finish_message(message, state):
+            for event in await self._finish_message(message, state):
                 yield event
             if calls:
                 self.counters.tool_rounds += 1
@@ -341,10 +344,10 @@ class RunExecution:
                 self.counters.tool_calls += len(calls)
                 self.counters.charge("max_tool_calls", self.counters.tool_calls, self.limits)
                 for call in calls:
-                    async for event in self._tool_call(
-                        call, call.id in state.assembler.invalid_ids
-                    ):
-                        yield event
+                    tool_events = self._tool_call(call, call.id in state.assembler.invalid_ids)
+                    async with aclosing(tool_events):
+                        async for event in tool_events:
+                            yield event
             yield self.emit(
                 TurnFinishedEvent(
                     session_id=self.session_id,
@@ -444,7 +447,7 @@ class RunExecution:
 
     async def _provider_turn(
         self, request: ProviderRequest, state: _TurnState
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         assert self.provider is not None
         attempt = 0
         buffering = bool(self.guardrails.for_stage("output"))
@@ -586,28 +589,33 @@ class RunExecution:
         content.extend(calls)
         return Message("assistant", tuple(content))
 
-    async def _finish_message(
-        self, message: Message, state: _TurnState
-    ) -> AsyncIterator[AgentEvent]:
+    async def _finish_message(self, message: Message, state: _TurnState) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
         guards = self.guardrails.for_stage("output")
         if guards:
             records = await self._evaluate("output", guards, message)
-            for record in records:
-                yield self.emit(self._decision_event(record))
+            events.extend(self.emit(self._decision_event(record)) for record in records)
             self._act_on_run_stage(first_decisive(records), "output")
-            for event in state.buffer:
-                yield self.emit(event)
+            # Allowed: release what was held back, so blocked content is never emitted.
+            events.extend(self.emit(event) for event in state.buffer)
             state.buffer.clear()
         if not state.started:
-            yield self.emit(MessageStartedEvent(session_id=self.session_id, run_id=self.run_id))
+            events.append(
+                self.emit(MessageStartedEvent(session_id=self.session_id, run_id=self.run_id))
+            )
         message = redact_value(message, self.redactor)
         await self.session._append_message(message, self.run_id)
         self.last_message = message
-        yield self.emit(
-            MessageFinishedEvent(session_id=self.session_id, run_id=self.run_id, message=message)
+        events.append(
+            self.emit(
+                MessageFinishedEvent(
+                    session_id=self.session_id, run_id=self.run_id, message=message
+                )
+            )
         )
         if state.usage is not None:
             self.counters.add_usage(state.usage, self.limits)
+        return events
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -635,7 +643,9 @@ class RunExecution:
             on_progress=progress,
         )
 
-    async def _tool_call(self, call: ToolCallContent, invalid: bool) -> AsyncIterator[AgentEvent]:
+    async def _tool_call(
+        self, call: ToolCallContent, invalid: bool
+    ) -> AsyncGenerator[AgentEvent, None]:
         if self.signal.aborted:
             await anyio.lowlevel.checkpoint()
             raise AbortRequested()

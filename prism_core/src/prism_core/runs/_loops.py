@@ -8,13 +8,15 @@ state across a suspension or a crash declare ``snapshot()``/``restore(snapshot)`
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
 from ..content import Message
 from ..errors import PrismError
+from ._options import InvalidOptionsError
 
 __all__ = (
     "AgentLoopStrategy",
@@ -32,7 +34,7 @@ class LoopContext(Protocol):
     run_id: str
     session_id: str
 
-    def run_turns(self) -> AsyncIterator[Any]:
+    def run_turns(self) -> AsyncGenerator[Any, None]:
         """Provider turns (with their tool rounds) until the provider stops calling tools."""
         ...
 
@@ -67,8 +69,9 @@ class SingleShotLoop:
 
     async def run(self, context: LoopContext) -> AsyncIterator[Any]:
         """Run provider turns until the provider stops calling tools."""
-        async for event in context.run_turns():
-            yield event
+        async with aclosing(context.run_turns()) as turns:
+            async for event in turns:
+                yield event
 
 
 @attrs.define
@@ -88,8 +91,9 @@ class GenerateValidateReviseLoop:
     async def run(self, context: LoopContext) -> AsyncIterator[Any]:
         """Generate, validate, and revise until valid or out of revisions."""
         while True:
-            async for event in context.run_turns():
-                yield event
+            async with aclosing(context.run_turns()) as turns:
+                async for event in turns:
+                    yield event
             text = context.last_message.text if context.last_message is not None else ""
             problem = await _maybe_await(self.validate(text))
             if problem is None:
@@ -138,9 +142,7 @@ def coerce_loop(value: Any, catalogue: Mapping[str, Any] | None = None) -> Any:
         if value == "single-shot":
             return SingleShotLoop()
         known = sorted({"single-shot", *(catalogue or {})})
-        raise PrismError(
-            f"Unknown loop strategy {value!r}; known: {known}", code="ERR_PRISM_LOOP_UNKNOWN"
-        )
+        raise InvalidOptionsError(f"Unknown loop strategy {value!r}; known: {known}")
     if not (hasattr(value, "run") and isinstance(getattr(value, "name", None), str)):
         raise TypeError("loop must be a loop strategy (name, revision, run) or a strategy name")
     return value

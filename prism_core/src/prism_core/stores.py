@@ -1,0 +1,149 @@
+"""Open checkpoint and session stores from URLs through the composed plugins.
+
+``memory://`` is built in; every other scheme (``sqlite:///run.db``, ``postgresql://…``,
+``redis://…``) is answered by a store plugin's ``prism_checkpoint_store`` /
+``prism_session_store`` hook. A plugin object may list the schemes it opens in a
+``store_schemes`` attribute so an unsupported URL's error can say what would work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from .durable import CheckpointStore, create_memory_checkpoint_store
+from .errors import PrismError
+from .plugins import PluginError, PluginHost
+from .sessions import SessionStore, create_memory_session_store
+
+__all__ = ("STORE_INSTALL_HINTS", "open_checkpoint_store", "open_session_store")
+
+UNSUPPORTED_CODE = "ERR_PRISM_STORE_UNSUPPORTED"
+
+#: How to install the store for each well-known URL scheme.
+STORE_INSTALL_HINTS: Mapping[str, str] = MappingProxyType(
+    {
+        "sqlite": "pip install 'prism[sql]'",
+        "postgresql": "pip install 'prism[postgres]'",
+        "postgres": "pip install 'prism[postgres]'",
+        "redis": "pip install 'prism[redis]'",
+        "rediss": "pip install 'prism[redis]'",
+    }
+)
+
+_PLUGIN_MODULES: Mapping[str, str] = MappingProxyType(
+    {
+        "sqlite": "prism_store_sql",
+        "postgresql": "prism_store_sql",
+        "postgres": "prism_store_sql",
+        "redis": "prism_store_redis",
+        "rediss": "prism_store_redis",
+    }
+)
+
+
+def _scheme(url: str) -> str:
+    # Only the scheme is ever shown: the rest of a URL may carry user:password@ or a token.
+    head, sep, _ = url.partition(":")
+    if not sep or not head or not head[0].isalpha():
+        return ""
+    if not all(ch.isalnum() or ch in "+-." for ch in head):
+        return ""
+    return head.lower()
+
+
+def _supported_schemes(plugins: Iterable[object]) -> list[str]:
+    schemes = ["memory"]
+    for plugin in plugins:
+        declared = getattr(plugin, "store_schemes", ())
+        if isinstance(declared, str):
+            declared = (declared,)
+        if not isinstance(declared, Iterable):
+            continue
+        for scheme in declared:
+            if isinstance(scheme, str) and scheme and scheme not in schemes:
+                schemes.append(scheme)
+    return schemes
+
+
+def _unsupported(kind: str, url: str, plugins: tuple[object, ...]) -> PrismError:
+    scheme = _scheme(url)
+    what = f"{scheme!r} URLs" if scheme else "a URL without a scheme"
+    schemes = _supported_schemes(plugins)
+    supported = ", ".join(schemes)
+    base = scheme.split("+", 1)[0]
+    hint = STORE_INSTALL_HINTS.get(base)
+    if scheme and (scheme in schemes or base in schemes):
+        how = (
+            f"A composed plugin declares {base!r} but declined this URL: check the URL's form "
+            f"against that plugin's documentation and that it opens {kind} stores."
+        )
+    elif hint is not None:
+        how = (
+            f"To open {base} URLs: {hint}, then pass plugins=[{_PLUGIN_MODULES[base]}.plugin] "
+            "(or plugins=discover_plugins())."
+        )
+    else:
+        examples = ", ".join(
+            f"{STORE_INSTALL_HINTS[name]} for {name}" for name in ("sqlite", "postgresql", "redis")
+        )
+        how = (
+            f"To add a scheme, install a store distribution whose plugin implements "
+            f"prism_{kind}_store and pass it in plugins=[...], e.g. {examples}."
+        )
+    return PrismError(
+        f"No {kind} store for {what}: none of the composed plugins opens it. "
+        f"Supported schemes: {supported}. {how}",
+        code=UNSUPPORTED_CODE,
+    )
+
+
+def _check_url(url: Any) -> str:
+    if not isinstance(url, str) or not url:
+        raise TypeError(f"a store URL must be a non-empty string, got {type(url).__name__}")
+    return url
+
+
+def open_checkpoint_store(url: str, *, plugins: Iterable[object] = ()) -> CheckpointStore:
+    """A checkpoint store for ``url``: ``memory://`` built in, other schemes via ``plugins``.
+
+    Each call returns a fresh store; the caller closes it (``await store.aclose()`` or
+    ``async with``). Raises :class:`~prism_core.PrismError` with code
+    ``ERR_PRISM_STORE_UNSUPPORTED`` when no composed plugin opens the URL's scheme.
+    """
+    _check_url(url)
+    if _scheme(url) == "memory":
+        return create_memory_checkpoint_store()
+    host = PluginHost(plugins)
+    store = host.checkpoint_store(url)
+    if store is None:
+        raise _unsupported("checkpoint", url, host.plugins)
+    if not isinstance(store, CheckpointStore):
+        raise PluginError(
+            f"a plugin answered prism_checkpoint_store for a {_scheme(url)!r} URL with "
+            f"{type(store).__name__}, which is not a CheckpointStore"
+        )
+    return store
+
+
+def open_session_store(url: str, *, plugins: Iterable[object] = ()) -> SessionStore:
+    """A session store for ``url``: ``memory://`` built in, other schemes via ``plugins``.
+
+    Each call returns a fresh store; the caller closes it. Raises
+    :class:`~prism_core.PrismError` with code ``ERR_PRISM_STORE_UNSUPPORTED`` when no
+    composed plugin opens the URL's scheme.
+    """
+    _check_url(url)
+    if _scheme(url) == "memory":
+        return create_memory_session_store()
+    host = PluginHost(plugins)
+    store = host.session_store(url)
+    if store is None:
+        raise _unsupported("session", url, host.plugins)
+    if not isinstance(store, SessionStore):
+        raise PluginError(
+            f"a plugin answered prism_session_store for a {_scheme(url)!r} URL with "
+            f"{type(store).__name__}, which is not a SessionStore"
+        )
+    return store
