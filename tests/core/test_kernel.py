@@ -8,11 +8,11 @@ import pkgutil
 from typing import Any
 
 import pytest
-from prism_core.hookspecs import hookimpl
-from prism_core.plugins import PluginHost
 
 import prism_core
 from prism_core import PluginError, create_agent, create_plugin_manager, discover_plugins, hookspecs
+from prism_core.hookspecs import hookimpl
+from prism_core.plugins import PluginHost
 
 from .helpers import MODEL
 
@@ -81,7 +81,6 @@ def test_discover_plugins_lists_installed_entry_points_without_registering() -> 
     """Discovery returns plugin objects (the workspace installs several) and registers nothing."""
     found = discover_plugins()
     import prism_packs
-
     import prism_store_redis
     import prism_store_sql
 

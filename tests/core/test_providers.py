@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from prism_core.hookspecs import hookimpl
 
 from prism_core import (
     AgentRunError,
@@ -23,6 +22,7 @@ from prism_core import (
     provider_usage,
     tool_call_content,
 )
+from prism_core.hookspecs import hookimpl
 
 from .helpers import MODEL, echo_tool, scripted_agent, text_turn, types
 
