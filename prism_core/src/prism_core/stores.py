@@ -19,7 +19,7 @@ from .sessions import SessionStore, create_memory_session_store
 
 __all__ = ("STORE_INSTALL_HINTS", "open_checkpoint_store", "open_session_store")
 
-UNSUPPORTED_CODE = "ERR_PRISM_STORE_UNSUPPORTED"
+_UNSUPPORTED_CODE = "ERR_PRISM_STORE_UNSUPPORTED"
 
 #: How to install the store for each well-known URL scheme.
 STORE_INSTALL_HINTS: Mapping[str, str] = MappingProxyType(
@@ -95,7 +95,7 @@ def _unsupported(kind: str, url: str, plugins: tuple[object, ...]) -> PrismError
     return PrismError(
         f"No {kind} store for {what}: none of the composed plugins opens it. "
         f"Supported schemes: {supported}. {how}",
-        code=UNSUPPORTED_CODE,
+        code=_UNSUPPORTED_CODE,
     )
 
 

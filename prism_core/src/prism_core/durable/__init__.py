@@ -14,6 +14,7 @@ from ._checkpoints import (
     validate_list,
     validate_save,
 )
+from ._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 
 __all__ = (
     "MAX_CHECKPOINT_PAGE_SIZE",
@@ -23,8 +24,10 @@ __all__ = (
     "CheckpointStore",
     "CheckpointStoreError",
     "InvalidCheckpointError",
+    "MemoryCheckpointStore",
     "SaveRequest",
     "conflict",
+    "create_memory_checkpoint_store",
     "normalise_ownership",
     "validate_list",
     "validate_save",

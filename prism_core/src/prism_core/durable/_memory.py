@@ -1,0 +1,242 @@
+"""The in-process checkpoint store (tests, single-process hosts, the ``memory://`` URL)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+import attrs
+
+from ..codec import loads
+from ._checkpoints import (
+    CheckpointLimitError,
+    CheckpointPage,
+    CheckpointRecord,
+    InvalidCheckpointError,
+    _check_name,
+    conflict,
+    normalise_ownership,
+    validate_list,
+    validate_save,
+)
+
+__all__ = ("MemoryCheckpointStore", "create_memory_checkpoint_store")
+
+
+@attrs.frozen(kw_only=True)
+class _Stored:
+    namespace: str
+    key: str
+    version: int
+    value_json: str
+    metadata: dict[str, str] | None
+    ownership: dict[str, str] | None
+    fencing_token: int | None
+    category: str | None
+    created_at: float
+    updated_at: float
+
+    def to_record(self) -> CheckpointRecord:
+        # Fresh containers on every read: callers can never reach the stored state.
+        return CheckpointRecord(
+            namespace=self.namespace,
+            key=self.key,
+            version=self.version,
+            value=loads(self.value_json),
+            metadata=dict(self.metadata) if self.metadata is not None else None,
+            ownership=dict(self.ownership) if self.ownership is not None else None,
+            fencing_token=self.fencing_token,
+            category=self.category,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+        )
+
+
+def _encode_cursor(namespace: str, key: str) -> str:
+    raw = json.dumps([namespace, key], ensure_ascii=False, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8"))
+    except (UnicodeError, binascii.Error, ValueError) as exc:
+        raise InvalidCheckpointError("cursor is not one this store returned") from exc
+    if (
+        not isinstance(data, list)
+        or len(data) != 2
+        or not all(isinstance(part, str) for part in data)
+    ):
+        raise InvalidCheckpointError("cursor is not one this store returned")
+    return data[0], data[1]
+
+
+def _check_limit(value: int | None, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive integer or None, got {value!r}")
+    return value
+
+
+class MemoryCheckpointStore:
+    """Keeps checkpoints in a dict. Each operation is atomic: it never awaits mid-way.
+
+    Values are held as canonical JSON text and parsed afresh on every read, so neither the
+    caller's value nor a loaded one shares state with the store.
+    """
+
+    def __init__(
+        self, *, max_records: int | None = None, max_value_bytes: int | None = None
+    ) -> None:
+        self.max_records = _check_limit(max_records, "max_records")
+        self.max_value_bytes = _check_limit(max_value_bytes, "max_value_bytes")
+        self._records: dict[tuple[str, str], _Stored] = {}
+
+    async def load(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointRecord | None:
+        """The record, or ``None`` when absent or owned by someone else."""
+        _check_name(namespace, "namespace")
+        _check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        stored = self._records.get((namespace, key))
+        if stored is None or stored.ownership != owner:
+            return None
+        return stored.to_record()
+
+    async def save(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        expected_version: int | None = None,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+        category: str | None = None,
+    ) -> CheckpointRecord:
+        """Write the record atomically or raise ``CheckpointConflictError``.
+
+        Raises :class:`~prism_core.InvalidCheckpointError` for malformed arguments and
+        :class:`~prism_core.CheckpointLimitError` when a limit of this store would be exceeded.
+        """
+        req = validate_save(
+            namespace,
+            key,
+            value,
+            version=version,
+            expected_version=expected_version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+            metadata=metadata,
+            category=category,
+            max_value_bytes=self.max_value_bytes,
+        )
+        slot = (req.namespace, req.key)
+        current = self._records.get(slot)
+        if current is not None:
+            if current.ownership != req.ownership:
+                raise conflict(req.namespace, req.key)
+            if req.expected_version is not None and req.expected_version != current.version:
+                raise conflict(req.namespace, req.key)
+            if req.version <= current.version:
+                raise conflict(req.namespace, req.key)
+            if current.fencing_token is not None and (
+                req.fencing_token is None or req.fencing_token < current.fencing_token
+            ):
+                raise conflict(req.namespace, req.key)
+        else:
+            if req.expected_version is not None and req.expected_version != 0:
+                raise conflict(req.namespace, req.key)
+            if self.max_records is not None and len(self._records) >= self.max_records:
+                raise CheckpointLimitError(
+                    f"this checkpoint store holds at most {self.max_records} records; "
+                    "delete finished runs' checkpoints or raise max_records"
+                )
+        now = time.time()
+        stored = _Stored(
+            namespace=req.namespace,
+            key=req.key,
+            version=req.version,
+            value_json=req.value_json,
+            metadata=req.metadata,
+            ownership=req.ownership,
+            fencing_token=req.fencing_token,
+            category=req.category,
+            created_at=current.created_at if current is not None else now,
+            updated_at=now,
+        )
+        self._records[slot] = stored
+        return stored.to_record()
+
+    async def delete(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> bool:
+        """Delete the record; ``False`` when absent or owned by someone else."""
+        _check_name(namespace, "namespace")
+        _check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        stored = self._records.get((namespace, key))
+        if stored is None or stored.ownership != owner:
+            return False
+        del self._records[(namespace, key)]
+        return True
+
+    async def list(
+        self,
+        namespace: str | None = None,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
+        if namespace is not None:
+            _check_name(namespace, "namespace")
+        validate_list(limit, cursor)
+        owner = normalise_ownership(ownership)
+        after = _decode_cursor(cursor) if cursor is not None else None
+        slots = sorted(
+            slot
+            for slot, stored in self._records.items()
+            if stored.ownership == owner
+            and (namespace is None or slot[0] == namespace)
+            and (after is None or slot > after)
+        )
+        page = slots[:limit]
+        records = tuple(self._records[slot].to_record() for slot in page)
+        next_cursor = _encode_cursor(*page[-1]) if len(slots) > limit else None
+        return CheckpointPage(records, next_cursor)
+
+    async def aclose(self) -> None:
+        """Nothing to release; idempotent."""
+
+    async def __aenter__(self) -> MemoryCheckpointStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def create_memory_checkpoint_store(
+    *, max_records: int | None = None, max_value_bytes: int | None = None
+) -> MemoryCheckpointStore:
+    """A fresh in-memory checkpoint store.
+
+    ``max_records`` caps how many records it holds and ``max_value_bytes`` the canonical JSON
+    size of one value; a save past either raises :class:`~prism_core.CheckpointLimitError`.
+    """
+    return MemoryCheckpointStore(max_records=max_records, max_value_bytes=max_value_bytes)

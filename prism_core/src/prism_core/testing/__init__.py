@@ -1,0 +1,32 @@
+"""Conformance kits for store distributions, as a pytest plugin.
+
+Enable it with ``pytest_plugins = ["prism_core.testing"]`` in a root ``conftest.py`` (or a test
+module) so pytest rewrites the suites' assertions, then subclass the suites::
+
+    from prism_core.testing import CheckpointStoreConformance
+
+    class TestMyCheckpointStore(CheckpointStoreConformance):
+        @pytest.fixture
+        async def checkpoint_store(self):
+            async with create_my_store() as store:
+                yield store
+
+Each test is an ``@pytest.mark.anyio`` coroutine that runs on the backends the
+``anyio_backend`` fixture in scope selects. The suite classes have no ``Test`` prefix, so
+pytest collects only their subclasses. This plugin is never registered by entry point:
+importing ``prism_core`` does not import pytest.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Registered before the suites are imported so pytest can still rewrite their assertions.
+pytest.register_assert_rewrite(
+    "prism_core.testing._checkpoint_suite", "prism_core.testing._session_suite"
+)
+
+from ._checkpoint_suite import CheckpointStoreConformance  # noqa: E402
+from ._session_suite import SessionStoreConformance  # noqa: E402
+
+__all__ = ("CheckpointStoreConformance", "SessionStoreConformance")

@@ -1,0 +1,207 @@
+"""Opening checkpoint and session stores from URLs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from prism_core.content import Message
+from prism_core.durable import MemoryCheckpointStore
+from prism_core.errors import PrismError
+from prism_core.hookspecs import hookimpl
+from prism_core.plugins import PluginError
+from prism_core.sessions import MemorySessionStore, create_session_entry
+from prism_core.stores import STORE_INSTALL_HINTS, open_checkpoint_store, open_session_store
+
+
+class TinyStorePlugin:
+    """A plugin that opens ``tiny://`` URLs with memory stores and records what it saw."""
+
+    store_schemes = ("tiny",)
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    @hookimpl
+    def prism_checkpoint_store(self, url: str) -> Any:
+        self.urls.append(url)
+        if not url.startswith("tiny://"):
+            return None
+        return MemoryCheckpointStore(max_records=3)
+
+    @hookimpl
+    def prism_session_store(self, url: str) -> Any:
+        self.urls.append(url)
+        return MemorySessionStore() if url.startswith("tiny://") else None
+
+
+class DecliningPlugin:
+    """Declares ``sqlite`` but never opens anything."""
+
+    store_schemes = ("sqlite", "postgresql")
+
+    @hookimpl
+    def prism_checkpoint_store(self, url: str) -> Any:
+        return None
+
+
+class WrongObjectPlugin:
+    """Answers the hook with something that is not a store."""
+
+    @hookimpl
+    def prism_checkpoint_store(self, url: str) -> Any:
+        return "not a store"
+
+    @hookimpl
+    def prism_session_store(self, url: str) -> Any:
+        return object()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("url", ["memory://", "memory:///anything", "MEMORY://x"])
+async def test_memory_urls_open_fresh_checkpoint_stores(url: str) -> None:
+    """Any ``memory://`` URL opens a new, empty, working checkpoint store."""
+    first = open_checkpoint_store(url)
+    second = open_checkpoint_store(url)
+    assert isinstance(first, MemoryCheckpointStore)
+    assert first is not second
+    async with first as store:
+        await store.save("ns", "k", {"v": 1}, version=1)
+    assert await second.load("ns", "k") is None
+
+
+@pytest.mark.anyio
+async def test_memory_url_opens_a_session_store() -> None:
+    """``memory://`` opens a working in-memory session store."""
+    opened = open_session_store("memory://")
+    assert isinstance(opened, MemorySessionStore)
+    async with opened as store:
+        entry = create_session_entry(session_id="s1", kind="message", message=Message.user("hi"))
+        await store.append(entry)
+        assert await store.list("s1") == [entry]
+    assert isinstance(
+        open_session_store("memory://", plugins=[TinyStorePlugin()]), MemorySessionStore
+    )
+
+
+def test_memory_url_does_not_ask_plugins() -> None:
+    """The built-in scheme is answered without calling any plugin."""
+    plugin = TinyStorePlugin()
+    open_checkpoint_store("memory://", plugins=[plugin])
+    assert plugin.urls == []
+
+
+@pytest.mark.parametrize("opener", [open_checkpoint_store, open_session_store])
+def test_unknown_scheme_names_schemes_and_a_fix(opener: Any) -> None:
+    """An unknown scheme fails with ``ERR_PRISM_STORE_UNSUPPORTED``, the schemes and a pip hint."""
+    with pytest.raises(PrismError) as info:
+        opener("foo://host/db", plugins=[TinyStorePlugin()])
+    error = info.value
+    assert error.code == "ERR_PRISM_STORE_UNSUPPORTED"
+    message = str(error)
+    assert "'foo'" in message
+    assert "memory, tiny" in message
+    assert "pip install 'prism[sql]'" in message
+    assert "pip install 'prism[redis]'" in message
+
+
+@pytest.mark.parametrize(
+    ("url", "hint", "plugin"),
+    [
+        ("sqlite:///run.db", "pip install 'prism[sql]'", "prism_store_sql.plugin"),
+        ("sqlite+aiosqlite:///run.db", "pip install 'prism[sql]'", "prism_store_sql.plugin"),
+        ("postgresql://app@db/prod", "pip install 'prism[postgres]'", "prism_store_sql.plugin"),
+        ("redis://127.0.0.1:6379/0", "pip install 'prism[redis]'", "prism_store_redis.plugin"),
+    ],
+)
+def test_known_scheme_without_plugin_says_what_to_install(url: str, hint: str, plugin: str) -> None:
+    """A well-known scheme nobody composed names the extra to install and the plugin to pass."""
+    with pytest.raises(PrismError) as info:
+        open_checkpoint_store(url)
+    assert info.value.code == "ERR_PRISM_STORE_UNSUPPORTED"
+    assert hint in str(info.value)
+    assert plugin in str(info.value)
+    assert "Supported schemes: memory." in str(info.value)
+
+
+@pytest.mark.parametrize("opener", [open_checkpoint_store, open_session_store])
+def test_credentials_never_appear_in_the_error(opener: Any) -> None:
+    """User, password and query secrets of the URL stay out of the message."""
+    url = "redis://admin:hunter2@cache.internal:6380/0?password=s3cret&token=abc"
+    with pytest.raises(PrismError) as info:
+        opener(url)
+    message = str(info.value)
+    for secret in ("admin", "hunter2", "s3cret", "abc", "cache.internal"):
+        assert secret not in message
+    assert "'redis'" in message
+
+
+def test_url_without_scheme_is_unsupported() -> None:
+    """A bare path is refused with the same code."""
+    with pytest.raises(PrismError) as info:
+        open_checkpoint_store("run.db")
+    assert info.value.code == "ERR_PRISM_STORE_UNSUPPORTED"
+    assert "without a scheme" in str(info.value)
+
+
+def test_declared_scheme_that_declines_says_so() -> None:
+    """A plugin that declares a scheme but declines the URL is named as the cause."""
+    with pytest.raises(PrismError) as info:
+        open_checkpoint_store("sqlite:///x.db", plugins=[DecliningPlugin()])
+    message = str(info.value)
+    assert "memory, sqlite, postgresql" in message
+    assert "declined" in message
+
+
+@pytest.mark.anyio
+async def test_plugin_resolves_its_own_scheme() -> None:
+    """A plugin's hook opens its scheme; the URL reaches it exactly as written."""
+    plugin = TinyStorePlugin()
+    store = open_checkpoint_store("tiny://bucket/runs?x=1", plugins=[plugin])
+    assert isinstance(store, MemoryCheckpointStore)
+    assert store.max_records == 3
+    assert plugin.urls == ["tiny://bucket/runs?x=1"]
+    sessions = open_session_store("tiny://bucket", plugins=[plugin])
+    assert isinstance(sessions, MemorySessionStore)
+    async with store:
+        saved = await store.save("ns", "k", [1, 2], version=1)
+        assert saved.value == [1, 2]
+
+
+def test_first_answering_plugin_wins() -> None:
+    """Plugins are asked in order and the first store returned is used."""
+    first, second = TinyStorePlugin(), TinyStorePlugin()
+    open_checkpoint_store("tiny://x", plugins=[first, second])
+    assert first.urls == ["tiny://x"]
+    assert second.urls == []
+
+
+def test_declining_plugin_falls_through_to_the_next() -> None:
+    """A plugin answering ``None`` lets the next plugin open the URL."""
+    tiny = TinyStorePlugin()
+    store = open_checkpoint_store("tiny://x", plugins=[DecliningPlugin(), tiny])
+    assert isinstance(store, MemoryCheckpointStore)
+
+
+@pytest.mark.parametrize("opener", [open_checkpoint_store, open_session_store])
+def test_plugin_answering_a_non_store_is_refused(opener: Any) -> None:
+    """An answer that is not a store raises ``PluginError``."""
+    with pytest.raises(PluginError):
+        opener("odd://x", plugins=[WrongObjectPlugin()])
+
+
+@pytest.mark.parametrize("url", [None, "", b"memory://"])
+def test_url_must_be_a_string(url: Any) -> None:
+    """A non-string or empty URL is a ``TypeError``."""
+    with pytest.raises(TypeError):
+        open_checkpoint_store(url)
+
+
+def test_install_hints_cover_the_shipped_stores() -> None:
+    """The hints name an install command for each store Prism ships."""
+    assert STORE_INSTALL_HINTS["sqlite"] == "pip install 'prism[sql]'"
+    assert STORE_INSTALL_HINTS["postgresql"] == "pip install 'prism[postgres]'"
+    assert STORE_INSTALL_HINTS["redis"] == "pip install 'prism[redis]'"
+    with pytest.raises(TypeError):
+        STORE_INSTALL_HINTS["x"] = "y"  # type: ignore[index]
