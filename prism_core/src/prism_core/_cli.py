@@ -20,8 +20,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._demo import run_demo
 
         return run_demo(color=not args.no_color and sys.stdout.isatty())
-    parser.error(f"unknown command {args.command!r}")
-    return 2  # pragma: no cover - parser.error exits
+    raise AssertionError(f"argparse accepted an unknown command {args.command!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover

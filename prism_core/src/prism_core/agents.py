@@ -14,10 +14,12 @@ from .plugins import PluginHost
 from .providers import AIProvider, ProviderResolver
 from .redaction import Redactor
 from .retry import RetryConfig, coerce_retry
+from .runs._compaction import coerce_compaction
 from .runs._loops import SingleShotLoop, coerce_loop
 from .sessions._memory import create_memory_session_store
 from .sessions._session import AgentSession
 from .sessions._store import SessionStore
+from .skills import Skill, SkillRegistry
 from .tools import ToolDefinition, ToolRegistry, ToolValidator, create_tool_registry
 
 __all__ = ("Agent", "create_agent", "create_agent_session")
@@ -58,6 +60,9 @@ class Agent:
         provider_options: Mapping[str, Any] | None = None,
         thinking_level: str | None = None,
         provider_request_policies: Sequence[Callable[..., Any]] = (),
+        activate_all_skills: bool = False,
+        skills_disclosure: str = "progressive",
+        context_window: int | None = None,
     ) -> None:
         self.model = coerce_model(model)
         for label, value in (("id", id), ("name", name), ("instructions", instructions)):
@@ -87,7 +92,23 @@ class Agent:
         self.loop = coerce_loop(loop, self.loop_catalogue) if loop is not None else None
         self.limits: RunLimits = coerce_limits(limits)
         self.retry: RetryConfig | None = coerce_retry(retry)
-        self.compaction = compaction
+        self.compaction = coerce_compaction(compaction)
+        if skills is not None and not isinstance(skills, SkillRegistry):
+            skills = tuple(skills)
+            for skill in skills:
+                if not isinstance(skill, Skill):
+                    raise TypeError("skills must be Skill values or a SkillRegistry")
+        if skills_disclosure not in ("progressive", "eager"):
+            raise ValueError("skills_disclosure must be 'progressive' or 'eager'")
+        self.activate_all_skills = bool(activate_all_skills)
+        self.skills_disclosure: Any = skills_disclosure
+        if context_window is not None and (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window < 1
+        ):
+            raise ValueError("context_window must be a positive integer")
+        self.context_window = context_window
         if redactor is not None and not callable(getattr(redactor, "redact_text", None)):
             raise TypeError("redactor must have redact_text(text) (see create_secret_redactor)")
         self.redactor = redactor

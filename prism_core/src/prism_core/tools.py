@@ -75,7 +75,8 @@ class ToolDefinition:
 
 @attrs.define(kw_only=True)
 class ToolExecutionContext:
-    """What a tool sees while it runs. ``report_progress(value)`` emits a progress event."""
+    """What a tool sees while it runs. ``report_progress(value)`` emits a progress event;
+    ``skills`` lets the ``load_skill`` tool load one of the run's active skills."""
 
     session_id: str
     run_id: str
@@ -84,6 +85,7 @@ class ToolExecutionContext:
     signal: AbortSignal = attrs.field(factory=AbortSignal)
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     on_progress: Callable[[Any], None] | None = attrs.field(default=None, repr=False)
+    skills: Any = attrs.field(default=None, repr=False)
 
     def report_progress(self, progress: Any) -> None:
         """Report progress (any JSON value) to the run's event stream."""

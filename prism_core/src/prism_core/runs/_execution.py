@@ -39,6 +39,7 @@ from ..events import (
     MessageStartedEvent,
     RetryScheduledEvent,
     RunLimitExceededEvent,
+    SteerRejectedEvent,
     ToolExecutionBlockedEvent,
     ToolExecutionErrorEvent,
     ToolExecutionFinishedEvent,
@@ -69,12 +70,14 @@ from ..redaction import chain_redactors, redact_value
 from ..results import AgentRunResult
 from ..retry import RetryDecision, coerce_retry
 from ..signals import AbortSignal
+from ..skills import Skill, SkillDisclosure, SkillRegistry, render_skills
 from ..tools import (
     DispatchOutcome,
     ToolExecutionContext,
     check_tool_call,
     execute_tool,
 )
+from ._compaction import coerce_compaction
 from ._counters import LimitBreached, RunCounters
 from ._loops import coerce_loop
 from ._options import InvalidOptionsError, RunOptions
@@ -139,6 +142,7 @@ class _TurnState:
     usage: Usage | None = None
     started: bool = False
     emitted: bool = False
+    interrupted: bool = False
     response_bytes: int = 0
     buffer: list[AgentEvent] = attrs.field(factory=list)
     assembler: ToolCallAssembler = attrs.field(factory=ToolCallAssembler)
@@ -147,8 +151,37 @@ class _TurnState:
         """Forget a failed attempt (nothing of it was emitted) before the retry."""
         self.text, self.thinking, self.signature, self.usage = "", "", None, None
         self.started, self.emitted, self.response_bytes = False, False, 0
+        self.interrupted = False
         self.buffer.clear()
         self.assembler = ToolCallAssembler()
+
+
+def _resolve_skills(agent: Any, options: RunOptions) -> tuple[Skill, ...]:
+    """The skills a run activates (see ``RunOptions.active_skills``/``skills``)."""
+    source = options.skills if options.skills is not None else agent.skills
+    if source is None:
+        if options.active_skills:
+            raise InvalidOptionsError("active_skills needs skills configured on the agent")
+        return ()
+    registry = isinstance(source, SkillRegistry)
+    available = source.all() if registry else tuple(source)
+    for skill in available:
+        if not isinstance(skill, Skill):
+            raise InvalidOptionsError(f"skills must be Skill values, got {type(skill).__name__}")
+    if options.active_skills is not None:
+        by_name = {s.name: s for s in available}
+        unknown = [n for n in options.active_skills if n not in by_name]
+        if unknown:
+            raise InvalidOptionsError(f"unknown active_skills {unknown}; known: {list(by_name)}")
+        return tuple(by_name[n] for n in options.active_skills)
+    activate_all = (
+        options.activate_all_skills
+        if options.activate_all_skills is not None
+        else agent.activate_all_skills
+    )
+    if registry and not activate_all:
+        return ()
+    return available
 
 
 class RunExecution:
@@ -203,6 +236,24 @@ class RunExecution:
         self.thinking_level = options.thinking_level or agent.thinking_level
         self.policies = (*agent.provider_request_policies, *options.provider_request_policies)
         self.provider_source = options.provider_source or agent.provider_source
+        try:
+            self.compaction = (
+                agent.compaction
+                if options.compaction is None
+                else coerce_compaction(options.compaction)
+            )
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, InvalidOptionsError):
+                raise
+            raise InvalidOptionsError(str(exc)) from exc
+        self.active_skills = _resolve_skills(agent, options)
+        self.skills_disclosure: SkillDisclosure = (
+            options.skills_disclosure or agent.skills_disclosure  # type: ignore[assignment]
+        )
+        self._system_key: tuple[str, ...] | None = None
+        self._system_text: str | None = None
+        self._provider_scope: anyio.CancelScope | None = None
+        self.last_request_bytes = 0
         self.counters = RunCounters()
         self.last_message: Message | None = None
         self.result: AgentRunResult | None = None
@@ -246,6 +297,8 @@ class RunExecution:
                 yield event
             await self.session._ensure_history()
             await self._append_input()
+            for event in await self._auto_compact():
+                yield event
             async with aclosing(self.loop.run(self)) as loop_events:
                 async for event in loop_events:
                     yield event
@@ -322,7 +375,8 @@ class RunExecution:
     async def run_turns(self) -> AsyncGenerator[AgentEvent, None]:
         """Provider turns until a turn requests no tool calls."""
         while True:
-            await self._boundary()
+            for event in await self._boundary():
+                yield event
             self.counters.turns += 1
             self.counters.charge("max_turns", self.counters.turns, self.limits)
             turn = self.counters.turns
@@ -334,7 +388,8 @@ class RunExecution:
             async with aclosing(self._provider_turn(request, state)) as turn_events:
                 async for event in turn_events:
                     yield event
-            calls = state.assembler.finish()
+            # A soft interrupt keeps what was streamed but drops half-formed tool calls.
+            calls = () if state.interrupted else state.assembler.finish()
             message = self._assistant_message(state, calls)
             for event in await self._finish_message(message, state):
                 yield event
@@ -357,15 +412,109 @@ class RunExecution:
                     tool_calls=len(calls),
                 )
             )
-            if not calls:
+            if not calls and not self.has_pending_steers():
                 return
 
-    async def _boundary(self) -> None:
-        """A provider-turn boundary: stop on abort before any new provider work."""
+    async def _boundary(self) -> list[AgentEvent]:
+        """A provider-turn boundary: stop on abort, apply steers, then the session's work."""
         if self.signal.aborted:
             await anyio.lowlevel.checkpoint()
             raise AbortRequested()
+        events = await self.apply_pending_steers()
         await self.session._turn_boundary(self)
+        return events
+
+    def has_pending_steers(self) -> bool:
+        """Whether steered messages wait for the next turn boundary."""
+        return len(self.session._steers) > 0
+
+    async def apply_pending_steers(self) -> list[AgentEvent]:
+        """Check each pending steer with the input guardrails and append the allowed ones.
+
+        A ``block``/``tripwire`` drops just that message (``steer_rejected``); an
+        ``interrupt`` fails the run, since only run-start input can suspend.
+        """
+        events: list[AgentEvent] = []
+        guards = self.guardrails.for_stage("input")
+        for message in self.session._steers.drain():
+            message = redact_value(message, self.redactor)
+            if guards:
+                records = await self._evaluate("input", guards, (message,))
+                events.extend(self.emit(self._decision_event(r)) for r in records)
+                decisive = first_decisive(records)
+                if decisive is not None and decisive.action == "interrupt":
+                    self._interrupt_unavailable(decisive, "input (steer)")
+                if decisive is not None:
+                    events.append(
+                        self.emit(
+                            SteerRejectedEvent(
+                                session_id=self.session_id,
+                                run_id=self.run_id,
+                                message=message,
+                                record=decisive,
+                            )
+                        )
+                    )
+                    continue
+            await self.session._append_message(message, self.run_id)
+        return events
+
+    def soft_interrupt(self) -> None:
+        """Cancel only the provider stream in flight; the run continues with the next turn."""
+        if self._provider_scope is not None:
+            self._provider_scope.cancel()
+
+    async def _auto_compact(self) -> list[AgentEvent]:
+        config = self.compaction
+        if config is None or not config.automatic:
+            return []
+        session = self.session
+        due = (
+            config.threshold_entries is not None
+            and len(session._history_messages()) >= config.threshold_entries
+        )
+        meter = session.context_meter()
+        if not due and config.input_ratio is not None and meter.input_tokens is not None:
+            assert config.context_window is not None
+            due = meter.input_tokens / config.context_window >= config.input_ratio
+        if not due and config.trigger is not None:
+            verdict = config.trigger(meter)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            due = bool(verdict)
+        if not due:
+            return []
+        events: list[AgentEvent] = []
+        await session._compact(
+            keep_recent=config.keep_recent_entries,
+            strategy=config.strategy,
+            run_id=self.run_id,
+            signal=self.signal,
+            emit=lambda event: events.append(self.emit(event)),
+        )
+        return events
+
+    def _system_prompt(self) -> str | None:
+        loaded = self.session.loaded_skills
+        key = loaded.names()
+        if self._system_key != key:
+            section = render_skills(self.active_skills, loaded, self.skills_disclosure)
+            parts = [p for p in (self.system, section) if p]
+            self._system_text = "\n\n".join(parts) if parts else None
+            self._system_key = key
+        return self._system_text
+
+    def load_skill(self, name: str) -> Skill:
+        """Load an active skill into the session's loaded-skill set (``load_skill`` tool)."""
+        for skill in self.active_skills:
+            if skill.name == name:
+                self.session.loaded_skills.add(skill)
+                return skill
+        raise PrismError(
+            f"Skill {name!r} is not active in this run; active: "
+            f"{[s.name for s in self.active_skills]}",
+            code="ERR_PRISM_SKILL_UNKNOWN",
+        )
 
     def _tool_specs_for_run(self) -> tuple[ProviderToolSpec, ...]:
         if self._tool_specs is None:
@@ -412,7 +561,7 @@ class RunExecution:
             model=self.model,
             messages=tuple(self.session._history_messages()),
             tools=self._tool_specs_for_run(),
-            system=self.system,
+            system=self._system_prompt(),
             options=options,
             metadata=self.metadata,
             signal=self.signal,
@@ -443,6 +592,7 @@ class RunExecution:
         if request.messages is not before.messages:
             size = len(dumps(list(request.messages))) + size - self.session._history_bytes()
         self.counters.charge("max_request_bytes", size, self.limits)
+        self.last_request_bytes = size
         return request
 
     async def _provider_turn(
@@ -458,9 +608,22 @@ class RunExecution:
                 "max_provider_attempts", self.counters.provider_attempts, self.limits
             )
             error: ErrorInfo | None = None
-            stream = self.provider.generate(request)
+            stream = aiter(self.provider.generate(request))
             try:
-                async for provider_event in stream:
+                while True:
+                    # A fresh scope per event, so a soft interrupt cancels the provider only
+                    # and no scope is ever held across a yield.
+                    with anyio.CancelScope() as provider_scope:
+                        self._provider_scope = provider_scope
+                        try:
+                            provider_event = await anext(stream, None)
+                        finally:
+                            self._provider_scope = None
+                    if provider_scope.cancelled_caught:
+                        state.interrupted = True
+                        break
+                    if provider_event is None:
+                        break
                     if isinstance(provider_event, ProviderError):
                         error = provider_event.error
                         break
@@ -613,6 +776,10 @@ class RunExecution:
                 )
             )
         )
+        if state.usage is not None and state.usage.input_tokens > 0:
+            self.session._meter_input = (state.usage.input_tokens, "reported")
+        else:
+            self.session._meter_input = (max(1, self.last_request_bytes // 4), "estimate")
         if state.usage is not None:
             self.counters.add_usage(state.usage, self.limits)
         return events
@@ -641,6 +808,7 @@ class RunExecution:
             signal=self.signal,
             metadata=self.metadata,
             on_progress=progress,
+            skills=self,
         )
 
     async def _tool_call(

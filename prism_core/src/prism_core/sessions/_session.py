@@ -9,16 +9,28 @@ import attrs
 from ..codec import dumps
 from ..content import ErrorInfo, Message, to_messages
 from ..errors import AgentRunError, PrismError
-from ..events import ErrorEvent
+from ..events import AgentEvent, CompactionFinishedEvent, CompactionStartedEvent, ErrorEvent
 from ..middleware import MiddlewareContext
 from ..models import ModelConfig
+from ..redaction import redact_value
 from ..results import AgentRunResult
 from ..runs._broadcast import EventBroadcaster, EventSubscription, OverflowPolicy
+from ..runs._compaction import (
+    CompactionContext,
+    CompactionResult,
+    CompactionStrategy,
+    kept_window_start,
+    run_strategy,
+)
 from ..runs._driver import RunDriver, RunEventStream
 from ..runs._execution import RunExecution
 from ..runs._options import InvalidOptionsError, coerce_run_options
+from ..runs._steering import SteerQueue
+from ..signals import AbortSignal
+from ..skills import LoadedSkillSet
 from ._branch import branch_messages
 from ._entries import SessionEntry, create_session_entry, new_entry_id
+from ._meter import ContextMeter
 from ._store import SessionStore
 
 if TYPE_CHECKING:
@@ -62,6 +74,9 @@ class AgentSession:
         self._closed = False
         self._history: list[Message] | None = None
         self._history_size = 0
+        self._steers = SteerQueue()
+        self._meter_input: tuple[int, str] | None = None
+        self.loaded_skills = LoadedSkillSet()
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -126,6 +141,72 @@ class AgentSession:
         if execution.step_scope is not None:
             execution.step_scope.cancel()
         return True
+
+    def steer(self, input: Any, *, soft_interrupt: bool = False) -> None:
+        """Queue user input into the active run.
+
+        It is applied at the next turn boundary (after input guardrails; a blocked message is
+        dropped with ``steer_rejected``). ``soft_interrupt=True`` also cancels the provider
+        stream in flight so the run moves on to the steered input at once. Fails when no run
+        is active or the queue is full (8 messages, 64 KiB).
+        """
+        execution = self._active
+        if execution is None:
+            raise PrismError(
+                f"No active run on session {self.id!r} to steer", code="ERR_PRISM_NO_ACTIVE_RUN"
+            )
+        try:
+            messages = to_messages(input)
+        except (TypeError, ValueError) as exc:
+            raise InvalidOptionsError(str(exc)) from exc
+        for message in messages:
+            if message.role != "user":
+                raise InvalidOptionsError("steered messages must have the user role")
+        for message in messages:
+            self._steers.push(message)
+        if soft_interrupt:
+            execution.soft_interrupt()
+
+    async def compact(
+        self,
+        *,
+        keep_recent_entries: int | None = None,
+        strategy: CompactionStrategy | None = None,
+    ) -> CompactionResult | None:
+        """Compact the current branch now: one ``compaction`` entry replaces everything before
+        the last ``keep_recent_entries`` entries. Returns ``None`` when there is nothing to
+        compact (or the branch already ends with a compaction). Rejected while a run is active.
+        """
+        self._refuse_while_running("compact")
+        config = self.agent.compaction
+        keep = keep_recent_entries
+        if keep is None:
+            keep = config.keep_recent_entries if config is not None else 4
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise InvalidOptionsError("keep_recent_entries must be an integer >= 0")
+
+        def emit(event: AgentEvent) -> None:
+            self._broadcaster.publish(redact_value(event, self.agent.redactor))
+
+        return await self._compact(
+            keep_recent=keep,
+            strategy=strategy or (config.strategy if config is not None else None),
+            run_id=None,
+            signal=None,
+            emit=emit,
+        )
+
+    def context_meter(self) -> ContextMeter:
+        """The latest provider turn's input tokens (reported, or an estimate) against the
+        configured context window."""
+        compaction = self.agent.compaction
+        cap = self.agent.context_window or (
+            compaction.context_window if compaction is not None else None
+        )
+        if self._meter_input is None:
+            return ContextMeter.measure(None, "none", cap)
+        tokens, source = self._meter_input
+        return ContextMeter.measure(tokens, source, cap)
 
     @property
     def running(self) -> bool:
@@ -308,6 +389,59 @@ class AgentSession:
             self._history_size += len(dumps(message)) + 1
         return entry
 
+    async def _compact(
+        self,
+        *,
+        keep_recent: int,
+        strategy: CompactionStrategy | None,
+        run_id: str | None,
+        signal: AbortSignal | None,
+        emit: Any,
+    ) -> CompactionResult | None:
+        path = await self.store.read_branch_path(self.id, self.leaf_id)
+        if not path or path[-1].kind == "compaction":
+            return None
+        start = kept_window_start(path, keep_recent)
+        if start == 0:
+            return None
+        context = CompactionContext(
+            session_id=self.id,
+            run_id=run_id,
+            entries=tuple(path),
+            compacted=tuple(path[:start]),
+            kept=tuple(path[start:]),
+            signal=signal,
+        )
+        emit(CompactionStartedEvent(session_id=self.id, run_id=run_id))
+        result = await run_strategy(strategy, context)
+        result = await self.agent.middleware.run(
+            "compaction",
+            result,
+            MiddlewareContext(
+                point="compaction",
+                session_id=self.id,
+                run_id=run_id,
+                metadata=self.metadata,
+                signal=signal,
+            ),
+        )
+        summary = redact_value(result.summary, self.agent.redactor)
+        entry = await self._append_entry(
+            kind="compaction",
+            run_id=run_id,
+            summary=summary,
+            first_kept_entry_id=result.first_kept_entry_id,
+            data=result.data,
+        )
+        result = attrs.evolve(result, summary=summary, entry_id=entry.id)
+        self._load_history([*path, entry])
+        emit(
+            CompactionFinishedEvent(
+                session_id=self.id, run_id=run_id, entry_id=entry.id, summary=summary
+            )
+        )
+        return result
+
     async def _turn_boundary(self, execution: RunExecution) -> None:
         """Work done at each provider-turn boundary (steering, compaction, checkpoints)."""
 
@@ -317,4 +451,6 @@ class AgentSession:
     def _settle_run_now(self, execution: RunExecution) -> None:
         if self._active is execution:
             self._active = None
+            # Steers belong to the run they were sent to; a later run starts clean.
+            self._steers.drain()
         self._broadcaster.close_run_subscribers()
