@@ -17,6 +17,17 @@ from .content import (
     Usage,
     tool_call_content,
 )
+from .durable import (
+    MAX_CHECKPOINT_PAGE_SIZE,
+    CheckpointLimitError,
+    CheckpointPage,
+    CheckpointRecord,
+    CheckpointStore,
+    CheckpointStoreError,
+    InvalidCheckpointError,
+    MemoryCheckpointStore,
+    create_memory_checkpoint_store,
+)
 from .errors import (
     AgentDecisionError,
     AgentLoopStateError,
@@ -103,6 +114,7 @@ from .runs import (
     RunEventStream,
     SingleShotLoop,
 )
+from .runs._compaction import CompactionConfig, CompactionContext, CompactionResult
 from .sessions import (
     AgentSession,
     MemorySessionStore,
@@ -114,7 +126,16 @@ from .sessions import (
     create_memory_session_store,
     create_session_entry,
 )
+from .sessions._meter import ContextMeter
 from .signals import AbortSignal
+from .skills import (
+    LoadedSkillSet,
+    Skill,
+    SkillRegistry,
+    create_load_skill_tool,
+    create_skill_registry,
+)
+from .stores import STORE_INSTALL_HINTS, open_checkpoint_store, open_session_store
 from .tools import (
     ToolDefinition,
     ToolExecutionContext,
@@ -127,8 +148,10 @@ __version__ = "0.1.0"
 
 __all__ = (
     "HARD_MAX_PROVIDER_BYTES",
+    "MAX_CHECKPOINT_PAGE_SIZE",
     "MIDDLEWARE_POINTS",
     "REDACTED",
+    "STORE_INSTALL_HINTS",
     "AIProvider",
     "AbortSignal",
     "Agent",
@@ -146,10 +169,19 @@ __all__ = (
     "AgentStartedEvent",
     "AgentSuspendedEvent",
     "CheckpointConflictError",
+    "CheckpointLimitError",
+    "CheckpointPage",
+    "CheckpointRecord",
     "CheckpointRestoreError",
+    "CheckpointStore",
+    "CheckpointStoreError",
+    "CompactionConfig",
+    "CompactionContext",
     "CompactionFinishedEvent",
+    "CompactionResult",
     "CompactionStartedEvent",
     "ContentBlock",
+    "ContextMeter",
     "ErrorEvent",
     "ErrorInfo",
     "EventSubscriberOverflowEvent",
@@ -164,8 +196,11 @@ __all__ = (
     "GuardrailPackError",
     "GuardrailRecord",
     "GuardrailRunError",
+    "InvalidCheckpointError",
     "InvalidOptionsError",
+    "LoadedSkillSet",
     "LoopContext",
+    "MemoryCheckpointStore",
     "MemorySessionStore",
     "Message",
     "MessageDelta",
@@ -203,6 +238,8 @@ __all__ = (
     "SessionEntryNotFoundError",
     "SessionStore",
     "SingleShotLoop",
+    "Skill",
+    "SkillRegistry",
     "SteerRejectedEvent",
     "TextContent",
     "ThinkingContent",
@@ -224,15 +261,20 @@ __all__ = (
     "codec",
     "create_agent",
     "create_agent_session",
+    "create_load_skill_tool",
+    "create_memory_checkpoint_store",
     "create_memory_session_store",
     "create_mock_provider",
     "create_plugin_manager",
     "create_secret_redactor",
     "create_session_entry",
+    "create_skill_registry",
     "create_tool_registry",
     "discover_plugins",
     "dispatch_tool_call",
     "hookspecs",
+    "open_checkpoint_store",
+    "open_session_store",
     "provider_done",
     "provider_error",
     "provider_text_delta",

@@ -144,7 +144,7 @@ def create_load_skill_tool() -> ToolDefinition:
             raise PrismError(
                 "load_skill can only run inside an agent run", code="ERR_PRISM_SKILL_UNAVAILABLE"
             )
-        skill = access.load(str(args.get("name", "")))
+        skill = access.load_skill(str(args.get("name", "")))
         return ToolResult(
             context.tool_call_id,
             "load_skill",
