@@ -1,5 +1,13 @@
 """Guardrails: typed, fail-closed checks at the input, output, tool-input and tool-output stages."""
 
+from ._decisions import (
+    GUARDRAIL_ACTIONS,
+    GUARDRAIL_STAGES,
+    GuardrailAction,
+    GuardrailDecision,
+    GuardrailRecord,
+    GuardrailStage,
+)
 from ._engine import (
     MAX_GUARDRAIL_METADATA_BYTES,
     MAX_GUARDRAIL_REASON_BYTES,
@@ -10,13 +18,26 @@ from ._engine import (
     evaluate_guardrails,
     first_decisive,
 )
-from ._decisions import (
-    GUARDRAIL_ACTIONS,
-    GUARDRAIL_STAGES,
-    GuardrailAction,
-    GuardrailDecision,
-    GuardrailRecord,
-    GuardrailStage,
+from ._packs import (
+    MAX_GUARDRAIL_PACKS,
+    MAX_PACK_ARG_PATHS,
+    MAX_PACK_ID_BYTES,
+    MAX_PACK_JSON_BYTES,
+    MAX_PACK_PATTERN_BYTES,
+    MAX_PACK_REASON_BYTES,
+    MAX_PACK_REFUSAL_BYTES,
+    MAX_PACK_RULES,
+    MAX_PACK_TOOLS,
+    PACK_RULE_ACTIONS,
+    CompiledGuardrailPacks,
+    GuardrailPack,
+    PackRule,
+    PackRuleAction,
+    PackRuleContext,
+    PackStateCodec,
+    compile_guardrail_packs,
+    pack_catalogue,
+    pack_refusal_message,
 )
 
 __all__ = (
@@ -34,4 +55,23 @@ __all__ = (
     "GuardrailDecision",
     "GuardrailRecord",
     "GuardrailStage",
+    "MAX_GUARDRAIL_PACKS",
+    "MAX_PACK_ARG_PATHS",
+    "MAX_PACK_ID_BYTES",
+    "MAX_PACK_JSON_BYTES",
+    "MAX_PACK_PATTERN_BYTES",
+    "MAX_PACK_REASON_BYTES",
+    "MAX_PACK_REFUSAL_BYTES",
+    "MAX_PACK_RULES",
+    "MAX_PACK_TOOLS",
+    "PACK_RULE_ACTIONS",
+    "CompiledGuardrailPacks",
+    "GuardrailPack",
+    "PackRule",
+    "PackRuleAction",
+    "PackRuleContext",
+    "PackStateCodec",
+    "compile_guardrail_packs",
+    "pack_catalogue",
+    "pack_refusal_message",
 )
