@@ -1,0 +1,25 @@
+"""Prism checkpoint and session stores on Redis (redis-py asyncio).
+
+Use :func:`create_redis_checkpoint_store` and :func:`create_redis_session_store` directly, or
+compose :data:`plugin` so ``redis://`` / ``rediss://`` store URLs resolve to these stores. The
+stores run on asyncio only, because redis-py's client does.
+"""
+
+from ._checkpoints import (
+    FINISHED_STATUSES,
+    RedisCheckpointStore,
+    create_redis_checkpoint_store,
+)
+from ._plugin import RedisStorePlugin, plugin
+from ._sessions import RedisSessionStore, RedisSessionStoreError, create_redis_session_store
+
+__all__ = (
+    "FINISHED_STATUSES",
+    "RedisCheckpointStore",
+    "RedisSessionStore",
+    "RedisSessionStoreError",
+    "RedisStorePlugin",
+    "create_redis_checkpoint_store",
+    "create_redis_session_store",
+    "plugin",
+)

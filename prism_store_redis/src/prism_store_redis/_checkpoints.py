@@ -1,0 +1,289 @@
+"""The Redis checkpoint store: each save is one atomic Lua script, one round trip."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from prism_core.codec import dumps, loads
+from prism_core.durable import (
+    CheckpointLimitError,
+    CheckpointPage,
+    CheckpointRecord,
+    CheckpointStoreError,
+    conflict,
+    normalise_ownership,
+    validate_list,
+    validate_save,
+)
+
+# The kernel's own name check, so every store refuses a bad namespace or key identically.
+from prism_core.durable._checkpoints import _check_name
+
+from . import _scripts
+from ._client import RedisConnection, text
+from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member
+
+__all__ = ("FINISHED_STATUSES", "RedisCheckpointStore", "create_redis_checkpoint_store")
+
+#: Run statuses after which a record is final; ``finished_ttl_seconds`` applies to these.
+FINISHED_STATUSES = ("succeeded", "failed", "aborted", "denied")
+
+
+def _positive(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive integer or None, got {value!r}")
+    return value
+
+
+def _fields(reply: Mapping[Any, Any] | Sequence[Any]) -> dict[str, str]:
+    """A stored hash as text, from an ``HGETALL`` mapping or a script's flat field list."""
+    if isinstance(reply, Mapping):
+        return {text(name): text(value) for name, value in reply.items()}
+    return {text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)}
+
+
+def _record(fields: Mapping[str, str]) -> CheckpointRecord:
+    owner = fields["owner"]
+    fence = fields.get("fence")
+    meta = fields.get("meta")
+    return CheckpointRecord(
+        namespace=fields["ns"],
+        key=fields["key"],
+        version=int(fields["v"]),
+        value=loads(fields["value"]),
+        metadata=None if meta is None else loads(meta),
+        ownership=loads(owner) if owner else None,
+        fencing_token=None if fence is None else int(fence),
+        category=fields.get("cat"),
+        created_at=float(fields["created"]),
+        updated_at=float(fields["updated"]),
+    )
+
+
+class RedisCheckpointStore:
+    """A :class:`~prism_core.durable.CheckpointStore` on Redis (asyncio only).
+
+    Create it with :func:`create_redis_checkpoint_store`. Records live in hashes under
+    ``<prefix>:cp:``; every save runs one Lua script that checks ownership, the expected
+    version, version order and the fencing token and then writes, so concurrent writers in any
+    number of processes see exactly one winner. Redis failures raise
+    :class:`~prism_core.durable.CheckpointStoreError`.
+    """
+
+    def __init__(
+        self,
+        connection: RedisConnection,
+        *,
+        prefix: str,
+        finished_ttl_seconds: int | None,
+        max_records: int | None,
+        max_value_bytes: int | None,
+    ) -> None:
+        self._connection = connection
+        self._keys = CheckpointKeys(prefix)
+        self._finished_ttl = finished_ttl_seconds
+        self._max_records = max_records
+        self._max_value_bytes = max_value_bytes
+        client = connection.client
+        self._save = client.register_script(_scripts.CHECKPOINT_SAVE)
+        self._delete = client.register_script(_scripts.CHECKPOINT_DELETE)
+        self._list = client.register_script(_scripts.CHECKPOINT_LIST)
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix this store reads and writes under."""
+        return self._keys.prefix
+
+    async def load(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointRecord | None:
+        """The record, or ``None`` when absent, expired or owned by someone else."""
+        record_key = self._keys.record(_check_name(namespace, "namespace"), _check_name(key, "key"))
+        owner = self._keys.owner_text(normalise_ownership(ownership))
+        with self._connection.guard("load a checkpoint") as client:
+            reply = await client.hgetall(record_key)
+        fields = _fields(reply)
+        if not fields or fields["owner"] != owner:
+            return None
+        return _record(fields)
+
+    async def save(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        expected_version: int | None = None,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+        category: str | None = None,
+    ) -> CheckpointRecord:
+        """Write the record atomically or raise ``CheckpointConflictError``.
+
+        Raises :class:`~prism_core.durable.CheckpointLimitError` when the value is over
+        ``max_value_bytes`` or a new record would exceed ``max_records``.
+        """
+        request = validate_save(
+            namespace,
+            key,
+            value,
+            version=version,
+            expected_version=expected_version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+            metadata=metadata,
+            category=category,
+            max_value_bytes=self._max_value_bytes,
+        )
+        stored_value = loads(request.value_json)
+        ttl = ""
+        if (
+            self._finished_ttl is not None
+            and isinstance(stored_value, dict)
+            and stored_value.get("status") in FINISHED_STATUSES
+        ):
+            ttl = str(self._finished_ttl)
+        owner = self._keys.owner_text(request.ownership)
+        record_key = self._keys.record(request.namespace, request.key)
+        args: list[str | bytes] = [
+            index_member(request.namespace, request.key),
+            str(request.version),
+            "" if request.expected_version is None else str(request.expected_version),
+            owner,
+            "" if request.fencing_token is None else str(request.fencing_token),
+            request.value_json,
+            "" if request.metadata is None else dumps(request.metadata).decode(),
+            request.category or "",
+            "0" if request.category is None else "1",
+            request.namespace,
+            request.key,
+            ttl,
+            "" if self._max_records is None else str(self._max_records),
+        ]
+        keys = [record_key, self._keys.owner_index(owner), self._keys.all_records]
+        with self._connection.guard("save a checkpoint"):
+            reply = await self._save(keys=keys, args=args)
+        outcome = text(reply[0])
+        if outcome == "conflict":
+            raise conflict(request.namespace, request.key)
+        if outcome == "limit":
+            raise CheckpointLimitError(
+                f"this store holds at most {self._max_records} checkpoint records; delete "
+                "finished ones or raise max_records"
+            )
+        return CheckpointRecord(
+            namespace=request.namespace,
+            key=request.key,
+            version=request.version,
+            value=stored_value,
+            metadata=request.metadata,
+            ownership=request.ownership,
+            fencing_token=request.fencing_token,
+            category=request.category,
+            created_at=float(text(reply[1])),
+            updated_at=float(text(reply[2])),
+        )
+
+    async def delete(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> bool:
+        """Delete the record; ``False`` when absent or owned by someone else."""
+        namespace, key = _check_name(namespace, "namespace"), _check_name(key, "key")
+        owner = self._keys.owner_text(normalise_ownership(ownership))
+        keys = [
+            self._keys.record(namespace, key),
+            self._keys.owner_index(owner),
+            self._keys.all_records,
+        ]
+        with self._connection.guard("delete a checkpoint"):
+            deleted = await self._delete(keys=keys, args=[owner, index_member(namespace, key)])
+        return bool(deleted)
+
+    async def list(
+        self,
+        namespace: str | None = None,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records of exactly ``ownership`` (in ``namespace`` when given), in key order."""
+        validate_list(limit, cursor)
+        owner = self._keys.owner_text(normalise_ownership(ownership))
+        if namespace is None:
+            low, high = b"-", b"+"
+        else:
+            low, high = self._keys.namespace_range(_check_name(namespace, "namespace"))
+        if cursor is not None:
+            after = decode_cursor(cursor)
+            if namespace is None or after >= low[1:]:
+                low = b"(" + after
+        keys = [self._keys.owner_index(owner), self._keys.all_records]
+        args: list[str | bytes] = [self._keys.record_base, low, high, str(limit + 1)]
+        with self._connection.guard("list checkpoints"):
+            reply = await self._list(keys=keys, args=args)
+        records = tuple(_record(_fields(fields)) for fields in reply[1 : 2 * limit : 2])
+        if len(reply) <= 2 * limit:
+            return CheckpointPage(records)
+        last = reply[2 * limit - 2]
+        member = last if isinstance(last, bytes) else last.encode()
+        return CheckpointPage(records, encode_cursor(member))
+
+    async def aclose(self) -> None:
+        """Close the Redis client if this store created it; idempotent."""
+        await self._connection.aclose()
+
+    async def __aenter__(self) -> RedisCheckpointStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def create_redis_checkpoint_store(
+    url_or_client: str | aioredis.Redis,
+    *,
+    prefix: str = "prism",
+    finished_ttl_seconds: int | None = None,
+    max_records: int | None = None,
+    max_value_bytes: int | None = None,
+) -> RedisCheckpointStore:
+    """A Redis checkpoint store.
+
+    ``url_or_client`` is a ``redis://`` / ``rediss://`` URL (the store creates its own client
+    and closes it in ``aclose()``) or a ``redis.asyncio.Redis`` client (used as is and never
+    closed by the store). Every key starts with ``<prefix>:``; stores with different prefixes
+    share nothing.
+
+    ``finished_ttl_seconds``: when set, a record whose value is a mapping with ``status`` in
+    :data:`FINISHED_STATUSES` expires that many seconds after it was saved; saving a
+    non-finished value again removes the expiry. ``max_records`` and ``max_value_bytes`` bound
+    the store like the memory store's options (:class:`~prism_core.durable.CheckpointLimitError`).
+
+    The store is asyncio-only (redis-py's client is); opening it does no I/O.
+    """
+    if not isinstance(prefix, str) or not prefix:
+        raise ValueError("prefix must be a non-empty string")
+    finished_ttl_seconds = _positive(finished_ttl_seconds, "finished_ttl_seconds")
+    max_records = _positive(max_records, "max_records")
+    max_value_bytes = _positive(max_value_bytes, "max_value_bytes")
+    return RedisCheckpointStore(
+        RedisConnection(url_or_client, error=CheckpointStoreError),
+        prefix=prefix,
+        finished_ttl_seconds=finished_ttl_seconds,
+        max_records=max_records,
+        max_value_bytes=max_value_bytes,
+    )

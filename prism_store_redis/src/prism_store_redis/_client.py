@@ -1,0 +1,97 @@
+"""The Redis client a store talks through: who owns it, and how its failures surface."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from prism_core.errors import PrismError
+
+__all__ = ("REDIS_SCHEMES", "RedisConnection", "split_store_url", "text")
+
+#: URL schemes the Redis stores answer.
+REDIS_SCHEMES = ("redis", "rediss")
+
+
+def text(value: bytes | str) -> str:
+    """A reply value as text, whether or not the client decodes responses."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def split_store_url(url: str) -> tuple[str, str | None]:
+    """Split a store URL into the redis-py URL and the ``?prefix=`` option (``None`` if absent).
+
+    ``prefix`` is a store option, not a redis-py one, so it is removed before redis-py parses
+    the URL. Raises ``ValueError`` when ``prefix`` is given more than once or empty.
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefixes = [value for name, value in query if name == "prefix"]
+    if len(prefixes) > 1 or (prefixes and not prefixes[0]):
+        raise ValueError(f"store URL {url!r}: give ?prefix= once, with a non-empty value")
+    # redis-py unquotes with ``unquote`` (not ``unquote_plus``), so spaces must stay %20.
+    rest = urlencode([(n, v) for n, v in query if n != "prefix"], quote_via=quote)
+    return urlunsplit(parts._replace(query=rest)), (prefixes[0] if prefixes else None)
+
+
+class RedisConnection:
+    """A ``redis.asyncio.Redis`` client plus whether the store created it (and so closes it).
+
+    ``error`` is the typed error that Redis failures are turned into.
+    """
+
+    def __init__(self, url_or_client: str | aioredis.Redis, *, error: type[PrismError]) -> None:
+        if isinstance(url_or_client, str):
+            scheme = urlsplit(url_or_client).scheme
+            if scheme not in REDIS_SCHEMES:
+                raise ValueError(
+                    f"expected a redis:// or rediss:// URL, got scheme {scheme!r} "
+                    f"in {url_or_client!r}"
+                )
+            # Creating the client opens nothing: redis-py connects on the first command.
+            self.client = aioredis.Redis.from_url(url_or_client)
+            self.owned = True
+        elif isinstance(url_or_client, aioredis.Redis):
+            self.client = url_or_client
+            self.owned = False
+        else:
+            raise TypeError(
+                "expected a redis:// URL or a redis.asyncio.Redis client, got "
+                f"{type(url_or_client).__name__} (a synchronous redis.Redis will not do)"
+            )
+        self.error = error
+        self.closed = False
+
+    @contextmanager
+    def guard(self, action: str) -> Iterator[aioredis.Redis]:
+        """Yield the client for one operation; Redis failures leave as :attr:`error`."""
+        if self.closed:
+            raise self.error(f"cannot {action}: the Redis store is closed")
+        self._require_asyncio(action)
+        try:
+            yield self.client
+        except (RedisError, OSError) as exc:
+            raise self.error(f"Redis failed to {action}: {exc}") from exc
+
+    def _require_asyncio(self, action: str) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise self.error(
+                f"cannot {action}: the Redis store runs on asyncio only (redis-py's client "
+                "is asyncio-based); run this host on anyio's asyncio backend"
+            ) from None
+
+    async def aclose(self) -> None:
+        """Close the client if the store created it; idempotent."""
+        if self.closed:
+            return
+        if self.owned:
+            self._require_asyncio("close the store")
+            await self.client.aclose()
+        self.closed = True

@@ -1,0 +1,212 @@
+"""The Lua scripts that make each store operation one atomic server-side step.
+
+Each script does every check before its first write, so a refused call writes nothing. Redis
+runs a script to completion before serving any other client, which is what makes a checkpoint
+save's compare-and-swap, fencing and ownership checks atomic across processes and hosts.
+
+Integers (versions, fencing tokens) travel as decimal strings and are compared as such, so
+values above 2**53 keep their exact order (Lua numbers are doubles).
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "CHECKPOINT_DELETE",
+    "CHECKPOINT_LIST",
+    "CHECKPOINT_SAVE",
+    "SESSION_APPEND",
+    "SESSION_BRANCH",
+    "SESSION_LIST",
+)
+
+_DECIMAL_LESS = """
+local function decimal_less(a, b)
+  if #a ~= #b then return #a < #b end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return false
+end
+"""
+
+#: Save one checkpoint record.
+#:
+#: KEYS: 1 record hash, 2 owner index (sorted set), 3 every record key scored by its expiry
+#: time in milliseconds ('+inf' when it never expires).
+#: ARGV: 1 index member, 2 version, 3 expected version ('' = no check), 4 owner ('' = unowned),
+#: 5 fencing token ('' = none), 6 value JSON, 7 metadata JSON ('' = none), 8 category,
+#: 9 '1' when there is a category, 10 namespace, 11 key, 12 TTL seconds ('' = none),
+#: 13 max records ('' = unlimited).
+#: Returns {'ok', created_at, updated_at}, {'conflict'} or {'limit'}.
+CHECKPOINT_SAVE = (
+    _DECIMAL_LESS
+    + """
+local time = redis.call('TIME')
+local now = time[1] .. '.' .. string.format('%06d', tonumber(time[2]))
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+local current = redis.call('HMGET', KEYS[1], 'v', 'owner', 'fence', 'created')
+local stored_version, stored_owner, stored_fence = current[1], current[2], current[3]
+if stored_version then
+  if stored_owner ~= ARGV[4] then return {'conflict'} end
+  if ARGV[3] ~= '' and ARGV[3] ~= stored_version then return {'conflict'} end
+  if not decimal_less(stored_version, ARGV[2]) then return {'conflict'} end
+  if stored_fence and (ARGV[5] == '' or decimal_less(ARGV[5], stored_fence)) then
+    return {'conflict'}
+  end
+else
+  if ARGV[3] ~= '' and ARGV[3] ~= '0' then return {'conflict'} end
+  if ARGV[13] ~= '' and redis.call('ZCOUNT', KEYS[3], now_ms, '+inf') >= tonumber(ARGV[13]) then
+    return {'limit'}
+  end
+end
+
+local fields = {
+  'ns', ARGV[10], 'key', ARGV[11], 'v', ARGV[2], 'value', ARGV[6], 'owner', ARGV[4],
+  'created', current[4] or now, 'updated', now,
+}
+if ARGV[5] ~= '' then
+  fields[#fields + 1] = 'fence'
+  fields[#fields + 1] = ARGV[5]
+end
+if ARGV[7] ~= '' then
+  fields[#fields + 1] = 'meta'
+  fields[#fields + 1] = ARGV[7]
+end
+if ARGV[9] == '1' then
+  fields[#fields + 1] = 'cat'
+  fields[#fields + 1] = ARGV[8]
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(fields))
+local expires = '+inf'
+if ARGV[12] ~= '' then
+  expires = now_ms + tonumber(ARGV[12]) * 1000
+  redis.call('PEXPIREAT', KEYS[1], expires)
+end
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+redis.call('ZADD', KEYS[3], expires, KEYS[1])
+-- Expired records' keys are gone already; drop their scores so the count stays exact.
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. now_ms)
+return {'ok', current[4] or now, now}
+"""
+)
+
+#: Delete one checkpoint record if the caller owns it.
+#:
+#: KEYS: 1 record hash, 2 owner index, 3 every record key (sorted set).
+#: ARGV: 1 owner ('' = unowned), 2 index member. Returns 1 when deleted, else 0.
+CHECKPOINT_DELETE = """
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner or owner ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('ZREM', KEYS[3], KEYS[1])
+return 1
+"""
+
+#: One page of one owner's records, in index (namespace, key) order.
+#:
+#: KEYS: 1 owner index, 2 every record key (sorted set).
+#: ARGV: 1 record key base ('<prefix>:cp:'), 2 ZRANGEBYLEX min, 3 ZRANGEBYLEX max, 4 how many
+#: records to return (the caller asks for one more than its page size to learn whether another
+#: page exists).
+#: Returns a flat array: member, HGETALL reply, member, HGETALL reply, …
+#: Index members whose record expired (finished-run TTL) are removed on the way.
+CHECKPOINT_LIST = """
+local function unescape(byte)
+  if byte == '\\1' then return '\\0' end
+  return '\\1'
+end
+
+local function record_key(member)
+  local separator = string.find(member, '\\0', 1, true)
+  local namespace = string.gsub(string.sub(member, 1, separator - 1), '\\1([\\1\\2])', unescape)
+  return ARGV[1] .. #namespace .. ':' .. namespace .. ':' .. string.sub(member, separator + 1)
+end
+
+local wanted = tonumber(ARGV[4])
+local low = ARGV[2]
+local out = {}
+local found = 0
+while found < wanted do
+  local members = redis.call('ZRANGEBYLEX', KEYS[1], low, ARGV[3], 'LIMIT', 0, wanted - found)
+  if #members == 0 then break end
+  for _, member in ipairs(members) do
+    local key = record_key(member)
+    local record = redis.call('HGETALL', key)
+    if #record == 0 then
+      redis.call('ZREM', KEYS[1], member)
+      redis.call('ZREM', KEYS[2], key)
+    else
+      found = found + 1
+      out[#out + 1] = member
+      out[#out + 1] = record
+    end
+    low = '(' .. member
+  end
+end
+return out
+"""
+
+#: Append one session entry.
+#:
+#: KEYS: 1 entry hash, 2 session order list, 3 session head, 4 parent entry hash (only when the
+#: entry has a parent).
+#: ARGV: 1 entry JSON, 2 entry id, 3 session id, 4 head check ('any', 'empty' or 'leaf'),
+#: 5 expected head id (for 'leaf'), 6 parent id ('' without a parent).
+#: Returns 'ok', 'moved' (head check failed), 'duplicate' (id taken) or 'parent' (the parent
+#: is not an entry of this session).
+SESSION_APPEND = """
+local head = redis.call('GET', KEYS[3])
+if ARGV[4] == 'empty' and head then return 'moved' end
+if ARGV[4] == 'leaf' and head ~= ARGV[5] then return 'moved' end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end
+if #KEYS == 4 and redis.call('HGET', KEYS[4], 'session_id') ~= ARGV[3] then
+  return 'parent'
+end
+if #KEYS == 4 then
+  redis.call('HSET', KEYS[1], 'entry', ARGV[1], 'session_id', ARGV[3], 'parent_id', ARGV[6])
+else
+  redis.call('HSET', KEYS[1], 'entry', ARGV[1], 'session_id', ARGV[3])
+end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('SET', KEYS[3], ARGV[2])
+return 'ok'
+"""
+
+#: Every entry of a session, in append order.
+#:
+#: KEYS: 1 session order list. ARGV: 1 entry key base ('<prefix>:se:').
+#: Returns the entries' JSON texts.
+SESSION_LIST = """
+local ids = redis.call('LRANGE', KEYS[1], 0, -1)
+local out = {}
+for _, id in ipairs(ids) do
+  local entry = redis.call('HGET', ARGV[1] .. id, 'entry')
+  if entry then out[#out + 1] = entry end
+end
+return out
+"""
+
+#: The branch from the root to a leaf, walked by parent ids on the server.
+#:
+#: KEYS: 1 session order list (its length bounds the walk).
+#: ARGV: 1 entry key base ('<prefix>:se:'), 2 session id, 3 leaf id.
+#: Returns {'ok', root JSON, …, leaf JSON} or {'missing', entry id}.
+SESSION_BRANCH = """
+local bound = redis.call('LLEN', KEYS[1])
+local reversed = {}
+local current = ARGV[3]
+while current do
+  if #reversed >= bound then return {'missing', current} end
+  local fields = redis.call('HMGET', ARGV[1] .. current, 'session_id', 'parent_id', 'entry')
+  if fields[1] ~= ARGV[2] then return {'missing', current} end
+  reversed[#reversed + 1] = fields[3]
+  current = fields[2]
+end
+local out = {'ok'}
+for i = #reversed, 1, -1 do out[#out + 1] = reversed[i] end
+return out
+"""

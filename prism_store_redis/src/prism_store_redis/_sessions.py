@@ -1,0 +1,175 @@
+"""The Redis session store: atomic appends and one-round-trip branch reads via Lua."""
+
+from __future__ import annotations
+
+import builtins
+from types import TracebackType
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from prism_core.codec import dumps, loads, structure
+from prism_core.errors import PrismError
+from prism_core.sessions import (
+    UNSET,
+    SessionConflictError,
+    SessionEntry,
+    SessionEntryNotFoundError,
+)
+
+from . import _scripts
+from ._client import RedisConnection, text
+from ._keys import SessionKeys
+
+__all__ = ("RedisSessionStore", "RedisSessionStoreError", "create_redis_session_store")
+
+
+class RedisSessionStoreError(PrismError):
+    """Redis failed (connection lost, server error) during a session store call.
+
+    An append either happened completely or not at all.
+    """
+
+    code = "ERR_PRISM_SESSION_STORE"
+
+
+def _entry(data: bytes | str) -> SessionEntry:
+    return structure(loads(data), SessionEntry)
+
+
+class RedisSessionStore:
+    """A :class:`~prism_core.sessions.SessionStore` on Redis (asyncio only).
+
+    Create it with :func:`create_redis_session_store`. Appends run one Lua script that checks
+    the expected head, the parent and the id and then writes; branch reads walk parent ids on
+    the server in one round trip.
+    """
+
+    def __init__(self, connection: RedisConnection, *, prefix: str) -> None:
+        self._connection = connection
+        self._keys = SessionKeys(prefix)
+        client = connection.client
+        self._append = client.register_script(_scripts.SESSION_APPEND)
+        self._list = client.register_script(_scripts.SESSION_LIST)
+        self._branch = client.register_script(_scripts.SESSION_BRANCH)
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix this store reads and writes under."""
+        return self._keys.prefix
+
+    async def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> SessionEntry:
+        """Append ``entry`` atomically (see :class:`~prism_core.sessions.SessionStore`).
+
+        Raises :class:`~prism_core.sessions.SessionConflictError` when the head moved or the
+        id is taken, :class:`~prism_core.sessions.SessionEntryNotFoundError` when the parent is
+        not an entry of the same session.
+        """
+        if not isinstance(entry, SessionEntry):
+            raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
+        data = dumps(entry)
+        if expected_leaf_id is UNSET:
+            check, expected = "any", ""
+        elif expected_leaf_id is None:
+            check, expected = "empty", ""
+        elif isinstance(expected_leaf_id, str):
+            check, expected = "leaf", expected_leaf_id
+        else:
+            raise TypeError(
+                "expected_leaf_id must be an entry id, None (the session must be empty) or "
+                f"left out, got {type(expected_leaf_id).__name__}"
+            )
+        keys = [
+            self._keys.entry(entry.id),
+            self._keys.order(entry.session_id),
+            self._keys.head(entry.session_id),
+        ]
+        if entry.parent_id is not None:
+            keys.append(self._keys.entry(entry.parent_id))
+        args: builtins.list[str | bytes] = [
+            data,
+            entry.id,
+            entry.session_id,
+            check,
+            expected,
+            entry.parent_id or "",
+        ]
+        with self._connection.guard("append a session entry"):
+            outcome = text(await self._append(keys=keys, args=args))
+        if outcome == "moved":
+            raise SessionConflictError(
+                f"session {entry.session_id!r} moved: its head is no longer the expected leaf"
+            )
+        if outcome == "duplicate":
+            raise SessionConflictError(f"entry id {entry.id!r} already exists")
+        if outcome == "parent":
+            raise SessionEntryNotFoundError(
+                f"parent entry {entry.parent_id!r} is not in session {entry.session_id!r}"
+            )
+        return _entry(data)
+
+    async def list(self, session_id: str) -> list[SessionEntry]:
+        """Every entry of the session, in append order (one round trip)."""
+        with self._connection.guard("list session entries"):
+            reply = await self._list(
+                keys=[self._keys.order(session_id)], args=[self._keys.entry_base]
+            )
+        return [_entry(data) for data in reply]
+
+    async def get(self, entry_id: str) -> SessionEntry | None:
+        """One entry by id, or ``None``."""
+        with self._connection.guard("read a session entry") as client:
+            data = await client.hget(self._keys.entry(entry_id), "entry")
+        return None if data is None else _entry(data)
+
+    async def read_branch_path(
+        self, session_id: str, leaf_id: str | None
+    ) -> builtins.list[SessionEntry]:
+        """Root-to-leaf entries of the branch ending at ``leaf_id`` (one round trip).
+
+        Raises :class:`~prism_core.sessions.SessionEntryNotFoundError` when the session has no
+        such entry.
+        """
+        if leaf_id is None:
+            return []
+        with self._connection.guard("read a session branch"):
+            reply = await self._branch(
+                keys=[self._keys.order(session_id)],
+                args=[self._keys.entry_base, session_id, leaf_id],
+            )
+        if text(reply[0]) != "ok":
+            raise SessionEntryNotFoundError(
+                f"session {session_id!r} has no entry {text(reply[1])!r}"
+            )
+        return [_entry(data) for data in reply[1:]]
+
+    async def aclose(self) -> None:
+        """Close the Redis client if this store created it; idempotent."""
+        await self._connection.aclose()
+
+    async def __aenter__(self) -> RedisSessionStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def create_redis_session_store(
+    url_or_client: str | aioredis.Redis, *, prefix: str = "prism"
+) -> RedisSessionStore:
+    """A Redis session store.
+
+    ``url_or_client`` is a ``redis://`` / ``rediss://`` URL (the store creates its own client
+    and closes it in ``aclose()``) or a ``redis.asyncio.Redis`` client (used as is and never
+    closed by the store). Every key starts with ``<prefix>:``. Redis failures raise
+    :class:`RedisSessionStoreError`. The store is asyncio-only; opening it does no I/O.
+    """
+    if not isinstance(prefix, str) or not prefix:
+        raise ValueError("prefix must be a non-empty string")
+    connection = RedisConnection(url_or_client, error=RedisSessionStoreError)
+    return RedisSessionStore(connection, prefix=prefix)

@@ -1,0 +1,73 @@
+"""The kernel's store conformance suites, run against the Redis stores."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from prism_core.testing import CheckpointStoreConformance, SessionStoreConformance
+from prism_store_redis import (
+    RedisCheckpointStore,
+    RedisSessionStore,
+    create_redis_checkpoint_store,
+    create_redis_session_store,
+)
+from tests.conftest import REDIS_URL
+
+
+class TestRedisCheckpointStore(CheckpointStoreConformance):
+    """The checkpoint suite on a store that opens its own client from a URL."""
+
+    @pytest.fixture
+    async def checkpoint_store(
+        self, redis_client: aioredis.Redis, prefix: str
+    ) -> AsyncIterator[RedisCheckpointStore]:
+        """A fresh store under the test's private prefix."""
+        async with create_redis_checkpoint_store(REDIS_URL, prefix=prefix) as store:
+            yield store
+
+
+class TestRedisCheckpointStoreDecodingClient(CheckpointStoreConformance):
+    """The checkpoint suite on a passed client that decodes responses to ``str``."""
+
+    @pytest.fixture
+    async def checkpoint_store(
+        self, redis_client: aioredis.Redis, prefix: str
+    ) -> AsyncIterator[RedisCheckpointStore]:
+        """A fresh store on a caller-owned ``decode_responses=True`` client."""
+        client = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+        try:
+            async with create_redis_checkpoint_store(client, prefix=prefix) as store:
+                yield store
+        finally:
+            await client.aclose()
+
+
+class TestRedisSessionStore(SessionStoreConformance):
+    """The session suite on a store that opens its own client from a URL."""
+
+    @pytest.fixture
+    async def session_store(
+        self, redis_client: aioredis.Redis, prefix: str
+    ) -> AsyncIterator[RedisSessionStore]:
+        """A fresh store under the test's private prefix."""
+        async with create_redis_session_store(REDIS_URL, prefix=prefix) as store:
+            yield store
+
+
+class TestRedisSessionStoreDecodingClient(SessionStoreConformance):
+    """The session suite on a passed client that decodes responses to ``str``."""
+
+    @pytest.fixture
+    async def session_store(
+        self, redis_client: aioredis.Redis, prefix: str
+    ) -> AsyncIterator[RedisSessionStore]:
+        """A fresh store on a caller-owned ``decode_responses=True`` client."""
+        client = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+        try:
+            async with create_redis_session_store(client, prefix=prefix) as store:
+                yield store
+        finally:
+            await client.aclose()
