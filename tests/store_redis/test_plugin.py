@@ -9,7 +9,11 @@ import pytest
 import redis.asyncio as aioredis
 
 import prism_store_redis
+from prism_core import open_checkpoint_store, open_session_store
+from prism_core.content import Message
+from prism_core.durable import CheckpointStore
 from prism_core.plugins import PluginHost
+from prism_core.sessions import SessionStore, create_session_entry
 from prism_store_redis import RedisCheckpointStore, RedisSessionStore
 from prism_store_redis._client import split_store_url
 from prism_store_redis._keys import CheckpointKeys
@@ -39,9 +43,6 @@ async def test_checkpoint_store_from_url(redis_client: aioredis.Redis, prefix: s
 @pytest.mark.anyio
 async def test_session_store_from_url(redis_client: aioredis.Redis, prefix: str) -> None:
     """The session hook answers the same URLs."""
-    from prism_core.content import Message
-    from prism_core.sessions import create_session_entry
-
     host = PluginHost(plugins=[prism_store_redis.plugin])
     store = host.session_store(with_prefix(REDIS_URL, prefix))
     assert isinstance(store, RedisSessionStore)
@@ -95,3 +96,19 @@ def test_entry_point_names_the_plugin() -> None:
     """The ``prism`` entry point ``redis`` loads this distribution's plugin object."""
     (entry,) = entry_points(group="prism", name="redis")
     assert entry.load() is prism_store_redis.plugin
+
+
+@pytest.mark.anyio
+async def test_open_store_functions_resolve_redis_urls(
+    redis_client: aioredis.Redis, prefix: str
+) -> None:
+    """``open_checkpoint_store`` / ``open_session_store`` accept the stores as protocols."""
+    url = with_prefix(REDIS_URL, prefix)
+    async with open_checkpoint_store(url, plugins=[prism_store_redis.plugin]) as checkpoints:
+        assert isinstance(checkpoints, RedisCheckpointStore)
+        assert isinstance(checkpoints, CheckpointStore)
+        await checkpoints.save("ns", "k", 1, version=1)
+    async with open_session_store(url, plugins=[prism_store_redis.plugin]) as sessions:
+        assert isinstance(sessions, RedisSessionStore)
+        assert isinstance(sessions, SessionStore)
+        assert await sessions.list("s") == []
