@@ -6,7 +6,13 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .guardrails import GuardrailConfig, coerce_guardrails
+from .guardrails import (
+    GuardrailConfig,
+    GuardrailPack,
+    coerce_guardrails,
+    compile_guardrail_packs,
+    pack_catalogue,
+)
 from .limits import RunLimits, coerce_limits
 from .middleware import MiddlewareChain
 from .models import ModelConfig, coerce_model
@@ -90,6 +96,9 @@ class Agent:
         for strategy in self.plugin_host.loop_strategies():
             self.loop_catalogue[strategy.name] = strategy
         self.loop = coerce_loop(loop, self.loop_catalogue) if loop is not None else None
+        self.pack_catalogue: dict[str, GuardrailPack] = pack_catalogue(
+            self.plugin_host.guardrail_packs()
+        )
         self.limits: RunLimits = coerce_limits(limits)
         self.retry: RetryConfig | None = coerce_retry(retry)
         self.compaction = coerce_compaction(compaction)
@@ -144,13 +153,23 @@ class Agent:
         """A new session. Its store is ``store``, else the agent's, else a private memory store."""
         if id is not None and (not isinstance(id, str) or not id):
             raise ValueError("session id must be a non-empty string")
+        compiled = (
+            compile_guardrail_packs(
+                guardrail_packs,
+                catalogue=self.pack_catalogue,
+                can_suspend=True,
+                redactor=self.redactor,
+            )
+            if guardrail_packs
+            else None
+        )
         return AgentSession(
             self,
             id=id or f"session_{uuid.uuid4().hex}",
             store=store or self.store or create_memory_session_store(),
             leaf_id=leaf_id,
             metadata=dict(metadata or {}),
-            guardrail_packs=guardrail_packs,
+            compiled_packs=compiled,
         )
 
 

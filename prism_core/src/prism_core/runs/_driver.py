@@ -57,10 +57,10 @@ class RunDriver:
             return None
         execution = self.execution
         if execution.signal.aborted:
-            return await self._end_with(execution.abort_terminal(execution.signal.reason))
+            return await self._end_with(await execution.abort_terminal(execution.signal.reason))
         deadline = execution.deadline if execution.deadline is not None else math.inf
         if deadline <= anyio.current_time():
-            return await self._end_with(execution.wall_time_terminal())
+            return await self._end_with(await execution.wall_time_terminal())
         scope = anyio.CancelScope(deadline=deadline)
         execution.step_scope = scope
         event: AgentEvent | None = None
@@ -72,15 +72,15 @@ class RunDriver:
             await self._settle()
             return None
         except AbortRequested:
-            return await self._end_with(execution.abort_terminal(execution.signal.reason))
+            return await self._end_with(await execution.abort_terminal(execution.signal.reason))
         finally:
             execution.step_scope = None
         if not scope.cancelled_caught:
             return event
         # Our own scope absorbed a cancellation: an abort or the wall-time deadline.
         if _aborted(execution):
-            return await self._end_with(execution.abort_terminal(execution.signal.reason))
-        return await self._end_with(execution.wall_time_terminal())
+            return await self._end_with(await execution.abort_terminal(execution.signal.reason))
+        return await self._end_with(await execution.wall_time_terminal())
 
     async def _end_with(self, events: list[AgentEvent]) -> AgentEvent | None:
         self._ended = True
@@ -102,7 +102,7 @@ class RunDriver:
             return
         self._ended = True
         if self.execution.result is None:
-            self._pending.extend(self.execution.abort_terminal(reason))
+            self._pending.extend(self.execution.abort_terminal_now(reason))
         self.settled = True
         _close_now(self._events)
         self.execution.session._settle_run_now(self.execution)

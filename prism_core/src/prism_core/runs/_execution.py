@@ -26,11 +26,15 @@ from ..content import (
     ToolResult,
     Usage,
 )
-from ..errors import GuardrailError, PrismError
+from ..durable._options import coerce_run_state_options
+from ..durable._run import DurableRun, Gate, loop_is_durable, new_approval_id, scope_for
+from ..durable._state import DecisionKind, Interruption
+from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailError, PrismError
 from ..events import (
     AgentEvent,
     AgentFinishedEvent,
     AgentStartedEvent,
+    AgentSuspendedEvent,
     ErrorEvent,
     GuardrailDecisionEvent,
     MessageDelta,
@@ -73,6 +77,7 @@ from ..signals import AbortSignal
 from ..skills import Skill, SkillDisclosure, SkillRegistry, render_skills
 from ..tools import (
     DispatchOutcome,
+    ToolDefinition,
     ToolExecutionContext,
     check_tool_call,
     execute_tool,
@@ -93,6 +98,14 @@ TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
 
 class AbortRequested(Exception):
     """Internal: the run's signal fired at a boundary where no cancellation was pending."""
+
+
+class RunSuspended(Exception):
+    """Internal: a durable run suspended with ``interruption`` (its checkpoint is written)."""
+
+    def __init__(self, interruption: Interruption) -> None:
+        super().__init__("suspended")
+        self.interruption = interruption
 
 
 class RunFailure(Exception):
@@ -194,8 +207,10 @@ class RunExecution:
         options: RunOptions,
         *,
         run_id: str | None = None,
+        resume: Any = None,
     ) -> None:
         agent = session.agent
+        self.resume = resume
         self.session = session
         self.agent = agent
         self.session_id = session.id
@@ -208,7 +223,17 @@ class RunExecution:
             self.retry = agent.retry if options.retry is None else coerce_retry(options.retry)
             from ..guardrails import coerce_guardrails
 
-            self.guardrails = agent.guardrails.merged(coerce_guardrails(options.guardrails))
+            guardrails = agent.guardrails.merged(coerce_guardrails(options.guardrails))
+            packs = session.compiled_packs
+            if packs is not None:
+                # Pack observers see every result first, so a blocking guard cannot hide a
+                # validation failure from pack state.
+                guardrails = attrs.evolve(
+                    guardrails,
+                    tool_input=guardrails.tool_input + packs.tool_input,
+                    tool_output=packs.tool_output + guardrails.tool_output,
+                )
+            self.guardrails = guardrails
             self.system = compose_system_prompt(
                 agent.instructions, agent.system_prompt, options.system_prompt
             )
@@ -263,8 +288,43 @@ class RunExecution:
         self.step_scope: anyio.CancelScope | None = None
         self.provider: AIProvider | None = None
         self._deferred: list[AgentEvent] = []
+        self._input_gate: Gate | None = None
+        self.durable: DurableRun | None = None
+        if resume is None:
+            run_state = options.run_state if options.run_state is not None else agent.run_state
+            if run_state is not None:
+                self.durable = self._start_durable(run_state)
         self._secrets: list[str] = []
         self._tool_specs: tuple[ProviderToolSpec, ...] | None = None
+
+    def _start_durable(self, run_state: Any) -> DurableRun:
+        """Validate a durable run's options before any provider work."""
+        from ..durable._fingerprint import agent_fingerprint
+
+        options = coerce_run_state_options(run_state)
+        assert options is not None
+        agent = self.agent
+        if not (agent.id or agent.name):
+            raise AgentRunStateError("a durable run needs an agent id or name")
+        overrides = [
+            name
+            for name in ("model", "guardrails", "loop")
+            if getattr(self.options, name) is not None
+        ]
+        if overrides:
+            raise AgentRunStateError(
+                f"a durable run cannot override {', '.join(overrides)} per run: the agent "
+                "fingerprint must describe what a resume will run"
+            )
+        if not loop_is_durable(self.loop):
+            raise AgentLoopStateError(
+                f"loop {getattr(self.loop, 'name', '?')!r} has no snapshot()/restore(), so it "
+                "cannot take part in a durable run",
+                code="ERR_PRISM_LOOP_NOT_DURABLE",
+            )
+        return DurableRun(
+            self, options, fingerprint=agent_fingerprint(agent, options.definition_revision)
+        )
 
     # -- emission ---------------------------------------------------------------------------
 
@@ -286,39 +346,115 @@ class RunExecution:
     # -- the generator ----------------------------------------------------------------------
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
-        """The run's events, from ``agent_started`` to ``agent_finished`` or ``error``."""
+        """The run's events, from ``agent_started`` to ``agent_finished``, ``error``,
+        ``agent_suspended`` (durable runs) or, after ``agent_resumed``, the same endings."""
         try:
-            if self.limits.max_wall_time_ms is not None:
+            if self.resume is None and self.limits.max_wall_time_ms is not None:
                 self.deadline = anyio.current_time() + self.limits.max_wall_time_ms / 1000
             yield self.emit(AgentStartedEvent(session_id=self.session_id, run_id=self.run_id))
+            if self.resume is not None:
+                yield self.emit(self.resume.resumed_event)
             self.provider = await self._resolve_provider()
             await self.session._ensure_started(self)
-            for event in await self._check_input():
-                yield event
-            await self.session._ensure_history()
-            await self._append_input()
-            for event in await self._auto_compact():
-                yield event
+            if self.resume is None:
+                for event in await self._check_input():
+                    yield event
+                await self.session._ensure_history()
+                if self._input_gate is not None:
+                    assert self.durable is not None
+                    raise RunSuspended(
+                        await self.durable.suspend(
+                            [self._input_gate],
+                            pending_input=redact_value(self.input_messages, self.redactor),
+                        )
+                    )
+                await self._append_input()
+                for event in await self._auto_compact():
+                    yield event
+            else:
+                await self.session._ensure_history()
+                resumed = self._resume_pending()
+                async with aclosing(resumed):
+                    async for event in resumed:
+                        yield event
             async with aclosing(self.loop.run(self)) as loop_events:
                 async for event in loop_events:
                     yield event
-            yield self._succeed()
+            yield await self._succeed()
         except AbortRequested:
             raise
+        except RunSuspended as suspended:
+            yield self._suspended(suspended.interruption)
         except RunFailure as failure:
-            for event in self._fail(failure):
+            for event in await self._fail(failure):
                 yield event
         except LimitBreached as breach:
             limit_failure = RunFailure(
                 ErrorInfo(str(breach), code="ERR_PRISM_RUN_LIMIT"), limit=breach.breach
             )
-            for event in self._fail(limit_failure):
+            for event in await self._fail(limit_failure):
                 yield event
         except Exception as exc:
             code = getattr(exc, "code", None) or "ERR_PRISM_RUN_FAILED"
             unexpected = RunFailure(ErrorInfo(str(exc) or type(exc).__name__, code=code), cause=exc)
-            for event in self._fail(unexpected):
+            for event in await self._fail(unexpected):
                 yield event
+
+    async def _resume_pending(self) -> AsyncGenerator[AgentEvent, None]:
+        """Finish the decided work of a resumed suspension, in the order of the calls."""
+        assert self.resume is not None
+        assert self.durable is not None
+        plan = self.resume
+        for pending in list(self.durable.pending_calls):
+            call = plan.calls[pending.tool_call_id]
+            if pending.modified_arguments is not None:
+                call = ToolCallContent(call.id, call.name, dict(pending.modified_arguments))
+            if pending.status == "rejected":
+                for event in await self._reject(call, pending.reason):
+                    yield event
+                self.durable.settle_pending(call.id)
+            elif pending.status == "answered":
+                result = redact_value(
+                    ToolResult(call.id, call.name, value=dict(pending.answer or {})), self.redactor
+                )
+                yield self.emit(
+                    ToolExecutionFinishedEvent(
+                        session_id=self.session_id,
+                        run_id=self.run_id,
+                        tool_call_id=call.id,
+                        name=call.name,
+                        result=result,
+                    )
+                )
+                await self._append_result(result)
+                self.durable.settle_pending(call.id)
+            else:
+                tool_events = self._tool_call(call, False, approved=True)
+                async with aclosing(tool_events):
+                    async for event in tool_events:
+                        yield event
+                # A call blocked on re-check never ran; it is settled all the same.
+                self.durable.settle_pending(call.id)
+        for message in plan.pending_input:
+            await self.session._append_message(message, self.run_id)
+
+    def _suspended(self, interruption: Interruption) -> AgentEvent:
+        assert self.durable is not None
+        info = self.durable.info("suspended")
+        self.result = AgentRunResult(
+            **self._base_result("suspended"),
+            interruption=interruption,
+            run_state=info,
+            stop_reason="suspended",
+        )
+        return self.emit(
+            AgentSuspendedEvent(
+                session_id=self.session_id,
+                run_id=self.run_id,
+                interruption=interruption,
+                version=info.version,
+            )
+        )
 
     # -- run start --------------------------------------------------------------------------
 
@@ -355,7 +491,19 @@ class RunExecution:
             return []
         records = await self._evaluate("input", guards, self.input_messages)
         events = [self.emit(self._decision_event(record)) for record in records]
-        self._act_on_run_stage(first_decisive(records), "input")
+        decisive = first_decisive(records)
+        if decisive is not None and decisive.action == "interrupt" and self.durable is not None:
+            self._input_gate = Gate(
+                call=ToolCallContent("input", "input", {}),
+                tool=None,
+                kind="input_guardrail",
+                reason=decisive.reason,
+                guardrail=decisive.guardrail,
+                scope=scope_for(self.durable.agent_id, ToolCallContent("input", "input", {}), None),
+                approval_id=new_approval_id(),
+            )
+            return events
+        self._act_on_run_stage(decisive, "input")
         return events
 
     async def _append_input(self) -> None:
@@ -398,8 +546,11 @@ class RunExecution:
                 self.counters.charge("max_tool_rounds", self.counters.tool_rounds, self.limits)
                 self.counters.tool_calls += len(calls)
                 self.counters.charge("max_tool_calls", self.counters.tool_calls, self.limits)
+                gates: list[Gate] | None = [] if self.durable is not None else None
                 for call in calls:
-                    tool_events = self._tool_call(call, call.id in state.assembler.invalid_ids)
+                    tool_events = self._tool_call(
+                        call, call.id in state.assembler.invalid_ids, gates
+                    )
                     async with aclosing(tool_events):
                         async for event in tool_events:
                             yield event
@@ -412,6 +563,9 @@ class RunExecution:
                     tool_calls=len(calls),
                 )
             )
+            if calls and gates:
+                assert self.durable is not None
+                raise RunSuspended(await self.durable.suspend(gates))
             if not calls and not self.has_pending_steers():
                 return
 
@@ -421,7 +575,8 @@ class RunExecution:
             await anyio.lowlevel.checkpoint()
             raise AbortRequested()
         events = await self.apply_pending_steers()
-        await self.session._turn_boundary(self)
+        if self.durable is not None:
+            await self.durable.turn_boundary()
         return events
 
     def has_pending_steers(self) -> bool:
@@ -812,21 +967,42 @@ class RunExecution:
         )
 
     async def _tool_call(
-        self, call: ToolCallContent, invalid: bool
+        self,
+        call: ToolCallContent,
+        invalid: bool,
+        gates: list[Gate] | None = None,
+        *,
+        approved: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
+        """One call: middleware, tool-input guardrails, checks, the approval gate, dispatch.
+
+        ``gates`` collects calls a durable run must hold for a decision; ``approved`` marks
+        a call a human already approved (it is marked ``dispatched`` before it runs).
+        """
         if self.signal.aborted:
             await anyio.lowlevel.checkpoint()
             raise AbortRequested()
         call = await self.agent.middleware.run("tool_call", call, self._mw_context("tool_call"))
+        ask: GuardrailRecord | None = None
         guards = self.guardrails.for_stage("tool_input")
         if guards:
             records = await self._evaluate("tool_input", guards, call, call=call)
             for record in records:
                 yield self.emit(self._decision_event(record))
             decisive = first_decisive(records)
+            if decisive is not None and decisive.action == "interrupt":
+                if self.durable is not None and (gates is not None or approved):
+                    # Held for a human (or already approved by one).
+                    ask, decisive = decisive, None
+                elif self._is_pack_record(decisive):
+                    # A pack's ask rule blocks where the run cannot suspend.
+                    decisive = attrs.evolve(decisive, action="block")
             if decisive is not None:
                 self._act_on_tool_stage(decisive, "tool_input")
-                error = ErrorInfo(TOOL_CALL_BLOCKED, code="guardrail_blocked")
+                refusal = None
+                if self.session.compiled_packs is not None:
+                    refusal = self.session.compiled_packs.refusal_message(decisive)
+                error = ErrorInfo(refusal or TOOL_CALL_BLOCKED, code="guardrail_blocked")
                 yield self.emit(
                     ToolExecutionBlockedEvent(
                         session_id=self.session_id,
@@ -863,6 +1039,19 @@ class RunExecution:
             )
             await self._append_result(checked.result)
             return
+        if self.durable is not None and gates is not None and not approved:
+            gate = self._gate_for(call, checked, ask)
+            if gate is not None:
+                sticky = self.durable.sticky_for(gate.scope)
+                if sticky is None:
+                    gates.append(gate)
+                    return
+                if sticky.outcome == "reject_for_run":
+                    for event in await self._reject(call, sticky.reason):
+                        yield event
+                    return
+        if approved and self.durable is not None:
+            await self.durable.mark_dispatched(call.id)
         yield self.emit(
             ToolExecutionStartedEvent(
                 session_id=self.session_id,
@@ -915,6 +1104,52 @@ class RunExecution:
             )
         )
         await self._append_result(result)
+        if approved and self.durable is not None:
+            self.durable.settle_pending(call.id)
+
+    def _is_pack_record(self, record: GuardrailRecord) -> bool:
+        return record.guardrail.startswith("pack:")
+
+    def _gate_for(
+        self, call: ToolCallContent, tool: ToolDefinition, ask: GuardrailRecord | None
+    ) -> Gate | None:
+        """The gate ``call`` must pass in a durable run, or ``None`` when it may run now."""
+        assert self.durable is not None
+        if ask is not None:
+            kind: DecisionKind = "tool_approval"
+            reason, guardrail = ask.reason, ask.guardrail
+        elif tool.elicitation is not None:
+            kind, reason, guardrail = "elicitation", None, None
+        elif self.durable.options.interrupt_before_tool:
+            kind, reason, guardrail = "tool_approval", None, None
+        else:
+            return None
+        return Gate(
+            call=call,
+            tool=tool,
+            kind=kind,
+            reason=reason,
+            guardrail=guardrail,
+            scope=scope_for(self.durable.agent_id, call, tool),
+            approval_id=new_approval_id(),
+        )
+
+    async def _reject(self, call: ToolCallContent, reason: str | None) -> list[AgentEvent]:
+        """Answer ``call`` with an ``approval_rejected`` result (a human said no)."""
+        message = "Tool call rejected by the approver" + (f": {reason}" if reason else "")
+        error = redact_value(ErrorInfo(message, code="approval_rejected"), self.redactor)
+        event = self.emit(
+            ToolExecutionBlockedEvent(
+                session_id=self.session_id,
+                run_id=self.run_id,
+                tool_call_id=call.id,
+                name=call.name,
+                reason="approval_rejected",
+                error=error,
+            )
+        )
+        await self._append_result(ToolResult(call.id, call.name, error=error))
+        return [event]
 
     async def _append_result(self, result: ToolResult) -> None:
         message = Message("tool", (redact_value(result, self.redactor).to_content(),))
@@ -1002,8 +1237,14 @@ class RunExecution:
             "leaf_id": self.session.leaf_id,
         }
 
-    def _succeed(self) -> AgentEvent:
-        self.result = AgentRunResult(**self._base_result("succeeded"), stop_reason="completed")
+    async def _succeed(self) -> AgentEvent:
+        run_state = None
+        if self.durable is not None:
+            await self.durable.finish("succeeded")
+            run_state = self.durable.info("succeeded") if self.durable.has_record else None
+        self.result = AgentRunResult(
+            **self._base_result("succeeded"), stop_reason="completed", run_state=run_state
+        )
         return self.emit(
             AgentFinishedEvent(
                 session_id=self.session_id,
@@ -1014,7 +1255,21 @@ class RunExecution:
             )
         )
 
-    def _fail(self, failure: RunFailure) -> list[AgentEvent]:
+    async def _save_terminal(self, status: Any, error: ErrorInfo | None) -> ErrorInfo | None:
+        """Write the terminal state of a durable run; a failed write is added to ``error``."""
+        if self.durable is None:
+            return error
+        try:
+            await self.durable.finish(status, error)
+        except Exception as exc:
+            note = f"the terminal checkpoint could not be written: {exc}"
+            if error is None:
+                return ErrorInfo(note, code=getattr(exc, "code", None))
+            return attrs.evolve(error, message=f"{error.message} ({note})")
+        return error
+
+    async def _fail(self, failure: RunFailure) -> list[AgentEvent]:
+        failure.error = await self._save_terminal("failed", failure.error) or failure.error
         events: list[AgentEvent] = []
         if failure.limit is not None:
             events.append(
@@ -1039,10 +1294,22 @@ class RunExecution:
         )
         return events
 
-    def abort_terminal(self, reason: Any) -> list[AgentEvent]:
-        """Terminal events for an aborted run (the generator is already finished)."""
+    async def abort_terminal(self, reason: Any) -> list[AgentEvent]:
+        """Terminal events for an aborted run (the generator is already finished); a durable
+        run with a checkpoint records ``aborted``."""
         self.signal.abort(reason)
         error = ErrorInfo(f"Run aborted: {self.signal.reason}", code="ERR_PRISM_ABORTED")
+        error = await self._save_terminal("aborted", error) or error
+        return self._aborted(error)
+
+    def abort_terminal_now(self, reason: Any) -> list[AgentEvent]:
+        """Terminal events for an aborted run when nothing may be awaited (the consumer is
+        gone): the checkpoint stays at its last state, as after a crash."""
+        self.signal.abort(reason)
+        error = ErrorInfo(f"Run aborted: {self.signal.reason}", code="ERR_PRISM_ABORTED")
+        return self._aborted(error)
+
+    def _aborted(self, error: ErrorInfo) -> list[AgentEvent]:
         event = self.emit(
             ErrorEvent(
                 session_id=self.session_id, run_id=self.run_id, error=error, status="aborted"
@@ -1056,18 +1323,17 @@ class RunExecution:
         )
         return [event]
 
-    def wall_time_terminal(self) -> list[AgentEvent]:
+    async def wall_time_terminal(self) -> list[AgentEvent]:
         """Terminal events when the wall-time deadline cancelled the step in flight."""
         assert self.limits.max_wall_time_ms is not None
         elapsed = self.limits.max_wall_time_ms
         if self.deadline is not None:
             elapsed += max(0.0, (anyio.current_time() - self.deadline) * 1000)
         breach = RunLimitBreach("max_wall_time_ms", self.limits.max_wall_time_ms, elapsed)
-        return self._fail(
-            RunFailure(
-                ErrorInfo(str(LimitBreached(breach)), code="ERR_PRISM_RUN_LIMIT"), limit=breach
-            )
+        failure = RunFailure(
+            ErrorInfo(str(LimitBreached(breach)), code="ERR_PRISM_RUN_LIMIT"), limit=breach
         )
+        return await self._fail(failure)
 
     def terminal_error(self) -> PrismError | None:
         """The exception ``run()`` raises for this run's result, or ``None`` on success."""

@@ -10,6 +10,7 @@ from ..codec import dumps
 from ..content import ErrorInfo, Message, to_messages
 from ..errors import AgentRunError, PrismError
 from ..events import AgentEvent, CompactionFinishedEvent, CompactionStartedEvent, ErrorEvent
+from ..guardrails import CompiledGuardrailPacks
 from ..middleware import MiddlewareContext
 from ..models import ModelConfig
 from ..redaction import redact_value
@@ -59,14 +60,14 @@ class AgentSession:
         store: SessionStore,
         leaf_id: str | None = None,
         metadata: dict[str, Any] | None = None,
-        guardrail_packs: Any = None,
+        compiled_packs: CompiledGuardrailPacks | None = None,
     ) -> None:
         self.agent = agent
         self.id = id
         self.store = store
         self.leaf_id = leaf_id
         self.metadata: dict[str, Any] = dict(metadata or {})
-        self.guardrail_packs = guardrail_packs
+        self.compiled_packs = compiled_packs
         self.current_model: ModelConfig = agent.model
         self._broadcaster = EventBroadcaster()
         self._active: RunExecution | None = None
@@ -209,6 +210,11 @@ class AgentSession:
         return ContextMeter.measure(tokens, source, cap)
 
     @property
+    def guardrail_pack_refs(self) -> tuple[Any, ...]:
+        """The session's guardrail packs as normalised refs (what enforcement compiled)."""
+        return tuple(self.compiled_packs.refs) if self.compiled_packs is not None else ()
+
+    @property
     def running(self) -> bool:
         """Whether a run is active."""
         return self._active is not None
@@ -262,7 +268,7 @@ class AgentSession:
             store=store or self.store,
             leaf_id=leaf_id if leaf_id is not None else self.leaf_id,
             metadata=metadata if metadata is not None else dict(self.metadata),
-            guardrail_packs=self.guardrail_packs,
+            compiled_packs=self.compiled_packs,
         )
 
     async def clone(
@@ -301,7 +307,7 @@ class AgentSession:
             store=target,
             leaf_id=parent,
             metadata=metadata if metadata is not None else dict(self.metadata),
-            guardrail_packs=self.guardrail_packs,
+            compiled_packs=self.compiled_packs,
         )
 
     # -- internals used by runs ---------------------------------------------------------------
@@ -441,9 +447,6 @@ class AgentSession:
             )
         )
         return result
-
-    async def _turn_boundary(self, execution: RunExecution) -> None:
-        """Work done at each provider-turn boundary (steering, compaction, checkpoints)."""
 
     async def _settle_run(self, execution: RunExecution) -> None:
         self._settle_run_now(execution)

@@ -1,0 +1,317 @@
+"""The durable side of one run: turn checkpoints, suspension, dispatch marks, terminal saves."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+
+from ..codec import dumps
+from ..content import ErrorInfo, Message, ToolCallContent
+from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
+from ..tools import ToolDefinition
+from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
+from ._state import (
+    AgentRunState,
+    DecisionKind,
+    DecisionScope,
+    Interruption,
+    LoopStateRecord,
+    PendingCall,
+    PendingDecision,
+    RunCountersState,
+    RunStatus,
+    SessionStateRecord,
+    SkillBody,
+    StickyDecision,
+    arguments_hash,
+)
+from ._writer import CheckpointWriter
+
+if TYPE_CHECKING:
+    from ..runs._execution import RunExecution
+
+__all__ = ("DurableRun", "Gate", "RunStateInfo", "loop_is_durable", "new_approval_id")
+
+#: Loaded-skill names that ride a checkpoint, and their bounds.
+MAX_PERSISTED_SKILLS = 64
+MAX_SKILL_NAME_CHARS = 256
+MAX_SKILL_BODY_BYTES = 262144
+MAX_SKILL_BODIES_BYTES = 1048576
+
+
+@attrs.frozen(kw_only=True)
+class RunStateInfo:
+    """What a result says about its durable state: the checkpoint ``version`` and ``status``."""
+
+    version: int
+    status: str
+    metadata: dict[str, str] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Gate:
+    """A tool call held for a human decision."""
+
+    call: ToolCallContent
+    tool: ToolDefinition | None
+    kind: DecisionKind
+    reason: str | None
+    guardrail: str | None
+    scope: DecisionScope
+    approval_id: str
+
+
+def new_approval_id() -> str:
+    """A fresh, unguessable approval id."""
+    return f"appr_{uuid.uuid4().hex}"
+
+
+def loop_is_durable(loop: Any) -> bool:
+    """Built-in loops and loops declaring both ``snapshot`` and ``restore`` are durable."""
+    from ..runs._loops import GenerateValidateReviseLoop, SingleShotLoop
+
+    if isinstance(loop, SingleShotLoop | GenerateValidateReviseLoop):
+        return True
+    return callable(getattr(loop, "snapshot", None)) and callable(getattr(loop, "restore", None))
+
+
+def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None) -> DecisionScope:
+    """The decision scope of ``call``."""
+    return DecisionScope(
+        tool_name=call.name,
+        effect_kind=tool.effect if tool is not None else None,
+        identity=f"{agent_id}/{call.name}",
+        arguments_hash=arguments_hash(call.arguments),
+    )
+
+
+class DurableRun:
+    """Checkpoints one run writes, in order, through a :class:`CheckpointWriter`."""
+
+    def __init__(
+        self,
+        execution: RunExecution,
+        options: RunStateOptions,
+        *,
+        fingerprint: str,
+        version: int = 0,
+        metadata: dict[str, str] | None = None,
+        sticky: Sequence[StickyDecision] = (),
+        metadata_source: Any = None,
+    ) -> None:
+        self.execution = execution
+        self.options = options
+        self.fingerprint = fingerprint
+        agent = execution.agent
+        self.agent_id = agent.id or agent.name or ""
+        self.every_turn = options.checkpoint_policy == "every-turn"
+        self.sticky: list[StickyDecision] = list(sticky)
+        self.pending_calls: list[PendingCall] = []
+        self.writer = CheckpointWriter(
+            store=options.checkpoints,
+            run_id=execution.run_id,
+            max_state_bytes=options.max_state_bytes,
+            ownership=options.ownership,
+            fencing_token=options.fencing_token,
+            redactor=execution.redactor,
+            metadata_source=metadata_source
+            if metadata_source is not None
+            else options.checkpoint_metadata,
+            version=version,
+            metadata=metadata,
+        )
+
+    @property
+    def has_record(self) -> bool:
+        """Whether this run has a checkpoint record (written or claimed)."""
+        return self.writer.version > 0
+
+    @property
+    def version(self) -> int:
+        """The version of the last checkpoint written or claimed (0: none)."""
+        return self.writer.version
+
+    def info(self, status: str) -> RunStateInfo:
+        """The ``run_state`` a result reports."""
+        return RunStateInfo(
+            version=self.writer.version, status=status, metadata=self.writer.metadata
+        )
+
+    # -- building states ----------------------------------------------------------------
+
+    def _loop_state(self) -> LoopStateRecord | None:
+        loop = self.execution.loop
+        snapshot = getattr(loop, "snapshot", None)
+        if not callable(snapshot):
+            return None
+        value = snapshot()
+        try:
+            dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise AgentLoopStateError(
+                f"loop {loop.name!r} snapshot is not JSON: {exc}", code="ERR_PRISM_LOOP_SNAPSHOT"
+            ) from exc
+        return LoopStateRecord(name=loop.name, revision=str(loop.revision), snapshot=value)
+
+    def _session_state(self) -> SessionStateRecord | None:
+        if not self.options.persist_session_state:
+            return None
+        session = self.execution.session
+        skills = session.loaded_skills.skills()[:MAX_PERSISTED_SKILLS]
+        names = tuple(s.name[:MAX_SKILL_NAME_CHARS] for s in skills)
+        bodies: tuple[SkillBody, ...] | None = None
+        if self.options.include_skill_bodies:
+            bodies = tuple(SkillBody(name=s.name, instructions=s.instructions) for s in skills)
+            sizes = [len(b.instructions.encode("utf-8")) for b in bodies]
+            if any(size > MAX_SKILL_BODY_BYTES for size in sizes) or sum(sizes) > (
+                MAX_SKILL_BODIES_BYTES
+            ):
+                raise AgentRunStateError(
+                    "loaded skill bodies exceed the checkpoint bounds "
+                    f"({MAX_SKILL_BODY_BYTES} bytes each, {MAX_SKILL_BODIES_BYTES} in total)"
+                )
+        packs = session.compiled_packs
+        block = None
+        if packs is not None:
+            try:
+                block = {"packs": packs.persistable_refs(), "state": packs.snapshot_state()}
+            except GuardrailPackError as exc:
+                raise AgentRunStateError(
+                    f"guardrail packs cannot ride the checkpoint: {exc}"
+                ) from exc
+        return SessionStateRecord(
+            loaded_skill_names=names, loaded_skill_bodies=bodies, guardrail_packs=block
+        )
+
+    def _wall_deadline(self) -> float | None:
+        deadline = self.execution.deadline
+        if deadline is None:
+            return None
+        return time.time() + (deadline - anyio.current_time())
+
+    def state(
+        self,
+        status: RunStatus,
+        *,
+        interruption: Interruption | None = None,
+        pending_input: tuple[Message, ...] = (),
+        error: ErrorInfo | None = None,
+    ) -> AgentRunState:
+        """The run's current frontier as a state with ``status``."""
+        execution = self.execution
+        counters = execution.counters
+        terminal = status in ("succeeded", "failed", "aborted", "denied")
+        return AgentRunState(
+            status=status,
+            run_id=execution.run_id,
+            session_id=execution.session_id,
+            agent_id=self.agent_id,
+            definition_revision=self.options.definition_revision,
+            fingerprint=self.fingerprint,
+            leaf_id=execution.session.leaf_id,
+            counters=RunCountersState(
+                turns=counters.turns,
+                provider_attempts=counters.provider_attempts,
+                tool_rounds=counters.tool_rounds,
+                tool_calls=counters.tool_calls,
+                usage=counters.usage if counters.usage_reported else None,
+            ),
+            limits=attrs.asdict(execution.limits),
+            wall_deadline=self._wall_deadline(),
+            checkpoint_policy="every-turn" if self.every_turn else None,
+            interruption=interruption,
+            pending_calls=() if terminal else tuple(self.pending_calls),
+            pending_input=pending_input,
+            sticky_decisions=() if terminal else tuple(self.sticky),
+            loop_state=self._loop_state(),
+            tool_names=execution.tool_names,
+            session_state=self._session_state(),
+            error=error,
+        )
+
+    # -- writes -------------------------------------------------------------------------
+
+    async def turn_boundary(self) -> None:
+        """Under ``every-turn``, write a running checkpoint before the next provider request."""
+        if self.every_turn:
+            self.pending_calls = []
+            await self.writer.save(self.state("running"))
+
+    async def suspend(
+        self, gates: Sequence[Gate], *, pending_input: tuple[Message, ...] = ()
+    ) -> Interruption:
+        """Write one suspension for ``gates`` and return its interruption."""
+        if len(gates) > DEFAULT_MAX_PENDING_DECISIONS:
+            raise AgentRunStateError(
+                f"{len(gates)} calls need decisions; a suspension holds at most "
+                f"{DEFAULT_MAX_PENDING_DECISIONS}"
+            )
+        decisions = tuple(
+            PendingDecision(
+                approval_id=gate.approval_id,
+                kind=gate.kind,
+                reason=gate.reason,
+                guardrail=gate.guardrail,
+                elicitation_schema=(
+                    dict(gate.tool.elicitation)
+                    if gate.kind == "elicitation" and gate.tool and gate.tool.elicitation
+                    else None
+                ),
+                scope=gate.scope if gate.kind != "input_guardrail" else None,
+                tool_call_id=gate.call.id if gate.kind != "input_guardrail" else None,
+            )
+            for gate in gates
+        )
+        first = decisions[0]
+        interruption = Interruption(
+            kind=first.kind,
+            reason=first.reason,
+            tool_call_id=first.tool_call_id,
+            guardrail=first.guardrail,
+            pending_decisions=decisions,
+        )
+        self.pending_calls = [
+            PendingCall(
+                tool_call_id=gate.call.id,
+                name=gate.call.name,
+                arguments_hash=gate.scope.arguments_hash,
+                status="pending",
+                approval_id=gate.approval_id,
+            )
+            for gate in gates
+            if gate.kind != "input_guardrail"
+        ]
+        await self.writer.save(
+            self.state("suspended", interruption=interruption, pending_input=pending_input)
+        )
+        return interruption
+
+    async def mark_dispatched(self, tool_call_id: str) -> None:
+        """Record that ``tool_call_id``'s side effect is about to start."""
+        self.pending_calls = [
+            attrs.evolve(call, status="dispatched") if call.tool_call_id == tool_call_id else call
+            for call in self.pending_calls
+        ]
+        await self.writer.save(self.state("running"))
+
+    def settle_pending(self, tool_call_id: str) -> None:
+        """Forget a pending call once its result is in the session store."""
+        self.pending_calls = [c for c in self.pending_calls if c.tool_call_id != tool_call_id]
+
+    async def finish(self, status: RunStatus, error: ErrorInfo | None = None) -> None:
+        """Write the terminal state, when the run has a record (a clean run writes nothing)."""
+        if self.has_record:
+            self.pending_calls = []
+            await self.writer.save(self.state(status, error=error))
+
+    def sticky_for(self, scope: DecisionScope) -> StickyDecision | None:
+        """A sticky decision matching ``scope`` exactly, if any."""
+        for sticky in self.sticky:
+            if sticky.scope == scope:
+                return sticky
+        return None

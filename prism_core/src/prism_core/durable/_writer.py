@@ -1,0 +1,102 @@
+"""Writing a durable run's checkpoint: bounds, redaction, sidecar metadata and CAS."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..codec import dumps
+from ..errors import AgentRunStateError
+from ..redaction import Redactor, redact_value
+from ._checkpoints import CheckpointRecord, CheckpointStore
+from ._options import (
+    AGENT_RUN_NAMESPACE,
+    MAX_AGENT_RUN_METADATA_BYTES,
+    CheckpointMetadataSource,
+)
+from ._state import AgentRunState, check_state_bounds, state_to_json
+
+__all__ = ("CheckpointWriter", "read_metadata", "resolve_metadata")
+
+
+def resolve_metadata(
+    source: CheckpointMetadataSource, redactor: Redactor | None
+) -> dict[str, str] | None:
+    """Resolve ``source`` (calling it when it is callable), redact it, and check it is a
+    ``dict[str, str]`` of at most 4096 bytes of canonical JSON. Anything else fails the write
+    with :class:`AgentRunStateError`."""
+    if source is None:
+        return None
+    value: Any = source() if callable(source) else source
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise AgentRunStateError("checkpoint_metadata must resolve to a mapping of strings")
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise AgentRunStateError("checkpoint_metadata keys and values must be strings")
+    redacted: dict[str, str] = redact_value(dict(value), redactor)
+    size = len(dumps(redacted))
+    if size > MAX_AGENT_RUN_METADATA_BYTES:
+        raise AgentRunStateError(
+            f"checkpoint_metadata is {size} bytes; the limit is {MAX_AGENT_RUN_METADATA_BYTES}"
+        )
+    return redacted
+
+
+def read_metadata(record: CheckpointRecord) -> dict[str, str] | None:
+    """A record's sidecar map, or ``None`` when absent, legacy or malformed (never a failure)."""
+    value = record.metadata
+    if not isinstance(value, Mapping):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return None
+    try:
+        if len(dumps(dict(value))) > MAX_AGENT_RUN_METADATA_BYTES:
+            return None
+    except (TypeError, ValueError):
+        return None
+    return dict(value)
+
+
+@attrs.define
+class CheckpointWriter:
+    """Saves one run's states in order, each as a compare-and-swap on the previous version."""
+
+    store: CheckpointStore
+    run_id: str
+    max_state_bytes: int
+    ownership: Mapping[str, str] | None = None
+    fencing_token: int | None = None
+    redactor: Redactor | None = None
+    metadata_source: CheckpointMetadataSource = None
+    version: int = 0
+    metadata: dict[str, str] | None = None
+    writes: int = 0
+
+    async def save(self, state: AgentRunState) -> int:
+        """Write ``state`` as the next version; return that version.
+
+        The state is redacted and bounded before any I/O; a lost compare-and-swap raises
+        :class:`~prism_core.CheckpointConflictError` and leaves ``version`` unchanged.
+        """
+        data = redact_value(state_to_json(state), self.redactor)
+        check_state_bounds(data, self.max_state_bytes)
+        if self.metadata_source is not None:
+            self.metadata = resolve_metadata(self.metadata_source, self.redactor)
+        record = await self.store.save(
+            AGENT_RUN_NAMESPACE,
+            self.run_id,
+            data,
+            version=self.version + 1,
+            expected_version=self.version,
+            ownership=self.ownership,
+            fencing_token=self.fencing_token,
+            metadata=self.metadata,
+            category="agent-run",
+        )
+        self.version = record.version
+        self.writes += 1
+        return record.version
