@@ -224,6 +224,8 @@ class DurableRun:
             limits=attrs.asdict(execution.limits),
             wall_deadline=self._wall_deadline(),
             checkpoint_policy="every-turn" if self.every_turn else None,
+            interrupt_before_tool=self.options.interrupt_before_tool,
+            max_state_bytes=self.options.max_state_bytes,
             interruption=interruption,
             pending_calls=() if terminal else tuple(self.pending_calls),
             pending_input=pending_input,

@@ -169,6 +169,8 @@ class AgentRunState:
     limits: Mapping[str, Any] | None = None
     wall_deadline: float | None = None
     checkpoint_policy: Literal["every-turn"] | None = None
+    interrupt_before_tool: bool = False
+    max_state_bytes: int | None = None
     interruption: Interruption | None = None
     pending_calls: tuple[PendingCall, ...] = ()
     pending_input: tuple[Message, ...] = ()

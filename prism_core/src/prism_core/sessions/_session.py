@@ -333,6 +333,12 @@ class AgentSession:
         self._active = execution
         return execution
 
+    def _begin(self, execution: RunExecution) -> None:
+        """Make a resumed ``execution`` this session's active run."""
+        if self._active is not None:
+            self._reject_concurrent_run()
+        self._active = execution
+
     def _reject_concurrent_run(self) -> None:
         run_id = f"run_{new_entry_id()[6:]}"
         error = ErrorInfo(
