@@ -4,7 +4,7 @@ Everything a host calls is importable from here; see the project's API reference
 """
 
 from . import codec, hookspecs
-from .agents import Agent, create_agent, create_agent_session
+from .agents import Agent, create_agent, create_agent_session, create_secure_agent
 from .content import (
     ContentBlock,
     ErrorInfo,
@@ -306,6 +306,7 @@ __all__ = (
     "create_agent",
     "create_agent_run_lifecycle",
     "create_agent_session",
+    "create_secure_agent",
     "create_load_skill_tool",
     "create_memory_checkpoint_store",
     "create_memory_session_store",

@@ -6,6 +6,9 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
+from .errors import PrismError
 from .guardrails import (
     GuardrailConfig,
     GuardrailPack,
@@ -26,9 +29,9 @@ from .sessions._memory import create_memory_session_store
 from .sessions._session import AgentSession
 from .sessions._store import SessionStore
 from .skills import Skill, SkillRegistry
-from .tools import ToolDefinition, ToolRegistry, ToolValidator, create_tool_registry
+from .tools import ToolDefinition, ToolPolicy, ToolRegistry, ToolValidator, create_tool_registry
 
-__all__ = ("Agent", "create_agent", "create_agent_session")
+__all__ = ("Agent", "create_agent", "create_agent_session", "create_secure_agent")
 
 
 def _check_callable(value: Any, name: str) -> None:
@@ -69,6 +72,8 @@ class Agent:
         activate_all_skills: bool = False,
         skills_disclosure: str = "progressive",
         context_window: int | None = None,
+        trust: ToolPolicy | None = None,
+        permission: ToolPolicy | None = None,
     ) -> None:
         self.model = coerce_model(model)
         for label, value in (("id", id), ("name", name), ("instructions", instructions)):
@@ -122,6 +127,11 @@ class Agent:
             raise TypeError("redactor must have redact_text(text) (see create_secret_redactor)")
         self.redactor = redactor
         _check_callable(validate, "validate")
+        _check_callable(trust, "trust")
+        _check_callable(permission, "permission")
+        self.trust = trust
+        self.permission = permission
+        self.secure = False
         self.validate = validate
         self.run_state = run_state
         self.skills = skills
@@ -176,6 +186,69 @@ class Agent:
 def create_agent(**config: Any) -> Agent:
     """Build an :class:`Agent` from explicit configuration (see ``Agent`` for the keywords)."""
     return Agent(**config)
+
+
+_SECURE_LIMIT_AXES = (
+    "max_turns",
+    "max_provider_attempts",
+    "max_tool_rounds",
+    "max_tool_calls",
+    "max_wall_time_ms",
+    "max_total_tokens",
+)
+
+
+def create_secure_agent(**options: Any) -> Agent:
+    """An agent composed fail-closed: every safety seam must be given explicitly.
+
+    Requires an ``id``; ``run_state`` with checkpoints, a non-blank ``definition_revision``
+    and a non-empty ``ownership``; a ``redactor``; ``trust`` and ``permission`` policies;
+    finite ``limits`` on turns, provider attempts, tool rounds, tool calls, wall time and
+    total tokens; a ``validate`` tool-argument validator; and a non-empty ``parameters``
+    schema on every tool. Tools go into a registry that refuses duplicates; pre-tool
+    interruption is always on. Runs may narrow limits but cannot replace ``run_state`` or
+    the ``redactor``.
+    """
+    from .durable._options import coerce_run_state_options
+
+    missing = [
+        name
+        for name in ("id", "run_state", "redactor", "trust", "permission", "limits", "validate")
+        if options.get(name) is None
+    ]
+    if missing:
+        raise PrismError(
+            f"create_secure_agent needs {', '.join(missing)}", code="ERR_PRISM_SECURE_AGENT"
+        )
+    run_state = coerce_run_state_options(options["run_state"])
+    assert run_state is not None
+    if not run_state.ownership:
+        raise PrismError(
+            "create_secure_agent needs run_state.ownership (a non-empty owner scope)",
+            code="ERR_PRISM_SECURE_AGENT",
+        )
+    options["run_state"] = attrs.evolve(run_state, interrupt_before_tool=True)
+    limits = coerce_limits(options["limits"])
+    unbounded = [axis for axis in _SECURE_LIMIT_AXES if getattr(limits, axis) is None]
+    if unbounded:
+        raise PrismError(
+            f"create_secure_agent needs finite limits for {', '.join(unbounded)}",
+            code="ERR_PRISM_SECURE_AGENT",
+        )
+    tools = options.get("tools", ())
+    if isinstance(tools, ToolRegistry):
+        tools = tools.definitions()
+    tools = tuple(tools)
+    for tool in tools:
+        if not tool.parameters:
+            raise PrismError(
+                f"create_secure_agent needs a parameters schema on tool {tool.name!r}",
+                code="ERR_PRISM_SECURE_AGENT",
+            )
+    options["tools"] = create_tool_registry(tools, duplicate="error")
+    agent = Agent(**options)
+    agent.secure = True
+    return agent
 
 
 def create_agent_session(*, agent: Agent, **session_config: Any) -> AgentSession:

@@ -18,6 +18,7 @@ __all__ = (
     "DispatchOutcome",
     "ToolDefinition",
     "ToolExecutionContext",
+    "ToolPolicy",
     "ToolRegistry",
     "ToolResult",
     "ToolValidator",
@@ -29,6 +30,9 @@ __all__ = (
 )
 
 ToolExecute: TypeAlias = Callable[[dict[str, Any], "ToolExecutionContext"], Any]
+#: ``policy(call, tool, context) -> None | str | ErrorInfo`` (trust, permission); non-``None``
+#: blocks dispatch with that reason.
+ToolPolicy: TypeAlias = Callable[[ToolCallContent, "ToolDefinition", "ToolExecutionContext"], Any]
 #: ``validate(call, tool, context) -> None | str | ErrorInfo``; non-``None`` blocks dispatch.
 ToolValidator: TypeAlias = Callable[
     [ToolCallContent, "ToolDefinition", "ToolExecutionContext"], Any
@@ -175,14 +179,26 @@ async def check_tool_call(
     tool_names: Collection[str] | None = None,
     validate: ToolValidator | None = None,
     invalid_arguments: bool = False,
+    trust: ToolPolicy | None = None,
+    permission: ToolPolicy | None = None,
 ) -> ToolDefinition | DispatchOutcome:
-    """Every check before a side effect, in order: lookup, per-run allow-list, argument JSON,
-    parameter schema, host ``validate``. Returns the tool to run, or a blocked outcome."""
+    """Every check before a side effect, in order: lookup, per-run allow-list, ``trust``,
+    ``permission``, argument JSON, parameter schema, host ``validate``. Returns the tool to
+    run, or a blocked outcome."""
     tool = registry.get(call.name)
     if tool is None:
         return _blocked(call, "unknown_tool", f"Unknown tool: {call.name}")
     if tool_names is not None and call.name not in tool_names:
         return _blocked(call, "tool_not_allowed", f"Tool {call.name} is not allowed in this run")
+    for policy, reason in ((trust, "tool_untrusted"), (permission, "permission_denied")):
+        if policy is None:
+            continue
+        verdict = policy(call, tool, context)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        if verdict is not None:
+            message = verdict.message if isinstance(verdict, ErrorInfo) else str(verdict)
+            return _blocked(call, reason, message)
     if invalid_arguments:
         return _blocked(
             call, "invalid_json_arguments", f"Tool {call.name} arguments were not a JSON object"

@@ -290,6 +290,10 @@ class RunExecution:
         self._deferred: list[AgentEvent] = []
         self._input_gate: Gate | None = None
         self.durable: DurableRun | None = None
+        if agent.secure and (options.run_state is not None or options.redactor is not None):
+            raise InvalidOptionsError(
+                "a secure agent's run_state and redactor cannot be replaced per run"
+            )
         if resume is None:
             run_state = options.run_state if options.run_state is not None else agent.run_state
             if run_state is not None:
@@ -1022,6 +1026,8 @@ class RunExecution:
             context=context,
             tool_names=self.tool_names,
             validate=self.agent.validate,
+            trust=self.agent.trust,
+            permission=self.agent.permission,
             invalid_arguments=invalid,
         )
         if isinstance(checked, DispatchOutcome):

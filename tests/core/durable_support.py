@@ -1,0 +1,93 @@
+"""Builders for durable-run tests: a counting checkpoint store and history-aware providers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from prism_core import (
+    AGENT_RUN_NAMESPACE,
+    Agent,
+    CheckpointRecord,
+    ProviderEvent,
+    ProviderRequest,
+    RunStateOptions,
+    create_agent,
+    create_memory_checkpoint_store,
+    create_memory_session_store,
+    create_mock_provider,
+)
+from prism_core.codec import dumps
+
+REVISION = "2026-11-30.1"
+
+
+class CountingStore:
+    """Wraps a checkpoint store and counts what reaches it."""
+
+    def __init__(self, inner: Any = None) -> None:
+        self.inner = inner or create_memory_checkpoint_store()
+        self.saves = 0
+        self.loads = 0
+        self.calls = 0
+
+    async def load(self, *args: Any, **kw: Any) -> CheckpointRecord | None:
+        self.calls += 1
+        self.loads += 1
+        return await self.inner.load(*args, **kw)  # type: ignore[no-any-return]
+
+    async def save(self, *args: Any, **kw: Any) -> CheckpointRecord:
+        self.calls += 1
+        self.saves += 1
+        return await self.inner.save(*args, **kw)  # type: ignore[no-any-return]
+
+    async def delete(self, *args: Any, **kw: Any) -> bool:
+        self.calls += 1
+        return await self.inner.delete(*args, **kw)  # type: ignore[no-any-return]
+
+    async def list(self, *args: Any, **kw: Any) -> Any:
+        self.calls += 1
+        return await self.inner.list(*args, **kw)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def raw(self, run_id: str) -> bytes | None:
+        """The stored record's canonical bytes (value, version, metadata) for equality checks."""
+        record = await self.inner.load(AGENT_RUN_NAMESPACE, run_id, ownership=None)
+        if record is None:
+            return None
+        return dumps([record.value, record.version, dict(record.metadata or {})])
+
+
+def by_history(turns: Sequence[Sequence[ProviderEvent]]) -> Any:
+    """A provider that picks its turn from how many assistant messages the request holds, so a
+    resumed run (new process, new provider object) continues the same script."""
+
+    def events(request: ProviderRequest) -> Sequence[ProviderEvent]:
+        index = sum(1 for m in request.messages if m.role == "assistant")
+        return turns[min(index, len(turns) - 1)]
+
+    return create_mock_provider(events)
+
+
+class World:
+    """Shared stores, as two worker processes would share them."""
+
+    def __init__(self) -> None:
+        self.checkpoints = CountingStore()
+        self.sessions = create_memory_session_store()
+
+    def agent(self, turns: Sequence[Sequence[ProviderEvent]], **config: Any) -> Agent:
+        """A fresh agent object (as another worker would build it) on the shared stores."""
+        config.setdefault("id", "investigator")
+        config.setdefault("model", {"provider": "mock", "model": "demo"})
+        return create_agent(provider=by_history(turns), store=self.sessions, **config)
+
+    def run_state(self, **options: Any) -> RunStateOptions:
+        """Durable options on the shared checkpoint store."""
+        return RunStateOptions(self.checkpoints, REVISION, **options)
+
+    def resume_options(self, **options: Any) -> dict[str, Any]:
+        """Keyword arguments for resume_agent_run on the shared stores."""
+        return {"checkpoints": self.checkpoints, "definition_revision": REVISION, **options}
