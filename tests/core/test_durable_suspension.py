@@ -56,7 +56,7 @@ def ids(result: Any) -> list[str]:
 async def test_one_suspension_per_turn_with_one_decision_per_gated_call() -> None:
     """Two gated calls of one turn make one suspension, one write, and no side effect."""
     world, log = World(), []
-    agent, result = await suspended(world, log=log)
+    _agent, result = await suspended(world, log=log)
     assert log == []
     assert world.checkpoints.saves == 1
     assert result.run_state.version == 1
@@ -366,7 +366,7 @@ async def test_scope_misuse_is_refused() -> None:
     """An elicitation payload on a tool-approval decision is a scope error."""
     world = World()
     _, result = await suspended(world)
-    first, second = ids(result)
+    first, _second = ids(result)
     with pytest.raises(AgentDecisionError) as info:
         await resume_agent_run(
             world.agent(TWO_CALLS, tools=[echo_tool()]),
@@ -478,7 +478,7 @@ async def test_dispatched_call_is_never_replayed() -> None:
         )
     status = await load_agent_run_state(world.checkpoints, ref(result))
     assert status is not None
-    assert [c.status for c in status.state.pending_calls][0] == "dispatched"
+    assert next(c.status for c in status.state.pending_calls) == "dispatched"
     with pytest.raises(AgentRunStateError, match="Ambiguous dispatched tool"):
         await resume_agent_run(
             world.agent(TWO_CALLS, tools=[echo_tool()]),
