@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from prism_core import RunStateOptions, create_agent, load_agent_run_state, resume_agent_run
@@ -128,16 +129,17 @@ async def test_suspended_in_another_process_is_approved_here(
     """A child process suspends the run and exits; this process approves and finishes it."""
     checkpoints, sessions = stores
     session_id = f"s-{uuid.uuid4().hex[:8]}"
-    root = Path(__file__).resolve().parents[2]
-    child = subprocess.run(
-        [sys.executable, "-c", SUSPEND_IN_CHILD, json.dumps({**backend, "session": session_id})],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=60,
-        check=True,
-    )
-    created = json.loads(child.stdout.strip().splitlines()[-1])
+    with anyio.fail_after(60):
+        child = await anyio.run_process(
+            [
+                sys.executable,
+                "-c",
+                SUSPEND_IN_CHILD,
+                json.dumps({**backend, "session": session_id}),
+            ],
+            cwd=ROOT,
+        )
+    created = json.loads(child.stdout.decode().strip().splitlines()[-1])
     assert created["status"] == "suspended"
     log: list[Any] = []
     done = await resume_agent_run(
