@@ -13,13 +13,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``prism``; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="prism", description="Prism agent runtime tools.")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run the scripted investigation demo")
+    demo = commands.add_parser(
+        "demo",
+        help="crash-recovery demo: kill a worker mid-run, continue the same run elsewhere",
+    )
+    demo.add_argument(
+        "--store",
+        metavar="URL",
+        help="checkpoint and session store (default: a SQLite file in --dir); "
+        "e.g. postgresql://postgres@127.0.0.1/test or redis://127.0.0.1:6379/0",
+    )
+    demo.add_argument("--dir", metavar="PATH", help="folder for the SQLite file and the tool log")
+    demo.add_argument(
+        "--kill-at-turn", type=int, default=3, metavar="N", help="kill the worker in turn N"
+    )
     demo.add_argument("--no-color", action="store_true", help="plain output")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from ._demo import run_demo
 
-        return run_demo(color=not args.no_color and sys.stdout.isatty())
+        return run_demo(
+            store=args.store,
+            directory=args.dir,
+            kill_at_turn=args.kill_at_turn,
+            color=not args.no_color and sys.stdout.isatty(),
+        )
     raise AssertionError(f"argparse accepted an unknown command {args.command!r}")
 
 
