@@ -1,0 +1,139 @@
+"""Canonical JSON, the converter, run-state bounds and the decision caps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from prism_core import (
+    AGENT_RUN_NAMESPACE,
+    AgentRunError,
+    AgentRunStateError,
+    Message,
+    TextContent,
+    ToolCallContent,
+    ToolResultContent,
+    Usage,
+    codec,
+    resume_agent_run,
+)
+from prism_core.durable._state import MAX_STATE_DEPTH, MAX_STATE_PROPERTIES, parse_state
+from prism_core.events import MessageFinishedEvent
+
+from .durable_support import World
+from .helpers import echo_tool, text_turn, tool_turn
+
+
+def test_dumps_is_canonical() -> None:
+    """Sorted keys, no whitespace, UTF-8, and no NaN."""
+    assert codec.dumps({"b": 1, "a": [1, {"d": "é", "c": None}]}) == (
+        '{"a":[1,{"c":null,"d":"é"}],"b":1}'.encode()
+    )
+    with pytest.raises(ValueError):
+        codec.dumps({"x": float("nan")})
+
+
+def test_messages_and_events_round_trip_through_the_converter() -> None:
+    """unstructure then structure gives back equal frozen values, union blocks included."""
+    message = Message("assistant", (TextContent("hi"), ToolCallContent("c1", "t", {"a": [1]})))
+    tool = Message("tool", (ToolResultContent("c1", "t", {"ok": True}),))
+    for value, cls in ((message, Message), (tool, Message), (Usage(1, 2, 3), Usage)):
+        data = codec.unstructure(value)
+        assert codec.loads(codec.dumps(data)) == data
+        assert codec.structure(data, cls) == value
+    event = MessageFinishedEvent(session_id="s", run_id="r", message=message)
+    data = codec.unstructure(event)
+    assert data["type"] == "message_finished"
+    assert codec.structure(data, MessageFinishedEvent) == event
+
+
+@pytest.mark.anyio
+async def test_load_bounds_refuse_oversized_deep_or_wide_states() -> None:
+    """A stored state over the 1 MiB hard cap, deeper than 32 or wider than 256 refuses."""
+    world = World()
+    agent = world.agent([tool_turn(("c1", "echo", {})), text_turn("x")], tools=[echo_tool()])
+    result = await agent.create_session(id="s1").run(
+        "go", run_state=world.run_state(interrupt_before_tool=True)
+    )
+    record = await world.checkpoints.load(AGENT_RUN_NAMESPACE, result.run_id)
+    assert record is not None
+    base = dict(record.value)
+    deep: Any = "leaf"
+    for _ in range(MAX_STATE_DEPTH + 1):
+        deep = [deep]
+    tampered = [
+        {**base, "limits": {"pad": "x" * (1024 * 1024)}},
+        {**base, "limits": {"deep": deep}},
+        {**base, "limits": {f"k{i}": i for i in range(MAX_STATE_PROPERTIES + 1)}},
+        {**base, "schema_version": 2},
+        {**base, "status": "exploded"},
+    ]
+    version = record.version
+    for value in tampered:
+        with pytest.raises(AgentRunStateError):
+            parse_state(value, max_bytes=1024 * 1024)
+        version += 1
+        await world.checkpoints.inner.save(
+            AGENT_RUN_NAMESPACE, result.run_id, value, version=version
+        )
+        with pytest.raises(AgentRunStateError):
+            await resume_agent_run(
+                world.agent([text_turn("x")], tools=[echo_tool()]),
+                {"run_id": result.run_id, "session_id": "s1"},
+                {"expected_version": version, "decision": "approve"},
+                **world.resume_options(),
+            )
+
+
+@pytest.mark.anyio
+async def test_more_than_32_gated_calls_fail_the_run() -> None:
+    """A turn asking for more decisions than a suspension may hold fails closed."""
+    world = World()
+    calls = [(f"c{i}", "echo", {"i": i}) for i in range(33)]
+    agent = world.agent(
+        [tool_turn(*calls), text_turn("x")], tools=[echo_tool()], limits={"max_tool_calls": 100}
+    )
+    with pytest.raises(AgentRunError, match="at most 32"):
+        await agent.create_session(id="s1").run(
+            "go", run_state=world.run_state(interrupt_before_tool=True)
+        )
+    assert world.checkpoints.saves == 0
+
+
+@pytest.mark.anyio
+async def test_builtin_pack_blocks_with_its_refusal_text_in_a_run() -> None:
+    """A host installs prism_packs as a plugin; a session pack blocks a destructive command
+    with the pack's model-visible refusal, and the tool never runs."""
+    import prism_packs
+    from prism_core import ToolDefinition, create_agent, create_mock_provider
+
+    ran: list[str] = []
+    shell = ToolDefinition("shell", lambda args, ctx: ran.append(args["command"]) or "ok")
+    agent = create_agent(
+        model={"provider": "mock", "model": "m"},
+        provider=create_mock_provider(
+            turns=[
+                tool_turn(("c1", "shell", {"command": "rm -rf /srv/data"})),
+                tool_turn(("c2", "shell", {"command": "ls -la"})),
+                text_turn("done"),
+            ]
+        ),
+        tools=[shell],
+        plugins=[prism_packs.plugin],
+    )
+    session = agent.create_session(guardrail_packs=["destructive-commands"])
+    assert session.guardrail_pack_refs[0]["id"] == "destructive-commands"
+    sub = session.subscribe()
+    await session.run("clean up")
+    events = [e async for e in sub]
+    blocked = [e for e in events if e.type == "tool_execution_blocked"]
+    assert [(b.reason, b.error.message) for b in blocked] == [
+        (
+            "guardrail_blocked",
+            "Blocked by guardrail rule pack:destructive-commands/no-recursive-force-delete: "
+            "Recursive force deletes are not allowed",
+        )
+    ]
+    assert "rm -rf" not in blocked[0].error.message
+    assert ran == ["ls -la"]
