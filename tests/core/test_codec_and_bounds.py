@@ -137,3 +137,23 @@ async def test_builtin_pack_blocks_with_its_refusal_text_in_a_run() -> None:
     ]
     assert "rm -rf" not in blocked[0].error.message
     assert ran == ["ls -la"]
+
+
+@pytest.mark.anyio
+async def test_fork_and_clone_get_their_own_pack_state() -> None:
+    """A fork recompiles the session's packs: same refs, independent state."""
+    import prism_packs
+    from prism_core import create_agent, create_mock_provider
+
+    agent = create_agent(
+        model={"provider": "mock", "model": "m"},
+        provider=create_mock_provider(text_turn("x")),
+        plugins=[prism_packs.plugin],
+    )
+    session = agent.create_session(guardrail_packs=["validation-respect"])
+    fork = session.fork()
+    clone = await session.clone(id="copy")
+    assert fork.guardrail_pack_refs == clone.guardrail_pack_refs == session.guardrail_pack_refs
+    assert session.compiled_packs is not None
+    assert fork.compiled_packs is not session.compiled_packs
+    assert clone.compiled_packs is not session.compiled_packs

@@ -10,7 +10,7 @@ from ..codec import dumps
 from ..content import ErrorInfo, Message, to_messages
 from ..errors import AgentRunError, PrismError
 from ..events import AgentEvent, CompactionFinishedEvent, CompactionStartedEvent, ErrorEvent
-from ..guardrails import CompiledGuardrailPacks
+from ..guardrails import CompiledGuardrailPacks, compile_guardrail_packs
 from ..middleware import MiddlewareContext
 from ..models import ModelConfig
 from ..redaction import redact_value
@@ -268,7 +268,7 @@ class AgentSession:
             store=store or self.store,
             leaf_id=leaf_id if leaf_id is not None else self.leaf_id,
             metadata=metadata if metadata is not None else dict(self.metadata),
-            compiled_packs=self.compiled_packs,
+            compiled_packs=self._fresh_packs(),
         )
 
     async def clone(
@@ -307,7 +307,7 @@ class AgentSession:
             store=target,
             leaf_id=parent,
             metadata=metadata if metadata is not None else dict(self.metadata),
-            compiled_packs=self.compiled_packs,
+            compiled_packs=self._fresh_packs(),
         )
 
     # -- internals used by runs ---------------------------------------------------------------
@@ -332,6 +332,17 @@ class AgentSession:
         execution = RunExecution(self, messages, run_options)
         self._active = execution
         return execution
+
+    def _fresh_packs(self) -> CompiledGuardrailPacks | None:
+        """The same packs compiled anew, so a fork or clone starts with its own pack state."""
+        if self.compiled_packs is None:
+            return None
+        return compile_guardrail_packs(
+            self.compiled_packs.refs,
+            catalogue=self.agent.pack_catalogue,
+            can_suspend=True,
+            redactor=self.agent.redactor,
+        )
 
     def _begin(self, execution: RunExecution) -> None:
         """Make a resumed ``execution`` this session's active run."""
