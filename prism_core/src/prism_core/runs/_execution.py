@@ -418,19 +418,8 @@ class RunExecution:
                     yield event
                 self.durable.settle_pending(call.id)
             elif pending.status == "answered":
-                result = redact_value(
-                    ToolResult(call.id, call.name, value=dict(pending.answer or {})), self.redactor
-                )
-                yield self.emit(
-                    ToolExecutionFinishedEvent(
-                        session_id=self.session_id,
-                        run_id=self.run_id,
-                        tool_call_id=call.id,
-                        name=call.name,
-                        result=result,
-                    )
-                )
-                await self._append_result(result)
+                answer = ToolResult(call.id, call.name, value=dict(pending.answer or {}))
+                yield await self._deliver(call, answer)
                 self.durable.settle_pending(call.id)
             else:
                 tool_events = self._tool_call(call, False, approved=True)
@@ -1099,8 +1088,15 @@ class RunExecution:
         result = await self.agent.middleware.run(
             "tool_result", result, self._mw_context("tool_result")
         )
+        yield await self._deliver(call, result)
+        if approved and self.durable is not None:
+            self.durable.settle_pending(call.id)
+
+    async def _deliver(self, call: ToolCallContent, result: ToolResult) -> AgentEvent:
+        """Redact ``result``, store it for the next turn, and emit ``tool_execution_finished``."""
         result = redact_value(result, self.redactor)
-        yield self.emit(
+        await self._append_result(result)
+        return self.emit(
             ToolExecutionFinishedEvent(
                 session_id=self.session_id,
                 run_id=self.run_id,
@@ -1109,9 +1105,6 @@ class RunExecution:
                 result=result,
             )
         )
-        await self._append_result(result)
-        if approved and self.durable is not None:
-            self.durable.settle_pending(call.id)
 
     def _is_pack_record(self, record: GuardrailRecord) -> bool:
         return record.guardrail.startswith("pack:")
