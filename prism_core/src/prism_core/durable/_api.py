@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -12,6 +12,7 @@ from ..errors import AgentRunStateError
 from ..events import AgentEvent
 from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy, validate_subscribe_options
+from ..runs._stream import DriverStream
 from ._decisions import coerce_run_ref, validate_resume_input
 from ._options import DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS, CheckpointMetadataSource
 from ._resume import (
@@ -115,74 +116,48 @@ async def resume_agent_run(
     return await _finish(await prepare_resume(agent, ref, resume, request))
 
 
-class ResumeEventStream:
+class ResumeEventStream(DriverStream):
     """The events of one resume: ``agent_denied`` or ``agent_suspended`` for runs that do not
     claim, else ``agent_started``, ``agent_resumed`` and the resumed run's events. Leaving
     early aborts only the resumed execution. ``result`` is set once it has ended."""
 
-    def __init__(self, start: Callable[[], Any]) -> None:
-        self._start = start
+    def __init__(self, prepare: Callable[[], Awaitable[Prepared | Settled]]) -> None:
+        super().__init__()
+        self._prepare = prepare
         self._settled: list[AgentEvent] | None = None
-        self._driver: RunDriver | None = None
-        self._done = False
-        self.result: AgentRunResult | None = None
+        self._settled_result: AgentRunResult | None = None
 
-    def __aiter__(self) -> ResumeEventStream:
-        return self
+    @property
+    def result(self) -> AgentRunResult | None:
+        """The resume's result once it has ended, else ``None``."""
+        if self._driver is not None:
+            return self._driver.execution.result
+        return self._settled_result
+
+    async def _start(self) -> RunDriver:
+        prepared = await self._prepare()
+        if isinstance(prepared, Settled):
+            self._settled = list(prepared.events)
+            self._settled_result = prepared.result
+            raise _SettledWithoutRun()
+        return prepared.driver
 
     async def __anext__(self) -> AgentEvent:
-        if self._done:
-            raise StopAsyncIteration
-        if self._driver is None and self._settled is None:
+        if self._settled is None and self._driver is None and not self._done:
             try:
-                prepared = await self._start()
-            except BaseException:
-                self._done = True
-                raise
-            if isinstance(prepared, Settled):
-                self._settled = list(prepared.events)
-                self.result = prepared.result
-            else:
-                self._driver = prepared.driver
+                return await super().__anext__()
+            except _SettledWithoutRun:
+                self._done = False
         if self._settled is not None:
             if not self._settled:
                 self._done = True
                 raise StopAsyncIteration
             return self._settled.pop(0)
-        assert self._driver is not None
-        try:
-            event = await self._driver.next()
-        except BaseException:
-            self._done = True
-            self._driver.abandon("cancelled")
-            raise
-        if event is None:
-            self._done = True
-            self.result = self._driver.execution.result
-            raise StopAsyncIteration
-        return event
+        return await super().__anext__()
 
-    async def aclose(self) -> None:
-        """Stop consuming; a resumed execution still running is aborted and settles."""
-        if self._done:
-            return
-        self._done = True
-        driver = self._driver
-        if driver is None or driver.settled:
-            return
-        driver.execution.signal.abort("stream closed")
-        self.result = await driver.drain()
 
-    async def __aenter__(self) -> ResumeEventStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    def __del__(self) -> None:
-        driver = self._driver
-        if driver is not None and not driver.settled:
-            driver.abandon("stream closed")
+class _SettledWithoutRun(Exception):
+    """Internal: the resume ended (deny, partial batch) without a run to drive."""
 
 
 def resume_agent_run_stream(

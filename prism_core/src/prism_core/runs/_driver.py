@@ -11,6 +11,7 @@ import anyio
 from ..events import AgentEvent
 from ..results import AgentRunResult
 from ._execution import AbortRequested, RunExecution
+from ._stream import DriverStream
 
 if TYPE_CHECKING:
     from ..sessions._session import AgentSession
@@ -120,7 +121,7 @@ class RunDriver:
         return result
 
 
-class RunEventStream:
+class RunEventStream(DriverStream):
     """The owned-run event stream of ``session.stream()``.
 
     Iterating it starts the run; it yields only that run's events and ends when the run
@@ -129,11 +130,13 @@ class RunEventStream:
     """
 
     def __init__(self, session: AgentSession, input: Any, options: dict[str, Any]) -> None:
+        super().__init__()
         self._session = session
         self._input = input
         self._options = options
-        self._driver: RunDriver | None = None
-        self._done = False
+
+    async def _start(self) -> RunDriver:
+        return RunDriver(self._session._start_run(self._input, self._options))
 
     @property
     def result(self) -> AgentRunResult | None:
@@ -144,49 +147,3 @@ class RunEventStream:
     def run_id(self) -> str | None:
         """The owned run's id once it has started."""
         return self._driver.execution.run_id if self._driver is not None else None
-
-    def __aiter__(self) -> RunEventStream:
-        return self
-
-    async def __anext__(self) -> AgentEvent:
-        if self._done:
-            raise StopAsyncIteration
-        if self._driver is None:
-            try:
-                execution = self._session._start_run(self._input, self._options)
-            except BaseException:
-                self._done = True
-                raise
-            self._driver = RunDriver(execution)
-        try:
-            event = await self._driver.next()
-        except BaseException:
-            self._done = True
-            self._driver.abandon("cancelled")
-            raise
-        if event is None:
-            self._done = True
-            raise StopAsyncIteration
-        return event
-
-    async def aclose(self) -> None:
-        """Stop consuming: abort the run if it is still going and wait for it to settle."""
-        if self._done:
-            return
-        self._done = True
-        driver = self._driver
-        if driver is None or driver.settled:
-            return
-        driver.execution.signal.abort("stream closed")
-        await driver.drain()
-
-    async def __aenter__(self) -> RunEventStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    def __del__(self) -> None:
-        driver = self._driver
-        if driver is not None and not driver.settled:
-            driver.abandon("stream closed")

@@ -1,0 +1,70 @@
+"""The base of the owned-run event streams: start on first use, abort when left early."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..events import AgentEvent
+
+if TYPE_CHECKING:
+    from ._driver import RunDriver
+
+__all__ = ("DriverStream",)
+
+
+class DriverStream:
+    """An async iterator over one driven run: it starts the run on the first ``__anext__``
+    (through :meth:`_start`), ends when the run ends, and aborts the run when the consumer
+    leaves early (``break``, ``aclose()``, or dropping it)."""
+
+    def __init__(self) -> None:
+        self._driver: RunDriver | None = None
+        self._done = False
+
+    async def _start(self) -> RunDriver:
+        raise NotImplementedError
+
+    def __aiter__(self) -> DriverStream:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        if self._done:
+            raise StopAsyncIteration
+        if self._driver is None:
+            try:
+                self._driver = await self._start()
+            except BaseException:
+                self._done = True
+                raise
+        try:
+            event = await self._driver.next()
+        except BaseException:
+            self._done = True
+            self._driver.abandon("cancelled")
+            raise
+        if event is None:
+            self._done = True
+            raise StopAsyncIteration
+        return event
+
+    async def aclose(self) -> None:
+        """Stop consuming: abort the run if it is still going and wait for it to settle."""
+        if self._done:
+            return
+        self._done = True
+        driver = self._driver
+        if driver is None or driver.settled:
+            return
+        driver.execution.signal.abort("stream closed")
+        await driver.drain()
+
+    async def __aenter__(self) -> DriverStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        driver = self._driver
+        if driver is not None and not driver.settled:
+            driver.abandon("stream closed")
