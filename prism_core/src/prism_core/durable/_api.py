@@ -130,34 +130,32 @@ class ResumeEventStream(DriverStream):
     @property
     def result(self) -> AgentRunResult | None:
         """The resume's result once it has ended, else ``None``."""
-        if self._driver is not None:
-            return self._driver.execution.result
-        return self._settled_result
+        if self._settled is not None:
+            return self._settled_result
+        return self._driver.execution.result if self._driver is not None else None
 
     async def _start(self) -> RunDriver:
-        prepared = await self._prepare()
-        if isinstance(prepared, Settled):
-            self._settled = list(prepared.events)
-            self._settled_result = prepared.result
-            raise _SettledWithoutRun()
-        return prepared.driver
+        # __anext__ prepares the resume itself, since a deny or a partial batch has no run.
+        raise AssertionError("a resume stream prepares its run in __anext__")
 
     async def __anext__(self) -> AgentEvent:
-        if self._settled is None and self._driver is None and not self._done:
+        if self._driver is None and self._settled is None and not self._done:
             try:
-                return await super().__anext__()
-            except _SettledWithoutRun:
-                self._done = False
+                prepared = await self._prepare()
+            except BaseException:
+                self._done = True
+                raise
+            if isinstance(prepared, Settled):
+                self._settled = list(prepared.events)
+                self._settled_result = prepared.result
+            else:
+                self._driver = prepared.driver
         if self._settled is not None:
             if not self._settled:
                 self._done = True
                 raise StopAsyncIteration
             return self._settled.pop(0)
         return await super().__anext__()
-
-
-class _SettledWithoutRun(Exception):
-    """Internal: the resume ended (deny, partial batch) without a run to drive."""
 
 
 def resume_agent_run_stream(
