@@ -17,6 +17,7 @@ from prism_core import (
     ToolDefinition,
     create_agent,
     create_load_skill_tool,
+    create_memory_session_store,
     create_mock_provider,
     create_skill_registry,
     provider_done,
@@ -357,3 +358,38 @@ async def test_context_meter_reports_or_estimates() -> None:
     assert estimate.input_tokens is not None
     assert estimate.input_tokens > 0
     assert estimate.cap is None
+
+
+@pytest.mark.anyio
+async def test_snapshot_cache_reuses_an_unchanged_branch() -> None:
+    """snapshot() reuses the branch within the TTL, re-reads after a new leaf, and 0 disables
+    the cache; a TTL outside 0..30000 ms fails session construction."""
+    reads: list[str | None] = []
+    store = create_memory_session_store()
+    original = store.read_branch_path
+
+    async def counting(session_id: str, leaf_id: str | None) -> Any:
+        reads.append(leaf_id)
+        return await original(session_id, leaf_id)
+
+    store.read_branch_path = counting  # type: ignore[method-assign]
+    agent = create_agent(model=MODEL, provider=create_mock_provider(text_turn("a")), store=store)
+    session = agent.create_session(snapshot_cache_ttl_ms=30_000)
+    await session.run("hi")
+    reads.clear()
+    first = await session.snapshot()
+    again = await session.snapshot()
+    assert first is again
+    assert len(reads) == 1
+    await session.run("more")
+    reads.clear()
+    assert len(await session.snapshot()) == 4
+    assert len(reads) == 1
+    uncached = agent.create_session(snapshot_cache_ttl_ms=0, store=store)
+    reads.clear()
+    await uncached.snapshot()
+    await uncached.snapshot()
+    assert len(reads) == 2
+    for bad in (-1, 30_001, "1000"):
+        with pytest.raises(TypeError):
+            agent.create_session(snapshot_cache_ttl_ms=bad)

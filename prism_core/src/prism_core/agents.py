@@ -26,7 +26,7 @@ from .retry import RetryConfig, coerce_retry
 from .runs._compaction import coerce_compaction
 from .runs._loops import SingleShotLoop, coerce_loop
 from .sessions._memory import create_memory_session_store
-from .sessions._session import AgentSession
+from .sessions._session import DEFAULT_SNAPSHOT_CACHE_TTL_MS, AgentSession
 from .sessions._store import SessionStore
 from .skills import Skill, SkillRegistry
 from .tools import ToolDefinition, ToolPolicy, ToolRegistry, ToolValidator, create_tool_registry
@@ -159,6 +159,7 @@ class Agent:
         leaf_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         guardrail_packs: Any = None,
+        snapshot_cache_ttl_ms: float = DEFAULT_SNAPSHOT_CACHE_TTL_MS,
     ) -> AgentSession:
         """A new session. Its store is ``store``, else the agent's, else a private memory store."""
         if id is not None and (not isinstance(id, str) or not id):
@@ -180,6 +181,7 @@ class Agent:
             leaf_id=leaf_id,
             metadata=dict(metadata or {}),
             compiled_packs=compiled,
+            snapshot_cache_ttl_ms=snapshot_cache_ttl_ms,
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import attrs
 
 from ..codec import dumps
@@ -37,7 +38,16 @@ from ._store import SessionStore
 if TYPE_CHECKING:
     from ..agents import Agent
 
-__all__ = ("AgentSession", "SessionClosedError")
+__all__ = (
+    "DEFAULT_SNAPSHOT_CACHE_TTL_MS",
+    "HARD_MAX_SNAPSHOT_CACHE_TTL_MS",
+    "AgentSession",
+    "SessionClosedError",
+)
+
+#: How long ``session.snapshot()`` reuses an unchanged branch, by default and at most.
+DEFAULT_SNAPSHOT_CACHE_TTL_MS = 1000
+HARD_MAX_SNAPSHOT_CACHE_TTL_MS = 30000
 
 
 class SessionClosedError(PrismError):
@@ -61,7 +71,18 @@ class AgentSession:
         leaf_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         compiled_packs: CompiledGuardrailPacks | None = None,
+        snapshot_cache_ttl_ms: float = DEFAULT_SNAPSHOT_CACHE_TTL_MS,
     ) -> None:
+        if (
+            isinstance(snapshot_cache_ttl_ms, bool)
+            or not isinstance(snapshot_cache_ttl_ms, int | float)
+            or not 0 <= snapshot_cache_ttl_ms <= HARD_MAX_SNAPSHOT_CACHE_TTL_MS
+        ):
+            raise TypeError(
+                f"snapshot_cache_ttl_ms must be a number in 0..{HARD_MAX_SNAPSHOT_CACHE_TTL_MS}"
+            )
+        self.snapshot_cache_ttl_ms = snapshot_cache_ttl_ms
+        self._snapshot: tuple[str | None, float, tuple[SessionEntry, ...]] | None = None
         self.agent = agent
         self.id = id
         self.store = store
@@ -234,6 +255,22 @@ class AgentSession:
         self._broadcaster.close_all()
 
     # -- branch navigation ------------------------------------------------------------------
+
+    async def snapshot(self) -> tuple[SessionEntry, ...]:
+        """The current branch, from a cache reused for ``snapshot_cache_ttl_ms`` while the
+        leaf is unchanged (``0`` reads the store every time)."""
+        now = anyio.current_time()
+        cached = self._snapshot
+        if (
+            cached is not None
+            and cached[0] == self.leaf_id
+            and (now - cached[1]) * 1000 < self.snapshot_cache_ttl_ms
+        ):
+            return cached[2]
+        entries = tuple(await self.store.read_branch_path(self.id, self.leaf_id))
+        if self.snapshot_cache_ttl_ms > 0:
+            self._snapshot = (self.leaf_id, now, entries)
+        return entries
 
     async def entries(self) -> list[SessionEntry]:
         """The entries of the current branch, root to leaf."""
