@@ -33,5 +33,9 @@ lint: install
 
 check: lint test
 
+bench: install
+	$(PY) bench/stores.py
+	$(PY) bench/durable.py
+
 clean:
 	rm -rf $(VENV)

@@ -1,0 +1,690 @@
+"""What durable runs cost: every-turn checkpoints and ``continue`` resumes, per store.
+
+The workload is a 40-turn investigation: a mock provider asks for one tool call per turn, the
+tool returns a ~2 KB log excerpt, and after the last turn the provider answers. It runs on each
+store (memory, SQLite in a temp file, PostgreSQL, Redis; the agent's ``store=`` is the
+matching session store) under both checkpoint policies, with
+``run_state=RunStateOptions(checkpoints, "bench-1", checkpoint_policy=...)``. Measured:
+
+- per-turn overhead of every-turn checkpointing: the median per-turn wall time (between two
+  consecutive provider calls) under ``every-turn`` minus under ``decision`` (taken over runs
+  made back to back in pairs, so drift in machine load cancels out), and that overhead
+  divided by one raw durable write on the same store (a bare ``save`` of the same state);
+  target ratio ≤ 1.5;
+- checkpoint bytes (canonical JSON of the saved value) at turn 1 and at turn 40 and their
+  difference (target: within 512 B), from a wrapper that records every saved value;
+- checkpoint writes per turn (target: exactly 1 under every-turn, 0 under decision);
+- all checkpoint bytes written in a run versus the transcript bytes (canonical JSON of every
+  session entry at the end); target ratio ≤ 1.5;
+- ``continue`` after a crash: a worker dies at the provider call that follows its 40th turn
+  (the provider raises a ``BaseException``), and ``resume_agent_run(...,
+  {"expected_version": v, "decision": "continue"})`` is timed up to the moment the new
+  provider's ``generate`` is called. The median over fresh crashed runs is "Prism time
+  before the provider is called" (target on SQLite, warm: ≤ 1 ms), split into time inside
+  store calls (per call) and the rest.
+
+It prints one table with the figures and PASS/FAIL per target, then a short summary.
+
+Run it with ``make bench`` or::
+
+    .venv/bin/python bench/durable.py
+    .venv/bin/python bench/durable.py --turns 40 --stores memory,sqlite,postgres,redis
+
+Each run uses its own table prefix / key prefix (``bench_<random>_``) and drops its tables and
+deletes its keys at the end, also on failure, so it can share servers with other users. An
+unreachable PostgreSQL or Redis is reported as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from _support import (
+    AGENT_ID,
+    DEFAULT_POSTGRES_URL,
+    DEFAULT_REDIS_URL,
+    NAMESPACE,
+    REVISION,
+    Investigation,
+    WorkerDied,
+    delete_redis_keys,
+    drop_sql_tables,
+    format_table,
+    median_ms,
+    p95_ms,
+    probe_postgres,
+    probe_redis,
+    probe_tool,
+    unique_prefix,
+)
+
+from prism_core import (
+    CheckpointRecord,
+    RunStateOptions,
+    create_agent,
+    create_memory_checkpoint_store,
+    create_memory_session_store,
+    resume_agent_run,
+)
+from prism_core.codec import dumps
+
+STORES = ("memory", "sqlite", "postgres", "redis")
+OVERHEAD_TARGET = 1.5
+BYTES_GROWTH_TARGET = 512
+BYTES_RATIO_TARGET = 1.5
+CONTINUE_TARGET_MS = 1.0
+#: Store calls in the order a resume makes them, and their short names.
+CALL_ORDER = (
+    "checkpoint.load",
+    "session.list",
+    "session.branch",
+    "session.get",
+    "session.append",
+    "checkpoint.save",
+)
+CALL_NAMES = {
+    "checkpoint.load": "load",
+    "session.list": "list",
+    "session.branch": "branch",
+    "session.get": "get",
+    "session.append": "append",
+    "checkpoint.save": "save",
+}
+QUESTION = "Checkout has failed intermittently since 12:40. Find the root cause."
+
+
+# -- instrumented stores ----------------------------------------------------------------------
+
+
+@dataclass
+class Save:
+    """One checkpoint save as the wrapper saw it."""
+
+    key: str
+    value: Any
+    version: int
+    provider_calls: int
+    start: float
+    end: float
+
+
+@dataclass
+class Trace:
+    """Every store call (name, start, end) and every checkpoint save since the last reset."""
+
+    calls: list[tuple[str, float, float]] = field(default_factory=list)
+    saves: list[Save] = field(default_factory=list)
+    provider: Investigation | None = None
+
+    def reset(self, provider: Investigation | None = None) -> None:
+        self.calls = []
+        self.saves = []
+        self.provider = provider
+
+
+class RecordingCheckpoints:
+    """A checkpoint store wrapper that records each saved value and times each call."""
+
+    def __init__(self, inner: Any, trace: Trace) -> None:
+        self.inner = inner
+        self.trace = trace
+
+    async def load(self, *args: Any, **kw: Any) -> CheckpointRecord | None:
+        start = time.perf_counter()
+        try:
+            return await self.inner.load(*args, **kw)
+        finally:
+            self.trace.calls.append(("checkpoint.load", start, time.perf_counter()))
+
+    async def save(self, namespace: str, key: str, value: Any, **kw: Any) -> CheckpointRecord:
+        provider = self.trace.provider
+        start = time.perf_counter()
+        record: CheckpointRecord = await self.inner.save(namespace, key, value, **kw)
+        end = time.perf_counter()
+        self.trace.calls.append(("checkpoint.save", start, end))
+        calls = len(provider.calls) if provider is not None else -1
+        self.trace.saves.append(Save(key, value, record.version, calls, start, end))
+        return record
+
+    async def delete(self, *args: Any, **kw: Any) -> bool:
+        return await self.inner.delete(*args, **kw)
+
+    async def list(self, *args: Any, **kw: Any) -> Any:
+        return await self.inner.list(*args, **kw)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class TimedSessions:
+    """A session store wrapper that times each call."""
+
+    def __init__(self, inner: Any, trace: Trace) -> None:
+        self.inner = inner
+        self.trace = trace
+
+    async def _timed(self, name: str, call: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return await call(*args, **kw)
+        finally:
+            self.trace.calls.append((name, start, time.perf_counter()))
+
+    async def append(self, *args: Any, **kw: Any) -> Any:
+        return await self._timed("session.append", self.inner.append, *args, **kw)
+
+    async def list(self, *args: Any, **kw: Any) -> Any:
+        return await self._timed("session.list", self.inner.list, *args, **kw)
+
+    async def get(self, *args: Any, **kw: Any) -> Any:
+        return await self._timed("session.get", self.inner.get, *args, **kw)
+
+    async def read_branch_path(self, *args: Any, **kw: Any) -> Any:
+        return await self._timed("session.branch", self.inner.read_branch_path, *args, **kw)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@asynccontextmanager
+async def open_stores(name: str, args: argparse.Namespace, prefix: str) -> AsyncIterator[Any]:
+    """``(checkpoints, sessions)`` of one backend; tables / keys removed on the way out."""
+    if name == "memory":
+        yield create_memory_checkpoint_store(), create_memory_session_store()
+    elif name in ("sqlite", "postgres"):
+        from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store
+
+        with tempfile.TemporaryDirectory(prefix="prism-bench-") as tmp:
+            url = f"sqlite:///{Path(tmp) / 'bench.db'}" if name == "sqlite" else args.postgres_url
+            checkpoints = create_sql_checkpoint_store(url, table_prefix=prefix)
+            # One engine for both stores, as the SQL store guide recommends.
+            sessions = create_sql_session_store(checkpoints.engine, table_prefix=prefix)
+            try:
+                yield checkpoints, sessions
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if name == "postgres":
+                        await drop_sql_tables(checkpoints.engine, prefix)
+                    await sessions.aclose()
+                    await checkpoints.aclose()
+    else:
+        import redis.asyncio as aioredis
+
+        from prism_store_redis import create_redis_checkpoint_store, create_redis_session_store
+
+        key_prefix = prefix.rstrip("_")
+        client = aioredis.Redis.from_url(args.redis_url)
+        checkpoints = create_redis_checkpoint_store(client, prefix=key_prefix)
+        sessions = create_redis_session_store(client, prefix=key_prefix)
+        try:
+            yield checkpoints, sessions
+        finally:
+            with anyio.CancelScope(shield=True):
+                await delete_redis_keys(client, key_prefix)
+                await sessions.aclose()
+                await checkpoints.aclose()
+                await client.aclose()
+
+
+# -- runs -------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunOutcome:
+    """One investigation: provider call times, checkpoint saves, the session it wrote."""
+
+    session_id: str
+    calls: list[float]
+    saves: list[Save]
+
+    @property
+    def intervals(self) -> list[float]:
+        """Per-turn wall times: from one provider call to the next."""
+        return [b - a for a, b in zip(self.calls, self.calls[1:], strict=False)]
+
+
+class Bench:
+    """One backend's instrumented stores and the runs made on them."""
+
+    def __init__(self, checkpoints: Any, sessions: Any, turns: int) -> None:
+        self.trace = Trace()
+        self.checkpoints = RecordingCheckpoints(checkpoints, self.trace)
+        self.sessions = TimedSessions(sessions, self.trace)
+        self.turns = turns
+
+    def agent(self, provider: Investigation) -> Any:
+        return create_agent(
+            id=AGENT_ID,
+            model={"provider": "mock", "model": "demo"},
+            store=self.sessions,
+            tools=[probe_tool()],
+            provider=provider,
+        )
+
+    def options(self, policy: str) -> RunStateOptions:
+        return RunStateOptions(self.checkpoints, REVISION, checkpoint_policy=policy)
+
+    async def investigate(self, policy: str, turns: int | None = None) -> RunOutcome:
+        """A complete investigation under ``policy``."""
+        provider = Investigation(turns or self.turns)
+        self.trace.reset(provider)
+        session_id = f"s-{uuid.uuid4().hex}"
+        result = (
+            await self.agent(provider)
+            .create_session(id=session_id)
+            .run(QUESTION, run_state=self.options(policy))
+        )
+        if result.status != "succeeded":
+            raise RuntimeError(f"the investigation ended {result.status}")
+        return RunOutcome(session_id, list(provider.calls), list(self.trace.saves))
+
+    async def crash(self) -> tuple[str, str, int]:
+        """An every-turn investigation whose worker dies at the provider call after its last
+        tool turn; ``(session_id, run_id, version)`` of the checkpoint it left."""
+        provider = Investigation(self.turns, die_at=self.turns)
+        self.trace.reset(provider)
+        session_id = f"s-{uuid.uuid4().hex}"
+        try:
+            await (
+                self.agent(provider)
+                .create_session(id=session_id)
+                .run(QUESTION, run_state=self.options("every-turn"))
+            )
+        except WorkerDied:
+            pass
+        except BaseExceptionGroup as group:
+            if group.subgroup(WorkerDied) is None:
+                raise
+        else:
+            raise RuntimeError("the worker was meant to die")
+        last = self.trace.saves[-1]
+        if last.value["status"] != "running" or last.value["counters"]["turns"] != self.turns:
+            raise RuntimeError("the crashed run did not leave a turn checkpoint after its turns")
+        return session_id, last.key, last.version
+
+    async def resume(self, session_id: str, run_id: str, version: int) -> ResumeSample:
+        """Continue a crashed run; time ``resume_agent_run`` up to the provider call."""
+        provider = Investigation(self.turns)
+        agent = self.agent(provider)
+        ref = {"run_id": run_id, "session_id": session_id}
+        decision = {"expected_version": version, "decision": "continue"}
+        self.trace.reset(provider)
+        gc.collect()
+        start = time.perf_counter()
+        result = await resume_agent_run(
+            agent, ref, decision, checkpoints=self.checkpoints, definition_revision=REVISION
+        )
+        if result.status != "succeeded" or not provider.calls:
+            raise RuntimeError(f"the continued run ended {result.status}")
+        reached = provider.calls[0]
+        window = [(name, s, min(e, reached)) for name, s, e in self.trace.calls if s < reached]
+        spent: dict[str, float] = {}
+        for name, s, e in window:
+            spent[name] = spent.get(name, 0.0) + (e - s)
+        return ResumeSample(
+            total=reached - start,
+            in_store=sum(spent.values()),
+            calls=Counter(name for name, _, _ in window),
+            spent=spent,
+        )
+
+    async def bare_saves(self, value: Any, count: int) -> list[float]:
+        """``count`` bare saves of ``value`` on the same store, each a CAS on the last."""
+        store = self.checkpoints.inner
+        key = f"raw-{uuid.uuid4().hex}"
+        samples: list[float] = []
+        for version in range(1, count + 1):
+            start = time.perf_counter()
+            await store.save(
+                NAMESPACE,
+                key,
+                value,
+                version=version,
+                expected_version=version - 1,
+                category="agent-run",
+            )
+            samples.append(time.perf_counter() - start)
+        return samples
+
+
+@dataclass
+class ResumeSample:
+    """One timed ``continue``: the whole time before the provider call, the part of it
+    spent inside store calls, and which store calls were made."""
+
+    total: float
+    in_store: float
+    calls: Counter[str]
+    spent: dict[str, float]
+
+
+@dataclass
+class StoreResult:
+    """Everything measured on one store (or why it was skipped)."""
+
+    name: str
+    skipped: str | None = None
+    decision_turns: list[float] = field(default_factory=list)
+    every_turns: list[float] = field(default_factory=list)
+    pair_overheads: list[float] = field(default_factory=list)
+    in_run_saves: list[float] = field(default_factory=list)
+    bare_saves: list[float] = field(default_factory=list)
+    bytes_turn1: int = 0
+    bytes_turn_n: int = 0
+    every_writes_per_turn: tuple[int, int] = (0, 0)
+    every_turn_writes: int = 0
+    every_total_writes: int = 0
+    decision_writes: int = 0
+    provider_turns: int = 0
+    checkpoint_bytes: int = 0
+    transcript_bytes: int = 0
+    resumes: list[ResumeSample] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+async def measure_store(name: str, args: argparse.Namespace, prefix: str) -> StoreResult:
+    """Every figure for one store."""
+    out = StoreResult(name)
+    started = time.perf_counter()
+    async with open_stores(name, args, prefix) as (checkpoints, sessions):
+        bench = Bench(checkpoints, sessions, args.turns)
+        # Warm-up: schema, pooled connections, scripts, code paths (not counted).
+        await bench.investigate("decision", turns=5)
+        await bench.investigate("every-turn", turns=5)
+        warm = await bench.crash()
+        await bench.resume(*warm)
+
+        every: RunOutcome | None = None
+        for rep in range(args.repeats):
+            order = ("decision", "every-turn") if rep % 2 == 0 else ("every-turn", "decision")
+            pair: dict[str, float] = {}
+            for policy in order:
+                gc.collect()
+                outcome = await bench.investigate(policy)
+                pair[policy] = statistics.median(outcome.intervals)
+                if policy == "decision":
+                    out.decision_turns += outcome.intervals
+                    out.decision_writes = max(out.decision_writes, len(outcome.saves))
+                else:
+                    out.every_turns += outcome.intervals
+                    out.in_run_saves += [s.end - s.start for s in outcome.saves]
+                    every = outcome
+            # Paired runs, back to back, so drift in machine load cancels out.
+            out.pair_overheads.append(pair["every-turn"] - pair["decision"])
+        assert every is not None
+
+        running = [s for s in every.saves if s.value.get("status") == "running"]
+        per_turn = Counter(s.provider_calls for s in running)
+        out.provider_turns = len(every.calls)
+        counts = [per_turn.get(turn, 0) for turn in range(out.provider_turns)]
+        out.every_writes_per_turn = (min(counts), max(counts))
+        out.every_turn_writes = len(running)
+        out.every_total_writes = len(every.saves)
+        sizes = [len(dumps(s.value)) for s in running]
+        out.bytes_turn1 = sizes[0]
+        out.bytes_turn_n = sizes[min(args.turns, len(sizes)) - 1]
+        out.checkpoint_bytes = sum(len(dumps(s.value)) for s in every.saves)
+        entries = await bench.sessions.inner.list(every.session_id)
+        out.transcript_bytes = len(dumps(entries))
+
+        gc.collect()
+        out.bare_saves = await bench.bare_saves(running[args.turns - 1].value, args.bare_saves)
+
+        for _ in range(args.resumes):
+            crashed = await bench.crash()
+            out.resumes.append(await bench.resume(*crashed))
+    out.seconds = time.perf_counter() - started
+    return out
+
+
+# -- report -----------------------------------------------------------------------------------
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def report(results: Sequence[StoreResult], turns: int) -> tuple[str, list[str]]:
+    """The table and the list of failed targets."""
+    failures: list[str] = []
+    rows: list[list[str]] = []
+
+    def row(metric: str, target: str, cell: Callable[[StoreResult], str]) -> None:
+        cells = []
+        for r in results:
+            if r.skipped is not None:
+                cells.append("-" if rows else "skipped (see summary)")
+            else:
+                cells.append(cell(r))
+        rows.append([metric, target, *cells])
+
+    def gated(r: StoreResult, text: str, ok: bool, what: str) -> str:
+        if not ok:
+            failures.append(f"{what} on {r.name}")
+        return f"{text} {verdict(ok)}"
+
+    def overhead(r: StoreResult) -> float:
+        return median_ms(r.pair_overheads)
+
+    row("per-turn wall, decision (median ms)", "-", lambda r: f"{median_ms(r.decision_turns):.3f}")
+    row("per-turn wall, every-turn (median ms)", "-", lambda r: f"{median_ms(r.every_turns):.3f}")
+    row("every-turn overhead per turn (ms)", "-", lambda r: f"{overhead(r):.3f}")
+    row(
+        "  spread over the run pairs (min..max ms)",
+        "-",
+        lambda r: (
+            f"{min(r.pair_overheads) * 1000:.3f}..{max(r.pair_overheads) * 1000:.3f} "
+            f"({len(r.pair_overheads)} pairs)"
+        ),
+    )
+    row(
+        "  of which the store's save call (median ms)",
+        "-",
+        lambda r: f"{median_ms(r.in_run_saves):.3f}",
+    )
+    row("raw durable write: bare save (median ms)", "-", lambda r: f"{median_ms(r.bare_saves):.3f}")
+    row(
+        "overhead / raw write",
+        f"<= {OVERHEAD_TARGET}",
+        lambda r: gated(
+            r,
+            f"{overhead(r) / median_ms(r.bare_saves):.2f}",
+            overhead(r) / median_ms(r.bare_saves) <= OVERHEAD_TARGET,
+            "every-turn overhead ratio",
+        ),
+    )
+    row("checkpoint bytes at turn 1", "-", lambda r: str(r.bytes_turn1))
+    row(f"checkpoint bytes at turn {turns}", "-", lambda r: str(r.bytes_turn_n))
+    row(
+        f"growth turn 1 -> {turns} (bytes)",
+        f"<= {BYTES_GROWTH_TARGET}",
+        lambda r: gated(
+            r,
+            str(r.bytes_turn_n - r.bytes_turn1),
+            abs(r.bytes_turn_n - r.bytes_turn1) <= BYTES_GROWTH_TARGET,
+            "checkpoint growth",
+        ),
+    )
+    row(
+        "writes per turn, every-turn (min-max)",
+        "= 1",
+        lambda r: gated(
+            r,
+            f"{r.every_writes_per_turn[0]}-{r.every_writes_per_turn[1]}",
+            r.every_writes_per_turn == (1, 1),
+            "every-turn writes per turn",
+        ),
+    )
+    row(
+        "  writes in the run (turn + terminal)",
+        "-",
+        lambda r: (
+            f"{r.every_turn_writes}+{r.every_total_writes - r.every_turn_writes} "
+            f"/ {r.provider_turns} turns"
+        ),
+    )
+    row(
+        "writes per turn, decision",
+        "= 0",
+        lambda r: gated(
+            r,
+            f"{r.decision_writes / r.provider_turns:.0f} ({r.decision_writes} writes)",
+            r.decision_writes == 0,
+            "decision-policy writes",
+        ),
+    )
+    row("checkpoint bytes written in the run", "-", lambda r: str(r.checkpoint_bytes))
+    row("transcript bytes (all entries)", "-", lambda r: str(r.transcript_bytes))
+    row(
+        "checkpoint / transcript bytes",
+        f"<= {BYTES_RATIO_TARGET}",
+        lambda r: gated(
+            r,
+            f"{r.checkpoint_bytes / r.transcript_bytes:.2f}",
+            r.checkpoint_bytes / r.transcript_bytes <= BYTES_RATIO_TARGET,
+            "checkpoint/transcript bytes",
+        ),
+    )
+
+    def continue_cell(r: StoreResult) -> str:
+        value = median_ms([s.total for s in r.resumes])
+        text = f"{value:.3f}"
+        if r.name != "sqlite":
+            return text
+        return gated(r, text, value <= CONTINUE_TARGET_MS, "warm continue time")
+
+    row(
+        "continue: Prism time before the provider is called (median ms)",
+        f"<= {CONTINUE_TARGET_MS:g} ms (sqlite)",
+        continue_cell,
+    )
+    row("  p95 (ms)", "-", lambda r: f"{p95_ms([s.total for s in r.resumes]):.3f}")
+    row(
+        "  inside store calls (median ms)",
+        "-",
+        lambda r: f"{median_ms([s.in_store for s in r.resumes]):.3f}",
+    )
+    row(
+        "  outside store calls (median ms)",
+        "-",
+        lambda r: f"{median_ms([s.total - s.in_store for s in r.resumes]):.3f}",
+    )
+
+    def calls_cell(r: StoreResult) -> str:
+        counts = r.resumes[0].calls
+        parts = []
+        for name in CALL_ORDER:
+            if name in counts:
+                spent = median_ms([s.spent.get(name, 0.0) for s in r.resumes])
+                times = f" x{counts[name]}" if counts[name] > 1 else ""
+                parts.append(f"{CALL_NAMES[name]}{times} {spent:.2f}")
+        return ", ".join(parts)
+
+    row("  store calls before the provider (median ms)", "-", calls_cell)
+    row("  continues timed", "-", lambda r: str(len(r.resumes)))
+    headers = ["figure", "target", *[r.name for r in results]]
+    return format_table(headers, rows), failures
+
+
+async def run(args: argparse.Namespace) -> int:
+    stores = [s.strip() for s in args.stores.split(",") if s.strip()]
+    unknown = sorted(set(stores) - set(STORES))
+    if unknown:
+        print(f"unknown stores {unknown}; choose from {', '.join(STORES)}", file=sys.stderr)
+        return 2
+    prefix = unique_prefix()
+    print(
+        f"prism durable-run benchmark: {args.turns}-turn investigation, {args.repeats} runs per "
+        f"policy per store, {args.resumes} timed continues per store; python "
+        f"{platform.python_version()}, prefix {prefix}"
+    )
+    started = time.perf_counter()
+    results: list[StoreResult] = []
+    for name in stores:
+        reason = None
+        if name == "postgres":
+            reason = await probe_postgres(args.postgres_url)
+        elif name == "redis":
+            reason = await probe_redis(args.redis_url)
+        if reason is not None:
+            results.append(StoreResult(name, skipped=reason))
+            print(f"  {name}: skipped ({reason})")
+            continue
+        try:
+            result = await measure_store(name, args, prefix)
+        except Exception as exc:
+            results.append(StoreResult(name, skipped=f"failed: {type(exc).__name__}: {exc}"))
+            print(f"  {name}: failed ({type(exc).__name__}: {exc})")
+            continue
+        results.append(result)
+        print(f"  {name}: measured in {result.seconds:.1f} s")
+    print()
+    table, failures = report(results, args.turns)
+    print(table)
+    print()
+    print(summary(results, failures))
+    print(f"total {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def summary(results: Sequence[StoreResult], failures: Sequence[str]) -> str:
+    live = [r for r in results if r.skipped is None]
+    lines = ["summary:"]
+    if failures:
+        lines.append(f"- targets missed: {'; '.join(failures)}")
+    else:
+        lines.append("- every target met on every measured store")
+    for r in live:
+        over = median_ms(r.pair_overheads)
+        save = median_ms(r.in_run_saves)
+        resume = statistics.median([s.total for s in r.resumes]) * 1000
+        in_store = statistics.median([s.in_store for s in r.resumes]) * 1000
+        lines.append(
+            f"- {r.name}: every-turn adds {over:.3f} ms per turn, of which the store's save call "
+            f"is {save:.3f} ms; a warm continue reaches the provider after {resume:.3f} ms "
+            f"({in_store:.3f} ms in {sum(r.resumes[0].calls.values())} store calls)"
+        )
+    skipped = [f"{r.name} ({r.skipped})" for r in results if r.skipped is not None]
+    if skipped:
+        lines.append(f"- skipped: {'; '.join(skipped)}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--turns", type=int, default=40, help="tool turns per investigation")
+    parser.add_argument(
+        "--stores", default=",".join(STORES), help="comma-separated: memory,sqlite,postgres,redis"
+    )
+    parser.add_argument("--repeats", type=int, default=6, help="runs per policy per store")
+    parser.add_argument("--resumes", type=int, default=20, help="timed continues per store")
+    parser.add_argument("--bare-saves", type=int, default=200, help="bare saves timed per store")
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    args = parser.parse_args(argv)
+    for name in ("turns", "repeats", "resumes", "bare_saves"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    try:
+        return anyio.run(run, args, backend="asyncio")
+    except KeyboardInterrupt:
+        print("interrupted (tables and keys of this run were removed)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
