@@ -217,15 +217,19 @@ def _restore_skills(agent: Agent, session: AgentSession, state: AgentRunState) -
             session.loaded_skills.add(by_name[name])
 
 
-async def _advance_over_finished_work(session: AgentSession, state: AgentRunState) -> str | None:
+async def _advance_over_finished_work(
+    session: AgentSession, state: AgentRunState
+) -> tuple[str | None, list[Any]]:
     """The leaf after the crashed worker's completed tool rounds (``continue`` only).
 
     Entries the crashed worker appended after the checkpoint's leaf are kept when they form
     complete rounds (an assistant tool call with every result); a final answer it never
     checkpointed is dropped so the turn is asked again. A round with a missing result may have
-    started a side effect, so it is refused as ambiguous.
+    started a side effect, so it is refused as ambiguous. Returns the leaf and its branch,
+    both taken from one read of the session.
     """
     entries = await session.store.list(state.session_id)
+    by_id = {entry.id: entry for entry in entries}
     children: dict[str | None, list[Any]] = {}
     for entry in entries:
         if entry.run_id == state.run_id:
@@ -249,7 +253,16 @@ async def _advance_over_finished_work(session: AgentSession, state: AgentRunStat
         current = entry.id
     if outstanding:
         raise AgentRunStateError(AMBIGUOUS)
-    return safe
+    path: list[Any] = []
+    cursor = safe
+    while cursor is not None:
+        node = by_id.get(cursor)
+        if node is None:
+            raise AgentRunStateError("the checkpoint's session leaf is missing from the session")
+        path.append(node)
+        cursor = node.parent_id
+    path.reverse()
+    return safe, path
 
 
 def _find_calls(path: Sequence[Any], pending: Sequence[PendingCall]) -> dict[str, ToolCallContent]:
@@ -516,8 +529,9 @@ async def prepare_resume(
         compiled_packs=compiled,
     )
     if plan.decision == "continue":
-        session.leaf_id = await _advance_over_finished_work(session, state)
-    path = await session.store.read_branch_path(session.id, session.leaf_id)
+        session.leaf_id, path = await _advance_over_finished_work(session, state)
+    else:
+        path = await session.store.read_branch_path(session.id, session.leaf_id)
     session._load_history(path)
     _restore_skills(agent, session, state)
     calls = _find_calls(path, [c for c in state.pending_calls if c.status != "dispatched"])
@@ -625,6 +639,7 @@ async def prepare_resume(
         metadata_source=request.checkpoint_metadata,
     )
     durable.pending_calls = list(claimed.pending_calls)
+    durable.claimed_leaf = session.leaf_id
     durable.writer.writes = writer.writes
     execution.durable = durable
     session._begin(execution)

@@ -66,6 +66,9 @@ class Gate:
     approval_id: str
 
 
+_UNCLAIMED = object()
+
+
 def new_approval_id() -> str:
     """A fresh, unguessable approval id."""
     return f"appr_{uuid.uuid4().hex}"
@@ -112,6 +115,8 @@ class DurableRun:
         self.every_turn = options.checkpoint_policy == "every-turn"
         self.sticky: list[StickyDecision] = list(sticky)
         self.pending_calls: list[PendingCall] = []
+        #: The session leaf a resume claimed at (the claim is a running checkpoint there).
+        self.claimed_leaf: str | object | None = _UNCLAIMED
         self.writer = CheckpointWriter(
             store=options.checkpoints,
             run_id=execution.run_id,
@@ -239,10 +244,17 @@ class DurableRun:
     # -- writes -------------------------------------------------------------------------
 
     async def turn_boundary(self) -> None:
-        """Under ``every-turn``, write a running checkpoint before the next provider request."""
-        if self.every_turn:
-            self.pending_calls = []
-            await self.writer.save(self.state("running"))
+        """Under ``every-turn``, write a running checkpoint before the next provider request.
+
+        Right after a claim that changed nothing since, the claim already is that checkpoint.
+        """
+        if not self.every_turn:
+            return
+        claimed_leaf, self.claimed_leaf = self.claimed_leaf, _UNCLAIMED
+        if claimed_leaf == self.execution.session.leaf_id and not self.pending_calls:
+            return
+        self.pending_calls = []
+        await self.writer.save(self.state("running"))
 
     async def suspend(
         self, gates: Sequence[Gate], *, pending_input: tuple[Message, ...] = ()
