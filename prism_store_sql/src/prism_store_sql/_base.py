@@ -1,0 +1,102 @@
+"""What both SQL stores share: the engine they run on, schema readiness and ``aclose``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Self
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from prism_core.durable import CheckpointStoreError
+
+from ._engine import EngineHandle, require_asyncio, translate_errors
+from ._migrations import apply_migrations, require_schema
+from ._schema import Tables
+
+__all__ = ("SqlStoreBase",)
+
+
+class SqlStoreBase:
+    """An engine (owned or borrowed), the tables of one prefix, and the schema check.
+
+    The schema is checked (or migrated, with ``create_schema=True``) on first use, never at
+    construction: building a store opens no connection.
+    """
+
+    def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
+        self._handle = handle
+        self._tables = tables
+        self._create_schema = create_schema
+        self._ready = False
+        self._closed = False
+        self._ready_lock = asyncio.Lock()
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The SQLAlchemy engine this store runs on."""
+        return self._handle.engine
+
+    @property
+    def table_prefix(self) -> str:
+        """The prefix of this store's table names."""
+        return self._tables.prefix
+
+    @property
+    def closed(self) -> bool:
+        """``True`` once :meth:`aclose` was called."""
+        return self._closed
+
+    async def _prepare(self) -> AsyncEngine:
+        require_asyncio()
+        if self._closed:
+            raise CheckpointStoreError(f"this {type(self).__name__} is closed")
+        if not self._ready:
+            async with self._ready_lock:
+                if not self._ready:
+                    if self._create_schema:
+                        await apply_migrations(self.engine, self._tables)
+                    else:
+                        await require_schema(self.engine, self._tables)
+                    self._ready = True
+        return self.engine
+
+    @asynccontextmanager
+    async def _autocommit(self, action: str) -> AsyncIterator[AsyncConnection]:
+        """A connection for one self-contained statement (no BEGIN/COMMIT round trips)."""
+        engine = await self._prepare()
+        with translate_errors(action):
+            async with engine.connect() as connection:
+                yield await connection.execution_options(isolation_level="AUTOCOMMIT")
+
+    @asynccontextmanager
+    async def _transaction(self, action: str) -> AsyncIterator[AsyncConnection]:
+        """A connection inside one transaction, committed when the block succeeds."""
+        engine = await self._prepare()
+        with translate_errors(action):
+            async with engine.begin() as connection:
+                yield connection
+
+    async def aclose(self) -> None:
+        """Dispose of the engine if this store created it; idempotent.
+
+        An engine the host passed in stays open and usable.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._handle.owned:
+            await self._handle.engine.dispose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,303 @@
+"""The SQL ``CheckpointStore``: one ``<prefix>checkpoints`` row per ``(namespace, key)``.
+
+Every save is one conditional statement, so the database — not a read in Python — decides
+compare-and-swap, fencing and ownership, and concurrent writers on any number of connections
+or processes get exactly one winner per version:
+
+- ``expected_version=0``: ``INSERT … ON CONFLICT DO NOTHING RETURNING``;
+- ``expected_version=n``: ``UPDATE … WHERE owner = … AND version = n AND version < new AND
+  <fencing ok> RETURNING``;
+- no ``expected_version``: ``INSERT … ON CONFLICT (namespace, key) DO UPDATE SET … WHERE
+  <owner matches> AND <version above> AND <fencing ok> RETURNING``.
+
+No row returned means the write lost, and it raises the one generic conflict error.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from prism_core.codec import dumps, loads
+from prism_core.durable import (
+    CheckpointPage,
+    CheckpointRecord,
+    InvalidCheckpointError,
+    SaveRequest,
+    conflict,
+    normalise_ownership,
+    validate_list,
+    validate_save,
+)
+from prism_core.durable._checkpoints import _check_name
+
+from ._base import SqlStoreBase
+from ._engine import open_engine
+from ._schema import DEFAULT_TABLE_PREFIX, build_tables
+
+__all__ = ("SqlCheckpointStore", "create_sql_checkpoint_store")
+
+# BIGINT columns: a larger Python int would fail inside the driver instead of as a clear error.
+_MAX_BIGINT = 2**63 - 1
+
+
+def _owner_scope(ownership: dict[str, str] | None) -> str:
+    return dumps(ownership).decode("utf-8") if ownership else ""
+
+
+def _encode_cursor(namespace: str, key: str) -> str:
+    raw = json.dumps([namespace, key], ensure_ascii=False, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8"))
+    except (UnicodeError, binascii.Error, ValueError) as exc:
+        raise InvalidCheckpointError("cursor is not one this store returned") from exc
+    if not isinstance(data, list) or len(data) != 2 or not all(isinstance(p, str) for p in data):
+        raise InvalidCheckpointError("cursor is not one this store returned")
+    return data[0], data[1]
+
+
+def _check_range(req: SaveRequest) -> None:
+    for what, number in (
+        ("version", req.version),
+        ("expected_version", req.expected_version),
+        ("fencing_token", req.fencing_token),
+    ):
+        if number is not None and number > _MAX_BIGINT:
+            raise InvalidCheckpointError(f"{what} must be at most {_MAX_BIGINT} in a SQL store")
+
+
+class SqlCheckpointStore(SqlStoreBase):
+    """Checkpoints in ``<prefix>checkpoints`` on SQLite or PostgreSQL (asyncio only).
+
+    Build it with :func:`create_sql_checkpoint_store`. Values, metadata and the owner scope
+    are stored as canonical JSON text.
+    """
+
+    def _record(self, row: sa.Row[Any], ownership: dict[str, str] | None) -> CheckpointRecord:
+        return CheckpointRecord(
+            namespace=row.namespace,
+            key=row.key,
+            version=row.version,
+            value=loads(row.value),
+            metadata=loads(row.metadata) if row.metadata is not None else None,
+            ownership=dict(ownership) if ownership is not None else None,
+            fencing_token=row.fencing_token,
+            category=row.category,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+
+    async def load(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointRecord | None:
+        """The record, or ``None`` when absent or owned by someone else."""
+        _check_name(namespace, "namespace")
+        _check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        table = self._tables.checkpoints
+        statement = sa.select(table).where(
+            table.c.namespace == namespace,
+            table.c.key == key,
+            table.c.owner == _owner_scope(owner),
+        )
+        async with self._autocommit("load a checkpoint") as connection:
+            row = (await connection.execute(statement)).first()
+        return self._record(row, owner) if row is not None else None
+
+    def _save_statement(self, req: SaveRequest, now: float) -> sa.Executable:
+        table = self._tables.checkpoints
+        owner = _owner_scope(req.ownership)
+        values = {
+            "namespace": req.namespace,
+            "key": req.key,
+            "owner": owner,
+            "version": req.version,
+            "fencing_token": req.fencing_token,
+            "category": req.category,
+            "value": req.value_json,
+            "metadata": dumps(req.metadata).decode("utf-8") if req.metadata is not None else None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        returning = (table.c.created_at,)
+        fencing_ok: sa.ColumnElement[bool]
+        if req.fencing_token is None:
+            fencing_ok = table.c.fencing_token.is_(None)
+        else:
+            fencing_ok = sa.or_(
+                table.c.fencing_token.is_(None), table.c.fencing_token <= req.fencing_token
+            )
+        if req.expected_version is not None and req.expected_version > 0:
+            changes = {name: value for name, value in values.items() if name != "created_at"}
+            return (
+                sa.update(table)
+                .where(
+                    table.c.namespace == req.namespace,
+                    table.c.key == req.key,
+                    table.c.owner == owner,
+                    table.c.version == req.expected_version,
+                    table.c.version < req.version,
+                    fencing_ok,
+                )
+                .values(changes)
+                .returning(*returning)
+            )
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        statement = insert(table).values(values)
+        if req.expected_version == 0:
+            return statement.on_conflict_do_nothing(
+                index_elements=[table.c.namespace, table.c.key]
+            ).returning(*returning)
+        excluded = statement.excluded
+        return statement.on_conflict_do_update(
+            index_elements=[table.c.namespace, table.c.key],
+            set_={
+                "version": excluded.version,
+                "fencing_token": excluded.fencing_token,
+                "category": excluded.category,
+                "value": excluded.value,
+                "metadata": excluded.metadata,
+                "updated_at": excluded.updated_at,
+            },
+            where=sa.and_(
+                table.c.owner == excluded.owner,
+                table.c.version < excluded.version,
+                fencing_ok,
+            ),
+        ).returning(*returning)
+
+    async def save(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        expected_version: int | None = None,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+        category: str | None = None,
+    ) -> CheckpointRecord:
+        """Write the record in one conditional statement or raise ``CheckpointConflictError``.
+
+        Raises :class:`~prism_core.durable.InvalidCheckpointError` for malformed arguments
+        (before any I/O) and :class:`~prism_core.durable.CheckpointStoreError` when the
+        database fails; a failed save writes nothing.
+        """
+        req = validate_save(
+            namespace,
+            key,
+            value,
+            version=version,
+            expected_version=expected_version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+            metadata=metadata,
+            category=category,
+        )
+        _check_range(req)
+        now = time.time()
+        statement = self._save_statement(req, now)
+        async with self._autocommit("save a checkpoint") as connection:
+            row = (await connection.execute(statement)).first()
+        if row is None:
+            raise conflict(req.namespace, req.key)
+        return CheckpointRecord(
+            namespace=req.namespace,
+            key=req.key,
+            version=req.version,
+            value=loads(req.value_json),
+            metadata=dict(req.metadata) if req.metadata is not None else None,
+            ownership=dict(req.ownership) if req.ownership is not None else None,
+            fencing_token=req.fencing_token,
+            category=req.category,
+            created_at=row.created_at,
+            updated_at=now,
+        )
+
+    async def delete(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> bool:
+        """Delete the record; ``False`` when absent or owned by someone else."""
+        _check_name(namespace, "namespace")
+        _check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        table = self._tables.checkpoints
+        statement = (
+            sa.delete(table)
+            .where(
+                table.c.namespace == namespace,
+                table.c.key == key,
+                table.c.owner == _owner_scope(owner),
+            )
+            .returning(table.c.key)
+        )
+        async with self._autocommit("delete a checkpoint") as connection:
+            row = (await connection.execute(statement)).first()
+        return row is not None
+
+    async def list(
+        self,
+        namespace: str | None = None,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
+        if namespace is not None:
+            _check_name(namespace, "namespace")
+        validate_list(limit, cursor)
+        owner = normalise_ownership(ownership)
+        after = _decode_cursor(cursor) if cursor is not None else None
+        table = self._tables.checkpoints
+        statement = sa.select(table).where(table.c.owner == _owner_scope(owner))
+        if namespace is not None:
+            statement = statement.where(table.c.namespace == namespace)
+        if after is not None:
+            statement = statement.where(
+                sa.tuple_(table.c.namespace, table.c.key) > sa.tuple_(*after)
+            )
+        statement = statement.order_by(table.c.namespace, table.c.key).limit(limit + 1)
+        async with self._autocommit("list checkpoints") as connection:
+            rows = (await connection.execute(statement)).all()
+        records = tuple(self._record(row, owner) for row in rows[:limit])
+        next_cursor = None
+        if len(rows) > limit:
+            next_cursor = _encode_cursor(records[-1].namespace, records[-1].key)
+        return CheckpointPage(records, next_cursor)
+
+
+def create_sql_checkpoint_store(
+    url_or_engine: str | URL | AsyncEngine,
+    *,
+    create_schema: bool = True,
+    table_prefix: str = DEFAULT_TABLE_PREFIX,
+) -> SqlCheckpointStore:
+    """A checkpoint store on SQLite or PostgreSQL.
+
+    ``url_or_engine`` is ``sqlite:///path.db``, ``postgresql://user@host/db`` (the async
+    driver is chosen for you), an explicit async URL (``sqlite+aiosqlite://…``,
+    ``postgresql+asyncpg://…``) or a SQLAlchemy ``AsyncEngine``. An engine passed in is never
+    disposed of by the store. With ``create_schema=True`` the tables are created or upgraded
+    on first use; with ``False`` a missing or old schema raises
+    :class:`~prism_store_sql.SqlStoreSchemaError` naming the migrate command. Building the
+    store opens no connection. Raises :class:`~prism_store_sql.SqlStoreDriverError` when
+    the driver is not installed.
+    """
+    tables = build_tables(table_prefix)
+    return SqlCheckpointStore(open_engine(url_or_engine), tables, create_schema=create_schema)

@@ -1,0 +1,31 @@
+"""Errors specific to the SQL stores: configuration, drivers and schema versions."""
+
+from __future__ import annotations
+
+from prism_core import PrismError
+
+__all__ = ("SqlStoreConfigError", "SqlStoreDriverError", "SqlStoreSchemaError")
+
+
+class SqlStoreConfigError(PrismError, ValueError):
+    """A SQL store was configured wrongly: not a SQL URL, a sync driver, a bad table prefix."""
+
+    code = "ERR_PRISM_STORE_CONFIG"
+
+
+class SqlStoreDriverError(SqlStoreConfigError):
+    """The database driver is not installed, or the caller is not running on asyncio.
+
+    The message names the ``pip install`` command (or the event loop) that fixes it.
+    """
+
+    code = "ERR_PRISM_STORE_DRIVER"
+
+
+class SqlStoreSchemaError(PrismError):
+    """The store's tables are missing, older or newer than this release expects.
+
+    The message names the exact ``python -m prism_store_sql migrate …`` command to run.
+    """
+
+    code = "ERR_PRISM_STORE_SCHEMA"

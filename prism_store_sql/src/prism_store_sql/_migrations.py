@@ -1,0 +1,200 @@
+"""Versioned schema migrations, recorded in ``<prefix>schema_version``.
+
+A small runner instead of Alembic: the schema is four tables, the store distribution keeps its
+dependencies to prism-core and the driver, and the same steps must run from the stores'
+``create_schema=True`` path, from :func:`migrate` and from ``python -m prism_store_sql
+migrate``, without an ``alembic.ini`` or a migrations directory on the host's side.
+
+Each step runs inside one transaction that holds a database-wide lock for the prefix
+(``BEGIN IMMEDIATE`` on SQLite, ``pg_advisory_xact_lock`` on PostgreSQL), so concurrent
+migrators — several workers starting at once — apply every step exactly once, and a failed
+step leaves the previous version intact. Both backends run DDL transactionally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import time
+from collections.abc import Callable
+
+import attrs
+import sqlalchemy as sa
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from ._engine import open_engine, public_url, require_asyncio, translate_errors
+from ._errors import SqlStoreSchemaError
+from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables, check_table_prefix
+
+__all__ = (
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "Migration",
+    "apply_migrations",
+    "migrate",
+    "migrate_command",
+    "read_schema_version",
+    "require_schema",
+)
+
+
+@attrs.frozen
+class Migration:
+    """One schema step: ``apply`` runs on a synchronous connection inside the lock."""
+
+    version: int
+    description: str
+    apply: Callable[[sa.Connection, Tables], None]
+
+
+def _create_v1(connection: sa.Connection, tables: Tables) -> None:
+    # build_tables() describes the *current* schema. When a later step alters a table, copy
+    # the version-1 definitions in here first, so a fresh database replays history exactly.
+    for table in tables.data_tables:
+        table.create(connection)
+
+
+#: Every step, in order. Append new steps; never edit a released one.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "checkpoints, session entries and session heads", _create_v1),
+)
+
+#: The schema version this release reads and writes.
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def migrate_command(url: URL, table_prefix: str) -> str:
+    """The shell command that migrates ``url`` (password masked) for ``table_prefix``."""
+    command = f"python -m prism_store_sql migrate {shlex.quote(public_url(url))}"
+    if table_prefix != DEFAULT_TABLE_PREFIX:
+        command += f" --table-prefix {shlex.quote(table_prefix)}"
+    return command
+
+
+def _lock_key(prefix: str) -> int:
+    digest = hashlib.sha256(f"prism_store_sql:{prefix}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+async def _lock(connection: AsyncConnection, tables: Tables) -> None:
+    if connection.dialect.name == "sqlite":
+        # Takes the write lock now (waiting out the busy timeout), so the version read
+        # below cannot go stale before the DDL.
+        await connection.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(tables.prefix))))
+
+
+async def _recorded_version(connection: AsyncConnection, tables: Tables) -> int:
+    log = tables.schema_version
+    result = await connection.execute(sa.select(sa.func.max(log.c.version)))
+    value = result.scalar()
+    return int(value) if value is not None else 0
+
+
+def _too_new(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
+    return SqlStoreSchemaError(
+        f"the SQL store schema (prefix {tables.prefix!r}) in {public_url(url)} is at version "
+        f"{found}, newer than this release of prism-store-sql understands (version "
+        f"{SCHEMA_VERSION}); upgrade it with: pip install --upgrade prism-store-sql"
+    )
+
+
+async def apply_migrations(engine: AsyncEngine, tables: Tables) -> int:
+    """Apply every missing step to ``engine`` for ``tables.prefix``; the resulting version.
+
+    Raises :class:`SqlStoreSchemaError` when a step fails or the database is newer than
+    this release, and ``CheckpointStoreError`` when the database cannot be reached.
+    """
+    with translate_errors("migrate the schema"):
+        async with engine.connect() as connection:
+            await _lock(connection, tables)
+            await connection.run_sync(tables.schema_version.create, checkfirst=True)
+            current = await _recorded_version(connection, tables)
+            if current > SCHEMA_VERSION:
+                raise _too_new(engine.url, tables, current)
+            for step in MIGRATIONS:
+                if step.version <= current:
+                    continue
+                try:
+                    await connection.run_sync(step.apply, tables)
+                except sa.exc.DBAPIError as error:
+                    if error.connection_invalidated:
+                        raise
+                    raise SqlStoreSchemaError(
+                        f"migrating the SQL store (prefix {tables.prefix!r}) in "
+                        f"{public_url(engine.url)} to version {step.version} failed: "
+                        f"{error.orig}. Tables with these names but no recorded schema "
+                        "version belong to something else; choose another table_prefix."
+                    ) from error
+                await connection.execute(
+                    sa.insert(tables.schema_version).values(
+                        version=step.version, description=step.description, applied_at=time.time()
+                    )
+                )
+            await connection.commit()
+    return max(current, SCHEMA_VERSION)
+
+
+async def _read_version(engine: AsyncEngine, tables: Tables) -> int:
+    name = tables.schema_version.name
+    with translate_errors("read the schema version"):
+        async with engine.connect() as connection:
+            exists = await connection.run_sync(lambda sync: sa.inspect(sync).has_table(name))
+            return await _recorded_version(connection, tables) if exists else 0
+
+
+async def require_schema(engine: AsyncEngine, tables: Tables) -> None:
+    """Raise :class:`SqlStoreSchemaError` unless the schema is at :data:`SCHEMA_VERSION`.
+
+    The message names the exact command that creates or upgrades it.
+    """
+    found = await _read_version(engine, tables)
+    if found > SCHEMA_VERSION:
+        raise _too_new(engine.url, tables, found)
+    if found < SCHEMA_VERSION:
+        state = "do not exist" if found == 0 else f"are at schema version {found}"
+        lines = [
+            f"the SQL store tables with prefix {tables.prefix!r} in {public_url(engine.url)} "
+            f"{state}; this release needs schema version {SCHEMA_VERSION}. Run:",
+            f"    {migrate_command(engine.url, tables.prefix)}",
+        ]
+        if engine.url.password:
+            lines.append("(with the real password in place of ***)")
+        lines.append(
+            "or await prism_store_sql.migrate(url), or open the store with create_schema=True."
+        )
+        raise SqlStoreSchemaError("\n".join(lines))
+
+
+async def migrate(
+    url_or_engine: str | URL | AsyncEngine, *, table_prefix: str = DEFAULT_TABLE_PREFIX
+) -> int:
+    """Create or upgrade the SQL store tables for ``table_prefix``; returns the schema version.
+
+    Idempotent and safe to run from several processes at once. An engine passed in is used
+    and left open; an engine created from a URL is disposed of before returning.
+    """
+    tables = build_tables(check_table_prefix(table_prefix))
+    handle = open_engine(url_or_engine)
+    try:
+        require_asyncio()
+        return await apply_migrations(handle.engine, tables)
+    finally:
+        if handle.owned:
+            await handle.engine.dispose()
+
+
+async def read_schema_version(
+    url_or_engine: str | URL | AsyncEngine, *, table_prefix: str = DEFAULT_TABLE_PREFIX
+) -> int:
+    """The schema version recorded for ``table_prefix`` (``0`` when there are no tables)."""
+    tables = build_tables(check_table_prefix(table_prefix))
+    handle = open_engine(url_or_engine)
+    try:
+        require_asyncio()
+        return await _read_version(handle.engine, tables)
+    finally:
+        if handle.owned:
+            await handle.engine.dispose()

@@ -1,0 +1,125 @@
+"""The tables the SQL stores use, built per ``table_prefix``.
+
+``<prefix>checkpoints``, ``<prefix>session_entries``, ``<prefix>session_heads`` and the
+migration log ``<prefix>schema_version``. Names and keys use the ``"C"`` collation on
+PostgreSQL so that ``(namespace, key)`` order is code point order on every backend, like
+SQLite's and Python's.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+import sqlalchemy as sa
+
+from ._errors import SqlStoreConfigError
+
+__all__ = ("DEFAULT_TABLE_PREFIX", "Tables", "build_tables", "check_table_prefix")
+
+DEFAULT_TABLE_PREFIX = "prism_"
+
+# 40 leaves room for the longest derived name (an index) under PostgreSQL's 63-byte limit.
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
+
+
+def check_table_prefix(prefix: object) -> str:
+    """``prefix`` when it is a safe SQL identifier start (letters, digits, ``_``; ≤ 40 chars).
+
+    Raises :class:`SqlStoreConfigError` otherwise.
+    """
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+        raise SqlStoreConfigError(
+            "table_prefix must start with a letter or '_', contain only letters, digits "
+            f"and '_', and be at most 40 characters; got {prefix!r}"
+        )
+    return prefix
+
+
+def _name_type() -> sa.types.TypeEngine[str]:
+    return sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+
+
+@attrs.frozen
+class Tables:
+    """The SQLAlchemy ``Table`` objects for one prefix (in their own ``MetaData``)."""
+
+    prefix: str
+    metadata: sa.MetaData
+    checkpoints: sa.Table
+    session_entries: sa.Table
+    session_heads: sa.Table
+    schema_version: sa.Table
+
+    @property
+    def data_tables(self) -> tuple[sa.Table, ...]:
+        """The tables that hold store data (everything but the migration log)."""
+        return (self.checkpoints, self.session_entries, self.session_heads)
+
+
+def build_tables(prefix: str = DEFAULT_TABLE_PREFIX) -> Tables:
+    """The table definitions of the current schema version for ``prefix``."""
+    prefix = check_table_prefix(prefix)
+    metadata = sa.MetaData()
+    checkpoints = sa.Table(
+        f"{prefix}checkpoints",
+        metadata,
+        sa.Column("namespace", _name_type(), primary_key=True),
+        sa.Column("key", _name_type(), primary_key=True),
+        # Canonical JSON of the ownership map; "" for unowned records.
+        sa.Column("owner", _name_type(), nullable=False),
+        sa.Column("version", sa.BigInteger(), nullable=False),
+        sa.Column("fencing_token", sa.BigInteger(), nullable=True),
+        sa.Column("category", sa.Text(), nullable=True),
+        sa.Column("value", sa.Text(), nullable=False),
+        sa.Column("metadata", sa.Text(), nullable=True),
+        sa.Column("created_at", sa.Double(), nullable=False),
+        sa.Column("updated_at", sa.Double(), nullable=False),
+    )
+    sa.Index(
+        f"{prefix}checkpoints_owner",
+        checkpoints.c.owner,
+        checkpoints.c.namespace,
+        checkpoints.c.key,
+    )
+    session_entries = sa.Table(
+        f"{prefix}session_entries",
+        metadata,
+        sa.Column("id", _name_type(), primary_key=True),
+        sa.Column("session_id", _name_type(), nullable=False),
+        sa.Column("parent_id", _name_type(), nullable=True),
+        sa.Column("seq", sa.BigInteger(), nullable=False),
+        sa.Column("kind", sa.Text(), nullable=False),
+        sa.Column("payload", sa.Text(), nullable=False),
+        sa.Column("run_id", sa.Text(), nullable=True),
+        sa.Column("timestamp", sa.Double(), nullable=False),
+    )
+    sa.Index(
+        f"{prefix}session_entries_seq",
+        session_entries.c.session_id,
+        session_entries.c.seq,
+        unique=True,
+    )
+    session_heads = sa.Table(
+        f"{prefix}session_heads",
+        metadata,
+        sa.Column("session_id", _name_type(), primary_key=True),
+        sa.Column("head_id", _name_type(), nullable=False),
+        # The head's seq: the next append gets last_seq + 1 under the head row's lock.
+        sa.Column("last_seq", sa.BigInteger(), nullable=False),
+    )
+    schema_version = sa.Table(
+        f"{prefix}schema_version",
+        metadata,
+        sa.Column("version", sa.Integer(), primary_key=True, autoincrement=False),
+        sa.Column("description", sa.Text(), nullable=False),
+        sa.Column("applied_at", sa.Double(), nullable=False),
+    )
+    return Tables(
+        prefix=prefix,
+        metadata=metadata,
+        checkpoints=checkpoints,
+        session_entries=session_entries,
+        session_heads=session_heads,
+        schema_version=schema_version,
+    )

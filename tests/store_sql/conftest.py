@@ -1,0 +1,124 @@
+"""Fixtures for the SQL store tests: SQLite files and an isolated PostgreSQL table prefix.
+
+SQLAlchemy's async engine, aiosqlite and asyncpg are asyncio libraries, so these tests (and
+the SQL stores) run on anyio's asyncio backend only; one test checks that trio gets a clear
+error instead. PostgreSQL tests write under a table prefix unique to this test session
+(``prism_t<hex>_``) and drop every table with that prefix when the session ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+import attrs
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from prism_store_sql._engine import async_url
+from tests.conftest import POSTGRES_URL, service_unavailable
+
+T = TypeVar("T")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The SQL stores are asyncio-only (SQLAlchemy's async engine and its drivers are)."""
+    return "asyncio"
+
+
+def run_in_fresh_loop(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine on a private event loop in a worker thread (for session fixtures)."""
+
+    async def main() -> T:
+        return await make()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, main()).result()
+
+
+@attrs.frozen
+class Target:
+    """A database URL and a table prefix that a test may use."""
+
+    backend: str
+    url: str
+    prefix: str
+
+
+class PostgresServer:
+    """The test server plus this session's table prefix; hands out sub-prefixes."""
+
+    def __init__(self, url: str, prefix: str) -> None:
+        self.url = url
+        self.prefix = prefix
+        self._counter = itertools.count(1)
+
+    def shared(self) -> Target:
+        """The session-wide prefix (for tests that use their own namespaces or sessions)."""
+        return Target("postgresql", self.url, self.prefix)
+
+    def fresh(self) -> Target:
+        """A prefix no other test uses (for tests that need empty or missing tables)."""
+        return Target("postgresql", self.url, f"{self.prefix}{next(self._counter)}_")
+
+
+async def _ping(url: str) -> None:
+    engine = create_async_engine(async_url(url))
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(sa.text("SELECT 1"))
+    finally:
+        await engine.dispose()
+
+
+async def _drop_prefix(url: str, prefix: str) -> None:
+    engine = create_async_engine(async_url(url))
+    try:
+        async with engine.begin() as connection:
+            names = (
+                await connection.execute(
+                    sa.text(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                        "AND starts_with(tablename, :prefix)"
+                    ),
+                    {"prefix": prefix},
+                )
+            ).scalars()
+            for name in list(names):
+                await connection.execute(sa.text(f'DROP TABLE IF EXISTS "{name}" CASCADE'))
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The PostgreSQL test server; skips (or fails when required) if it is unreachable."""
+    try:
+        run_in_fresh_loop(lambda: _ping(POSTGRES_URL))
+    except Exception as exc:
+        service_unavailable("PostgreSQL", f"{POSTGRES_URL}: {type(exc).__name__}: {exc}")
+    server = PostgresServer(POSTGRES_URL, f"prism_t{uuid.uuid4().hex[:10]}_")
+    yield server
+    run_in_fresh_loop(lambda: _drop_prefix(server.url, server.prefix))
+
+
+@pytest.fixture
+def sqlite_target(tmp_path: Path) -> Target:
+    """A SQLite file of this test's own, with the default prefix."""
+    return Target("sqlite", f"sqlite:///{tmp_path / 'prism.db'}", "prism_")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    """An empty database location on each backend (tables not created yet)."""
+    if request.param == "sqlite":
+        return Target("sqlite", f"sqlite:///{tmp_path / 'prism.db'}", "prism_")
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.fresh()

@@ -1,0 +1,58 @@
+"""The SQL stores pass the checkpoint and session store conformance suites on both backends."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from prism_core.durable import CheckpointStore
+from prism_core.sessions import SessionStore
+from prism_core.testing import CheckpointStoreConformance, SessionStoreConformance
+from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store
+
+from .conftest import PostgresServer, Target
+
+
+class TestSqliteCheckpointStore(CheckpointStoreConformance):
+    """The checkpoint store on a SQLite file."""
+
+    @pytest.fixture
+    async def checkpoint_store(self, sqlite_target: Target) -> AsyncIterator[CheckpointStore]:
+        """A store on this test's own SQLite file."""
+        async with create_sql_checkpoint_store(sqlite_target.url) as store:
+            yield store
+
+
+class TestPostgresCheckpointStore(CheckpointStoreConformance):
+    """The checkpoint store on PostgreSQL (this session's table prefix)."""
+
+    @pytest.fixture
+    async def checkpoint_store(
+        self, postgres_server: PostgresServer
+    ) -> AsyncIterator[CheckpointStore]:
+        """A store on the session's tables; every suite test uses its own namespace."""
+        target = postgres_server.shared()
+        async with create_sql_checkpoint_store(target.url, table_prefix=target.prefix) as store:
+            yield store
+
+
+class TestSqliteSessionStore(SessionStoreConformance):
+    """The session store on a SQLite file."""
+
+    @pytest.fixture
+    async def session_store(self, sqlite_target: Target) -> AsyncIterator[SessionStore]:
+        """A store on this test's own SQLite file."""
+        async with create_sql_session_store(sqlite_target.url) as store:
+            yield store
+
+
+class TestPostgresSessionStore(SessionStoreConformance):
+    """The session store on PostgreSQL (this session's table prefix)."""
+
+    @pytest.fixture
+    async def session_store(self, postgres_server: PostgresServer) -> AsyncIterator[SessionStore]:
+        """A store on the session's tables; every suite test uses its own session ids."""
+        target = postgres_server.shared()
+        async with create_sql_session_store(target.url, table_prefix=target.prefix) as store:
+            yield store
