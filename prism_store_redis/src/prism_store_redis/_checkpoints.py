@@ -9,19 +9,19 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from prism_core.codec import dumps, loads
+
+# The kernel's own name check, so every store refuses a bad namespace or key identically.
 from prism_core.durable import (
     CheckpointLimitError,
     CheckpointPage,
     CheckpointRecord,
     CheckpointStoreError,
+    check_name,
     conflict,
     normalise_ownership,
     validate_list,
     validate_save,
 )
-
-# The kernel's own name check, so every store refuses a bad namespace or key identically.
-from prism_core.durable._checkpoints import _check_name
 
 from . import _scripts
 from ._client import RedisConnection, text
@@ -104,7 +104,7 @@ class RedisCheckpointStore:
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> CheckpointRecord | None:
         """The record, or ``None`` when absent, expired or owned by someone else."""
-        record_key = self._keys.record(_check_name(namespace, "namespace"), _check_name(key, "key"))
+        record_key = self._keys.record(check_name(namespace, "namespace"), check_name(key, "key"))
         owner = self._keys.owner_text(normalise_ownership(ownership))
         with self._connection.guard("load a checkpoint") as client:
             reply = await client.hgetall(record_key)
@@ -196,7 +196,7 @@ class RedisCheckpointStore:
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> bool:
         """Delete the record; ``False`` when absent or owned by someone else."""
-        namespace, key = _check_name(namespace, "namespace"), _check_name(key, "key")
+        namespace, key = check_name(namespace, "namespace"), check_name(key, "key")
         owner = self._keys.owner_text(normalise_ownership(ownership))
         keys = [
             self._keys.record(namespace, key),
@@ -221,7 +221,7 @@ class RedisCheckpointStore:
         if namespace is None:
             low, high = b"-", b"+"
         else:
-            low, high = self._keys.namespace_range(_check_name(namespace, "namespace"))
+            low, high = self._keys.namespace_range(check_name(namespace, "namespace"))
         if cursor is not None:
             after = decode_cursor(cursor)
             if namespace is None or after >= low[1:]:

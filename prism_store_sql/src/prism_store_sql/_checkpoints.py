@@ -33,12 +33,12 @@ from prism_core.durable import (
     CheckpointRecord,
     InvalidCheckpointError,
     SaveRequest,
+    check_name,
     conflict,
     normalise_ownership,
     validate_list,
     validate_save,
 )
-from prism_core.durable._checkpoints import _check_name
 
 from ._base import SqlStoreBase
 from ._engine import open_engine
@@ -104,8 +104,8 @@ class SqlCheckpointStore(SqlStoreBase):
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> CheckpointRecord | None:
         """The record, or ``None`` when absent or owned by someone else."""
-        _check_name(namespace, "namespace")
-        _check_name(key, "key")
+        check_name(namespace, "namespace")
+        check_name(key, "key")
         owner = normalise_ownership(ownership)
         table = self._tables.checkpoints
         statement = sa.select(table).where(
@@ -233,8 +233,8 @@ class SqlCheckpointStore(SqlStoreBase):
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> bool:
         """Delete the record; ``False`` when absent or owned by someone else."""
-        _check_name(namespace, "namespace")
-        _check_name(key, "key")
+        check_name(namespace, "namespace")
+        check_name(key, "key")
         owner = normalise_ownership(ownership)
         table = self._tables.checkpoints
         statement = (
@@ -260,7 +260,7 @@ class SqlCheckpointStore(SqlStoreBase):
     ) -> CheckpointPage:
         """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
         if namespace is not None:
-            _check_name(namespace, "namespace")
+            check_name(namespace, "namespace")
         validate_list(limit, cursor)
         owner = normalise_ownership(ownership)
         after = _decode_cursor(cursor) if cursor is not None else None

@@ -34,6 +34,7 @@ __all__ = (
     "CheckpointStoreError",
     "InvalidCheckpointError",
     "SaveRequest",
+    "check_name",
     "conflict",
     "normalise_ownership",
     "validate_list",
@@ -155,7 +156,9 @@ def conflict(namespace: str, key: str) -> CheckpointConflictError:
     return CheckpointConflictError(f"Checkpoint conflict on {namespace}/{key}")
 
 
-def _check_name(value: Any, what: str) -> str:
+def check_name(value: Any, what: str) -> str:
+    """``value`` if it is a non-empty string, else :class:`InvalidCheckpointError` naming
+    ``what`` (``"namespace"``, ``"key"``)."""
     if not isinstance(value, str) or not value:
         raise InvalidCheckpointError(f"{what} must be a non-empty string")
     return value
@@ -202,8 +205,8 @@ def validate_save(
     """
     from ..codec import dumps
 
-    _check_name(namespace, "namespace")
-    _check_name(key, "key")
+    check_name(namespace, "namespace")
+    check_name(key, "key")
     _check_int(version, "version", minimum=1)
     if expected_version is not None:
         _check_int(expected_version, "expected_version", minimum=0)

@@ -18,7 +18,7 @@ from ._checkpoints import (
     CheckpointPage,
     CheckpointRecord,
     InvalidCheckpointError,
-    _check_name,
+    check_name,
     conflict,
     normalise_ownership,
     validate_list,
@@ -102,8 +102,8 @@ class MemoryCheckpointStore:
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> CheckpointRecord | None:
         """The record, or ``None`` when absent or owned by someone else."""
-        _check_name(namespace, "namespace")
-        _check_name(key, "key")
+        check_name(namespace, "namespace")
+        check_name(key, "key")
         owner = normalise_ownership(ownership)
         stored = self._records.get((namespace, key))
         if stored is None or stored.ownership != owner:
@@ -181,8 +181,8 @@ class MemoryCheckpointStore:
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> bool:
         """Delete the record; ``False`` when absent or owned by someone else."""
-        _check_name(namespace, "namespace")
-        _check_name(key, "key")
+        check_name(namespace, "namespace")
+        check_name(key, "key")
         owner = normalise_ownership(ownership)
         stored = self._records.get((namespace, key))
         if stored is None or stored.ownership != owner:
@@ -200,7 +200,7 @@ class MemoryCheckpointStore:
     ) -> CheckpointPage:
         """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
         if namespace is not None:
-            _check_name(namespace, "namespace")
+            check_name(namespace, "namespace")
         validate_list(limit, cursor)
         owner = normalise_ownership(ownership)
         after = _decode_cursor(cursor) if cursor is not None else None
