@@ -606,3 +606,87 @@ async def test_default_policy_state_has_no_policy_key_and_no_turn_writes() -> No
     result = await agent.create_session(id="s1").run("go", run_state=world.run_state())
     assert result.status == "succeeded"
     assert world.checkpoints.saves == 0
+
+
+@pytest.mark.anyio
+async def test_continue_reinstates_the_packs_the_crashed_run_enforced() -> None:
+    """persist_session_state carries the pack block; a continued run enforces the same packs
+    (with their state), and a tampered block fails closed before any work."""
+    import prism_packs
+    from prism_core import create_agent
+
+    world, log = World(), []
+    ran: list[str] = []
+    shell = ToolDefinition("shell", lambda args, ctx: ran.append(args["command"]) or "ok")
+    script = [
+        [provider_tool_call(tool_call_content("c0", "shell", {"command": "ls"})), provider_done()],
+        [
+            provider_tool_call(tool_call_content("c1", "shell", {"command": "rm -rf /"})),
+            provider_done(),
+        ],
+        text_turn("done"),
+    ]
+    crashed = create_agent(
+        id="investigator",
+        model={"provider": "mock", "model": "demo"},
+        store=world.sessions,
+        tools=[shell],
+        plugins=[prism_packs.plugin],
+        provider=dying_provider(script, 1),
+    )
+    session = crashed.create_session(id="s1", guardrail_packs=["destructive-commands"])
+    stream = session.stream(
+        "go", run_state=world.run_state(checkpoint_policy="every-turn", persist_session_state=True)
+    )
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for event in stream:
+            seen.append(event.run_id)
+
+    with pytest.raises(WorkerDied):
+        await consume()
+    run_id = seen[-1]
+    status = await load_agent_run_state(world.checkpoints, ref(run_id))
+    assert status is not None
+    block = status.state.session_state.guardrail_packs  # type: ignore[union-attr]
+    assert [p["id"] for p in block["packs"]] == ["destructive-commands"]
+
+    def resumed_agent(**extra: Any) -> Any:
+        return create_agent(
+            id="investigator",
+            model={"provider": "mock", "model": "demo"},
+            store=world.sessions,
+            tools=[shell],
+            provider=dying_provider(script, 99),
+            **extra,
+        )
+
+    tampered = attrs.evolve(
+        status.state,
+        session_state=attrs.evolve(
+            status.state.session_state, guardrail_packs={"packs": [{"id": "nope", "version": 1}]}
+        ),
+    )
+    await world.checkpoints.inner.save(
+        AGENT_RUN_NAMESPACE, run_id, state_to_json(tampered), version=status.version + 1
+    )
+    with pytest.raises(AgentRunStateError, match="guardrail packs"):
+        await resume_agent_run(
+            resumed_agent(plugins=[prism_packs.plugin]),
+            ref(run_id),
+            {"expected_version": status.version + 1, "decision": "continue"},
+            **world.resume_options(),
+        )
+    await world.checkpoints.inner.save(
+        AGENT_RUN_NAMESPACE, run_id, state_to_json(status.state), version=status.version + 2
+    )
+    done = await resume_agent_run(
+        resumed_agent(plugins=[prism_packs.plugin]),
+        ref(run_id),
+        {"expected_version": status.version + 2, "decision": "continue"},
+        **world.resume_options(),
+    )
+    assert done.status == "succeeded"
+    assert ran == ["ls"]  # the pack still blocks the destructive command after the crash
+    assert log == []
