@@ -44,7 +44,13 @@ def check_hooks(hooks: Sequence[Any]) -> tuple[Any, ...]:
 
 
 async def _call(function: Any, context: CheckpointRestoreContext) -> None:
-    outcome = function(context)
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    ):
+        await function(context)
+        return
+    # A synchronous hook runs in a worker thread so its timeout can stop the wait for it.
+    outcome = await anyio.to_thread.run_sync(function, context, abandon_on_cancel=True)
     if inspect.isawaitable(outcome):
         await outcome
 
@@ -65,10 +71,18 @@ async def _compensate(
     return tuple(failures)
 
 
+async def compensate_all(
+    hooks: Sequence[Any], context: CheckpointRestoreContext
+) -> tuple[tuple[str, BaseException], ...]:
+    """Compensate every hook, last first (after a claim lost its race), returning failures."""
+    return await _compensate(list(reversed(hooks)), context)
+
+
 async def run_restore_hooks(
     hooks: Sequence[Any], context: CheckpointRestoreContext, timeout_ms: float
 ) -> dict[str, Any] | None:
-    """Run ``hooks`` in order, each under its own ``timeout_ms``.
+    """Run ``hooks`` in order, each under its own ``timeout_ms``. A synchronous hook runs in a
+    worker thread, so its timeout ends the wait for it (the thread itself cannot be stopped).
 
     The first hook that raises or overruns aborts with :class:`CheckpointRestoreError`;
     completed object hooks (and the failing one) are compensated in reverse order. Returns the

@@ -48,7 +48,7 @@ from ._options import (
     check_revision,
     check_store,
 )
-from ._restore import CheckpointRestoreContext, check_hooks, run_restore_hooks
+from ._restore import CheckpointRestoreContext, check_hooks, compensate_all, run_restore_hooks
 from ._run import DurableRun, RunStateInfo
 from ._state import (
     AgentRunState,
@@ -114,7 +114,7 @@ class ResumePlan:
     state: AgentRunState
     calls: Mapping[str, ToolCallContent]
     pending_input: tuple[Message, ...]
-    resumed_event: AgentResumedEvent
+    resumed_event: AgentResumedEvent | None
 
 
 @attrs.frozen(kw_only=True)
@@ -168,11 +168,13 @@ def _check_version_and_status(
     wanted = "running" if plan.decision == "continue" else "suspended"
     if state.status != wanted:
         raise AgentRunStateError(STALE)
-    if any(call.status == "dispatched" for call in state.pending_calls):
+    dispatched = [c for c in state.pending_calls if c.status == "dispatched"]
+    ready = len(state.pending_calls) - len(dispatched)
+    # A continue may pass a dispatched call only when nothing else is pending; whether its
+    # result was stored is checked against the session (see _advance_over_finished_work).
+    if dispatched and (plan.decision != "continue" or ready):
         raise AgentRunStateError(AMBIGUOUS)
-    if plan.decision == "continue" and (
-        state.interruption is not None or state.pending_calls or state.pending_input
-    ):
+    if plan.decision == "continue" and (state.interruption is not None or ready):
         raise AgentRunStateError(NOT_CLEAN)
 
 
@@ -217,16 +219,24 @@ def _restore_skills(agent: Agent, session: AgentSession, state: AgentRunState) -
             session.loaded_skills.add(by_name[name])
 
 
-async def _advance_over_finished_work(
-    session: AgentSession, state: AgentRunState
-) -> tuple[str | None, list[Any]]:
+@attrs.frozen(kw_only=True)
+class _Advance:
+    leaf: str | None
+    path: list[Any]
+    rounds: int
+    calls: int
+    input_stored: bool
+
+
+async def _advance_over_finished_work(session: AgentSession, state: AgentRunState) -> _Advance:
     """The leaf after the crashed worker's completed tool rounds (``continue`` only).
 
     Entries the crashed worker appended after the checkpoint's leaf are kept when they form
     complete rounds (an assistant tool call with every result); a final answer it never
     checkpointed is dropped so the turn is asked again. A round with a missing result may have
-    started a side effect, so it is refused as ambiguous. Returns the leaf and its branch,
-    both taken from one read of the session.
+    started a side effect, so it is refused as ambiguous; so is a call marked ``dispatched`` in
+    the checkpoint whose result was never stored. Returns the leaf, its branch (both from one
+    read of the session), the kept rounds and calls, and whether held input was stored.
     """
     entries = await session.store.list(state.session_id)
     by_id = {entry.id: entry for entry in entries}
@@ -235,14 +245,24 @@ async def _advance_over_finished_work(
         if entry.run_id == state.run_id:
             children.setdefault(entry.parent_id, []).append(entry)
     safe = current = state.leaf_id
-    outstanding: set[str] = set()
+    outstanding = {c.tool_call_id for c in state.pending_calls if c.status == "dispatched"}
+    rounds = calls = 0
+    input_stored = False
+    held = list(state.pending_input)
     while children.get(current):
         entry = children[current][-1]
         message = entry.message
         if message is not None and message.role == "assistant":
-            if not message.tool_calls:
+            if not message.tool_calls or outstanding:
                 break
             outstanding = {call.id for call in message.tool_calls}
+            rounds += 1
+            calls += len(outstanding)
+        elif message is not None and message.role == "user" and held and message == held[0]:
+            held.pop(0)
+            input_stored = not held
+            if not outstanding:
+                safe = entry.id
         elif message is not None and message.role == "tool":
             for block in message.content:
                 outstanding.discard(getattr(block, "tool_call_id", ""))
@@ -262,7 +282,7 @@ async def _advance_over_finished_work(
         path.append(node)
         cursor = node.parent_id
     path.reverse()
-    return safe, path
+    return _Advance(leaf=safe, path=path, rounds=rounds, calls=calls, input_stored=input_stored)
 
 
 def _find_calls(path: Sequence[Any], pending: Sequence[PendingCall]) -> dict[str, ToolCallContent]:
@@ -529,7 +549,22 @@ async def prepare_resume(
         compiled_packs=compiled,
     )
     if plan.decision == "continue":
-        session.leaf_id, path = await _advance_over_finished_work(session, state)
+        advance = await _advance_over_finished_work(session, state)
+        session.leaf_id, path = advance.leaf, advance.path
+        # The crashed worker's kept rounds are charged, and its stored input is not repeated.
+        counters = attrs.evolve(
+            state.counters,
+            turns=state.counters.turns + advance.rounds,
+            tool_rounds=state.counters.tool_rounds + advance.rounds,
+            tool_calls=state.counters.tool_calls + advance.calls,
+        )
+        state = attrs.evolve(
+            state,
+            leaf_id=advance.leaf,
+            counters=counters,
+            pending_calls=(),
+            pending_input=() if advance.input_stored else state.pending_input,
+        )
     else:
         path = await session.store.read_branch_path(session.id, session.leaf_id)
     session._load_history(path)
@@ -563,56 +598,62 @@ async def prepare_resume(
         if decided.remaining:
             return await _settle_partial(session, state, writer, decided)
 
-    hooks = (*lifecycle_hooks, *agent.plugin_host.restore_hooks(), *request.restore_hooks)
-    audit = await run_restore_hooks(
-        hooks,
-        CheckpointRestoreContext(
-            run_id=state.run_id,
-            session_id=state.session_id,
-            version=record.version,
-            status=state.status,
-            metadata=metadata,
-            checkpoint=record,
-        ),
-        request.restore_hook_timeout_ms,
-    )
-
+    if decided is not None and not decided.input_approved:
+        pending_input: tuple[Message, ...] = ()
+    else:
+        pending_input = state.pending_input
     claimed = attrs.evolve(
         state,
         status="running",
         interruption=None,
         pending_calls=tuple(decided.pending_calls) if decided is not None else (),
         sticky_decisions=tuple(decided.sticky) if decided is not None else state.sticky_decisions,
-        pending_input=(),
+        # Approved input rides the claim until the resumed run has stored it.
+        pending_input=pending_input,
     )
-    if decided is not None and not decided.input_approved:
-        pending_input: tuple[Message, ...] = ()
-    else:
-        pending_input = state.pending_input
-    await writer.save(claimed)
-
-    options = RunOptions(tool_names=state.tool_names)
-    resumed_event = AgentResumedEvent(
-        session_id=state.session_id,
-        run_id=state.run_id,
-        version=writer.version,
-        decision=plan.decision or "decisions",
-        restore=audit,
+    plan_for_run = ResumePlan(
+        state=state, calls=calls, pending_input=pending_input, resumed_event=None
     )
     execution = RunExecution(
         session,
         (),
-        options,
+        RunOptions(tool_names=state.tool_names),
         run_id=state.run_id,
-        resume=ResumePlan(
-            state=state, calls=calls, pending_input=pending_input, resumed_event=resumed_event
-        ),
+        resume=plan_for_run,
     )
     _restore_execution(execution, state)
+
+    hooks = (*lifecycle_hooks, *agent.plugin_host.restore_hooks(), *request.restore_hooks)
+    context = CheckpointRestoreContext(
+        run_id=state.run_id,
+        session_id=state.session_id,
+        version=record.version,
+        status=state.status,
+        metadata=metadata,
+        checkpoint=record,
+    )
+    audit = await run_restore_hooks(hooks, context, request.restore_hook_timeout_ms)
+    try:
+        await writer.save(claimed)
+    except BaseException:
+        # Another resume won the claim: put the restored layers back as they were.
+        await compensate_all(hooks, context)
+        raise
+
+    execution.resume = attrs.evolve(
+        plan_for_run,
+        resumed_event=AgentResumedEvent(
+            session_id=state.session_id,
+            run_id=state.run_id,
+            version=writer.version,
+            decision=plan.decision or "decisions",
+            restore=audit,
+        ),
+    )
     persist = (
         request.persist_session_state
         if request.persist_session_state is not None
-        else state.session_state is not None
+        else bool(state.session_state and state.session_state.loaded_skill_names)
     )
     include_bodies = (
         request.include_skill_bodies

@@ -37,9 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ("DurableRun", "Gate", "RunStateInfo", "loop_is_durable", "new_approval_id")
 
-#: Loaded-skill names that ride a checkpoint, and their bounds.
-MAX_PERSISTED_SKILLS = 64
-MAX_SKILL_NAME_CHARS = 256
+#: Bounds on the loaded-skill bodies that ride a checkpoint with ``include_skill_bodies``.
 MAX_SKILL_BODY_BYTES = 262144
 MAX_SKILL_BODIES_BYTES = 1048576
 
@@ -164,11 +162,18 @@ class DurableRun:
         return LoopStateRecord(name=loop.name, revision=str(loop.revision), snapshot=value)
 
     def _session_state(self) -> SessionStateRecord | None:
-        if not self.options.persist_session_state:
-            return None
         session = self.execution.session
-        skills = session.loaded_skills.skills()[:MAX_PERSISTED_SKILLS]
-        names = tuple(s.name[:MAX_SKILL_NAME_CHARS] for s in skills)
+        packs = session.compiled_packs
+        if not self.options.persist_session_state and packs is None:
+            return None
+        if not self.options.persist_session_state:
+            # A run's guardrail packs always ride its checkpoints, so a resume can never run
+            # with weaker enforcement than the run it continues.
+            return SessionStateRecord(guardrail_packs=self._pack_block())
+        # Skill names are at most 256 characters and a session loads at most 64 skills, so
+        # the catalogue always fits without cutting anything.
+        skills = session.loaded_skills.skills()
+        names = tuple(s.name for s in skills)
         bodies: tuple[SkillBody, ...] | None = None
         if self.options.include_skill_bodies:
             bodies = tuple(SkillBody(name=s.name, instructions=s.instructions) for s in skills)
@@ -180,18 +185,18 @@ class DurableRun:
                     "loaded skill bodies exceed the checkpoint bounds "
                     f"({MAX_SKILL_BODY_BYTES} bytes each, {MAX_SKILL_BODIES_BYTES} in total)"
                 )
-        packs = session.compiled_packs
-        block = None
-        if packs is not None:
-            try:
-                block = {"packs": packs.persistable_refs(), "state": packs.snapshot_state()}
-            except GuardrailPackError as exc:
-                raise AgentRunStateError(
-                    f"guardrail packs cannot ride the checkpoint: {exc}"
-                ) from exc
         return SessionStateRecord(
-            loaded_skill_names=names, loaded_skill_bodies=bodies, guardrail_packs=block
+            loaded_skill_names=names, loaded_skill_bodies=bodies, guardrail_packs=self._pack_block()
         )
+
+    def _pack_block(self) -> dict[str, Any] | None:
+        packs = self.execution.session.compiled_packs
+        if packs is None:
+            return None
+        try:
+            return {"packs": packs.persistable_refs(), "state": packs.snapshot_state()}
+        except GuardrailPackError as exc:
+            raise AgentRunStateError(f"guardrail packs cannot ride the checkpoint: {exc}") from exc
 
     def _wall_deadline(self) -> float | None:
         deadline = self.execution.deadline

@@ -100,6 +100,14 @@ class AbortRequested(Exception):
     """Internal: the run's signal fired at a boundary where no cancellation was pending."""
 
 
+def _strongest(records: Sequence[GuardrailRecord]) -> GuardrailRecord | None:
+    """The record that decides: the first block or tripwire, else the first interrupt."""
+    for record in records:
+        if record.action in ("block", "tripwire"):
+            return record
+    return first_decisive(records)
+
+
 class RunSuspended(Exception):
     """Internal: a durable run suspended with ``interruption`` (its checkpoint is written)."""
 
@@ -357,6 +365,7 @@ class RunExecution:
                 self.deadline = anyio.current_time() + self.limits.max_wall_time_ms / 1000
             yield self.emit(AgentStartedEvent(session_id=self.session_id, run_id=self.run_id))
             if self.resume is not None:
+                assert self.resume.resumed_event is not None
                 yield self.emit(self.resume.resumed_event)
             self.provider = await self._resolve_provider()
             await self.session._ensure_started(self)
@@ -979,17 +988,27 @@ class RunExecution:
         ask: GuardrailRecord | None = None
         guards = self.guardrails.for_stage("tool_input")
         if guards:
-            records = await self._evaluate("tool_input", guards, call, call=call)
-            for record in records:
-                yield self.emit(self._decision_event(record))
-            decisive = first_decisive(records)
-            if decisive is not None and decisive.action == "interrupt":
-                if self.durable is not None and (gates is not None or approved):
-                    # Held for a human (or already approved by one).
-                    ask, decisive = decisive, None
-                elif self._is_pack_record(decisive):
-                    # A pack's ask rule blocks where the run cannot suspend.
-                    decisive = attrs.evolve(decisive, action="block")
+            decisive: GuardrailRecord | None = None
+            remaining = guards
+            while remaining:
+                records = await self._evaluate("tool_input", remaining, call, call=call)
+                for record in records:
+                    yield self.emit(self._decision_event(record))
+                decisive = _strongest(records)
+                if decisive is None or decisive.action != "interrupt":
+                    break
+                # An ask never outranks a later deny: keep checking the guards after it.
+                ask, decisive = ask or decisive, None
+                if self.guardrails.max_concurrency > 1:
+                    break
+                remaining = remaining[len(records) :]
+            can_hold = self.durable is not None and (gates is not None or approved)
+            if decisive is None and ask is not None and not can_hold:
+                # A pack's ask rule blocks where the run cannot suspend; any other interrupt
+                # is refused as unavailable here.
+                pack_ask = self._is_pack_record(ask)
+                decisive = attrs.evolve(ask, action="block") if pack_ask else ask
+                ask = None
             if decisive is not None:
                 self._act_on_tool_stage(decisive, "tool_input")
                 refusal = None
