@@ -157,3 +157,29 @@ async def test_fork_and_clone_get_their_own_pack_state() -> None:
     assert session.compiled_packs is not None
     assert fork.compiled_packs is not session.compiled_packs
     assert clone.compiled_packs is not session.compiled_packs
+
+
+def test_json_size_bound_is_never_below_the_encoded_size() -> None:
+    """The cheap bound used before each provider call is always at least the real size."""
+    from prism_core import ThinkingContent, ToolResultContent
+    from prism_core.codec import json_size_bound
+
+    tricky = 'quote" back\\slash \x00\x1f ctrl é 漢字 😀 \u2028 end'
+    values: list[Any] = [
+        "",
+        tricky,
+        Message.user(tricky),
+        Message(
+            "assistant",
+            (
+                ThinkingContent(tricky, "sig"),
+                TextContent(tricky * 3),
+                ToolCallContent("c1", "t", {"a": [1, 2.5, None, True, {"k": tricky}], "b": {}}),
+            ),
+        ),
+        Message("tool", (ToolResultContent("c1", "t", {"nested": [[["x"]]], 1: "int key"}),)),
+        [Message.user("a"), Message.user(tricky)],
+        {"k": [1e300, -0.0, 12345678901234567890]},
+    ]
+    for value in values:
+        assert json_size_bound(value) >= len(codec.dumps(value)), value

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from ..codec import dumps
+from ..codec import dumps, json_size_bound
 from ..content import (
     ErrorInfo,
     Message,
@@ -286,7 +286,8 @@ class RunExecution:
         self._system_key: tuple[str, ...] | None = None
         self._system_text: str | None = None
         self._provider_scope: anyio.CancelScope | None = None
-        self.last_request_bytes = 0
+        self._request_extra_bytes = 0
+        self._request_messages: tuple[Message, ...] | None = None
         self.counters = RunCounters()
         self.last_message: Message | None = None
         self.result: AgentRunResult | None = None
@@ -737,7 +738,7 @@ class RunExecution:
                 if request.messages is before.messages
                 else redact_value(request.messages, self.redactor),
             )
-        size = self.session._history_bytes() + len(
+        extra = len(
             dumps(
                 {
                     "system": request.system,
@@ -746,11 +747,28 @@ class RunExecution:
                 }
             )
         )
-        if request.messages is not before.messages:
-            size = len(dumps(list(request.messages))) + size - self.session._history_bytes()
-        self.counters.charge("max_request_bytes", size, self.limits)
-        self.last_request_bytes = size
+        self._request_extra_bytes = extra
+        self._request_messages = None if request.messages is before.messages else request.messages
+        # The cheap bound settles almost every turn; the exact size is measured only near the
+        # limit, so a long history is not re-encoded before each provider call.
+        if self._request_bound() > self.limits.max_request_bytes:
+            self.counters.charge("max_request_bytes", self.request_bytes(), self.limits)
         return request
+
+    def _request_bound(self) -> int:
+        messages = self._request_messages
+        history = (
+            self.session._history_bound_bytes()
+            if messages is None
+            else sum(json_size_bound(m) for m in messages)
+        )
+        return history + self._request_extra_bytes
+
+    def request_bytes(self) -> int:
+        """The exact canonical-JSON size of the last request (measured on demand)."""
+        messages = self._request_messages
+        history = self.session._history_bytes() if messages is None else len(dumps(list(messages)))
+        return history + self._request_extra_bytes
 
     async def _provider_turn(
         self, request: ProviderRequest, state: _TurnState
@@ -936,7 +954,7 @@ class RunExecution:
         if state.usage is not None and state.usage.input_tokens > 0:
             self.session._meter_input = (state.usage.input_tokens, "reported")
         else:
-            self.session._meter_input = (max(1, self.last_request_bytes // 4), "estimate")
+            self.session._meter_input = (max(1, self.request_bytes() // 4), "estimate")
         if state.usage is not None:
             self.counters.add_usage(state.usage, self.limits)
         return events

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from ..codec import dumps
+from ..codec import dumps, json_size_bound
 from ..content import ErrorInfo, Message, to_messages
 from ..errors import AgentRunError, PrismError
 from ..events import AgentEvent, CompactionFinishedEvent, CompactionStartedEvent, ErrorEvent
@@ -95,7 +95,8 @@ class AgentSession:
         self._started = False
         self._closed = False
         self._history: list[Message] | None = None
-        self._history_size = 0
+        self._history_size: int | None = 0
+        self._history_bound = 0
         self._steers = SteerQueue()
         self._meter_input: tuple[int, str] | None = None
         self.loaded_skills = LoadedSkillSet()
@@ -420,7 +421,8 @@ class AgentSession:
 
     def _load_history(self, path: list[SessionEntry]) -> None:
         self._history = branch_messages(path)
-        self._history_size = sum(len(dumps(m)) + 1 for m in self._history)
+        self._history_size = None
+        self._history_bound = sum(json_size_bound(m) + 1 for m in self._history)
         self.current_model = self.agent.model
         for entry in reversed(path):
             if entry.kind == "model_change" and entry.model is not None:
@@ -432,7 +434,14 @@ class AgentSession:
         return self._history
 
     def _history_bytes(self) -> int:
+        """The exact canonical-JSON size of the history (computed once, then kept current)."""
+        if self._history_size is None:
+            self._history_size = sum(len(dumps(m)) + 1 for m in self._history_messages())
         return self._history_size
+
+    def _history_bound_bytes(self) -> int:
+        """A cheap upper bound of :meth:`_history_bytes`."""
+        return self._history_bound
 
     async def _append_entry(self, *, kind: Any, run_id: str | None, **payload: Any) -> SessionEntry:
         entry = create_session_entry(
@@ -446,7 +455,9 @@ class AgentSession:
         entry = await self._append_entry(kind="message", run_id=run_id, message=message)
         if self._history is not None:
             self._history.append(message)
-            self._history_size += len(dumps(message)) + 1
+            self._history_bound += json_size_bound(message) + 1
+            if self._history_size is not None:
+                self._history_size += len(dumps(message)) + 1
         return entry
 
     async def _compact(
