@@ -181,5 +181,9 @@ def test_json_size_bound_is_never_below_the_encoded_size() -> None:
         [Message.user("a"), Message.user(tricky)],
         {"k": [1e300, -0.0, 12345678901234567890]},
     ]
+    from prism_core.content import message_size_bound
+
     for value in values:
         assert json_size_bound(value) >= len(codec.dumps(value)), value
+        if isinstance(value, Message):
+            assert message_size_bound(value) >= len(codec.dumps(value)), value

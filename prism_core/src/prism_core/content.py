@@ -20,6 +20,7 @@ __all__ = (
     "ToolResult",
     "ToolResultContent",
     "Usage",
+    "message_size_bound",
     "message_text",
     "to_messages",
     "tool_call_content",
@@ -179,6 +180,26 @@ class Usage:
                 data.get("output_tokens", 0)
             )
         return converter().structure(data, Usage)
+
+
+def message_size_bound(message: Message) -> int:
+    """An upper bound of the canonical-JSON size of ``message``, without encoding it.
+
+    Text counts six bytes a character (the widest JSON form of one character); arguments,
+    values and errors count six bytes per character of their ``repr``; every block and field
+    name gets a fixed allowance.
+    """
+    total = 48
+    for block in message.content:
+        if isinstance(block, TextContent):
+            total += 6 * len(block.text) + 40
+        elif isinstance(block, ThinkingContent):
+            total += 6 * (len(block.text) + len(block.signature or "")) + 64
+        elif isinstance(block, ToolCallContent):
+            total += 6 * (len(block.id) + len(block.name) + len(repr(block.arguments))) + 80
+        else:
+            total += 6 * len(repr(block)) + 16
+    return total
 
 
 def message_text(message: Message) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from ..codec import dumps, json_size_bound
+from ..codec import dumps
 from ..content import (
     ErrorInfo,
     Message,
@@ -25,6 +25,7 @@ from ..content import (
     ToolCallContent,
     ToolResult,
     Usage,
+    message_size_bound,
 )
 from ..durable._options import coerce_run_state_options
 from ..durable._run import DurableRun, Gate, loop_is_durable, new_approval_id, scope_for
@@ -760,7 +761,7 @@ class RunExecution:
         history = (
             self.session._history_bound_bytes()
             if messages is None
-            else sum(json_size_bound(m) for m in messages)
+            else sum(message_size_bound(m) for m in messages)
         )
         return history + self._request_extra_bytes
 

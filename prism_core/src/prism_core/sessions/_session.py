@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from ..codec import dumps, json_size_bound
-from ..content import ErrorInfo, Message, to_messages
+from ..codec import dumps
+from ..content import ErrorInfo, Message, message_size_bound, to_messages
 from ..errors import AgentRunError, PrismError
 from ..events import AgentEvent, CompactionFinishedEvent, CompactionStartedEvent, ErrorEvent
 from ..guardrails import CompiledGuardrailPacks, compile_guardrail_packs
@@ -422,7 +422,7 @@ class AgentSession:
     def _load_history(self, path: list[SessionEntry]) -> None:
         self._history = branch_messages(path)
         self._history_size = None
-        self._history_bound = sum(json_size_bound(m) + 1 for m in self._history)
+        self._history_bound = sum(message_size_bound(m) + 1 for m in self._history)
         self.current_model = self.agent.model
         for entry in reversed(path):
             if entry.kind == "model_change" and entry.model is not None:
@@ -455,7 +455,7 @@ class AgentSession:
         entry = await self._append_entry(kind="message", run_id=run_id, message=message)
         if self._history is not None:
             self._history.append(message)
-            self._history_bound += json_size_bound(message) + 1
+            self._history_bound += message_size_bound(message) + 1
             if self._history_size is not None:
                 self._history_size += len(dumps(message)) + 1
         return entry
