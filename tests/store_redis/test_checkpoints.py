@@ -327,3 +327,89 @@ def test_trio_is_refused_with_a_clear_error() -> None:
 
     anyio.run(under_trio, backend="trio")
     anyio.run(store.aclose, backend="asyncio")
+
+
+async def test_stores_with_and_without_limits_share_a_prefix_and_count_exactly(
+    redis_client: aioredis.Redis, prefix: str
+) -> None:
+    """Updates by a store without limits or TTL never throw off a limited store's count."""
+    keys = CheckpointKeys(prefix)
+    plain = create_redis_checkpoint_store(REDIS_URL, prefix=prefix)
+    limited = create_redis_checkpoint_store(
+        REDIS_URL, prefix=prefix, max_records=3, finished_ttl_seconds=3600
+    )
+    try:
+        await plain.save(NS, "a", {"status": "running"}, version=1)
+        await plain.save(NS, "b", {"status": "running"}, version=1, ownership={"t": "1"})
+        for version in range(2, 6):
+            await plain.save(NS, "a", {"status": "running"}, version=version)
+        await limited.save(NS, "c", {"status": "running"}, version=1)
+        with pytest.raises(CheckpointLimitError):
+            await limited.save(NS, "d", {"status": "running"}, version=1)
+        assert await redis_client.zcard(keys.all_records) == 3
+
+        # A TTL set by the limited store moves the score; a plain update moves it back.
+        await limited.save(NS, "a", {"status": "succeeded"}, version=6)
+        record_a = keys.record(NS, "a")
+        assert await redis_client.zscore(keys.all_records, record_a) == (
+            await redis_client.pexpiretime(record_a)
+        )
+        await plain.save(NS, "a", {"status": "succeeded"}, version=7)
+        assert await redis_client.ttl(record_a) == -1
+        assert await redis_client.zscore(keys.all_records, record_a) == float("inf")
+        await plain.save(NS, "a", {"status": "running"}, version=8)
+        assert await redis_client.zscore(keys.all_records, record_a) == float("inf")
+
+        assert await redis_client.zcard(keys.all_records) == 3
+        assert await redis_client.zcard(keys.owner_index("")) == 2
+        assert await redis_client.zcard(keys.owner_index('{"t":"1"}')) == 1
+        with pytest.raises(CheckpointLimitError):
+            await limited.save(NS, "d", {"status": "running"}, version=1)
+        assert await plain.delete(NS, "c") is True
+        await limited.save(NS, "d", {"status": "running"}, version=1)
+    finally:
+        await plain.aclose()
+        await limited.aclose()
+
+
+async def test_an_update_rewrites_the_hash_to_exactly_the_new_fields(
+    redis_client: aioredis.Redis, store: RedisCheckpointStore
+) -> None:
+    """Optional fields the caller no longer passes are dropped; the fixed ones stay."""
+    keys = CheckpointKeys(store.prefix)
+    first = await store.save(
+        NS, "k", {"n": 1}, version=1, fencing_token=3, metadata={"m": "1"}, category="c"
+    )
+    fields = await redis_client.hgetall(keys.record(NS, "k"))
+    assert set(fields) == {
+        b"ns",
+        b"key",
+        b"v",
+        b"value",
+        b"owner",
+        b"created",
+        b"updated",
+        b"fence",
+        b"meta",
+        b"cat",
+    }
+    second = await store.save(NS, "k", {"n": 2}, version=2, fencing_token=4)
+    fields = await redis_client.hgetall(keys.record(NS, "k"))
+    assert set(fields) == {
+        b"ns",
+        b"key",
+        b"v",
+        b"value",
+        b"owner",
+        b"created",
+        b"updated",
+        b"fence",
+    }
+    assert (fields[b"v"], fields[b"value"], fields[b"fence"]) == (b"2", b'{"n":2}', b"4")
+    assert second.created_at == first.created_at
+    loaded = await store.load(NS, "k")
+    assert loaded == second
+    assert (loaded.metadata, loaded.category) == (None, None)
+    third = await store.save(NS, "k", [3], version=3, fencing_token=4, category="")
+    assert await store.load(NS, "k") == third
+    assert third.category == ""

@@ -1,4 +1,16 @@
-"""The Redis checkpoint store: each save is one atomic Lua script, one round trip."""
+"""The Redis checkpoint store: each save is one atomic Lua script, one round trip.
+
+The two indexes (``cpidx:<owner>`` for ``list``, ``cpall`` for ``max_records``) describe the
+prefix, not one store: stores with different ``max_records`` and ``finished_ttl_seconds`` may
+share a prefix, and each of them must see an exact count. So every store keeps them, under one
+rule that costs nothing on the hot path: a save touches them only when a record's membership or
+expiry changes (a new record; a TTL set, moved or cleared). An update of a record that exists
+without a TTL and keeps none leaves it where it is already indexed: under the same owner (a
+different owner is a conflict) with the ``+inf`` score of a record that never expires.
+
+``load`` reads the fields of a record with one ``HMGET``; the namespace and key are the
+caller's, since the record key encodes them exactly.
+"""
 
 from __future__ import annotations
 
@@ -26,11 +38,16 @@ from prism_core.durable import (
 from . import _scripts
 from ._client import RedisConnection, text
 from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member
+from ._values import plain_json
 
 __all__ = ("FINISHED_STATUSES", "RedisCheckpointStore", "create_redis_checkpoint_store")
 
 #: Run statuses after which a record is final; ``finished_ttl_seconds`` applies to these.
 FINISHED_STATUSES = ("succeeded", "failed", "aborted", "denied")
+
+
+# What ``load`` reads; the namespace and key are the caller's, which the record key encodes.
+_LOAD_FIELDS = ("owner", "v", "value", "fence", "meta", "cat", "created", "updated")
 
 
 def _positive(value: Any, what: str) -> int | None:
@@ -41,10 +58,8 @@ def _positive(value: Any, what: str) -> int | None:
     return value
 
 
-def _fields(reply: Mapping[Any, Any] | Sequence[Any]) -> dict[str, str]:
-    """A stored hash as text, from an ``HGETALL`` mapping or a script's flat field list."""
-    if isinstance(reply, Mapping):
-        return {text(name): text(value) for name, value in reply.items()}
+def _fields(reply: Sequence[Any]) -> dict[str, str]:
+    """A stored hash as text, from a script's flat ``HGETALL`` field list."""
     return {text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)}
 
 
@@ -89,6 +104,7 @@ class RedisCheckpointStore:
         self._keys = CheckpointKeys(prefix)
         self._finished_ttl = finished_ttl_seconds
         self._max_records = max_records
+        self._max_records_arg = "" if max_records is None else str(max_records)
         self._max_value_bytes = max_value_bytes
         client = connection.client
         self._save = client.register_script(_scripts.CHECKPOINT_SAVE)
@@ -105,13 +121,25 @@ class RedisCheckpointStore:
     ) -> CheckpointRecord | None:
         """The record, or ``None`` when absent, expired or owned by someone else."""
         record_key = self._keys.record(check_name(namespace, "namespace"), check_name(key, "key"))
-        owner = self._keys.owner_text(normalise_ownership(ownership))
+        owner_map = normalise_ownership(ownership)
         with self._connection.guard("load a checkpoint") as client:
-            reply = await client.hgetall(record_key)
-        fields = _fields(reply)
-        if not fields or fields["owner"] != owner:
+            reply: list[Any] = await client.hmget(record_key, _LOAD_FIELDS)
+        owner, version, value, fence, meta, category, created, updated = reply
+        if owner is None or text(owner) != self._keys.owner_text(owner_map):
             return None
-        return _record(fields)
+        # The caller's names and ownership are what the record key and owner check matched.
+        return CheckpointRecord(
+            namespace=namespace,
+            key=key,
+            version=int(version),
+            value=loads(value),
+            metadata=None if meta is None else loads(meta),
+            ownership=owner_map,
+            fencing_token=None if fence is None else int(fence),
+            category=None if category is None else text(category),
+            created_at=float(created),
+            updated_at=float(updated),
+        )
 
     async def save(
         self,
@@ -131,10 +159,18 @@ class RedisCheckpointStore:
         Raises :class:`~prism_core.durable.CheckpointLimitError` when the value is over
         ``max_value_bytes`` or a new record would exceed ``max_records``.
         """
+        encoded = plain_json(value)
+        if (
+            encoded is not None
+            and self._max_value_bytes is not None
+            and len(encoded[0]) > self._max_value_bytes
+        ):
+            encoded = None  # the kernel raises the limit error
         request = validate_save(
             namespace,
             key,
-            value,
+            # An encoded value is checked already; the kernel checks every other argument.
+            value if encoded is None else None,
             version=version,
             expected_version=expected_version,
             ownership=ownership,
@@ -143,7 +179,11 @@ class RedisCheckpointStore:
             category=category,
             max_value_bytes=self._max_value_bytes,
         )
-        stored_value = loads(request.value_json)
+        if encoded is None:
+            value_json = request.value_json.encode()
+            stored_value = loads(value_json)
+        else:
+            value_json, stored_value = encoded
         ttl = ""
         if (
             self._finished_ttl is not None
@@ -159,19 +199,19 @@ class RedisCheckpointStore:
             "" if request.expected_version is None else str(request.expected_version),
             owner,
             "" if request.fencing_token is None else str(request.fencing_token),
-            request.value_json,
-            "" if request.metadata is None else dumps(request.metadata).decode(),
+            value_json,
+            "" if request.metadata is None else dumps(request.metadata),
             request.category or "",
             "0" if request.category is None else "1",
             request.namespace,
             request.key,
             ttl,
-            "" if self._max_records is None else str(self._max_records),
+            self._max_records_arg,
         ]
         keys = [record_key, self._keys.owner_index(owner), self._keys.all_records]
         with self._connection.guard("save a checkpoint"):
             reply = await self._save(keys=keys, args=args)
-        outcome = text(reply[0])
+        outcome, _, times = text(reply).partition(" ")
         if outcome == "conflict":
             raise conflict(request.namespace, request.key)
         if outcome == "limit":
@@ -179,6 +219,7 @@ class RedisCheckpointStore:
                 f"this store holds at most {self._max_records} checkpoint records; delete "
                 "finished ones or raise max_records"
             )
+        created_at, _, updated_at = times.partition(" ")
         return CheckpointRecord(
             namespace=request.namespace,
             key=request.key,
@@ -188,8 +229,8 @@ class RedisCheckpointStore:
             ownership=request.ownership,
             fencing_token=request.fencing_token,
             category=request.category,
-            created_at=float(text(reply[1])),
-            updated_at=float(text(reply[2])),
+            created_at=float(created_at),
+            updated_at=float(updated_at),
         )
 
     async def delete(

@@ -38,58 +38,80 @@ end
 #: 5 fencing token ('' = none), 6 value JSON, 7 metadata JSON ('' = none), 8 category,
 #: 9 '1' when there is a category, 10 namespace, 11 key, 12 TTL seconds ('' = none),
 #: 13 max records ('' = unlimited).
-#: Returns {'ok', created_at, updated_at}, {'conflict'} or {'limit'}.
+#: Returns 'ok <created_at> <updated_at>', 'conflict' or 'limit' (one bulk string, the
+#: cheapest reply to parse).
+#:
+#: A new record is written whole and joins both indexes. An update rewrites only the fields
+#: that change (the owner, names and creation time are fixed once a record exists) and drops
+#: optional fields the caller no longer passes. It touches the indexes only when the record's
+#: expiry changes: a TTL moves its ``cpall`` score, and clearing a TTL (PTTL >= 0 before the
+#: save) moves it back to '+inf'. Any other update leaves a record that is indexed under the
+#: same owner (the owner check guarantees it) with the '+inf' score it already has, so every
+#: store on the prefix keeps counting exactly, whatever its own ``max_records`` or TTL.
 CHECKPOINT_SAVE = (
     _DECIMAL_LESS
     + """
+local current = redis.call('HMGET', KEYS[1], 'v', 'owner', 'fence', 'created', 'meta', 'cat')
+local stored_version, stored_owner, stored_fence = current[1], current[2], current[3]
+if stored_version then
+  if stored_owner ~= ARGV[4] then return 'conflict' end
+  if ARGV[3] ~= '' and ARGV[3] ~= stored_version then return 'conflict' end
+  if not decimal_less(stored_version, ARGV[2]) then return 'conflict' end
+  if stored_fence and (ARGV[5] == '' or decimal_less(ARGV[5], stored_fence)) then
+    return 'conflict'
+  end
+elseif ARGV[3] ~= '' and ARGV[3] ~= '0' then
+  return 'conflict'
+end
+
 local time = redis.call('TIME')
 local now = time[1] .. '.' .. string.format('%06d', tonumber(time[2]))
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-
-local current = redis.call('HMGET', KEYS[1], 'v', 'owner', 'fence', 'created')
-local stored_version, stored_owner, stored_fence = current[1], current[2], current[3]
-if stored_version then
-  if stored_owner ~= ARGV[4] then return {'conflict'} end
-  if ARGV[3] ~= '' and ARGV[3] ~= stored_version then return {'conflict'} end
-  if not decimal_less(stored_version, ARGV[2]) then return {'conflict'} end
-  if stored_fence and (ARGV[5] == '' or decimal_less(ARGV[5], stored_fence)) then
-    return {'conflict'}
-  end
-else
-  if ARGV[3] ~= '' and ARGV[3] ~= '0' then return {'conflict'} end
-  if ARGV[13] ~= '' and redis.call('ZCOUNT', KEYS[3], now_ms, '+inf') >= tonumber(ARGV[13]) then
-    return {'limit'}
-  end
+if not stored_version and ARGV[13] ~= ''
+    and redis.call('ZCOUNT', KEYS[3], now_ms, '+inf') >= tonumber(ARGV[13]) then
+  return 'limit'
 end
 
-local fields = {
-  'ns', ARGV[10], 'key', ARGV[11], 'v', ARGV[2], 'value', ARGV[6], 'owner', ARGV[4],
-  'created', current[4] or now, 'updated', now,
-}
-if ARGV[5] ~= '' then
-  fields[#fields + 1] = 'fence'
-  fields[#fields + 1] = ARGV[5]
+local fields = {'v', ARGV[2], 'value', ARGV[6], 'updated', now}
+local absent = {}
+local function optional(name, value, present, stored)
+  if present then
+    fields[#fields + 1] = name
+    fields[#fields + 1] = value
+  elseif stored then
+    absent[#absent + 1] = name
+  end
 end
-if ARGV[7] ~= '' then
-  fields[#fields + 1] = 'meta'
-  fields[#fields + 1] = ARGV[7]
-end
-if ARGV[9] == '1' then
-  fields[#fields + 1] = 'cat'
-  fields[#fields + 1] = ARGV[8]
-end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], unpack(fields))
+optional('fence', ARGV[5], ARGV[5] ~= '', current[3])
+optional('meta', ARGV[7], ARGV[7] ~= '', current[5])
+optional('cat', ARGV[8], ARGV[9] == '1', current[6])
+
 local expires = '+inf'
+local rescore = ARGV[12] ~= ''
+if stored_version then
+  if not rescore and redis.call('PTTL', KEYS[1]) >= 0 then
+    redis.call('PERSIST', KEYS[1])
+    rescore = true
+  end
+  if #absent > 0 then redis.call('HDEL', KEYS[1], unpack(absent)) end
+  redis.call('HSET', KEYS[1], unpack(fields))
+else
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'ns', ARGV[10], 'key', ARGV[11], 'owner', ARGV[4],
+    'created', now, unpack(fields))
+  redis.call('ZADD', KEYS[2], 0, ARGV[1])
+  rescore = true
+end
 if ARGV[12] ~= '' then
   expires = now_ms + tonumber(ARGV[12]) * 1000
   redis.call('PEXPIREAT', KEYS[1], expires)
 end
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-redis.call('ZADD', KEYS[3], expires, KEYS[1])
--- Expired records' keys are gone already; drop their scores so the count stays exact.
+if rescore then
+  redis.call('ZADD', KEYS[3], expires, KEYS[1])
+end
+-- Expired records' keys are gone already; drop their scores so the set stays small.
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. now_ms)
-return {'ok', current[4] or now, now}
+return 'ok ' .. (current[4] or now) .. ' ' .. now
 """
 )
 
