@@ -33,6 +33,12 @@ class SqlStoreBase:
         self._ready = False
         self._closed = False
         self._ready_lock = asyncio.Lock()
+        # One statement needs no BEGIN/COMMIT of its own. asyncpg (and psycopg) switch a
+        # connection to autocommit and back without a round trip, which spares both. On
+        # SQLite each switch is a trip to aiosqlite's worker thread (two per call, more than
+        # the COMMIT it saves), so there the statement runs in the transaction the driver
+        # opens for a write (none for a read) and is committed right after.
+        self._switch_to_autocommit = handle.backend == "postgresql"
 
     @property
     def engine(self) -> AsyncEngine:
@@ -64,12 +70,25 @@ class SqlStoreBase:
         return self.engine
 
     @asynccontextmanager
-    async def _autocommit(self, action: str) -> AsyncIterator[AsyncConnection]:
-        """A connection for one self-contained statement (no BEGIN/COMMIT round trips)."""
+    async def _read(self, action: str) -> AsyncIterator[AsyncConnection]:
+        """A connection for one self-contained read."""
         engine = await self._prepare()
         with translate_errors(action):
             async with engine.connect() as connection:
-                yield await connection.execution_options(isolation_level="AUTOCOMMIT")
+                if self._switch_to_autocommit:
+                    connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+                yield connection
+
+    @asynccontextmanager
+    async def _write(self, action: str) -> AsyncIterator[AsyncConnection]:
+        """A connection for one self-contained write, committed when the block succeeds."""
+        engine = await self._prepare()
+        with translate_errors(action):
+            async with engine.connect() as connection:
+                if self._switch_to_autocommit:
+                    connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+                yield connection
+                await connection.commit()
 
     @asynccontextmanager
     async def _transaction(self, action: str) -> AsyncIterator[AsyncConnection]:

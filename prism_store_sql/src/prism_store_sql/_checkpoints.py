@@ -113,7 +113,7 @@ class SqlCheckpointStore(SqlStoreBase):
             table.c.key == key,
             table.c.owner == _owner_scope(owner),
         )
-        async with self._autocommit("load a checkpoint") as connection:
+        async with self._read("load a checkpoint") as connection:
             row = (await connection.execute(statement)).first()
         return self._record(row, owner) if row is not None else None
 
@@ -212,7 +212,7 @@ class SqlCheckpointStore(SqlStoreBase):
         _check_range(req)
         now = time.time()
         statement = self._save_statement(req, now)
-        async with self._autocommit("save a checkpoint") as connection:
+        async with self._write("save a checkpoint") as connection:
             row = (await connection.execute(statement)).first()
         if row is None:
             raise conflict(req.namespace, req.key)
@@ -246,7 +246,7 @@ class SqlCheckpointStore(SqlStoreBase):
             )
             .returning(table.c.key)
         )
-        async with self._autocommit("delete a checkpoint") as connection:
+        async with self._write("delete a checkpoint") as connection:
             row = (await connection.execute(statement)).first()
         return row is not None
 
@@ -273,7 +273,7 @@ class SqlCheckpointStore(SqlStoreBase):
                 sa.tuple_(table.c.namespace, table.c.key) > sa.tuple_(*after)
             )
         statement = statement.order_by(table.c.namespace, table.c.key).limit(limit + 1)
-        async with self._autocommit("list checkpoints") as connection:
+        async with self._read("list checkpoints") as connection:
             rows = (await connection.execute(statement)).all()
         records = tuple(self._record(row, owner) for row in rows[:limit])
         next_cursor = None

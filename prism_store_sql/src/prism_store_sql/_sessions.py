@@ -157,14 +157,14 @@ class SqlSessionStore(SqlStoreBase):
         statement = (
             sa.select(entries).where(entries.c.session_id == session_id).order_by(entries.c.seq)
         )
-        async with self._autocommit("list session entries") as connection:
+        async with self._read("list session entries") as connection:
             rows = (await connection.execute(statement)).all()
         return [_entry(row) for row in rows]
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         """One entry by id, or ``None``."""
         entries = self._tables.session_entries
-        async with self._autocommit("read a session entry") as connection:
+        async with self._read("read a session entry") as connection:
             statement = sa.select(entries).where(entries.c.id == entry_id)
             row = (await connection.execute(statement)).first()
         return _entry(row) if row is not None else None
@@ -196,7 +196,7 @@ class SqlSessionStore(SqlStoreBase):
             .join(branch, entries.c.id == branch.c.id)
             .order_by(branch.c.depth.desc())
         )
-        async with self._autocommit("read a session branch") as connection:
+        async with self._read("read a session branch") as connection:
             rows = (await connection.execute(statement)).all()
         if not rows:
             raise SessionEntryNotFoundError(f"session {session_id!r} has no entry {leaf_id!r}")
