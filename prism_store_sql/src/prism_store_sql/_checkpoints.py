@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
@@ -41,8 +42,8 @@ from prism_core.durable import (
 )
 
 from ._base import SqlStoreBase
-from ._engine import open_engine
-from ._schema import DEFAULT_TABLE_PREFIX, build_tables
+from ._engine import EngineHandle, open_engine
+from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables
 
 __all__ = ("SqlCheckpointStore", "create_sql_checkpoint_store")
 
@@ -79,12 +80,81 @@ def _check_range(req: SaveRequest) -> None:
             raise InvalidCheckpointError(f"{what} must be at most {_MAX_BIGINT} in a SQL store")
 
 
+@attrs.frozen
+class _Statements:
+    """The statements of the hot paths, built once per store with bound parameters.
+
+    Reusing one statement object spares rebuilding it and lets SQLAlchemy find its compiled
+    form by a cache key it computed once. Parameter names differ from column names, which
+    ``UPDATE … SET`` reserves for itself.
+    """
+
+    load: sa.Executable
+    create: sa.Executable  # expected_version=0
+    update: sa.Executable  # expected_version=n
+    upsert: sa.Executable  # no expected_version
+    delete: sa.Executable
+
+
+def _build_statements(table: sa.Table, dialect: str) -> _Statements:
+    p = sa.bindparam
+    is_record = sa.and_(
+        table.c.namespace == p("ns"), table.c.key == p("k"), table.c.owner == p("owner_scope")
+    )
+
+    def fencing_ok(token: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+        # ``<= NULL`` is never true, so without a token only an unfenced record passes.
+        return sa.or_(table.c.fencing_token.is_(None), table.c.fencing_token <= token)
+
+    changes: dict[str, sa.BindParameter[Any]] = {
+        "version": p("new_version"),
+        "fencing_token": p("token"),
+        "category": p("cat"),
+        "value": p("val"),
+        "metadata": p("meta"),
+        "updated_at": p("now"),
+    }
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table).values(
+        namespace=p("ns"), key=p("k"), owner=p("owner_scope"), created_at=p("now"), **changes
+    )
+    excluded = insert.excluded
+    return _Statements(
+        load=sa.select(table).where(is_record),
+        create=insert.on_conflict_do_nothing(
+            index_elements=[table.c.namespace, table.c.key]
+        ).returning(table.c.created_at),
+        update=sa.update(table)
+        .where(
+            is_record,
+            table.c.version == p("expected"),
+            table.c.version < p("new_version"),
+            fencing_ok(p("token")),
+        )
+        .values(changes)
+        .returning(table.c.created_at),
+        upsert=insert.on_conflict_do_update(
+            index_elements=[table.c.namespace, table.c.key],
+            set_={name: excluded[name] for name in changes},
+            where=sa.and_(
+                table.c.owner == excluded.owner,
+                table.c.version < excluded.version,
+                fencing_ok(excluded.fencing_token),
+            ),
+        ).returning(table.c.created_at),
+        delete=sa.delete(table).where(is_record).returning(table.c.key),
+    )
+
+
 class SqlCheckpointStore(SqlStoreBase):
     """Checkpoints in ``<prefix>checkpoints`` on SQLite or PostgreSQL (asyncio only).
 
     Build it with :func:`create_sql_checkpoint_store`. Values, metadata and the owner scope
     are stored as canonical JSON text.
     """
+
+    def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
+        super().__init__(handle, tables, create_schema=create_schema)
+        self._sql = _build_statements(tables.checkpoints, handle.backend)
 
     def _record(self, row: sa.Row[Any], ownership: dict[str, str] | None) -> CheckpointRecord:
         return CheckpointRecord(
@@ -107,77 +177,15 @@ class SqlCheckpointStore(SqlStoreBase):
         check_name(namespace, "namespace")
         check_name(key, "key")
         owner = normalise_ownership(ownership)
-        table = self._tables.checkpoints
-        statement = sa.select(table).where(
-            table.c.namespace == namespace,
-            table.c.key == key,
-            table.c.owner == _owner_scope(owner),
-        )
+        params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
         async with self._read("load a checkpoint") as connection:
-            row = (await connection.execute(statement)).first()
+            row = (await connection.execute(self._sql.load, params)).first()
         return self._record(row, owner) if row is not None else None
 
-    def _save_statement(self, req: SaveRequest, now: float) -> sa.Executable:
-        table = self._tables.checkpoints
-        owner = _owner_scope(req.ownership)
-        values = {
-            "namespace": req.namespace,
-            "key": req.key,
-            "owner": owner,
-            "version": req.version,
-            "fencing_token": req.fencing_token,
-            "category": req.category,
-            "value": req.value_json,
-            "metadata": dumps(req.metadata).decode("utf-8") if req.metadata is not None else None,
-            "created_at": now,
-            "updated_at": now,
-        }
-        returning = (table.c.created_at,)
-        fencing_ok: sa.ColumnElement[bool]
-        if req.fencing_token is None:
-            fencing_ok = table.c.fencing_token.is_(None)
-        else:
-            fencing_ok = sa.or_(
-                table.c.fencing_token.is_(None), table.c.fencing_token <= req.fencing_token
-            )
-        if req.expected_version is not None and req.expected_version > 0:
-            changes = {name: value for name, value in values.items() if name != "created_at"}
-            return (
-                sa.update(table)
-                .where(
-                    table.c.namespace == req.namespace,
-                    table.c.key == req.key,
-                    table.c.owner == owner,
-                    table.c.version == req.expected_version,
-                    table.c.version < req.version,
-                    fencing_ok,
-                )
-                .values(changes)
-                .returning(*returning)
-            )
-        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
-        statement = insert(table).values(values)
-        if req.expected_version == 0:
-            return statement.on_conflict_do_nothing(
-                index_elements=[table.c.namespace, table.c.key]
-            ).returning(*returning)
-        excluded = statement.excluded
-        return statement.on_conflict_do_update(
-            index_elements=[table.c.namespace, table.c.key],
-            set_={
-                "version": excluded.version,
-                "fencing_token": excluded.fencing_token,
-                "category": excluded.category,
-                "value": excluded.value,
-                "metadata": excluded.metadata,
-                "updated_at": excluded.updated_at,
-            },
-            where=sa.and_(
-                table.c.owner == excluded.owner,
-                table.c.version < excluded.version,
-                fencing_ok,
-            ),
-        ).returning(*returning)
+    def _save_statement(self, req: SaveRequest) -> sa.Executable:
+        if req.expected_version is None:
+            return self._sql.upsert
+        return self._sql.create if req.expected_version == 0 else self._sql.update
 
     async def save(
         self,
@@ -211,9 +219,20 @@ class SqlCheckpointStore(SqlStoreBase):
         )
         _check_range(req)
         now = time.time()
-        statement = self._save_statement(req, now)
+        params = {
+            "ns": req.namespace,
+            "k": req.key,
+            "owner_scope": _owner_scope(req.ownership),
+            "new_version": req.version,
+            "expected": req.expected_version,
+            "token": req.fencing_token,
+            "cat": req.category,
+            "val": req.value_json,
+            "meta": dumps(req.metadata).decode("utf-8") if req.metadata is not None else None,
+            "now": now,
+        }
         async with self._write("save a checkpoint") as connection:
-            row = (await connection.execute(statement)).first()
+            row = (await connection.execute(self._save_statement(req), params)).first()
         if row is None:
             raise conflict(req.namespace, req.key)
         return CheckpointRecord(
@@ -236,18 +255,9 @@ class SqlCheckpointStore(SqlStoreBase):
         check_name(namespace, "namespace")
         check_name(key, "key")
         owner = normalise_ownership(ownership)
-        table = self._tables.checkpoints
-        statement = (
-            sa.delete(table)
-            .where(
-                table.c.namespace == namespace,
-                table.c.key == key,
-                table.c.owner == _owner_scope(owner),
-            )
-            .returning(table.c.key)
-        )
+        params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
         async with self._write("delete a checkpoint") as connection:
-            row = (await connection.execute(statement)).first()
+            row = (await connection.execute(self._sql.delete, params)).first()
         return row is not None
 
     async def list(
