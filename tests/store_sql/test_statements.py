@@ -1,16 +1,27 @@
-"""What each call sends: one statement per checkpoint call, no isolation-level switches."""
+"""What each call sends: one statement per checkpoint call, two per append, no isolation switch."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import attrs
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
 from prism_core.errors import CheckpointConflictError
-from prism_store_sql import SqlCheckpointStore, create_sql_checkpoint_store
+from prism_core.sessions import (
+    SessionConflictError,
+    SessionEntryNotFoundError,
+    create_session_entry,
+)
+from prism_store_sql import (
+    SqlCheckpointStore,
+    SqlSessionStore,
+    create_sql_checkpoint_store,
+    create_sql_session_store,
+)
 
 from .conftest import Target
 
@@ -27,10 +38,20 @@ async def store(fresh_target: Target) -> AsyncIterator[SqlCheckpointStore]:
         yield opened
 
 
-class _Recorder:
-    """The SQL text of every statement an engine sends, in order."""
+@pytest.fixture
+async def sessions(fresh_target: Target) -> AsyncIterator[SqlSessionStore]:
+    """A session store on a fresh database of each backend, its schema created."""
+    async with create_sql_session_store(
+        fresh_target.url, table_prefix=fresh_target.prefix
+    ) as opened:
+        await opened.list("warm-up")
+        yield opened
 
-    def __init__(self, store: SqlCheckpointStore) -> None:
+
+class _Recorder:
+    """The first word of every statement an engine sends, in order."""
+
+    def __init__(self, store: SqlCheckpointStore | SqlSessionStore) -> None:
         self.statements: list[str] = []
         event.listen(store.engine.sync_engine, "before_cursor_execute", self._record)
 
@@ -114,3 +135,52 @@ async def test_the_engine_keeps_its_transactions(store: SqlCheckpointStore) -> N
     with pytest.raises(RuntimeError):
         await insert_then_fail()
     assert await store.load("host", "k") is None
+
+
+@pytest.mark.anyio
+async def test_an_append_is_two_statements(sessions: SqlSessionStore) -> None:
+    """The head move, then the entry insert that checks the parent; nothing else."""
+    recorder = _Recorder(sessions)
+    root = create_session_entry(session_id="s", kind="label", label="root")
+    child = create_session_entry(session_id="s", kind="label", label="c", parent_id=root.id)
+    last = create_session_entry(session_id="s", kind="label", label="l", parent_id=child.id)
+    assert await recorder.run(lambda: sessions.append(root, expected_leaf_id=None)) == [
+        "INSERT",
+        "INSERT",
+    ]
+    assert await recorder.run(lambda: sessions.append(child, expected_leaf_id=root.id)) == [
+        "UPDATE",
+        "INSERT",
+    ]
+    assert await recorder.run(lambda: sessions.append(last)) == ["INSERT", "INSERT"]
+    assert await sessions.list("s") == [root, child, last]
+
+
+@pytest.mark.anyio
+async def test_refused_appends_keep_their_errors_and_write_nothing(
+    sessions: SqlSessionStore,
+) -> None:
+    """A taken id is a conflict (also with a bad parent); a parent of another session or a
+    missing one is not found; the head stays where it was after each."""
+    root = await sessions.append(create_session_entry(session_id="s", kind="label", label="r"))
+    other = await sessions.append(create_session_entry(session_id="t", kind="label", label="o"))
+    refused: list[tuple[type[Exception], str, Any]] = [
+        (SessionConflictError, "already exists", {"id": root.id}),
+        (SessionConflictError, "already exists", {"id": other.id}),
+        (SessionConflictError, "already exists", {"id": root.id, "parent_id": "missing"}),
+        (SessionConflictError, "already exists", {"id": other.id, "parent_id": other.id}),
+        (SessionEntryNotFoundError, "is not in session", {"parent_id": other.id}),
+        (SessionEntryNotFoundError, "is not in session", {"parent_id": "missing"}),
+    ]
+    for error, message, fields in refused:
+        entry = create_session_entry(session_id="s", kind="label", label="x", **fields)
+        with pytest.raises(error, match=message):
+            await sessions.append(entry, expected_leaf_id=root.id)
+        assert await sessions.list("s") == [root]
+        assert await sessions.list("t") == [other]
+    itself = create_session_entry(session_id="s", kind="label", label="x")
+    with pytest.raises(SessionEntryNotFoundError):
+        await sessions.append(attrs.evolve(itself, parent_id=itself.id))
+    child = create_session_entry(session_id="s", kind="label", label="c", parent_id=root.id)
+    assert await sessions.append(child, expected_leaf_id=root.id) == child
+    assert await sessions.read_branch_path("s", child.id) == [root, child]

@@ -9,9 +9,12 @@ before anything is read:
 - ``expected_leaf_id=None``: insert the head row if absent (the session must be empty);
 - ``expected_leaf_id=x``: ``UPDATE … WHERE head_id = x``.
 
-No row back is a :class:`~prism_core.sessions.SessionConflictError`. Then the new id and the
-parent are checked in one read, and the entry row is inserted with the head's new ``seq``.
-A branch read is one recursive query from the leaf up to the root.
+No row back is a :class:`~prism_core.sessions.SessionConflictError`. Then one
+``INSERT … SELECT … WHERE <parent is an entry of the session> ON CONFLICT (id) DO NOTHING``
+writes the entry with the head's new ``seq``; only when it inserts nothing does a second read
+tell a taken id (a conflict) from a foreign or missing parent. An append is thus two
+statements on the happy path. A branch read is one recursive query from the leaf up to the
+root.
 """
 
 from __future__ import annotations
@@ -19,17 +22,18 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+import attrs
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from prism_core.codec import dumps, loads, structure, unstructure
 from prism_core.sessions import UNSET, SessionConflictError, SessionEntry, SessionEntryNotFoundError
 
 from ._base import SqlStoreBase
-from ._engine import open_engine
-from ._schema import DEFAULT_TABLE_PREFIX, build_tables
+from ._engine import EngineHandle, open_engine
+from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables
 
 __all__ = ("SqlSessionStore", "create_sql_session_store")
 
@@ -59,6 +63,84 @@ def _entry(row: sa.Row[Any]) -> SessionEntry:
     return structure(data, SessionEntry)
 
 
+@attrs.frozen
+class _Statements:
+    """The session store's statements, built once per store with bound parameters.
+
+    Parameter names differ from column names: an ``INSERT`` would take a parameter named
+    after a column as that column's value.
+    """
+
+    upsert_head: sa.Executable  # no expected_leaf_id
+    create_head: sa.Executable  # expected_leaf_id=None
+    move_head: sa.Executable  # expected_leaf_id=<id>
+    insert_entry: sa.Executable
+    entry_exists: sa.Executable
+    list: sa.Executable
+    get: sa.Executable
+    branch: sa.Executable
+
+
+def _build_statements(tables: Tables, dialect: str) -> _Statements:
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    entries, heads = tables.session_entries, tables.session_heads
+    e, h = entries.c, heads.c
+
+    def param(name: str, column: sa.Column[Any]) -> sa.BindParameter[Any]:
+        return sa.bindparam(name, type_=column.type)
+
+    entry_id, session = param("entry_id", e.id), param("session", e.session_id)
+    parent, leaf = param("parent", e.parent_id), param("leaf", h.head_id)
+
+    new_head = insert(heads).values(session_id=session, head_id=entry_id, last_seq=1)
+    # The parent check rides in the INSERT: no row is inserted when the parent is not an
+    # entry of this session, or (ON CONFLICT) when the id is taken.
+    row = sa.select(
+        entry_id,
+        session,
+        parent,
+        param("next_seq", e.seq),
+        param("entry_kind", e.kind),
+        param("entry_payload", e.payload),
+        param("entry_run", e.run_id),
+        param("entry_time", e.timestamp),
+    ).where(sa.or_(parent.is_(None), sa.exists().where(e.id == parent, e.session_id == session)))
+    names = ["id", "session_id", "parent_id", "seq", "kind", "payload", "run_id", "timestamp"]
+
+    alias = entries.alias("parent")
+    branch = (
+        sa.select(e.id, e.parent_id, sa.literal(0, sa.Integer).label("depth"))
+        .where(e.id == leaf, e.session_id == session)
+        .cte("branch", recursive=True)
+    )
+    branch = branch.union_all(
+        sa.select(alias.c.id, alias.c.parent_id, branch.c.depth + 1).where(
+            alias.c.id == branch.c.parent_id, alias.c.session_id == session
+        )
+    )
+    return _Statements(
+        upsert_head=new_head.on_conflict_do_update(
+            index_elements=[h.session_id],
+            set_={"head_id": new_head.excluded.head_id, "last_seq": h.last_seq + 1},
+        ).returning(h.last_seq),
+        create_head=new_head.on_conflict_do_nothing(index_elements=[h.session_id]).returning(
+            h.last_seq
+        ),
+        move_head=sa.update(heads)
+        .where(h.session_id == session, h.head_id == leaf)
+        .values(head_id=entry_id, last_seq=h.last_seq + 1)
+        .returning(h.last_seq),
+        insert_entry=insert(entries)
+        .from_select(names, row)
+        .on_conflict_do_nothing(index_elements=[e.id])
+        .returning(e.id),
+        entry_exists=sa.select(e.id).where(e.id == entry_id),
+        list=sa.select(entries).where(e.session_id == session).order_by(e.seq),
+        get=sa.select(entries).where(e.id == entry_id),
+        branch=sa.select(entries).join(branch, e.id == branch.c.id).order_by(branch.c.depth.desc()),
+    )
+
+
 class SqlSessionStore(SqlStoreBase):
     """Session entries on SQLite or PostgreSQL (asyncio only).
 
@@ -66,41 +148,19 @@ class SqlSessionStore(SqlStoreBase):
     appended last; appends to one session are serialised by the database.
     """
 
-    def _insert(self) -> Any:
-        return postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+    def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
+        super().__init__(handle, tables, create_schema=create_schema)
+        self._sql = _build_statements(tables, handle.backend)
 
-    async def _move_head(
-        self, connection: AsyncConnection, entry: SessionEntry, expected_leaf_id: Any
-    ) -> int | None:
-        heads = self._tables.session_heads
-        statement: sa.Executable
+    def _head_statement(self, expected_leaf_id: Any) -> sa.Executable | None:
         if expected_leaf_id is UNSET:
-            insert = self._insert()(heads).values(
-                session_id=entry.session_id, head_id=entry.id, last_seq=1
-            )
-            statement = insert.on_conflict_do_update(
-                index_elements=[heads.c.session_id],
-                set_={"head_id": insert.excluded.head_id, "last_seq": heads.c.last_seq + 1},
-            ).returning(heads.c.last_seq)
-        elif expected_leaf_id is None:
-            statement = (
-                self._insert()(heads)
-                .values(session_id=entry.session_id, head_id=entry.id, last_seq=1)
-                .on_conflict_do_nothing(index_elements=[heads.c.session_id])
-                .returning(heads.c.last_seq)
-            )
-        elif isinstance(expected_leaf_id, str):
-            statement = (
-                sa.update(heads)
-                .where(heads.c.session_id == entry.session_id, heads.c.head_id == expected_leaf_id)
-                .values(head_id=entry.id, last_seq=heads.c.last_seq + 1)
-                .returning(heads.c.last_seq)
-            )
-        else:
-            # Like the memory store: a leaf that is not an id never matches the head.
-            return None
-        seq = (await connection.execute(statement)).scalar()
-        return int(seq) if seq is not None else None
+            return self._sql.upsert_head
+        if expected_leaf_id is None:
+            return self._sql.create_head
+        if isinstance(expected_leaf_id, str):
+            return self._sql.move_head
+        # Like the memory store: a leaf that is not an id never matches the head.
+        return None
 
     async def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> SessionEntry:
         """Append ``entry``; its ``parent_id`` must be ``None`` or an entry of the same session.
@@ -112,61 +172,46 @@ class SqlSessionStore(SqlStoreBase):
         """
         if not isinstance(entry, SessionEntry):
             raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
-        payload = _payload_json(entry)
-        entries = self._tables.session_entries
+        params = {
+            "entry_id": entry.id,
+            "session": entry.session_id,
+            "parent": entry.parent_id,
+            "leaf": expected_leaf_id if isinstance(expected_leaf_id, str) else None,
+            "entry_kind": entry.kind,
+            "entry_payload": _payload_json(entry),
+            "entry_run": entry.run_id,
+            "entry_time": entry.timestamp,
+        }
+        head = self._head_statement(expected_leaf_id)
         async with self._transaction("append a session entry") as connection:
-            seq = await self._move_head(connection, entry, expected_leaf_id)
+            seq = None if head is None else (await connection.execute(head, params)).scalar()
             if seq is None:
                 raise SessionConflictError(
                     f"session {entry.session_id!r} moved: its head is no longer the expected leaf"
                 )
-            wanted = [entry.id] if entry.parent_id is None else [entry.id, entry.parent_id]
-            found = {
-                row.id: row.session_id
-                for row in await connection.execute(
-                    sa.select(entries.c.id, entries.c.session_id).where(entries.c.id.in_(wanted))
-                )
-            }
-            if entry.id in found:
-                raise SessionConflictError(f"entry id {entry.id!r} already exists")
-            if entry.parent_id is not None and found.get(entry.parent_id) != entry.session_id:
+            params["next_seq"] = seq
+            try:
+                inserted = (await connection.execute(self._sql.insert_entry, params)).first()
+            except sa.exc.IntegrityError as exc:
+                raise SessionConflictError(f"entry id {entry.id!r} already exists") from exc
+            if inserted is None:
+                if (await connection.execute(self._sql.entry_exists, params)).first():
+                    raise SessionConflictError(f"entry id {entry.id!r} already exists")
                 raise SessionEntryNotFoundError(
                     f"parent entry {entry.parent_id!r} is not in session {entry.session_id!r}"
                 )
-            try:
-                await connection.execute(
-                    sa.insert(entries).values(
-                        id=entry.id,
-                        session_id=entry.session_id,
-                        parent_id=entry.parent_id,
-                        seq=seq,
-                        kind=entry.kind,
-                        payload=payload,
-                        run_id=entry.run_id,
-                        timestamp=entry.timestamp,
-                    )
-                )
-            except sa.exc.IntegrityError as exc:
-                # Another transaction inserted the same id after our read.
-                raise SessionConflictError(f"entry id {entry.id!r} already exists") from exc
         return entry
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of the session, in append order."""
-        entries = self._tables.session_entries
-        statement = (
-            sa.select(entries).where(entries.c.session_id == session_id).order_by(entries.c.seq)
-        )
         async with self._read("list session entries") as connection:
-            rows = (await connection.execute(statement)).all()
+            rows = (await connection.execute(self._sql.list, {"session": session_id})).all()
         return [_entry(row) for row in rows]
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         """One entry by id, or ``None``."""
-        entries = self._tables.session_entries
         async with self._read("read a session entry") as connection:
-            statement = sa.select(entries).where(entries.c.id == entry_id)
-            row = (await connection.execute(statement)).first()
+            row = (await connection.execute(self._sql.get, {"entry_id": entry_id})).first()
         return _entry(row) if row is not None else None
 
     async def read_branch_path(
@@ -179,25 +224,9 @@ class SqlSessionStore(SqlStoreBase):
         """
         if leaf_id is None:
             return []
-        entries = self._tables.session_entries
-        parent = entries.alias("parent")
-        branch = (
-            sa.select(entries.c.id, entries.c.parent_id, sa.literal(0, sa.Integer).label("depth"))
-            .where(entries.c.id == leaf_id, entries.c.session_id == session_id)
-            .cte("branch", recursive=True)
-        )
-        branch = branch.union_all(
-            sa.select(parent.c.id, parent.c.parent_id, branch.c.depth + 1).where(
-                parent.c.id == branch.c.parent_id, parent.c.session_id == session_id
-            )
-        )
-        statement = (
-            sa.select(entries)
-            .join(branch, entries.c.id == branch.c.id)
-            .order_by(branch.c.depth.desc())
-        )
+        params = {"leaf": leaf_id, "session": session_id}
         async with self._read("read a session branch") as connection:
-            rows = (await connection.execute(statement)).all()
+            rows = (await connection.execute(self._sql.branch, params)).all()
         if not rows:
             raise SessionEntryNotFoundError(f"session {session_id!r} has no entry {leaf_id!r}")
         if rows[0].parent_id is not None:
