@@ -413,3 +413,14 @@ async def test_an_update_rewrites_the_hash_to_exactly_the_new_fields(
     third = await store.save(NS, "k", [3], version=3, fencing_token=4, category="")
     assert await store.load(NS, "k") == third
     assert third.category == ""
+
+
+async def test_a_script_the_server_does_not_know_is_loaded_again(
+    store: RedisCheckpointStore,
+) -> None:
+    """When ``EVALSHA`` finds no script (a restarted or flushed server), the call loads it."""
+    script = store._save
+    script.sha = "0" * 40
+    saved = await store.save(NS, "k", {"n": 1}, version=1)
+    assert script.sha != "0" * 40
+    assert await store.load(NS, "k") == saved

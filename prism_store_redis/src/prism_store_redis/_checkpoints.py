@@ -36,7 +36,7 @@ from prism_core.durable import (
 )
 
 from . import _scripts
-from ._client import RedisConnection, text
+from ._client import RedisConnection, run_script, text
 from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member
 from ._values import plain_json
 
@@ -210,7 +210,7 @@ class RedisCheckpointStore:
         ]
         keys = [record_key, self._keys.owner_index(owner), self._keys.all_records]
         with self._connection.guard("save a checkpoint"):
-            reply = await self._save(keys=keys, args=args)
+            reply = await run_script(self._save, keys=keys, args=args)
         outcome, _, times = text(reply).partition(" ")
         if outcome == "conflict":
             raise conflict(request.namespace, request.key)
@@ -245,7 +245,9 @@ class RedisCheckpointStore:
             self._keys.all_records,
         ]
         with self._connection.guard("delete a checkpoint"):
-            deleted = await self._delete(keys=keys, args=[owner, index_member(namespace, key)])
+            deleted = await run_script(
+                self._delete, keys=keys, args=[owner, index_member(namespace, key)]
+            )
         return bool(deleted)
 
     async def list(
@@ -270,7 +272,7 @@ class RedisCheckpointStore:
         keys = [self._keys.owner_index(owner), self._keys.all_records]
         args: list[str | bytes] = [self._keys.record_base, low, high, str(limit + 1)]
         with self._connection.guard("list checkpoints"):
-            reply = await self._list(keys=keys, args=args)
+            reply = await run_script(self._list, keys=keys, args=args)
         records = tuple(_record(_fields(fields)) for fields in reply[1 : 2 * limit : 2])
         if len(reply) <= 2 * limit:
             return CheckpointPage(records)

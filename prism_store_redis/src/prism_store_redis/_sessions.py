@@ -18,7 +18,7 @@ from prism_core.sessions import (
 )
 
 from . import _scripts
-from ._client import RedisConnection, text
+from ._client import RedisConnection, run_script, text
 from ._keys import SessionKeys
 
 __all__ = ("RedisSessionStore", "RedisSessionStoreError", "create_redis_session_store")
@@ -95,7 +95,7 @@ class RedisSessionStore:
             entry.parent_id or "",
         ]
         with self._connection.guard("append a session entry"):
-            outcome = text(await self._append(keys=keys, args=args))
+            outcome = text(await run_script(self._append, keys=keys, args=args))
         if outcome == "moved":
             raise SessionConflictError(
                 f"session {entry.session_id!r} moved: its head is no longer the expected leaf"
@@ -111,8 +111,8 @@ class RedisSessionStore:
     async def list(self, session_id: str) -> list[SessionEntry]:
         """Every entry of the session, in append order (one round trip)."""
         with self._connection.guard("list session entries"):
-            reply = await self._list(
-                keys=[self._keys.order(session_id)], args=[self._keys.entry_base]
+            reply = await run_script(
+                self._list, keys=[self._keys.order(session_id)], args=[self._keys.entry_base]
             )
         return [_entry(data) for data in reply]
 
@@ -133,7 +133,8 @@ class RedisSessionStore:
         if leaf_id is None:
             return []
         with self._connection.guard("read a session branch"):
-            reply = await self._branch(
+            reply = await run_script(
+                self._branch,
                 keys=[self._keys.order(session_id)],
                 args=[self._keys.entry_base, session_id, leaf_id],
             )
