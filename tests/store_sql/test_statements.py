@@ -95,11 +95,18 @@ async def test_each_checkpoint_call_is_one_statement(store: SqlCheckpointStore) 
 
 @pytest.mark.anyio
 async def test_calls_never_switch_the_isolation_level_on_sqlite(
-    store: SqlCheckpointStore, monkeypatch: pytest.MonkeyPatch
+    sqlite_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On SQLite a switch is a trip to the driver thread each way, so calls make none."""
-    if store.engine.dialect.name != "sqlite":
-        pytest.skip("asyncpg switches to autocommit without a round trip")
+    """On SQLite a switch is a trip to the driver thread each way, so calls make none
+    (asyncpg switches without a round trip, so PostgreSQL keeps autocommit)."""
+    async with create_sql_checkpoint_store(
+        sqlite_target.url, table_prefix=sqlite_target.prefix
+    ) as store:
+        await store.load(NS, "warm-up")
+        await _never_switches(store, monkeypatch)
+
+
+async def _never_switches(store: SqlCheckpointStore, monkeypatch: pytest.MonkeyPatch) -> None:
     switches: list[Any] = []
     dialect = store.engine.dialect
     original = dialect.set_isolation_level
