@@ -278,3 +278,29 @@ async def test_progress_events_come_between_started_and_finished() -> None:
         ]
         progress = [e.progress for e in events if e.type == "tool_execution_progress"]
         assert progress == [{"pct": 50}, {"pct": 100}]
+
+
+@pytest.mark.anyio
+async def test_trust_then_permission_block_before_validation() -> None:
+    """trust and permission policies refuse a call before schema checks and the side effect."""
+    ran: list[str] = []
+    registry = create_tool_registry([ToolDefinition("t", lambda a, c: ran.append("t") or 1)])
+    call = tool_call_content("c1", "t", {})
+    untrusted = await dispatch_tool_call(
+        call, registry=registry, context=ctx(), trust=lambda c, t, x: "unsigned tool"
+    )
+    denied = await dispatch_tool_call(
+        call, registry=registry, context=ctx(), permission=lambda c, t, x: ErrorInfo("not yours")
+    )
+    assert (untrusted.error.code, untrusted.error.message) == ("tool_untrusted", "unsigned tool")  # type: ignore[union-attr]
+    assert (denied.error.code, denied.error.message) == ("permission_denied", "not yours")  # type: ignore[union-attr]
+    assert ran == []
+    ok = await dispatch_tool_call(
+        call,
+        registry=registry,
+        context=ctx(),
+        trust=lambda c, t, x: None,
+        permission=lambda c, t, x: None,
+    )
+    assert ok.value == 1
+    assert ran == ["t"]

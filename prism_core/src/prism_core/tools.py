@@ -250,6 +250,8 @@ async def run_tool_call(
     tool_names: Collection[str] | None = None,
     validate: ToolValidator | None = None,
     invalid_arguments: bool = False,
+    trust: ToolPolicy | None = None,
+    permission: ToolPolicy | None = None,
 ) -> DispatchOutcome:
     """:func:`check_tool_call` then :func:`execute_tool`, returning the full outcome."""
     checked = await check_tool_call(
@@ -259,6 +261,8 @@ async def run_tool_call(
         tool_names=tool_names,
         validate=validate,
         invalid_arguments=invalid_arguments,
+        trust=trust,
+        permission=permission,
     )
     if isinstance(checked, DispatchOutcome):
         return checked
@@ -273,6 +277,8 @@ async def dispatch_tool_call(
     tool_names: Collection[str] | None = None,
     validate: ToolValidator | None = None,
     invalid_arguments: bool = False,
+    trust: ToolPolicy | None = None,
+    permission: ToolPolicy | None = None,
 ) -> ToolResult:
     """Dispatch one complete call and return its :class:`ToolResult` (errors included)."""
     outcome = await run_tool_call(
@@ -282,5 +288,7 @@ async def dispatch_tool_call(
         tool_names=tool_names,
         validate=validate,
         invalid_arguments=invalid_arguments,
+        trust=trust,
+        permission=permission,
     )
     return outcome.result

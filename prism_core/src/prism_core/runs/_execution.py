@@ -1034,17 +1034,7 @@ class RunExecution:
                 if self.session.compiled_packs is not None:
                     refusal = self.session.compiled_packs.refusal_message(decisive)
                 error = ErrorInfo(refusal or TOOL_CALL_BLOCKED, code="guardrail_blocked")
-                yield self.emit(
-                    ToolExecutionBlockedEvent(
-                        session_id=self.session_id,
-                        run_id=self.run_id,
-                        tool_call_id=call.id,
-                        name=call.name,
-                        reason="guardrail_blocked",
-                        error=error,
-                    )
-                )
-                await self._append_result(ToolResult(call.id, call.name, error=error))
+                yield await self._block(call, "guardrail_blocked", error)
                 return
         context = self._tool_context(call)
         checked = await check_tool_call(
@@ -1060,17 +1050,7 @@ class RunExecution:
         if isinstance(checked, DispatchOutcome):
             assert checked.result.error is not None
             assert checked.blocked_reason is not None
-            yield self.emit(
-                ToolExecutionBlockedEvent(
-                    session_id=self.session_id,
-                    run_id=self.run_id,
-                    tool_call_id=call.id,
-                    name=call.name,
-                    reason=checked.blocked_reason,
-                    error=checked.result.error,
-                )
-            )
-            await self._append_result(checked.result)
+            yield await self._block(call, checked.blocked_reason, checked.result.error)
             return
         if self.durable is not None and gates is not None and not approved:
             gate = self._gate_for(call, checked, ask)
@@ -1174,19 +1154,27 @@ class RunExecution:
     async def _reject(self, call: ToolCallContent, reason: str | None) -> list[AgentEvent]:
         """Answer ``call`` with an ``approval_rejected`` result (a human said no)."""
         message = "Tool call rejected by the approver" + (f": {reason}" if reason else "")
-        error = redact_value(ErrorInfo(message, code="approval_rejected"), self.redactor)
-        event = self.emit(
+        return [
+            await self._block(
+                call, "approval_rejected", ErrorInfo(message, code="approval_rejected")
+            )
+        ]
+
+    async def _block(self, call: ToolCallContent, reason: str, error: ErrorInfo) -> AgentEvent:
+        """Answer ``call`` with an error result that it never ran, and emit
+        ``tool_execution_blocked`` with ``reason``."""
+        error = redact_value(error, self.redactor)
+        await self._append_result(ToolResult(call.id, call.name, error=error))
+        return self.emit(
             ToolExecutionBlockedEvent(
                 session_id=self.session_id,
                 run_id=self.run_id,
                 tool_call_id=call.id,
                 name=call.name,
-                reason="approval_rejected",
+                reason=reason,
                 error=error,
             )
         )
-        await self._append_result(ToolResult(call.id, call.name, error=error))
-        return [event]
 
     async def _append_result(self, result: ToolResult) -> None:
         message = Message("tool", (redact_value(result, self.redactor).to_content(),))
