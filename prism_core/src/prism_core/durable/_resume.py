@@ -1,9 +1,10 @@
 """Resuming a durable run: one pipeline, in a fixed order, that refuses before it writes.
 
-Order: input shape → ownership-scoped load → revision and fingerprint → version and status →
-clean frontier (``continue``) → session rebuild → guardrail packs and skills → decisions →
-restore hooks → compare-and-swap claim → the resumed run. Every refusal before the claim
-writes nothing and runs nothing.
+Order: input shape → ownership-scoped load → revision and fingerprint → version, status and
+clean frontier → guardrail packs → session rebuild (``continue`` keeps completed rounds) and
+skills → ``on_session`` → decisions (``deny`` and partial batches settle here) → counters,
+limits and loop state → restore hooks → compare-and-swap claim → the resumed run. Every
+refusal before the claim writes nothing and runs nothing.
 """
 
 from __future__ import annotations
