@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
+import attrs
 import cattrs
 
 __all__ = ("dumps", "json_size_bound", "loads", "structure", "unstructure")
@@ -34,12 +35,21 @@ def dumps(value: Any) -> bytes:
     Raises ``ValueError`` for values JSON cannot carry (NaN, cycles, unknown objects).
     """
     return json.dumps(
-        _converter.unstructure(value),
+        value,
+        default=_unstructure_for_json,
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
         allow_nan=False,
     ).encode("utf-8")
+
+
+def _unstructure_for_json(value: Any) -> Any:
+    # Called only for what json cannot encode itself, so plain JSON data (a run state, a
+    # metadata map) is encoded without a cattrs pass.
+    if attrs.has(type(value)):
+        return _converter.unstructure(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def json_size_bound(value: Any) -> int:
