@@ -15,9 +15,6 @@ No row returned means the write lost, and it raises the one generic conflict err
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +33,8 @@ from prism_core.durable import (
     SaveRequest,
     check_name,
     conflict,
+    decode_cursor,
+    encode_cursor,
     normalise_ownership,
     validate_list,
     validate_save,
@@ -53,21 +52,6 @@ _MAX_BIGINT = 2**63 - 1
 
 def _owner_scope(ownership: dict[str, str] | None) -> str:
     return dumps(ownership).decode("utf-8") if ownership else ""
-
-
-def _encode_cursor(namespace: str, key: str) -> str:
-    raw = json.dumps([namespace, key], ensure_ascii=False, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
-
-
-def _decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8"))
-    except (UnicodeError, binascii.Error, ValueError) as exc:
-        raise InvalidCheckpointError("cursor is not one this store returned") from exc
-    if not isinstance(data, list) or len(data) != 2 or not all(isinstance(p, str) for p in data):
-        raise InvalidCheckpointError("cursor is not one this store returned")
-    return data[0], data[1]
 
 
 def _check_range(req: SaveRequest) -> None:
@@ -273,7 +257,7 @@ class SqlCheckpointStore(SqlStoreBase):
             check_name(namespace, "namespace")
         validate_list(limit, cursor)
         owner = normalise_ownership(ownership)
-        after = _decode_cursor(cursor) if cursor is not None else None
+        after = decode_cursor(cursor) if cursor is not None else None
         table = self._tables.checkpoints
         statement = sa.select(table).where(table.c.owner == _owner_scope(owner))
         if namespace is not None:
@@ -288,7 +272,7 @@ class SqlCheckpointStore(SqlStoreBase):
         records = tuple(self._record(row, owner) for row in rows[:limit])
         next_cursor = None
         if len(rows) > limit:
-            next_cursor = _encode_cursor(records[-1].namespace, records[-1].key)
+            next_cursor = encode_cursor(records[-1].namespace, records[-1].key)
         return CheckpointPage(records, next_cursor)
 
 

@@ -18,6 +18,9 @@ them):
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -36,6 +39,8 @@ __all__ = (
     "SaveRequest",
     "check_name",
     "conflict",
+    "decode_cursor",
+    "encode_cursor",
     "normalise_ownership",
     "validate_list",
     "validate_save",
@@ -240,6 +245,24 @@ def validate_save(
         metadata=meta,
         category=category,
     )
+
+
+def encode_cursor(namespace: str, key: str) -> str:
+    """An opaque paging cursor for the position after ``(namespace, key)``."""
+    raw = json.dumps([namespace, key], ensure_ascii=False, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    """The ``(namespace, key)`` of a cursor from :func:`encode_cursor`; anything else is an
+    :class:`InvalidCheckpointError`."""
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8"))
+    except (UnicodeError, binascii.Error, ValueError) as exc:
+        raise InvalidCheckpointError("cursor is not one this store returned") from exc
+    if not isinstance(data, list) or len(data) != 2 or not all(isinstance(p, str) for p in data):
+        raise InvalidCheckpointError("cursor is not one this store returned")
+    return data[0], data[1]
 
 
 def validate_list(limit: Any, cursor: Any) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -17,9 +14,10 @@ from ._checkpoints import (
     CheckpointLimitError,
     CheckpointPage,
     CheckpointRecord,
-    InvalidCheckpointError,
     check_name,
     conflict,
+    decode_cursor,
+    encode_cursor,
     normalise_ownership,
     validate_list,
     validate_save,
@@ -55,25 +53,6 @@ class _Stored:
             created_at=self.created_at,
             updated_at=self.updated_at,
         )
-
-
-def _encode_cursor(namespace: str, key: str) -> str:
-    raw = json.dumps([namespace, key], ensure_ascii=False, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
-
-
-def _decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8"))
-    except (UnicodeError, binascii.Error, ValueError) as exc:
-        raise InvalidCheckpointError("cursor is not one this store returned") from exc
-    if (
-        not isinstance(data, list)
-        or len(data) != 2
-        or not all(isinstance(part, str) for part in data)
-    ):
-        raise InvalidCheckpointError("cursor is not one this store returned")
-    return data[0], data[1]
 
 
 def _check_limit(value: int | None, what: str) -> int | None:
@@ -203,7 +182,7 @@ class MemoryCheckpointStore:
             check_name(namespace, "namespace")
         validate_list(limit, cursor)
         owner = normalise_ownership(ownership)
-        after = _decode_cursor(cursor) if cursor is not None else None
+        after = decode_cursor(cursor) if cursor is not None else None
         slots = sorted(
             slot
             for slot, stored in self._records.items()
@@ -213,7 +192,7 @@ class MemoryCheckpointStore:
         )
         page = slots[:limit]
         records = tuple(self._records[slot].to_record() for slot in page)
-        next_cursor = _encode_cursor(*page[-1]) if len(slots) > limit else None
+        next_cursor = encode_cursor(*page[-1]) if len(slots) > limit else None
         return CheckpointPage(records, next_cursor)
 
     async def aclose(self) -> None:
