@@ -33,10 +33,9 @@ from prism_core.durable import (
     SaveRequest,
     check_name,
     conflict,
-    decode_cursor,
     encode_cursor,
+    list_arguments,
     normalise_ownership,
-    validate_list,
     validate_save,
 )
 
@@ -253,11 +252,7 @@ class SqlCheckpointStore(SqlStoreBase):
         cursor: str | None = None,
     ) -> CheckpointPage:
         """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
-        if namespace is not None:
-            check_name(namespace, "namespace")
-        validate_list(limit, cursor)
-        owner = normalise_ownership(ownership)
-        after = decode_cursor(cursor) if cursor is not None else None
+        owner, after = list_arguments(namespace, ownership, limit, cursor)
         table = self._tables.checkpoints
         statement = sa.select(table).where(table.c.owner == _owner_scope(owner))
         if namespace is not None:

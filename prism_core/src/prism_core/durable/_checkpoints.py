@@ -41,6 +41,7 @@ __all__ = (
     "conflict",
     "decode_cursor",
     "encode_cursor",
+    "list_arguments",
     "normalise_ownership",
     "validate_list",
     "validate_save",
@@ -263,6 +264,18 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
     if not isinstance(data, list) or len(data) != 2 or not all(isinstance(p, str) for p in data):
         raise InvalidCheckpointError("cursor is not one this store returned")
     return data[0], data[1]
+
+
+def list_arguments(
+    namespace: Any, ownership: Any, limit: Any, cursor: Any
+) -> tuple[dict[str, str] | None, tuple[str, str] | None]:
+    """Validate ``list`` arguments the same way in every store, before any I/O: returns the
+    normalised owner and the ``(namespace, key)`` position the cursor points after."""
+    if namespace is not None:
+        check_name(namespace, "namespace")
+    validate_list(limit, cursor)
+    owner = normalise_ownership(ownership)
+    return owner, decode_cursor(cursor) if cursor is not None else None
 
 
 def validate_list(limit: Any, cursor: Any) -> None:

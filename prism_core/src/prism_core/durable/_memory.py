@@ -16,10 +16,9 @@ from ._checkpoints import (
     CheckpointRecord,
     check_name,
     conflict,
-    decode_cursor,
     encode_cursor,
+    list_arguments,
     normalise_ownership,
-    validate_list,
     validate_save,
 )
 
@@ -178,11 +177,7 @@ class MemoryCheckpointStore:
         cursor: str | None = None,
     ) -> CheckpointPage:
         """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
-        if namespace is not None:
-            check_name(namespace, "namespace")
-        validate_list(limit, cursor)
-        owner = normalise_ownership(ownership)
-        after = decode_cursor(cursor) if cursor is not None else None
+        owner, after = list_arguments(namespace, ownership, limit, cursor)
         slots = sorted(
             slot
             for slot, stored in self._records.items()
