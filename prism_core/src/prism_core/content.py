@@ -45,6 +45,8 @@ class ErrorInfo:
     message: str
     code: str | None = None
     retryable: bool | None = None
+    #: How long the server asked the caller to wait before retrying (``retry-after``).
+    retry_after_ms: float | None = None
 
 
 @attrs.frozen

@@ -27,7 +27,8 @@ class RetryConfig:
     ``max_attempts`` counts every attempt (the first included). The delay before attempt
     ``n + 1`` is ``min(max_delay_ms, base_delay_ms * multiplier ** (n - 1))``.
     ``should_retry(error)`` may veto; by default every error not marked
-    ``retryable=False`` is retried.
+    ``retryable=False`` is retried. When the error carries ``retry_after_ms`` (a server's
+    ``retry-after``), the delay is at least that long, still capped by ``max_delay_ms``.
     """
 
     max_attempts: int = 3
@@ -42,7 +43,10 @@ class RetryConfig:
             return RetryDecision(retry=False)
         if self.should_retry is not None and not self.should_retry(error):
             return RetryDecision(retry=False)
-        delay = min(self.max_delay_ms, self.base_delay_ms * self.multiplier ** (attempt - 1))
+        delay = self.base_delay_ms * self.multiplier ** (attempt - 1)
+        if error.retry_after_ms is not None:
+            delay = max(delay, error.retry_after_ms)
+        delay = min(self.max_delay_ms, delay)
         return RetryDecision(retry=True, delay_ms=delay)
 
 
