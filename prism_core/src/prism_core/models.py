@@ -48,7 +48,7 @@ class ModelConfig:
 def coerce_model(
     value: ModelConfig | Mapping[str, Any] | str, *, where: str = "model"
 ) -> ModelConfig:
-    """Accept a :class:`ModelConfig`, ``{"provider": ..., "model": ...}`` or ``"provider:model"``."""
+    """Accept a :class:`ModelConfig`, ``{"provider": …, "model": …}`` or ``"provider:model"``."""
     if isinstance(value, ModelConfig):
         return value
     if isinstance(value, str):
