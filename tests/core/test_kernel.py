@@ -170,6 +170,6 @@ def test_core_depends_on_four_libraries_only() -> None:
 
     deps = {
         r.split(">")[0].split("=")[0].split("[")[0].strip().lower()
-        for r in requires("prism-core") or []
+        for r in requires("prism-runtime-core") or []
     }
     assert deps == {"pluggy", "attrs", "cattrs", "anyio"}
