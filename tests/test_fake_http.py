@@ -29,8 +29,12 @@ def test_sees_a_client_close_mid_stream() -> None:
 
 def test_a_stalled_reply_times_the_client_out() -> None:
     """A reply that stops sending makes the client's read timeout fire."""
+
+    def read_all(url: str) -> None:
+        with httpx.Client(timeout=0.3) as client, client.stream("POST", url) as response:
+            for _ in response.iter_bytes():
+                pass
+
     with serve(Reply(chunks=(b"data: 1\n\n",), stall=True)) as server:
-        with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=0.3) as client:
-            with client.stream("POST", server.base_url + "/s") as response:
-                for _ in response.iter_bytes():
-                    pass
+        with pytest.raises(httpx.ReadTimeout):
+            read_all(server.base_url + "/s")
