@@ -35,6 +35,8 @@ def test_a_stalled_reply_times_the_client_out() -> None:
             for _ in response.iter_bytes():
                 pass
 
-    with serve(Reply(chunks=(b"data: 1\n\n",), stall=True)) as server:
-        with pytest.raises(httpx.ReadTimeout):
-            read_all(server.base_url + "/s")
+    with (
+        serve(Reply(chunks=(b"data: 1\n\n",), stall=True)) as server,
+        pytest.raises(httpx.ReadTimeout),
+    ):
+        read_all(server.base_url + "/s")
