@@ -224,7 +224,9 @@ class SchemaBuilder:
             return self._array(args, where)
         if hint in _SETS or origin in _SETS:
             return {**self._array(args, where), "uniqueItems": True}
-        if hint is tuple or origin is tuple:
+        if hint is tuple:
+            return {"type": "array"}
+        if origin is tuple:
             return self._tuple(args, where)
         if hint in _MAPPINGS or origin in _MAPPINGS:
             return self._mapping(args, where)
@@ -240,11 +242,9 @@ class SchemaBuilder:
         return {"type": "array", "items": self.schema(args[0], where)}
 
     def _tuple(self, args: tuple[Any, ...], where: str) -> dict[str, Any]:
-        if not args:
-            return {"type": "array"}
         if len(args) == 2 and args[1] is Ellipsis:
             return {"type": "array", "items": self.schema(args[0], where)}
-        if args == ((),):  # tuple[()]
+        if args == ((),):  # how older Pythons spell the empty tuple[()]
             args = ()
         items = [self.schema(arg, where) for arg in args]
         schema: dict[str, Any] = {"type": "array"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import typing
+from collections.abc import Callable
 from typing import Any, Literal
 
 import cattrs
@@ -82,8 +83,15 @@ def _is_literal(hint: Any) -> bool:
     return typing.get_origin(hint) is Literal
 
 
-def _is_enum(hint: Any) -> bool:
-    return isinstance(hint, type) and issubclass(hint, enum.Enum)
+def _enum_aware(hook: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    # Hooks for classes dispatch on the MRO, so the ``int`` hook also receives IntEnums
+    # (and the ``str`` hook ``class X(str, Enum)``): those are found by value.
+    def structure(value: Any, hint: Any) -> Any:
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return _structure_enum(value, hint)
+        return hook(value, hint)
+
+    return structure
 
 
 def _pydantic_errors(exc: Exception) -> str:
@@ -103,10 +111,10 @@ def create_tool_converter() -> cattrs.Converter:
         (float, _structure_float),
         (bool, _structure_bool),
         (type(None), _structure_none),
+        (enum.Enum, _structure_enum),
     ):
-        converter.register_structure_hook(hint, hook)
+        converter.register_structure_hook(hint, _enum_aware(hook))
     converter.register_structure_hook_func(_is_literal, _structure_literal)
-    converter.register_structure_hook_func(_is_enum, _structure_enum)
 
     def structure_union(value: Any, hint: Any) -> Any:
         members = typing.get_args(hint)
