@@ -36,7 +36,6 @@ __all__ = (
 )
 
 
-
 class _Missing(enum.Enum):
     MISSING = "MISSING"
 
