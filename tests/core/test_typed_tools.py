@@ -5,8 +5,19 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import enum
+import typing
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, NewType, NotRequired, Optional, Required, TypedDict
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NewType,
+    NotRequired,
+    Optional,
+    Required,
+    TypedDict,
+    TypeVar,
+)
 
 import attrs
 import pytest
@@ -106,6 +117,18 @@ class Elsewhere:
 
 
 UserId = NewType("UserId", str)
+
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass
+class Generic(typing.Generic[T]):
+    item: T
+
+
+class Hollow(enum.Enum):
+    pass
 
 
 @dataclasses.dataclass
@@ -436,6 +459,12 @@ def test_unsupported_annotations_fail_at_decoration() -> None:
 
     def literal_object(x: Literal[b"raw"]) -> None: ...
 
+    def raw_bytes(data: bytes) -> None: ...
+
+    def generic(box: Generic[int]) -> None: ...
+
+    def hollow(kind: Hollow) -> None: ...
+
     message = _decorate(bare_object)
     assert "bare_object" in message
     assert "'thing'" in message
@@ -445,6 +474,10 @@ def test_unsupported_annotations_fail_at_decoration() -> None:
     assert "keys are not str" in _decorate(int_keys)
     assert "'when'" in _decorate(nested)
     assert "not JSON" in _decorate(literal_object)
+    assert "'data'" in _decorate(raw_bytes)
+    assert "bytes" in _decorate(raw_bytes)
+    assert "'box'" in _decorate(generic)
+    assert "enum without members" in _decorate(hollow)
 
 
 def test_unsupported_field_types_name_the_field() -> None:
@@ -605,6 +638,15 @@ def test_context_parameter_is_injected_and_not_in_the_schema() -> None:
     assert set(schema_of(f)["properties"]) == {"text"}
     assert schema_of(f)["required"] == ["text"]
     assert f.execute({"text": "hi"}, ctx()) == ["c1", "r", "hi"]
+
+    @tool
+    def g(text: str, context: ToolExecutionContext | None = None) -> str:
+        """Optional context."""
+        assert context is not None
+        return context.tool_name
+
+    assert set(schema_of(g)["properties"]) == {"text"}
+    assert g.execute({"text": "hi"}, ctx("g")) == "g"
     with pytest.raises(ToolArgumentsError, match=r"unexpected argument @ \$\.context"):
         f.execute({"text": "hi", "context": {}}, ctx())
 
@@ -623,17 +665,23 @@ def test_positional_only_keyword_only_and_defaults() -> None:
 
 
 def test_return_values_are_unstructured_to_json() -> None:
-    """Dataclass, attrs, Enum and tuple results become JSON; a ToolResult is kept."""
+    """Dataclass, attrs, Enum, tuple and set results become JSON; a ToolResult is kept."""
 
     @tool
     def shapes() -> Any:
         """Shapes."""
-        return {"box": Box(1, Point(2.0)), "unit": Unit.CELSIUS, "pts": (Point(1.0),)}
+        return {
+            "box": Box(1, Point(2.0)),
+            "unit": Unit.CELSIUS,
+            "pts": (Point(1.0),),
+            "ids": frozenset({7}),
+        }
 
     assert shapes.execute({}, ctx()) == {
         "box": {"width": 1, "corner": {"x": 2.0, "y": 0.0, "labels": []}, "name": "box"},
         "unit": "celsius",
         "pts": [{"x": 1.0, "y": 0.0, "labels": []}],
+        "ids": [7],
     }
 
     @tool

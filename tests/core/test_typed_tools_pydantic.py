@@ -105,6 +105,16 @@ def test_models_are_built_from_arguments_and_returned_as_json() -> None:
     assert order.customer.name == "Ada"
     assert customer.address == Address(street="Elm", city="Oslo")
 
+    @tool
+    def listing() -> dict[str, Any]:
+        """Models nested in plain data."""
+        return {"people": [Customer(name="Ada", age=36)], "count": 1}
+
+    assert listing.execute({}, ctx()) == {
+        "people": [{"name": "Ada", "age": 36, "address": None}],
+        "count": 1,
+    }
+
 
 def test_model_validation_errors_become_tool_argument_errors() -> None:
     """Pydantic's own checks (here ``ge=0``) report the field path."""

@@ -218,6 +218,8 @@ class SchemaBuilder:
         if is_union(hint):
             return _union([self.schema(arg, where) for arg in args])
         if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            if not list(hint):
+                raise TypeError(f"{where} has an enum without members: {hint!r}")
             return _enum_schema([_literal_value(member, where) for member in hint])
         if hint in _ARRAYS or origin in _ARRAYS:
             return self._array(args, where)
@@ -332,8 +334,6 @@ def _json_type(value: Any) -> str:
 
 
 def _enum_schema(values: list[Any]) -> dict[str, Any]:
-    if not values:
-        raise TypeError("an enum or literal without values cannot be described as JSON")
     kinds = sorted({_json_type(value) for value in values})
     schema: dict[str, Any] = {"type": kinds[0] if len(kinds) == 1 else kinds}
     schema["enum"] = values

@@ -8,6 +8,7 @@ declare is refused.
 
 from __future__ import annotations
 
+import collections.abc
 import enum
 import typing
 from collections.abc import Callable
@@ -104,7 +105,10 @@ def _pydantic_errors(exc: Exception) -> str:
 
 def create_tool_converter() -> cattrs.Converter:
     """A converter for one tool's arguments and results."""
-    converter = cattrs.Converter(forbid_extra_keys=True)
+    converter = cattrs.Converter(
+        forbid_extra_keys=True,
+        unstruct_collection_overrides={collections.abc.Set: list},  # JSON has no sets
+    )
     for hint, hook in (
         (str, _structure_str),
         (int, _structure_int),

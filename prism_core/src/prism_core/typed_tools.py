@@ -18,7 +18,7 @@ import attrs
 import cattrs
 
 from ._docstrings import parse_docstring
-from ._tool_schema import MISSING, FieldSpec, SchemaBuilder, strip_annotated
+from ._tool_schema import MISSING, FieldSpec, SchemaBuilder, is_union, strip_annotated
 from ._tool_values import ArgumentValueError, create_tool_converter, structure_argument
 from .content import ToolResult
 from .errors import PrismError
@@ -201,10 +201,18 @@ def _parameters(fn: Callable[..., Any]) -> list[_Parameter]:
                 hint,
                 parameter.kind is _POSITIONAL_ONLY,
                 default,
-                strip_annotated(hint)[0] is ToolExecutionContext,
+                _is_context(hint),
             )
         )
     return parameters
+
+
+def _is_context(hint: Any) -> bool:
+    hint = strip_annotated(hint)[0]
+    if is_union(hint):
+        members = set(typing.get_args(hint)) - {type(None)}
+        return members == {ToolExecutionContext}
+    return hint is ToolExecutionContext
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
