@@ -103,3 +103,18 @@ def test_paragraphs_inside_a_description_are_kept() -> None:
         "X.\n\nArgs:\n    a: first part\n        goes on.\n\n        second.\n"
     )
     assert parsed.params == {"a": "first part goes on.\n\nsecond."}
+
+
+def test_nested_parentheses_in_types_and_stray_lines() -> None:
+    """``name (dict(str, int)): text`` is an entry; a stray line does not extend the last one."""
+    parsed = parse_docstring(
+        """X.
+
+        Args:
+            table (dict(str, int)): Counts.
+            See the manual
+                for more.
+            after: Still read.
+        """
+    )
+    assert parsed.params == {"table": "Counts.", "after": "Still read."}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import enum
+import functools
 import typing
 from collections.abc import Callable
 from typing import (
@@ -507,6 +508,12 @@ def test_variadic_and_unannotated_parameters_are_refused() -> None:
     assert "'options' is variadic" in _decorate(double_star)
     assert "'x' has no type annotation" in _decorate(untyped)
     assert "NoSuchType" in _decorate(unresolvable)
+
+    class Shelf:
+        def take(self, n: int) -> int:
+            return n
+
+    assert "decorate the bound method" in _decorate(Shelf.take)
     with pytest.raises(TypeError, match="needs a function"):
         tool("not a function")  # type: ignore[call-overload]
 
@@ -699,8 +706,8 @@ def test_return_values_are_unstructured_to_json() -> None:
     assert explicit.execute({}, ctx()) == ToolResult("c1", "explicit", value={"kept": True})
 
 
-def test_methods_and_callable_objects() -> None:
-    """Bound methods and objects with ``__call__`` work; ``self`` is not a parameter."""
+def test_methods_callable_objects_and_partials() -> None:
+    """Bound methods, objects with ``__call__`` and partials work; ``self`` is not a parameter."""
 
     class Shop:
         def __init__(self) -> None:
@@ -723,3 +730,10 @@ def test_methods_and_callable_objects() -> None:
     assert set(schema_of(add)["properties"]) == {"item", "n"}
     assert add.execute({"item": "pear", "n": 2}, ctx()) == 2
     assert add.execute.__wrapped__ is shop  # type: ignore[attr-defined]
+
+    def scale(factor: int, value: float) -> float:
+        return factor * value
+
+    double = tool(name="double")(functools.partial(scale, 2))
+    assert schema_of(double)["properties"] == {"value": {"type": "number"}}
+    assert double.execute({"value": 1.5}, ctx()) == 3.0

@@ -78,6 +78,37 @@ def test_models_are_described_by_pydantic_in_defs() -> None:
     assert not validator.is_valid({"customer": {"name": "Ada", "age": -1}, "tree": {"label": "r"}})
 
 
+class Other:
+    @dataclasses.dataclass
+    class Address:
+        line: str
+
+
+def test_a_name_taken_by_another_type_moves_pydantic_defs_under_a_prefix() -> None:
+    """A dataclass called Address and a model nesting Pydantic's Address both keep their defs."""
+
+    @tool
+    def ship(to: Other.Address, customer: Customer) -> None:
+        """Ship."""
+
+    schema = dict(ship.parameters or {})
+    Draft202012Validator.check_schema(schema)
+    defs = schema["$defs"]
+    assert defs["Address"]["properties"] == {"line": {"type": "string"}}
+    assert schema["properties"]["customer"] == {"$ref": "#/$defs/Customer"}
+    assert defs["Customer"]["properties"]["address"]["anyOf"][0] == {
+        "$ref": "#/$defs/Customer2_Address"
+    }
+    assert defs["Customer2_Address"]["required"] == ["street"]
+    validator = Draft202012Validator(schema)
+    good = {
+        "to": {"line": "1 Main"},
+        "customer": {"name": "A", "age": 1, "address": {"street": "x"}},
+    }
+    assert validator.is_valid(good)
+    assert not validator.is_valid(good | {"customer": {"name": "A", "age": 1, "address": {}}})
+
+
 def _without_defs(schema: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in schema.items() if key != "$defs"}
 

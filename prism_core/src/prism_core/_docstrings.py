@@ -28,7 +28,7 @@ _OTHER_SECTIONS = frozenset(
      "methods"}
 )  # fmt: skip
 _GOOGLE_HEADER = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
-_GOOGLE_ENTRY = re.compile(r"^\**([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(.*)$")
+_GOOGLE_ENTRY = re.compile(r"^\**([A-Za-z_]\w*)\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*:(.*)$")
 _NUMPY_ENTRY = re.compile(r"^\**([A-Za-z_][\w, *]*?)\s*(?::.*)?$")
 _SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?\**([A-Za-z_]\w*)\s*:(.*)$")
 _UNDERLINE = re.compile(r"^\s*-{3,}\s*$")
@@ -127,9 +127,10 @@ def _read_entries(
     for line in body:
         if line.strip() and _indent(line) == base:
             match = entry.match(line.strip())
-            if match is None:
-                continue
             flush()
+            if match is None:
+                names, text = [], []
+                continue
             if numpy:
                 names = [n.strip().lstrip("*") for n in match.group(1).split(",") if n.strip()]
                 text = []

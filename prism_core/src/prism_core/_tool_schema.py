@@ -284,13 +284,17 @@ class SchemaBuilder:
         return ref
 
     def _pydantic(self, cls: Any) -> dict[str, Any]:
-        schema = dict(cls.model_json_schema(ref_template="#/$defs/{model}"))
-        for name, definition in schema.pop("$defs", {}).items():
-            if self.defs.get(name, definition) != definition:
-                raise TypeError(
-                    f"two different types are described as {name!r}; rename one of them"
-                )
-            self.defs[name] = definition
+        prefix, attempt = "", 1
+        while True:
+            schema = dict(cls.model_json_schema(ref_template=f"#/$defs/{prefix}{{model}}"))
+            nested = {prefix + name: value for name, value in schema.pop("$defs", {}).items()}
+            if all(self.defs.get(name, value) == value for name, value in nested.items()):
+                break
+            # Another type already owns one of these names: move this model's own $defs
+            # under a prefix instead.
+            attempt += 1
+            prefix = f"{cls.__name__}{attempt}_"
+        self.defs.update(nested)
         if set(schema) == {"$ref"}:  # a recursive model is itself one of its $defs
             ref = schema
         else:

@@ -9,6 +9,7 @@ run's tool context and is not part of the schema.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Awaitable, Callable, Mapping
@@ -180,7 +181,12 @@ def _build(
 
 def _parameters(fn: Callable[..., Any]) -> list[_Parameter]:
     signature = inspect.signature(fn)
-    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    if isinstance(fn, functools.partial):
+        target: Any = fn.func
+    elif inspect.isfunction(fn) or inspect.ismethod(fn):
+        target = fn
+    else:
+        target = type(fn).__call__
     try:
         hints = typing.get_type_hints(target, include_extras=True)
     except Exception as exc:
@@ -192,7 +198,10 @@ def _parameters(fn: Callable[..., Any]) -> list[_Parameter]:
                 f"parameter {parameter.name!r} is variadic; a tool's parameters must be named"
             )
         if parameter.name not in hints:
-            raise TypeError(f"parameter {parameter.name!r} has no type annotation")
+            advice = ""
+            if parameter.name in ("self", "cls"):
+                advice = "; decorate the bound method (tool(instance.method)) instead"
+            raise TypeError(f"parameter {parameter.name!r} has no type annotation{advice}")
         hint = hints[parameter.name]
         default = MISSING if parameter.default is inspect.Parameter.empty else parameter.default
         parameters.append(
