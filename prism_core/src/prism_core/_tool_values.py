@@ -96,7 +96,10 @@ def _enum_aware(hook: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
 
 def _pydantic_errors(exc: Exception) -> str:
-    errors = exc.errors()  # type: ignore[attr-defined]
+    read = getattr(exc, "errors", None)
+    if not callable(read):
+        return str(exc)
+    errors = read()
     return "; ".join(
         f"{'.'.join(str(part) for part in error['loc']) or 'value'}: {error['msg']}"
         for error in errors
@@ -166,7 +169,7 @@ def create_tool_converter() -> cattrs.Converter:
     converter.register_structure_hook_func(is_typeddict, structure_typeddict)
     converter.register_structure_hook_func(is_pydantic_model, structure_pydantic)
     converter.register_unstructure_hook_func(
-        lambda cls: is_pydantic_model(cls), lambda model: model.model_dump(mode="json")
+        is_pydantic_model, lambda model: model.model_dump(mode="json")
     )
     return converter
 
