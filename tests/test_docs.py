@@ -29,6 +29,7 @@ def test_doc_example_runs(
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        exec(compile(code, f"{doc}[{index}]", "exec"), {"__name__": "__docs__"})
+        # dont_inherit: an example runs as written, not under this module's __future__ flags.
+        exec(compile(code, f"{doc}[{index}]", "exec", dont_inherit=True), {"__name__": "__docs__"})
     finally:
         os.chdir(cwd)
