@@ -62,7 +62,9 @@ from .errors import (
     GuardrailError,
     GuardrailPackError,
     GuardrailRunError,
+    JsonSchemaError,
     PrismError,
+    ToolDefinitionError,
 )
 from .events import (
     AgentDeniedEvent,
@@ -234,6 +236,7 @@ __all__ = (
     "Interruption",
     "InvalidCheckpointError",
     "InvalidOptionsError",
+    "JsonSchemaError",
     "LoadedSkillSet",
     "LoopContext",
     "MemoryCheckpointStore",
@@ -289,6 +292,7 @@ __all__ = (
     "ToolCallAssembler",
     "ToolCallContent",
     "ToolDefinition",
+    "ToolDefinitionError",
     "ToolExecutionBlockedEvent",
     "ToolExecutionContext",
     "ToolExecutionErrorEvent",

@@ -17,7 +17,9 @@ __all__ = (
     "GuardrailError",
     "GuardrailPackError",
     "GuardrailRunError",
+    "JsonSchemaError",
     "PrismError",
+    "ToolDefinitionError",
 )
 
 
@@ -115,3 +117,15 @@ class GuardrailRunError(GuardrailError, AgentRunError):
         PrismError.__init__(self, message, code=code)
         self.result = result
         self.record = record
+
+
+class JsonSchemaError(PrismError):
+    """A JSON schema (tool ``parameters``, ``elicitation``) is not valid draft 2020-12."""
+
+    code = "ERR_PRISM_SCHEMA_INVALID"
+
+
+class ToolDefinitionError(PrismError):
+    """A tool cannot be defined: its ``execute`` does not accept ``(args, context)``."""
+
+    code = "ERR_PRISM_TOOL_DEFINITION"

@@ -1,0 +1,54 @@
+"""Calling host callables that may be sync or async without blocking the event loop.
+
+A sync callable runs in a worker thread under a :class:`anyio.CapacityLimiter` (``None``
+means anyio's default limiter of the running event loop, 40 threads unless the host resizes
+it with ``anyio.to_thread.current_default_thread_limiter().total_tokens = n``). A thread cannot
+be interrupted: when the caller is cancelled (an abort, a timeout) the wait ends at once, the
+thread is abandoned to finish on its own and whatever it returns is discarded.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+__all__ = ("call_host", "call_sync", "is_async_callable")
+
+
+def is_async_callable(function: Any) -> bool:
+    """Whether calling ``function`` returns a coroutine (functions, partials, callable objects)."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    if inspect.iscoroutinefunction(function):
+        return True
+    call = getattr(function, "__call__", None)  # noqa: B004
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+async def call_sync(
+    function: Callable[..., Any], *args: Any, limiter: anyio.CapacityLimiter | None = None
+) -> Any:
+    """``function(*args)`` in a worker thread; abandoned (result discarded) on cancellation."""
+    return await anyio.to_thread.run_sync(function, *args, limiter=limiter, abandon_on_cancel=True)
+
+
+async def call_host(
+    function: Callable[..., Any], *args: Any, limiter: anyio.CapacityLimiter | None = None
+) -> Any:
+    """Call a host callable that may be sync or async and return its awaited result.
+
+    Coroutine functions run on the event loop; anything else runs in a worker thread
+    (see :func:`call_sync`), and an awaitable it returns is awaited on the event loop.
+    """
+    if is_async_callable(function):
+        result = function(*args)
+    else:
+        result = await call_sync(function, *args, limiter=limiter)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
