@@ -102,6 +102,15 @@ class GuardrailError(PrismError):
     def __init__(self, message: str, *, record: Any = None, code: str | None = None) -> None:
         super().__init__(message, code=code)
         self.record = record
+        _chain_guard_exception(self, record)
+
+
+def _chain_guard_exception(error: BaseException, record: Any) -> None:
+    """A guard that raised fails closed; its exception stays reachable as ``__cause__``."""
+    exception = getattr(record, "exception", None)
+    if isinstance(exception, BaseException) and error.__cause__ is None:
+        error.__cause__ = exception
+        error.__suppress_context__ = True
 
 
 class GuardrailPackError(PrismError):
@@ -117,6 +126,7 @@ class GuardrailRunError(GuardrailError, AgentRunError):
         PrismError.__init__(self, message, code=code)
         self.result = result
         self.record = record
+        _chain_guard_exception(self, record)
 
 
 class JsonSchemaError(PrismError):
