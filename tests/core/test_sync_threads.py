@@ -171,3 +171,53 @@ async def test_sync_validators_and_guardrails_run_off_the_event_loop() -> None:
     assert [r.action for r in records] == ["allow"]
     assert len(seen) == 2
     assert loop_thread not in seen
+
+
+def restore_context() -> Any:
+    """A restore-hook context for run r1."""
+    from prism_core.durable._checkpoints import CheckpointRecord
+    from prism_core.durable._restore import CheckpointRestoreContext
+
+    record = CheckpointRecord(namespace="prism.agent-run", key="r1", version=1, value={})
+    return CheckpointRestoreContext(
+        run_id="r1",
+        session_id="s1",
+        version=1,
+        status="suspended",
+        metadata=None,
+        checkpoint=record,
+    )
+
+
+@pytest.mark.anyio
+async def test_sync_restore_hooks_run_in_a_thread_under_the_limiter() -> None:
+    """A sync restore hook runs off the event loop; a limiter with no free token makes it
+    wait, and its timeout then refuses the resume."""
+    from prism_core import CheckpointRestoreError
+    from prism_core.durable._restore import run_restore_hooks
+
+    threads: list[int] = []
+
+    def hook(context: Any) -> None:
+        threads.append(threading.get_ident())
+
+    audit = await run_restore_hooks([hook], restore_context(), 1000)
+    assert audit is not None
+    assert [h["hook"] for h in audit["hooks"]] == ["hook"]
+    assert threads
+    assert threading.get_ident() not in threads
+    limiter = anyio.CapacityLimiter(1)
+    held, release = anyio.Event(), anyio.Event()
+
+    async def hold() -> None:
+        async with limiter:
+            held.set()
+            await release.wait()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(hold)
+        await held.wait()
+        with pytest.raises(CheckpointRestoreError, match="timed out"):
+            await run_restore_hooks([hook], restore_context(), 50, limiter=limiter)
+        release.set()
+    assert len(threads) == 1
