@@ -313,3 +313,38 @@ async def test_elicitation_answers_are_checked_with_the_full_schema() -> None:
     with pytest.raises(AgentDecisionError, match=r"\$\.choice: matches not exactly one"):
         await answer({"choice": "maybe"})
     assert (await answer({"choice": "yes"})).status == "succeeded"
+
+
+@pytest.mark.anyio
+async def test_refusals_and_tool_errors_are_logged_without_values(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """prism_core.tools warns about a blocked call and a raising tool; neither record holds
+    an argument value or the exception message."""
+    import logging
+
+    def boom(args: Any, context: Any) -> Any:
+        raise RuntimeError(f"failed with {SECRET}")
+
+    registry = create_tool_registry(
+        [
+            ToolDefinition(
+                "typed", lambda a, c: 1, parameters={"type": "object", "maxProperties": 0}
+            ),
+            ToolDefinition("boom", boom),
+        ]
+    )
+    with caplog.at_level(logging.DEBUG, logger="prism_core.tools"):
+        await dispatch_tool_call(
+            tool_call_content("c1", "typed", {"k": SECRET}), registry=registry, context=ctx()
+        )
+        await dispatch_tool_call(
+            tool_call_content("c2", "boom", {}), registry=registry, context=ctx()
+        )
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "tool call c1 (typed) blocked: invalid_arguments",
+        "tool boom (call c2) raised RuntimeError",
+    ]
+    assert all(r.name == "prism_core.tools" for r in caplog.records)
+    assert all(SECRET not in r.getMessage() for r in caplog.records)

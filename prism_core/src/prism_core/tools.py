@@ -318,7 +318,6 @@ async def execute_tool(
     except Exception as exc:
         message = describe_tool_exception(exc, redactor)
         logger.warning("tool %s (call %s) raised %s", call.name, call.id, type(exc).__name__)
-        logger.debug("tool %s (call %s) error: %s", call.name, call.id, message)
         error = ErrorInfo(message, code="tool_execution_error")
         return DispatchOutcome(ToolResult(call.id, call.name, error=error), "failed", exception=exc)
     result = value if isinstance(value, ToolResult) else ToolResult(call.id, call.name, value)
