@@ -221,3 +221,26 @@ async def test_sync_restore_hooks_run_in_a_thread_under_the_limiter() -> None:
             await run_restore_hooks([hook], restore_context(), 50, limiter=limiter)
         release.set()
     assert len(threads) == 1
+
+
+def test_only_host_sync_callables_leave_the_event_loop() -> None:
+    """Coroutine functions and the kernel's own callables run inline; host sync callables,
+    partials of them and callable objects run in a thread."""
+    import functools
+
+    from prism_core import create_load_skill_tool
+    from prism_core._threads import runs_inline
+
+    async def coroutine(args: Any, context: Any) -> None:
+        return None
+
+    class Host:
+        def __call__(self, args: Any, context: Any) -> None:
+            return None
+
+    assert runs_inline(coroutine)
+    assert runs_inline(functools.partial(coroutine, {}))
+    assert runs_inline(create_load_skill_tool().execute)
+    assert not runs_inline(lambda a, c: None)
+    assert not runs_inline(Host())
+    assert not runs_inline(functools.partial(time.sleep, 1))

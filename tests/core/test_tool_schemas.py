@@ -348,3 +348,13 @@ async def test_refusals_and_tool_errors_are_logged_without_values(
     ]
     assert all(r.name == "prism_core.tools" for r in caplog.records)
     assert all(SECRET not in r.getMessage() for r in caplog.records)
+
+
+def test_identical_schemas_share_one_compiled_validator() -> None:
+    """Rebuilding an agent's tools does not re-check the same schema against the metaschema."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    first = ToolDefinition("a", lambda a, c: 1, parameters=schema)
+    second = ToolDefinition("b", lambda a, c: 1, parameters=dict(schema))
+    assert first._parameters_schema is second._parameters_schema
+    with pytest.raises(JsonSchemaError, match="tool 'c' parameters is not JSON"):
+        ToolDefinition("c", lambda a, c: 1, parameters={"n": float("nan")})

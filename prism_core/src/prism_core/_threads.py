@@ -17,17 +17,35 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-__all__ = ("call_host", "call_sync", "is_async_callable")
+__all__ = ("call_host", "call_sync", "is_async_callable", "runs_inline")
+
+# The kernel's own sync callables (pack rule checks, the load_skill tool) never block, and a
+# thread hop costs far more than they do.
+_KERNEL_PREFIX = "prism_core."
+
+
+def _unwrap(function: Any) -> Any:
+    while isinstance(function, functools.partial):
+        function = function.func
+    return function
 
 
 def is_async_callable(function: Any) -> bool:
     """Whether calling ``function`` returns a coroutine (functions, partials, callable objects)."""
-    while isinstance(function, functools.partial):
-        function = function.func
+    function = _unwrap(function)
     if inspect.iscoroutinefunction(function):
         return True
     call = getattr(function, "__call__", None)  # noqa: B004
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+def runs_inline(function: Any) -> bool:
+    """Whether ``function`` is called on the event loop: coroutine functions and the kernel's
+    own sync callables; every other sync callable runs in a worker thread."""
+    if is_async_callable(function):
+        return True
+    module = getattr(_unwrap(function), "__module__", None)
+    return isinstance(module, str) and module.startswith(_KERNEL_PREFIX)
 
 
 async def call_sync(
@@ -42,10 +60,11 @@ async def call_host(
 ) -> Any:
     """Call a host callable that may be sync or async and return its awaited result.
 
-    Coroutine functions run on the event loop; anything else runs in a worker thread
-    (see :func:`call_sync`), and an awaitable it returns is awaited on the event loop.
+    Coroutine functions and the kernel's own callables run on the event loop; anything else
+    runs in a worker thread (see :func:`call_sync`), and an awaitable it returns is awaited on
+    the event loop.
     """
-    if is_async_callable(function):
+    if runs_inline(function):
         result = function(*args)
     else:
         result = await call_sync(function, *args, limiter=limiter)

@@ -8,6 +8,7 @@ keyword that failed, never by the value itself (arguments may carry secrets).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError, best_match
 from referencing.exceptions import Unresolvable
 
+from .codec import dumps, loads
 from .errors import JsonSchemaError
 
 __all__ = ("CompiledSchema", "JsonSchemaError", "compile_json_schema", "validate_json_schema")
@@ -43,8 +45,7 @@ _BOUNDS = frozenset(
 class CompiledSchema:
     """A schema checked against the metaschema, with its validator built once."""
 
-    schema: Mapping[str, Any]
-    _validator: Draft202012Validator = attrs.field(eq=False, repr=False)
+    _validator: Draft202012Validator = attrs.field(repr=False)
 
     def problem(self, value: Any) -> str | None:
         """``None`` when ``value`` is valid, else ``"<json path>: <keyword> …"`` (no value)."""
@@ -61,21 +62,33 @@ def compile_json_schema(schema: Any, *, where: str = "schema") -> CompiledSchema
     """Check ``schema`` against draft 2020-12 and build its validator.
 
     Raises :class:`JsonSchemaError` (naming ``where`` and the offending keyword) for a schema
-    that is not a mapping or not a valid draft 2020-12 schema.
+    that is not a mapping or not a valid draft 2020-12 schema. Identical schemas (by canonical
+    JSON) share one compiled validator.
     """
     if not isinstance(schema, Mapping):
         raise JsonSchemaError(f"{where} must be a JSON schema object, got {type(schema).__name__}")
-    plain = dict(schema)
     try:
-        Draft202012Validator.check_schema(plain)
+        text = dumps(schema).decode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise JsonSchemaError(f"{where} is not JSON: {_short(str(exc), 300)}") from exc
+    try:
+        return _compile(text)
     except SchemaError as exc:
         location = "/".join(str(part) for part in exc.absolute_path) or "(root)"
         raise JsonSchemaError(
             f"{where} is not a valid JSON schema (draft 2020-12): at {location}, "
             f"{_short(exc.message, 300)}"
         ) from exc
+
+
+# Checking a schema against the metaschema costs milliseconds; agents are often rebuilt with
+# the same tools, so compiled schemas are memoised by their canonical JSON (immutable values).
+@functools.lru_cache(maxsize=512)
+def _compile(text: str) -> CompiledSchema:
+    plain = loads(text)
+    Draft202012Validator.check_schema(plain)
     validator = Draft202012Validator(plain, format_checker=Draft202012Validator.FORMAT_CHECKER)
-    return CompiledSchema(plain, validator)
+    return CompiledSchema(validator)
 
 
 def validate_json_schema(schema: Any, value: Any) -> str | None:

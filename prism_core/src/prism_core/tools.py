@@ -11,7 +11,7 @@ import anyio
 import anyio.from_thread
 import attrs
 
-from ._threads import call_host, call_sync, is_async_callable
+from ._threads import call_host, call_sync, runs_inline
 from .codec import dumps
 from .content import ErrorInfo, ToolCallContent, ToolResult
 from .errors import PrismError, ToolDefinitionError
@@ -307,7 +307,7 @@ async def execute_tool(
     discarded; ``context.signal`` tells a cooperative tool to stop early.
     """
     try:
-        if is_async_callable(tool.execute):
+        if runs_inline(tool.execute):
             value = tool.execute(dict(call.arguments), context)
         else:
             value = await call_sync(
