@@ -158,6 +158,11 @@ def test_problem_names_the_failing_keyword_and_path() -> None:
         "$: has a property the schema does not allow (additionalProperties)"
     )
     assert schema.problem({"items": [], "mode": 1}) is None
+    closed = compile_json_schema({"properties": {"x": False}})
+    problem = closed.problem({"x": SECRET})
+    assert problem is not None
+    assert problem.endswith("does not satisfy the schema (false)")
+    assert SECRET not in problem
 
 
 def test_an_unresolvable_reference_fails_closed() -> None:

@@ -109,7 +109,8 @@ def validate_json_schema(schema: Any, value: Any) -> str | None:
 def describe_error(error: ValidationError) -> str:
     """``"<json path>: <what failed> (<keyword>)"`` from schema-side facts only."""
     path = _short(error.json_path, _MAX_PATH_CHARS)
-    keyword = str(error.validator)
+    # A ``false`` subschema fails with no keyword of its own.
+    keyword = "false" if error.validator is None else str(error.validator)
     expected: Any = error.validator_value
     detail: str
     if keyword == "type":
