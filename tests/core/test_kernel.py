@@ -164,12 +164,12 @@ def test_public_names_have_docstrings() -> None:
             assert inspect.getdoc(value), name
 
 
-def test_core_depends_on_four_libraries_only() -> None:
-    """prism-core declares pluggy, attrs, cattrs and anyio and nothing else."""
+def test_core_depends_on_five_libraries_only() -> None:
+    """prism-core declares pluggy, attrs, cattrs, anyio and jsonschema and nothing else."""
     from importlib.metadata import requires
 
     deps = {
         r.split(">")[0].split("=")[0].split("[")[0].strip().lower()
         for r in requires("prism-runtime-core") or []
     }
-    assert deps == {"pluggy", "attrs", "cattrs", "anyio"}
+    assert deps == {"pluggy", "attrs", "cattrs", "anyio", "jsonschema"}

@@ -22,6 +22,8 @@ def compiled() -> CompiledGuardrailPacks:
     "text",
     [
         "sk-" + "a1B2" * 5,
+        "key sk-abcdefghijklmnop",
+        "sk-" + "Z9" * 8,
         "key=sk-proj-" + "x" * 40,
         "ghp_" + "A" * 36,
         "token gho_" + "9" * 30,
@@ -43,6 +45,7 @@ def test_secret_material_is_refused(compiled: CompiledGuardrailPacks, text: str)
     "text",
     [
         "sk-short",
+        "sk-abcdefghijklmno",
         "task-" + "a" * 30,
         "ghp_short",
         "ghx_" + "A" * 36,

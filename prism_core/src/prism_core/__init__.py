@@ -62,7 +62,9 @@ from .errors import (
     GuardrailError,
     GuardrailPackError,
     GuardrailRunError,
+    JsonSchemaError,
     PrismError,
+    ToolDefinitionError,
 )
 from .events import (
     AgentDeniedEvent,
@@ -235,6 +237,7 @@ __all__ = (
     "Interruption",
     "InvalidCheckpointError",
     "InvalidOptionsError",
+    "JsonSchemaError",
     "LoadedSkillSet",
     "LoopContext",
     "MemoryCheckpointStore",
@@ -291,6 +294,7 @@ __all__ = (
     "ToolCallAssembler",
     "ToolCallContent",
     "ToolDefinition",
+    "ToolDefinitionError",
     "ToolExecutionBlockedEvent",
     "ToolExecutionContext",
     "ToolExecutionErrorEvent",

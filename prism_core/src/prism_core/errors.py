@@ -17,7 +17,9 @@ __all__ = (
     "GuardrailError",
     "GuardrailPackError",
     "GuardrailRunError",
+    "JsonSchemaError",
     "PrismError",
+    "ToolDefinitionError",
 )
 
 
@@ -100,6 +102,15 @@ class GuardrailError(PrismError):
     def __init__(self, message: str, *, record: Any = None, code: str | None = None) -> None:
         super().__init__(message, code=code)
         self.record = record
+        _chain_guard_exception(self, record)
+
+
+def _chain_guard_exception(error: BaseException, record: Any) -> None:
+    """A guard that raised fails closed; its exception stays reachable as ``__cause__``."""
+    exception = getattr(record, "exception", None)
+    if isinstance(exception, BaseException) and error.__cause__ is None:
+        error.__cause__ = exception
+        error.__suppress_context__ = True
 
 
 class GuardrailPackError(PrismError):
@@ -115,3 +126,16 @@ class GuardrailRunError(GuardrailError, AgentRunError):
         PrismError.__init__(self, message, code=code)
         self.result = result
         self.record = record
+        _chain_guard_exception(self, record)
+
+
+class JsonSchemaError(PrismError):
+    """A JSON schema (tool ``parameters``, ``elicitation``) is not valid draft 2020-12."""
+
+    code = "ERR_PRISM_SCHEMA_INVALID"
+
+
+class ToolDefinitionError(PrismError):
+    """A tool cannot be defined: its ``execute`` does not accept ``(args, context)``."""
+
+    code = "ERR_PRISM_TOOL_DEFINITION"

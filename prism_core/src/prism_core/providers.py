@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import inspect
-import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
+from .arguments import check_tool_arguments, parse_tool_arguments
 from .content import ErrorInfo, Message, ToolCallContent, Usage
 from .models import ModelConfig
 from .signals import AbortSignal
@@ -214,7 +214,9 @@ class ToolCallAssembler:
     Fragments are keyed by ``index``; ``id`` and ``name`` are taken from the first fragment
     that has them; ``arguments_text`` is concatenated and parsed as a JSON object when the turn
     completes. Malformed JSON never raises: the call is kept with empty arguments and its id is
-    listed in :attr:`invalid_ids` so dispatch blocks it as ``invalid_json_arguments``.
+    listed in :attr:`invalid_ids` so dispatch blocks it as ``invalid_json_arguments``. Parsing
+    is strict (:func:`prism_core.arguments.parse_tool_arguments`): ``NaN``, ``Infinity``, a
+    number that overflows, a lone surrogate or nesting deeper than 64 levels is malformed.
     """
 
     def __init__(self) -> None:
@@ -236,11 +238,22 @@ class ToolCallAssembler:
         if delta.arguments_text:
             partial.arguments_text += delta.arguments_text
 
-    def add_call(self, call: ToolCallContent) -> None:
-        """Record a complete call (it replaces fragments carrying the same id)."""
+    def add_call(self, call: ToolCallContent) -> ToolCallContent:
+        """Record a complete call (it replaces fragments carrying the same id) and return the
+        call as recorded.
+
+        Arguments that are not canonical JSON within the depth bound (NaN, a lone surrogate,
+        deep nesting) are dropped and the call is listed in :attr:`invalid_ids`; measure the
+        returned call, never the original, since the original may not encode."""
         if call.id not in self._complete:
             self._order.append(("call", call.id))
+        if check_tool_arguments(call.arguments) is not None:
+            self.invalid_ids.add(call.id)
+            call = attrs.evolve(call, arguments={})
+        else:
+            self.invalid_ids.discard(call.id)
         self._complete[call.id] = call
+        return call
 
     def finish(self) -> tuple[ToolCallContent, ...]:
         """The final calls in the order they first appeared."""
@@ -263,15 +276,8 @@ class ToolCallAssembler:
         return tuple(calls)
 
     def _parse(self, call_id: str, partial: _PartialCall) -> dict[str, Any]:
-        text = partial.arguments_text.strip()
-        if not text:
-            return {}
-        try:
-            value = json.loads(text)
-        except ValueError:
-            self.invalid_ids.add(call_id)
-            return {}
-        if not isinstance(value, dict):
+        value = parse_tool_arguments(partial.arguments_text)
+        if value is None:
             self.invalid_ids.add(call_id)
             return {}
         return value

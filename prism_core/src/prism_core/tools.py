@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Literal, TypeAlias
 
+import anyio
+import anyio.from_thread
 import attrs
 
+from ._threads import call_host, call_sync, runs_inline
 from .codec import dumps
 from .content import ErrorInfo, ToolCallContent, ToolResult
-from .errors import PrismError
-from .schema import validate_json_schema
+from .errors import PrismError, ToolDefinitionError
+from .redaction import Redactor
+from .schema import CompiledSchema, compile_json_schema
 from .signals import AbortSignal
 
 __all__ = (
+    "MAX_TOOL_ERROR_CHARS",
     "DispatchOutcome",
     "ToolDefinition",
     "ToolExecutionContext",
@@ -23,11 +29,17 @@ __all__ = (
     "ToolResult",
     "ToolValidator",
     "check_tool_call",
+    "describe_tool_exception",
     "create_tool_registry",
     "dispatch_tool_call",
     "execute_tool",
     "run_tool_call",
 )
+
+logger = logging.getLogger(__name__)
+
+#: Longest message of a tool's own exception that reaches the model.
+MAX_TOOL_ERROR_CHARS = 500
 
 ToolExecute: TypeAlias = Callable[[dict[str, Any], "ToolExecutionContext"], Any]
 #: ``policy(call, tool, context) -> None | str | ErrorInfo`` (trust, permission); non-``None``
@@ -44,9 +56,26 @@ def _check_name(_: Any, __: Any, value: Any) -> None:
         raise ValueError("a tool needs a non-empty string name")
 
 
-def _check_execute(_: Any, __: Any, value: Any) -> None:
+def _check_execute(instance: Any, __: Any, value: Any) -> None:
     if not callable(value):
         raise TypeError("a tool's execute must be callable")
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        # Some builtins and extension callables expose no signature; they are called as is.
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise ToolDefinitionError(
+            f"tool {instance.name!r}: execute must accept (args, context) positionally, "
+            f"its signature is {_short_signature(signature)}"
+        ) from None
+
+
+def _short_signature(signature: inspect.Signature) -> str:
+    text = str(signature)
+    return text if len(text) <= 120 else text[:119] + "…"
 
 
 def _check_schema(_: Any, attribute: Any, value: Any) -> None:
@@ -63,7 +92,7 @@ class ToolDefinition:
     kind of side effect (``"read"``, ``"write"`` …) for approval scopes; ``elicitation`` is
     the JSON schema of the answer a human may give instead of running the tool.
     ``idempotent`` declares that calling it again with the same arguments has no further
-    effect; crash recovery may re-dispatch an in-doubt call of such a tool.
+    effect (recorded on the definition for crash recovery).
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -78,6 +107,37 @@ class ToolDefinition:
         default=None, kw_only=True, validator=_check_schema
     )
     idempotent: bool = attrs.field(default=False, kw_only=True)
+    _parameters_schema: CompiledSchema | None = attrs.field(
+        init=False, default=None, eq=False, repr=False
+    )
+    _elicitation_schema: CompiledSchema | None = attrs.field(
+        init=False, default=None, eq=False, repr=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        # Compiled once, here: an invalid schema is refused when the tool is defined
+        # (JsonSchemaError), and every call reuses the validator.
+        for field, label, value in (
+            ("_parameters_schema", "parameters", self.parameters),
+            ("_elicitation_schema", "elicitation", self.elicitation),
+        ):
+            if value is not None:
+                compiled = compile_json_schema(value, where=f"tool {self.name!r} {label}")
+                object.__setattr__(self, field, compiled)
+
+    def check_arguments(self, arguments: Any) -> str | None:
+        """``None`` when ``arguments`` satisfy ``parameters`` (or there is no schema), else
+        what failed: the JSON path and the keyword, never the value."""
+        if self._parameters_schema is None:
+            return None
+        return self._parameters_schema.problem(arguments)
+
+    def check_elicitation(self, answer: Any) -> str | None:
+        """``None`` when ``answer`` satisfies ``elicitation`` (or there is no schema), else
+        what failed: the JSON path and the keyword, never the value."""
+        if self._elicitation_schema is None:
+            return None
+        return self._elicitation_schema.problem(answer)
 
 
 @attrs.define(kw_only=True)
@@ -170,8 +230,13 @@ class DispatchOutcome:
 
 
 def _blocked(call: ToolCallContent, reason: str, message: str) -> DispatchOutcome:
+    logger.warning("tool call %s (%s) blocked: %s", call.id, call.name, reason)
     result = ToolResult(call.id, call.name, error=ErrorInfo(message, code=reason))
     return DispatchOutcome(result, "blocked", blocked_reason=reason)
+
+
+def _verdict_message(verdict: Any) -> str:
+    return verdict.message if isinstance(verdict, ErrorInfo) else str(verdict)
 
 
 async def check_tool_call(
@@ -184,10 +249,12 @@ async def check_tool_call(
     invalid_arguments: bool = False,
     trust: ToolPolicy | None = None,
     permission: ToolPolicy | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
 ) -> ToolDefinition | DispatchOutcome:
     """Every check before a side effect, in order: lookup, per-run allow-list, ``trust``,
     ``permission``, argument JSON, parameter schema, host ``validate``. Returns the tool to
-    run, or a blocked outcome."""
+    run, or a blocked outcome. Sync policies and validators run in a worker thread under
+    ``limiter`` (``None``: anyio's default limiter)."""
     tool = registry.get(call.name)
     if tool is None:
         return _blocked(call, "unknown_tool", f"Unknown tool: {call.name}")
@@ -196,40 +263,65 @@ async def check_tool_call(
     for policy, reason in ((trust, "tool_untrusted"), (permission, "permission_denied")):
         if policy is None:
             continue
-        verdict = policy(call, tool, context)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
+        verdict = await call_host(policy, call, tool, context, limiter=limiter)
         if verdict is not None:
-            message = verdict.message if isinstance(verdict, ErrorInfo) else str(verdict)
-            return _blocked(call, reason, message)
+            return _blocked(call, reason, _verdict_message(verdict))
     if invalid_arguments:
         return _blocked(
             call, "invalid_json_arguments", f"Tool {call.name} arguments were not a JSON object"
         )
-    problem = validate_json_schema(tool.parameters, call.arguments)
+    problem = tool.check_arguments(call.arguments)
     if problem is not None:
         return _blocked(call, "invalid_arguments", f"Invalid arguments for {call.name}: {problem}")
     if validate is not None:
-        verdict = validate(call, tool, context)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
+        verdict = await call_host(validate, call, tool, context, limiter=limiter)
         if verdict is not None:
-            message = verdict.message if isinstance(verdict, ErrorInfo) else str(verdict)
-            return _blocked(call, "validation_failed", message)
+            return _blocked(call, "validation_failed", _verdict_message(verdict))
     return tool
 
 
+def describe_tool_exception(exc: BaseException, redactor: Redactor | None = None) -> str:
+    """What the model learns about a tool's own exception: its message (its type name when
+    the message is empty), redacted and bounded to :data:`MAX_TOOL_ERROR_CHARS`; never a
+    traceback."""
+    text = str(exc) or type(exc).__name__
+    if redactor is not None:
+        text = redactor.redact_text(text)
+    if len(text) > MAX_TOOL_ERROR_CHARS:
+        text = text[: MAX_TOOL_ERROR_CHARS - 1] + "…"
+    return text
+
+
 async def execute_tool(
-    tool: ToolDefinition, call: ToolCallContent, context: ToolExecutionContext
+    tool: ToolDefinition,
+    call: ToolCallContent,
+    context: ToolExecutionContext,
+    *,
+    limiter: anyio.CapacityLimiter | None = None,
+    redactor: Redactor | None = None,
 ) -> DispatchOutcome:
-    """Run ``tool`` for ``call``. An exception becomes an error result (``status="failed"``);
-    cancellation is never swallowed; a result that is not JSON is refused."""
+    """Run ``tool`` for ``call``. An exception becomes an error result (``status="failed"``)
+    whose message is :func:`describe_tool_exception`; cancellation is never swallowed; a
+    result that is not JSON is refused.
+
+    A sync ``execute`` runs in a worker thread under ``limiter`` (``None``: anyio's default
+    limiter) so the event loop and other sessions keep running. A thread cannot be
+    interrupted: on an abort the wait ends at once and the thread's eventual result is
+    discarded; ``context.signal`` tells a cooperative tool to stop early.
+    """
     try:
-        value = tool.execute(dict(call.arguments), context)
+        if runs_inline(tool.execute):
+            value = tool.execute(dict(call.arguments), context)
+        else:
+            value = await call_sync(
+                tool.execute, dict(call.arguments), _threaded_context(context), limiter=limiter
+            )
         if inspect.isawaitable(value):
             value = await value
     except Exception as exc:
-        error = ErrorInfo(str(exc) or type(exc).__name__, code="tool_execution_error")
+        message = describe_tool_exception(exc, redactor)
+        logger.warning("tool %s (call %s) raised %s", call.name, call.id, type(exc).__name__)
+        error = ErrorInfo(message, code="tool_execution_error")
         return DispatchOutcome(ToolResult(call.id, call.name, error=error), "failed", exception=exc)
     result = value if isinstance(value, ToolResult) else ToolResult(call.id, call.name, value)
     if result.tool_call_id != call.id or result.name != call.name:
@@ -237,12 +329,36 @@ async def execute_tool(
     try:
         dumps(result.value)
     except (TypeError, ValueError) as exc:
+        logger.warning("tool %s (call %s) returned a value that is not JSON", call.name, call.id)
         error = ErrorInfo(
             f"Tool {call.name} returned a value that is not JSON: {exc}",
             code="tool_result_not_json",
         )
         return DispatchOutcome(ToolResult(call.id, call.name, error=error), "failed", exception=exc)
+    logger.debug("tool %s (call %s) executed", call.name, call.id)
     return DispatchOutcome(result, "executed")
+
+
+def _threaded_context(context: ToolExecutionContext) -> ToolExecutionContext:
+    """A copy of ``context`` whose progress reports hop back to the event loop.
+
+    The run's progress callback publishes events, which only the event-loop thread may do.
+    Progress from a thread the run has already abandoned is dropped.
+    """
+    report = context.on_progress
+    if report is None:
+        return context
+
+    def on_progress(value: Any) -> None:
+        if context.signal.aborted:
+            return
+        try:
+            anyio.from_thread.run_sync(report, value)
+        except RuntimeError:
+            # The event loop is gone (the run ended while the thread still ran).
+            return
+
+    return attrs.evolve(context, on_progress=on_progress)
 
 
 async def run_tool_call(
@@ -255,6 +371,8 @@ async def run_tool_call(
     invalid_arguments: bool = False,
     trust: ToolPolicy | None = None,
     permission: ToolPolicy | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
+    redactor: Redactor | None = None,
 ) -> DispatchOutcome:
     """:func:`check_tool_call` then :func:`execute_tool`, returning the full outcome."""
     checked = await check_tool_call(
@@ -266,10 +384,11 @@ async def run_tool_call(
         invalid_arguments=invalid_arguments,
         trust=trust,
         permission=permission,
+        limiter=limiter,
     )
     if isinstance(checked, DispatchOutcome):
         return checked
-    return await execute_tool(checked, call, context)
+    return await execute_tool(checked, call, context, limiter=limiter, redactor=redactor)
 
 
 async def dispatch_tool_call(
@@ -282,8 +401,13 @@ async def dispatch_tool_call(
     invalid_arguments: bool = False,
     trust: ToolPolicy | None = None,
     permission: ToolPolicy | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
+    redactor: Redactor | None = None,
 ) -> ToolResult:
-    """Dispatch one complete call and return its :class:`ToolResult` (errors included)."""
+    """Dispatch one complete call and return its :class:`ToolResult` (errors included).
+
+    ``limiter`` bounds the worker threads sync tools and validators run in (``None``:
+    anyio's default limiter); ``redactor`` redacts a tool's exception message."""
     outcome = await run_tool_call(
         call,
         registry=registry,
@@ -293,5 +417,7 @@ async def dispatch_tool_call(
         invalid_arguments=invalid_arguments,
         trust=trust,
         permission=permission,
+        limiter=limiter,
+        redactor=redactor,
     )
     return outcome.result

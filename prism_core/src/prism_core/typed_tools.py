@@ -251,5 +251,8 @@ def _execute(fn: Callable[..., Any], binder: _Binder) -> Callable[..., Any]:
             return binder.result(value)
 
         execute = execute_sync
+    # The definition's execute takes (args, context); pin that signature so introspection
+    # (the definition-time check included) does not follow __wrapped__ to the typed function.
+    execute.__signature__ = inspect.signature(execute)  # type: ignore[attr-defined]
     execute.__wrapped__ = fn  # type: ignore[attr-defined]
     return execute

@@ -14,6 +14,7 @@ caller's, since the record key encodes them exactly.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -41,6 +42,8 @@ from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member
 from ._values import plain_json
 
 __all__ = ("FINISHED_STATUSES", "RedisCheckpointStore", "create_redis_checkpoint_store")
+
+logger = logging.getLogger(__package__ or __name__)
 
 #: Run statuses after which a record is final; ``finished_ttl_seconds`` applies to these.
 FINISHED_STATUSES = ("succeeded", "failed", "aborted", "denied")
@@ -213,6 +216,9 @@ class RedisCheckpointStore:
             reply = await run_script(self._save, keys=keys, args=args)
         outcome, _, times = text(reply).partition(" ")
         if outcome == "conflict":
+            logger.debug(
+                "checkpoint save %s/%s lost its conditional write", request.namespace, request.key
+            )
             raise conflict(request.namespace, request.key)
         if outcome == "limit":
             raise CheckpointLimitError(

@@ -15,6 +15,7 @@ No row returned means the write lost, and it raises the one generic conflict err
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -44,6 +45,8 @@ from ._engine import EngineHandle, open_engine
 from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables
 
 __all__ = ("SqlCheckpointStore", "create_sql_checkpoint_store")
+
+logger = logging.getLogger(__package__ or __name__)
 
 # BIGINT columns: a larger Python int would fail inside the driver instead of as a clear error.
 _MAX_BIGINT = 2**63 - 1
@@ -217,6 +220,7 @@ class SqlCheckpointStore(SqlStoreBase):
         async with self._write("save a checkpoint") as connection:
             row = (await connection.execute(self._save_statement(req), params)).first()
         if row is None:
+            logger.debug("checkpoint save %s/%s lost its conditional write", req.namespace, req.key)
             raise conflict(req.namespace, req.key)
         return CheckpointRecord(
             namespace=req.namespace,

@@ -12,7 +12,7 @@ __all__ = ("SECRETS_HYGIENE", "SECRET_PATTERNS")
 
 #: One regex per kind of secret.
 SECRET_PATTERNS: tuple[str, ...] = (
-    r"\bsk-[A-Za-z0-9_-]{20,}",  # OpenAI-style API keys
+    r"\bsk-[A-Za-z0-9_-]{16,}",  # OpenAI-style API keys
     r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
     r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key ids
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----",  # PEM private keys

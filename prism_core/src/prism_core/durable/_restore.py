@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
 import attrs
 
+from .._threads import call_host
 from ..errors import CheckpointRestoreError
 from ._checkpoints import CheckpointRecord
 
 __all__ = ("CheckpointRestoreContext", "hook_name", "run_restore_hooks")
+
+logger = logging.getLogger(__package__ or __name__)
 
 
 @attrs.frozen(kw_only=True)
@@ -43,20 +46,17 @@ def check_hooks(hooks: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(hooks)
 
 
-async def _call(function: Any, context: CheckpointRestoreContext) -> None:
-    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-        getattr(function, "__call__", None)  # noqa: B004 - callable objects with async __call__
-    ):
-        await function(context)
-        return
+async def _call(
+    function: Any, context: CheckpointRestoreContext, limiter: anyio.CapacityLimiter | None
+) -> None:
     # A synchronous hook runs in a worker thread so its timeout can stop the wait for it.
-    outcome = await anyio.to_thread.run_sync(function, context, abandon_on_cancel=True)
-    if inspect.isawaitable(outcome):
-        await outcome
+    await call_host(function, context, limiter=limiter)
 
 
 async def _compensate(
-    hooks: Sequence[Any], context: CheckpointRestoreContext
+    hooks: Sequence[Any],
+    context: CheckpointRestoreContext,
+    limiter: anyio.CapacityLimiter | None = None,
 ) -> tuple[tuple[str, BaseException], ...]:
     failures: list[tuple[str, BaseException]] = []
     for hook in hooks:
@@ -64,25 +64,39 @@ async def _compensate(
         if not callable(compensate):
             continue
         try:
-            await _call(compensate, context)
+            await _call(compensate, context, limiter)
         except Exception as exc:
             # Recorded on the restore error; the restore failure stays the one raised.
+            logger.warning(
+                "compensation of restore hook %s for run %s raised %s",
+                hook_name(hook),
+                context.run_id,
+                type(exc).__name__,
+            )
             failures.append((hook_name(hook), exc))
     return tuple(failures)
 
 
 async def compensate_all(
-    hooks: Sequence[Any], context: CheckpointRestoreContext
+    hooks: Sequence[Any],
+    context: CheckpointRestoreContext,
+    *,
+    limiter: anyio.CapacityLimiter | None = None,
 ) -> tuple[tuple[str, BaseException], ...]:
     """Compensate every hook, last first (after a claim lost its race), returning failures."""
-    return await _compensate(list(reversed(hooks)), context)
+    return await _compensate(list(reversed(hooks)), context, limiter)
 
 
 async def run_restore_hooks(
-    hooks: Sequence[Any], context: CheckpointRestoreContext, timeout_ms: float
+    hooks: Sequence[Any],
+    context: CheckpointRestoreContext,
+    timeout_ms: float,
+    *,
+    limiter: anyio.CapacityLimiter | None = None,
 ) -> dict[str, Any] | None:
     """Run ``hooks`` in order, each under its own ``timeout_ms``. A synchronous hook runs in a
-    worker thread, so its timeout ends the wait for it (the thread itself cannot be stopped).
+    worker thread under ``limiter`` (``None``: anyio's default limiter), so its timeout ends
+    the wait for it (the thread itself cannot be stopped; its result is discarded).
 
     The first hook that raises or overruns aborts with :class:`CheckpointRestoreError`;
     completed object hooks (and the failing one) are compensated in reverse order. Returns the
@@ -100,7 +114,7 @@ async def run_restore_hooks(
         error: CheckpointRestoreError | None = None
         try:
             with anyio.fail_after(timeout_ms / 1000):
-                await _call(restore, context)
+                await _call(restore, context, limiter)
         except TimeoutError as exc:
             error = CheckpointRestoreError(
                 f"Checkpoint restore hook {name} timed out after {timeout_ms:g}ms", hook=name
@@ -112,8 +126,15 @@ async def run_restore_hooks(
             )
             error.__cause__ = exc
         if error is not None:
-            error.compensation_errors = await _compensate([hook, *reversed(done)], context)
+            logger.warning(
+                "restore hook %s for run %s failed (%s); nothing is claimed",
+                name,
+                context.run_id,
+                type(error.__cause__).__name__,
+            )
+            error.compensation_errors = await _compensate([hook, *reversed(done)], context, limiter)
             raise error
+        logger.debug("restore hook %s for run %s done", name, context.run_id)
         done.append(hook)
         audit.append({"hook": name, "duration_ms": (anyio.current_time() - begun) * 1000})
     return {"hooks": audit, "duration_ms": (anyio.current_time() - started) * 1000}

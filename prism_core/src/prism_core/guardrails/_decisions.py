@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from ..codec import converter
 
 __all__ = (
     "GUARDRAIL_ACTIONS",
@@ -33,10 +36,25 @@ class GuardrailDecision:
 
 @attrs.frozen
 class GuardrailRecord:
-    """One evaluated guard: its name, stage, action and (redacted, bounded) reason/metadata."""
+    """One evaluated guard: its name, stage, action and (redacted, bounded) reason/metadata.
+
+    ``exception`` is what the guard raised when it failed (``reason="guardrail_failed"``);
+    it stays in the process: events, stores and checkpoints never carry it.
+    """
 
     guardrail: str
     stage: GuardrailStage
     action: GuardrailAction
     reason: str | None = None
     metadata: Mapping[str, Any] | None = None
+    exception: BaseException | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+
+
+converter().register_unstructure_hook(
+    GuardrailRecord,
+    make_dict_unstructure_fn(GuardrailRecord, converter(), exception=override(omit=True)),
+)
+converter().register_structure_hook(
+    GuardrailRecord,
+    make_dict_structure_fn(GuardrailRecord, converter(), exception=override(omit=True)),
+)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import inspect
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
 import attrs
 
+from .._threads import call_host
 from ..codec import dumps
 from ..redaction import Redactor, redact_value
 from ..signals import AbortSignal
@@ -21,6 +22,7 @@ from ._decisions import (
 )
 
 __all__ = (
+    "MAX_GUARDRAIL_ERROR_CHARS",
     "MAX_GUARDRAIL_METADATA_BYTES",
     "MAX_GUARDRAIL_REASON_BYTES",
     "Guardrail",
@@ -33,6 +35,10 @@ __all__ = (
 MAX_GUARDRAIL_REASON_BYTES = 4096
 MAX_GUARDRAIL_METADATA_BYTES = 16384
 MAX_GUARDRAIL_CONCURRENCY = 16
+#: Longest exception message a failed guard's record keeps (in ``metadata["error"]``).
+MAX_GUARDRAIL_ERROR_CHARS = 500
+
+logger = logging.getLogger(__package__ or __name__)
 
 
 @attrs.frozen(kw_only=True)
@@ -188,14 +194,38 @@ def _normalise(guard: Guardrail, stage: GuardrailStage, outcome: Any) -> Guardra
     return GuardrailRecord(guard.name, stage, action, reason, metadata)
 
 
-async def _evaluate_one(guard: Guardrail, context: GuardrailContext) -> GuardrailRecord:
+def _failed(guard: Guardrail, stage: GuardrailStage, exc: Exception) -> GuardrailRecord:
+    """Fail closed, keeping the cause: a tripwire whose metadata names the exception type and
+    its bounded message (the record is redacted with the others) and which holds the
+    exception itself for the run's error."""
+    message = str(exc)
+    if len(message) > MAX_GUARDRAIL_ERROR_CHARS:
+        message = message[: MAX_GUARDRAIL_ERROR_CHARS - 1] + "…"
+    metadata = {"error_type": type(exc).__name__, "error": message}
+    return GuardrailRecord(
+        guard.name, stage, "tripwire", "guardrail_failed", metadata, exception=exc
+    )
+
+
+async def _evaluate_one(
+    guard: Guardrail, context: GuardrailContext, limiter: anyio.CapacityLimiter | None
+) -> GuardrailRecord:
     try:
-        outcome = guard.evaluate(context)
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
-    except Exception:
-        return _tripwire(guard, context.stage, "guardrail_failed")
-    return _normalise(guard, context.stage, outcome)
+        outcome = await call_host(guard.evaluate, context, limiter=limiter)
+    except Exception as exc:
+        logger.warning(
+            "guardrail %s raised %s at the %s stage; failing closed",
+            guard.name,
+            type(exc).__name__,
+            context.stage,
+        )
+        return _failed(guard, context.stage, exc)
+    record = _normalise(guard, context.stage, outcome)
+    if record.reason == "guardrail_invalid_decision" and record.action == "tripwire":
+        logger.warning("guardrail %s returned an invalid decision; failing closed", guard.name)
+    elif record.action != "allow":
+        logger.debug("guardrail %s decided %s at %s", guard.name, record.action, context.stage)
+    return record
 
 
 async def evaluate_guardrails(
@@ -204,17 +234,23 @@ async def evaluate_guardrails(
     *,
     max_concurrency: int = 1,
     redactor: Redactor | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
 ) -> list[GuardrailRecord]:
     """Evaluate ``guards`` and return their records in declaration order.
 
     Sequential evaluation stops at the first guard that does not allow; concurrent
     evaluation (``max_concurrency > 1``) evaluates every guard. Either way the caller acts
     on the first non-``allow`` record in declaration order. Records are redacted.
+
+    A sync ``evaluate`` runs in a worker thread under ``limiter`` (``None``: anyio's default
+    limiter). A guard that raises yields a ``tripwire`` record with reason
+    ``guardrail_failed``, the exception type and message in its metadata and the exception
+    in ``record.exception``.
     """
     records: list[GuardrailRecord] = []
     if max_concurrency <= 1:
         for guard in guards:
-            record = await _evaluate_one(guard, context)
+            record = await _evaluate_one(guard, context, limiter)
             records.append(redact_value(record, redactor))
             if record.action != "allow":
                 break
@@ -224,7 +260,7 @@ async def evaluate_guardrails(
 
     async def run(index: int, guard: Guardrail) -> None:
         async with limiter:
-            slots[index] = await _evaluate_one(guard, context)
+            slots[index] = await _evaluate_one(guard, context, limiter)
 
     async with anyio.create_task_group() as group:
         for index, guard in enumerate(guards):

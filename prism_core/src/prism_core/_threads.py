@@ -1,0 +1,73 @@
+"""Calling host callables that may be sync or async without blocking the event loop.
+
+A sync callable runs in a worker thread under a :class:`anyio.CapacityLimiter` (``None``
+means anyio's default limiter of the running event loop, 40 threads unless the host resizes
+it with ``anyio.to_thread.current_default_thread_limiter().total_tokens = n``). A thread cannot
+be interrupted: when the caller is cancelled (an abort, a timeout) the wait ends at once, the
+thread is abandoned to finish on its own and whatever it returns is discarded.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+__all__ = ("call_host", "call_sync", "is_async_callable", "runs_inline")
+
+# The kernel's own sync callables (pack rule checks, the load_skill tool) never block, and a
+# thread hop costs far more than they do.
+_KERNEL_PREFIX = "prism_core."
+
+
+def _unwrap(function: Any) -> Any:
+    while isinstance(function, functools.partial):
+        function = function.func
+    return function
+
+
+def is_async_callable(function: Any) -> bool:
+    """Whether calling ``function`` returns a coroutine (functions, partials, callable objects)."""
+    function = _unwrap(function)
+    if inspect.iscoroutinefunction(function):
+        return True
+    call = getattr(function, "__call__", None)  # noqa: B004
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def runs_inline(function: Any) -> bool:
+    """Whether ``function`` is called on the event loop: coroutine functions and the kernel's
+    own sync callables; every other sync callable runs in a worker thread."""
+    if is_async_callable(function):
+        return True
+    module = getattr(_unwrap(function), "__module__", None)
+    return isinstance(module, str) and module.startswith(_KERNEL_PREFIX)
+
+
+async def call_sync(
+    function: Callable[..., Any], *args: Any, limiter: anyio.CapacityLimiter | None = None
+) -> Any:
+    """``function(*args)`` in a worker thread; abandoned (result discarded) on cancellation."""
+    return await anyio.to_thread.run_sync(function, *args, limiter=limiter, abandon_on_cancel=True)
+
+
+async def call_host(
+    function: Callable[..., Any], *args: Any, limiter: anyio.CapacityLimiter | None = None
+) -> Any:
+    """Call a host callable that may be sync or async and return its awaited result.
+
+    Coroutine functions and the kernel's own callables run on the event loop; anything else
+    runs in a worker thread (see :func:`call_sync`), and an awaitable it returns is awaited on
+    the event loop.
+    """
+    if runs_inline(function):
+        result = function(*args)
+    else:
+        result = await call_sync(function, *args, limiter=limiter)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
