@@ -10,7 +10,8 @@ import anyio
 
 from ..events import AgentEvent
 from ..results import AgentRunResult
-from ._execution import AbortRequested, RunExecution
+from ._execution import RunExecution
+from ._failures import AbortRequested
 from ._stream import DriverStream
 
 __all__ = ("RunDriver", "RunEventStream", "RunStarter")

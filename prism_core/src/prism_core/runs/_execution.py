@@ -32,7 +32,7 @@ from ._request import assemble_request, request_bytes, resolve_provider
 from ._state import RunState
 from ._tool_round import resume_pending, tool_call
 
-__all__ = ("AbortRequested", "RunExecution", "RunFailure")
+__all__ = ("RunExecution",)
 
 
 class RunExecution(RunState):
