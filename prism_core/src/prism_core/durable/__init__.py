@@ -58,7 +58,7 @@ from ._options import (
 from ._restore import (
     CheckpointRestoreContext,
 )
-from ._resume import (
+from ._resume_checks import (
     AgentRunStatus,
     load_agent_run_state,
 )

@@ -4,15 +4,63 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..codec import dumps
+from ..models import ModelConfig
 from ..skills import Skill, SkillRegistry
+from ..tools import ToolRegistry
 
-if TYPE_CHECKING:
-    from ..agents import Agent
+__all__ = ("FingerprintedAgent", "agent_fingerprint", "fingerprint_material")
 
-__all__ = ("agent_fingerprint", "fingerprint_material")
+
+class FingerprintedAgent(Protocol):
+    """What a fingerprint reads of an agent (an ``Agent`` satisfies it)."""
+
+    @property
+    def id(self) -> str | None:
+        """The agent's id."""
+        ...
+
+    @property
+    def name(self) -> str | None:
+        """The agent's name."""
+        ...
+
+    @property
+    def model(self) -> ModelConfig:
+        """The agent's model."""
+        ...
+
+    @property
+    def instructions(self) -> str | None:
+        """The agent's instructions."""
+        ...
+
+    @property
+    def system_prompt(self) -> tuple[Any, ...]:
+        """The agent's system-prompt layers."""
+        ...
+
+    @property
+    def skills(self) -> Any:
+        """The agent's skills: a registry, a sequence, or ``None``."""
+        ...
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The agent's tools."""
+        ...
+
+    @property
+    def guardrails(self) -> Any:
+        """The agent's guardrail configuration (``all()`` lists every guardrail)."""
+        ...
+
+    @property
+    def loop(self) -> Any:
+        """The agent's loop strategy, or ``None`` for single-shot."""
+        ...
 
 
 def _layer_text(layer: Any) -> Any:
@@ -23,7 +71,7 @@ def _layer_text(layer: Any) -> Any:
     return getattr(layer, "text", None)
 
 
-def _skills(agent: Agent) -> list[dict[str, Any]]:
+def _skills(agent: FingerprintedAgent) -> list[dict[str, Any]]:
     source = agent.skills
     if source is None:
         return []
@@ -33,7 +81,7 @@ def _skills(agent: Agent) -> list[dict[str, Any]]:
     ]
 
 
-def fingerprint_material(agent: Agent, revision: str) -> dict[str, Any]:
+def fingerprint_material(agent: FingerprintedAgent, revision: str) -> dict[str, Any]:
     """The exact data :func:`agent_fingerprint` hashes (useful to explain a mismatch)."""
     loop = agent.loop
     return {
@@ -63,7 +111,7 @@ def fingerprint_material(agent: Agent, revision: str) -> dict[str, Any]:
     }
 
 
-def agent_fingerprint(agent: Agent, revision: str) -> str:
+def agent_fingerprint(agent: FingerprintedAgent, revision: str) -> str:
     """sha256 hex over the agent's id/name, ``revision``, model, instructions, system-prompt
     layers, skills, tools, agent guardrails and loop. Any change without a revision bump
     makes a resume refuse."""

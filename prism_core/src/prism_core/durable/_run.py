@@ -1,11 +1,15 @@
-"""The durable side of one run: turn checkpoints, suspension, dispatch marks, terminal saves."""
+"""The durable side of one run: turn checkpoints, suspension, dispatch marks, terminal saves.
+
+It reads the run through :class:`~._host.HostRun` and never imports the run loop, sessions or
+agents; ``runs/`` reaches it through :mod:`._boundary`.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import attrs
@@ -14,6 +18,7 @@ from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
 from ..tools import ToolDefinition
+from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._state import (
     AgentRunState,
@@ -32,10 +37,7 @@ from ._state import (
 )
 from ._writer import CheckpointWriter
 
-if TYPE_CHECKING:
-    from ..runs._execution import RunExecution
-
-__all__ = ("DurableRun", "Gate", "RunStateInfo", "loop_is_durable", "new_approval_id")
+__all__ = ("DurableRun", "Gate", "RunStateInfo", "new_approval_id", "scope_for")
 
 #: Bounds on the loaded-skill bodies that ride a checkpoint with ``include_skill_bodies``.
 MAX_SKILL_BODY_BYTES = 262144
@@ -72,15 +74,6 @@ def new_approval_id() -> str:
     return f"appr_{uuid.uuid4().hex}"
 
 
-def loop_is_durable(loop: Any) -> bool:
-    """Built-in loops and loops declaring both ``snapshot`` and ``restore`` are durable."""
-    from ..runs._loops import GenerateValidateReviseLoop, SingleShotLoop
-
-    if isinstance(loop, SingleShotLoop | GenerateValidateReviseLoop):
-        return True
-    return callable(getattr(loop, "snapshot", None)) and callable(getattr(loop, "restore", None))
-
-
 def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None) -> DecisionScope:
     """The decision scope of ``call``."""
     return DecisionScope(
@@ -96,7 +89,7 @@ class DurableRun:
 
     def __init__(
         self,
-        execution: RunExecution,
+        execution: HostRun,
         options: RunStateOptions,
         *,
         fingerprint: str,

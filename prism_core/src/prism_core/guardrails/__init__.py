@@ -18,7 +18,7 @@ from ._engine import (
     evaluate_guardrails,
     first_decisive,
 )
-from ._packs import (
+from ._pack_model import (
     MAX_GUARDRAIL_PACKS,
     MAX_PACK_ARG_PATHS,
     MAX_PACK_ID_BYTES,
@@ -29,15 +29,19 @@ from ._packs import (
     MAX_PACK_RULES,
     MAX_PACK_TOOLS,
     PACK_RULE_ACTIONS,
-    CompiledGuardrailPacks,
     GuardrailPack,
     PackRule,
     PackRuleAction,
     PackRuleContext,
     PackStateCodec,
+)
+from ._pack_state import (
+    CompiledGuardrailPacks,
+    pack_refusal_message,
+)
+from ._packs import (
     compile_guardrail_packs,
     pack_catalogue,
-    pack_refusal_message,
 )
 
 __all__ = (

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
 from ..events import AgentEvent
 from ..results import AgentRunResult
-from ._execution import AbortRequested, RunExecution
+from ._execution import RunExecution
+from ._failures import AbortRequested
 from ._stream import DriverStream
 
-if TYPE_CHECKING:
-    from ..sessions._session import AgentSession
+__all__ = ("RunDriver", "RunEventStream", "RunStarter")
 
-__all__ = ("RunDriver", "RunEventStream")
+
+class RunStarter(Protocol):
+    """A session that starts an owned run (``AgentSession`` satisfies it)."""
+
+    def _start_run(self, input: Any, options: dict[str, Any]) -> RunExecution:
+        """Validate ``input`` and ``options`` and make a new run the session's active run."""
+        ...
 
 
 def _aborted(execution: RunExecution) -> bool:
@@ -129,7 +135,7 @@ class RunEventStream(DriverStream):
     ``result`` holds the :class:`AgentRunResult` once the run has ended.
     """
 
-    def __init__(self, session: AgentSession, input: Any, options: dict[str, Any]) -> None:
+    def __init__(self, session: RunStarter, input: Any, options: dict[str, Any]) -> None:
         super().__init__()
         self._session = session
         self._input = input

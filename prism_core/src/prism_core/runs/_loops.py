@@ -24,6 +24,7 @@ __all__ = (
     "LoopContext",
     "SingleShotLoop",
     "coerce_loop",
+    "loop_is_durable",
 )
 
 
@@ -146,3 +147,10 @@ def coerce_loop(value: Any, catalogue: Mapping[str, Any] | None = None) -> Any:
     if not (hasattr(value, "run") and isinstance(getattr(value, "name", None), str)):
         raise TypeError("loop must be a loop strategy (name, revision, run) or a strategy name")
     return value
+
+
+def loop_is_durable(loop: Any) -> bool:
+    """Built-in loops and loops declaring both ``snapshot`` and ``restore`` are durable."""
+    if isinstance(loop, SingleShotLoop | GenerateValidateReviseLoop):
+        return True
+    return callable(getattr(loop, "snapshot", None)) and callable(getattr(loop, "restore", None))

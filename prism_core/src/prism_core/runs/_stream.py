@@ -1,15 +1,62 @@
-"""The base of the owned-run event streams: start on first use, abort when left early."""
+"""The base of the owned-run event streams: start on first use, abort when left early.
+
+It drives a run through the :class:`StepDriver` protocol, so it does not import the driver.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from ..events import AgentEvent
+from ..results import AgentRunResult
+from ..signals import AbortSignal
 
-if TYPE_CHECKING:
-    from ._driver import RunDriver
+__all__ = ("DrivenRun", "DriverStream", "StepDriver")
 
-__all__ = ("DriverStream",)
+
+class DrivenRun(Protocol):
+    """What a stream reads of the run it drives."""
+
+    @property
+    def signal(self) -> AbortSignal:
+        """The run's abort signal."""
+        ...
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        ...
+
+    @property
+    def result(self) -> AgentRunResult | None:
+        """The run's result once it has ended."""
+        ...
+
+
+class StepDriver(Protocol):
+    """What a stream needs of its driver (``RunDriver`` satisfies it)."""
+
+    @property
+    def execution(self) -> DrivenRun:
+        """The run being driven."""
+        ...
+
+    @property
+    def settled(self) -> bool:
+        """Whether the run has ended and released its session."""
+        ...
+
+    async def next(self) -> AgentEvent | None:
+        """The next event, or ``None`` once the run has ended and settled."""
+        ...
+
+    def abandon(self, reason: Any) -> None:
+        """End the run now without awaiting."""
+        ...
+
+    async def drain(self) -> AgentRunResult:
+        """Run to the end and return the result."""
+        ...
 
 
 class DriverStream:
@@ -18,10 +65,10 @@ class DriverStream:
     leaves early (``break``, ``aclose()``, or dropping it)."""
 
     def __init__(self) -> None:
-        self._driver: RunDriver | None = None
+        self._driver: StepDriver | None = None
         self._done = False
 
-    async def _start(self) -> RunDriver:
+    async def _start(self) -> StepDriver:
         raise NotImplementedError
 
     def __aiter__(self) -> DriverStream:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import attrs
@@ -27,16 +27,15 @@ from ..runs._compaction import (
 from ..runs._driver import RunDriver, RunEventStream
 from ..runs._execution import RunExecution
 from ..runs._options import InvalidOptionsError, coerce_run_options
+from ..runs._ports import RunIdentity
 from ..runs._steering import SteerQueue
 from ..signals import AbortSignal
 from ..skills import LoadedSkillSet
 from ._branch import branch_messages
 from ._entries import SessionEntry, create_session_entry, new_entry_id
 from ._meter import ContextMeter
+from ._ports import SessionAgent
 from ._store import SessionStore
-
-if TYPE_CHECKING:
-    from ..agents import Agent
 
 __all__ = (
     "DEFAULT_SNAPSHOT_CACHE_TTL_MS",
@@ -64,7 +63,7 @@ class AgentSession:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: SessionAgent,
         *,
         id: str,
         store: SessionStore,
@@ -400,7 +399,7 @@ class AgentSession:
         )
         raise AgentRunError(error.message, result=result, code=error.code)
 
-    async def _ensure_started(self, execution: RunExecution) -> None:
+    async def _ensure_started(self, execution: RunIdentity) -> None:
         if self._started:
             return
         self._started = True
@@ -513,10 +512,10 @@ class AgentSession:
         )
         return result
 
-    async def _settle_run(self, execution: RunExecution) -> None:
+    async def _settle_run(self, execution: object) -> None:
         self._settle_run_now(execution)
 
-    def _settle_run_now(self, execution: RunExecution) -> None:
+    def _settle_run_now(self, execution: object) -> None:
         if self._active is execution:
             self._active = None
             # Steers belong to the run they were sent to; a later run starts clean.

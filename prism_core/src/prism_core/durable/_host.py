@@ -1,0 +1,139 @@
+"""What the durable side reads of a run, a session and an agent: narrow protocols.
+
+``durable/`` sits below ``runs/``, ``sessions/`` and ``agents``; it never imports them, not even
+for typing. The run loop, the session and the agent satisfy these protocols structurally.
+This module declares shapes only and holds no behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..content import Usage
+from ..guardrails import CompiledGuardrailPacks
+from ..limits import RunLimits
+from ..redaction import Redactor
+from ..skills import LoadedSkillSet
+
+__all__ = ("HostAgent", "HostCounters", "HostRun", "HostSession")
+
+
+class HostAgent(Protocol):
+    """The agent's identity, as a checkpoint names it."""
+
+    @property
+    def id(self) -> str | None:
+        """The agent's id."""
+        ...
+
+    @property
+    def name(self) -> str | None:
+        """The agent's name."""
+        ...
+
+
+class HostSession(Protocol):
+    """The session state a checkpoint carries: the leaf, loaded skills and guardrail packs."""
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The session's current leaf entry."""
+        ...
+
+    @property
+    def compiled_packs(self) -> CompiledGuardrailPacks | None:
+        """The session's guardrail packs, if any."""
+        ...
+
+    @property
+    def loaded_skills(self) -> LoadedSkillSet:
+        """The skills loaded into the session."""
+        ...
+
+
+class HostCounters(Protocol):
+    """The run's counters, as a checkpoint records them."""
+
+    @property
+    def turns(self) -> int:
+        """Provider turns started."""
+        ...
+
+    @property
+    def provider_attempts(self) -> int:
+        """Provider attempts made, retries included."""
+        ...
+
+    @property
+    def tool_rounds(self) -> int:
+        """Tool rounds started."""
+        ...
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls requested."""
+        ...
+
+    @property
+    def usage(self) -> Usage:
+        """Usage summed over the run."""
+        ...
+
+    @property
+    def usage_reported(self) -> bool:
+        """Whether any provider reported usage."""
+        ...
+
+
+class HostRun(Protocol):
+    """The run whose frontier a :class:`~prism_core.durable._run.DurableRun` checkpoints."""
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        ...
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        ...
+
+    @property
+    def agent(self) -> HostAgent:
+        """The agent the run belongs to."""
+        ...
+
+    @property
+    def session(self) -> HostSession:
+        """The session the run appends to."""
+        ...
+
+    @property
+    def redactor(self) -> Redactor | None:
+        """The run's redactor (applied to every checkpoint)."""
+        ...
+
+    @property
+    def loop(self) -> Any:
+        """The run's loop strategy (``snapshot()`` gives its loop-local state, if it has one)."""
+        ...
+
+    @property
+    def counters(self) -> HostCounters:
+        """The run's counters."""
+        ...
+
+    @property
+    def limits(self) -> RunLimits:
+        """The run's limits."""
+        ...
+
+    @property
+    def deadline(self) -> float | None:
+        """The wall-time deadline on the event loop's clock, if any."""
+        ...
+
+    @property
+    def tool_names(self) -> tuple[str, ...] | None:
+        """The tools the run may call (``None``: all)."""
+        ...

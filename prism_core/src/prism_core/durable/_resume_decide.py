@@ -1,0 +1,220 @@
+"""Resume, step three: applying the decisions to a suspended run's pending calls.
+
+Owns matching each decision to its pending decision, the scope rules of each outcome, the
+re-validation of edited arguments and elicitation answers (tool schema, host validator,
+tool-input guardrails), sticky decisions, and what stays undecided. It reads the session's
+packs; it writes nothing (the claim does, in ``_resume``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from ..content import ToolCallContent
+from ..errors import AgentDecisionError
+from ..guardrails import GuardrailContext, evaluate_guardrails, first_decisive
+from ..schema import validate_json_schema
+from ..tools import ToolExecutionContext
+from ._decisions import ResumeInput, RunDecision
+from ._options import DEFAULT_MAX_STICKY_DECISIONS
+from ._resume_ports import ResumableAgent, ResumedSession
+from ._state import AgentRunState, PendingCall, PendingDecision, StickyDecision, arguments_hash
+
+__all__ = ("Decided", "resolve_decisions")
+
+
+def _by_approval(state: AgentRunState) -> dict[str, PendingDecision]:
+    assert state.interruption is not None
+    return {d.approval_id: d for d in state.interruption.pending_decisions}
+
+
+async def _revalidate(
+    agent: ResumableAgent,
+    session: ResumedSession,
+    state: AgentRunState,
+    call: ToolCallContent,
+    index: int,
+) -> None:
+    """An edited call must pass the tool schema, the host validator and every tool-input
+    guardrail (the session's packs included; ``ask`` counts as a block)."""
+    tool = agent.registry.get(call.name)
+    if tool is None:
+        raise AgentDecisionError(f"decisions[{index}] edits a call to an unknown tool")
+    problem = validate_json_schema(tool.parameters, call.arguments)
+    context = ToolExecutionContext(
+        session_id=state.session_id,
+        run_id=state.run_id,
+        tool_call_id=call.id,
+        tool_name=call.name,
+    )
+    if problem is None and agent.validate is not None:
+        verdict = agent.validate(call, tool, context)
+        if hasattr(verdict, "__await__"):
+            verdict = await verdict
+        if verdict is not None:
+            problem = getattr(verdict, "message", None) or str(verdict)
+    if problem is not None:
+        raise AgentDecisionError(f"decisions[{index}].modified_arguments are invalid: {problem}")
+    guards = agent.guardrails.for_stage("tool_input")
+    if session.compiled_packs is not None:
+        guards = guards + session.compiled_packs.tool_input
+    if not guards:
+        return
+    records = await evaluate_guardrails(
+        guards,
+        GuardrailContext(
+            stage="tool_input",
+            value=call,
+            session_id=state.session_id,
+            run_id=state.run_id,
+            tool_name=call.name,
+            tool_call_id=call.id,
+        ),
+        redactor=agent.redactor,
+    )
+    decisive = first_decisive(records)
+    if decisive is not None:
+        raise AgentDecisionError(
+            f"decisions[{index}].modified_arguments are refused by guardrail {decisive.guardrail}"
+        )
+
+
+def _check_scope(decision: RunDecision, pending: PendingDecision, index: int) -> None:
+    for_run = decision.outcome in ("allow_for_run", "reject_for_run")
+    if pending.kind == "input_guardrail" and (
+        for_run or decision.modified_arguments is not None or decision.elicitation is not None
+    ):
+        raise AgentDecisionError(
+            f"decisions[{index}] uses an option an input-guardrail decision cannot take",
+            code="ERR_PRISM_DECISION_SCOPE",
+        )
+    if decision.elicitation is not None and pending.kind != "elicitation":
+        raise AgentDecisionError(
+            f"decisions[{index}] answers an elicitation on a decision that asked for none",
+            code="ERR_PRISM_DECISION_SCOPE",
+        )
+    if decision.elicitation is not None and decision.outcome != "allow_once":
+        raise AgentDecisionError(
+            f"decisions[{index}] answers an elicitation with outcome {decision.outcome}; use "
+            "allow_once",
+            code="ERR_PRISM_DECISION_SCOPE",
+        )
+    if decision.modified_arguments is not None and not decision.outcome.startswith("allow"):
+        raise AgentDecisionError(
+            f"decisions[{index}] edits arguments of a rejected call",
+            code="ERR_PRISM_DECISION_SCOPE",
+        )
+
+
+@attrs.define
+class Decided:
+    """The pending calls and sticky decisions after the decisions, and what stays undecided."""
+
+    pending_calls: list[PendingCall]
+    sticky: list[StickyDecision]
+    remaining: list[PendingDecision]
+    input_approved: bool = False
+    input_rejected: str | None = None
+
+
+async def resolve_decisions(
+    agent: ResumableAgent,
+    session: ResumedSession,
+    state: AgentRunState,
+    plan: ResumeInput,
+    calls: Mapping[str, ToolCallContent],
+) -> Decided:
+    """Apply ``plan``'s decisions to ``state``'s pending calls; refuse any invalid one."""
+    pending = _by_approval(state)
+    by_call = {c.tool_call_id: c for c in state.pending_calls}
+    decided = Decided(
+        pending_calls=list(state.pending_calls), sticky=list(state.sticky_decisions), remaining=[]
+    )
+    if plan.decision == "approve":
+        decisions = tuple(RunDecision(approval_id=a, outcome="allow_once") for a in pending)
+    else:
+        assert plan.decisions is not None
+        decisions = plan.decisions
+    chosen: dict[str, tuple[int, RunDecision]] = {}
+    for index, decision in enumerate(decisions):
+        target = pending.get(decision.approval_id)
+        if target is None:
+            raise AgentDecisionError(
+                f"decisions[{index}] names an unknown approval id",
+                code="ERR_PRISM_DECISION_UNKNOWN",
+            )
+        _check_scope(decision, target, index)
+        chosen[decision.approval_id] = (index, decision)
+    updates: dict[str, PendingCall] = {}
+    for approval_id, (index, decision) in chosen.items():
+        target = pending[approval_id]
+        if target.kind == "input_guardrail":
+            if decision.outcome == "allow_once":
+                decided.input_approved = True
+            else:
+                decided.input_rejected = decision.reason or "rejected"
+            continue
+        assert target.tool_call_id is not None
+        current = by_call[target.tool_call_id]
+        call = calls[target.tool_call_id]
+        if decision.outcome.startswith("reject"):
+            updates[current.tool_call_id] = attrs.evolve(
+                current, status="rejected", reason=decision.reason
+            )
+        elif decision.elicitation is not None:
+            tool = agent.registry.get(call.name)
+            schema = tool.elicitation if tool is not None else target.elicitation_schema
+            problem = validate_json_schema(schema, decision.elicitation)
+            if problem is None and agent.validate is not None and tool is not None:
+                answered = ToolCallContent(call.id, call.name, dict(decision.elicitation))
+                verdict = agent.validate(
+                    answered,
+                    tool,
+                    ToolExecutionContext(
+                        session_id=state.session_id,
+                        run_id=state.run_id,
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                    ),
+                )
+                if hasattr(verdict, "__await__"):
+                    verdict = await verdict
+                if verdict is not None:
+                    problem = getattr(verdict, "message", None) or str(verdict)
+            if problem is not None:
+                raise AgentDecisionError(f"decisions[{index}].elicitation is invalid: {problem}")
+            updates[current.tool_call_id] = attrs.evolve(
+                current, status="answered", answer=dict(decision.elicitation)
+            )
+        else:
+            modified = None
+            if decision.modified_arguments is not None:
+                edited = ToolCallContent(call.id, call.name, dict(decision.modified_arguments))
+                await _revalidate(agent, session, state, edited, index)
+                modified = dict(decision.modified_arguments)
+            updates[current.tool_call_id] = attrs.evolve(
+                current,
+                status="approved",
+                modified_arguments=modified,
+                arguments_hash=arguments_hash(modified)
+                if modified is not None
+                else current.arguments_hash,
+            )
+        if decision.outcome in ("allow_for_run", "reject_for_run") and target.scope is not None:
+            decided.sticky.append(
+                StickyDecision(
+                    scope=target.scope,
+                    outcome=decision.outcome,
+                    reason=decision.reason,
+                )
+            )
+    if len(decided.sticky) > DEFAULT_MAX_STICKY_DECISIONS:
+        raise AgentDecisionError(
+            f"a run may hold at most {DEFAULT_MAX_STICKY_DECISIONS} sticky decisions",
+            code="ERR_PRISM_DECISION_LIMIT",
+        )
+    decided.pending_calls = [updates.get(c.tool_call_id, c) for c in decided.pending_calls]
+    decided.remaining = [d for a, d in pending.items() if a not in chosen]
+    return decided

@@ -1,0 +1,159 @@
+"""Resume, last step: the resumed run, carrying the checkpoint's frontier into a new execution.
+
+Owns the plan the resumed run follows (the tool calls its pending work refers to, held input,
+the ``agent_resumed`` event), restoring counters, limits, the wall deadline and loop-local state
+into the execution, and attaching the durable side that continues the claimed checkpoint. It
+writes nothing itself: the claim is written in ``_resume`` before the run starts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import anyio
+import attrs
+
+from ..content import Message, ToolCallContent
+from ..errors import AgentLoopStateError, AgentRunStateError
+from ..events import AgentResumedEvent
+from ..limits import RunLimits
+from ._checkpoints import CheckpointRecord
+from ._options import RunStateOptions
+from ._resume_checks import ResumeRequest
+from ._resume_ports import ResumedSession
+from ._run import DurableRun
+from ._state import AgentRunState
+from ._writer import CheckpointWriter
+
+if TYPE_CHECKING:
+    from ..runs._driver import RunDriver
+    from ..runs._execution import RunExecution
+
+__all__ = ("ResumePlan", "attach_durable", "resumed_execution")
+
+
+@attrs.frozen(kw_only=True)
+class ResumePlan:
+    """What a claimed resume hands the resumed run: the tool calls its pending work refers
+    to, input held by an input-guardrail suspension, and the ``agent_resumed`` event."""
+
+    state: AgentRunState
+    calls: Mapping[str, ToolCallContent]
+    pending_input: tuple[Message, ...]
+    resumed_event: AgentResumedEvent | None
+
+
+def resumed_execution(
+    session: ResumedSession, state: AgentRunState, plan: ResumePlan
+) -> RunExecution:
+    """A run on ``session`` continuing ``state``: its counters, limits, deadline and loop."""
+    # The run loop is imported when a resume runs, not when this module loads: ``runs/``
+    # imports the durable boundary, and loading this package's ``__init__`` (which re-exports
+    # the resume API) must not need a ``runs/`` that is still initialising.
+    from ..runs._execution import RunExecution
+    from ..runs._options import RunOptions
+
+    execution = RunExecution(
+        session,
+        (),
+        RunOptions(tool_names=state.tool_names),
+        run_id=state.run_id,
+        resume=plan,
+    )
+    _restore_execution(execution, state)
+    return execution
+
+
+def _restore_execution(execution: RunExecution, state: AgentRunState) -> None:
+    """Carry the recorded counters, limits, wall deadline and loop state into the run."""
+    from ..runs._counters import RunCounters
+
+    counters = state.counters
+    execution.counters = RunCounters(
+        turns=counters.turns,
+        provider_attempts=counters.provider_attempts,
+        tool_rounds=counters.tool_rounds,
+        tool_calls=counters.tool_calls,
+        usage=counters.usage or execution.counters.usage,
+        usage_reported=counters.usage is not None,
+    )
+    if state.limits is not None:
+        try:
+            execution.limits = RunLimits(**dict(state.limits))
+        except TypeError as exc:
+            raise AgentRunStateError(f"malformed run limits in the checkpoint: {exc}") from exc
+    if state.wall_deadline is not None:
+        execution.deadline = anyio.current_time() + (state.wall_deadline - time.time())
+    loop = execution.loop
+    record = state.loop_state
+    if record is None:
+        return
+    if record.name != getattr(loop, "name", None) or record.revision != str(
+        getattr(loop, "revision", "")
+    ):
+        raise AgentLoopStateError(
+            f"the checkpoint's loop {record.name!r} revision {record.revision!r} does not match "
+            f"the agent's loop",
+            code="ERR_PRISM_LOOP_REVISION",
+        )
+    restore = getattr(loop, "restore", None)
+    if callable(restore):
+        try:
+            restore(record.snapshot)
+        except Exception as exc:
+            raise AgentLoopStateError(
+                f"loop {record.name!r} could not restore its snapshot: {exc}",
+                code="ERR_PRISM_LOOP_SNAPSHOT",
+            ) from exc
+
+
+def attach_durable(
+    execution: RunExecution,
+    session: ResumedSession,
+    state: AgentRunState,
+    claimed: AgentRunState,
+    request: ResumeRequest,
+    record: CheckpointRecord,
+    writer: CheckpointWriter,
+) -> RunDriver:
+    """Give the claimed ``execution`` the durable side that continues the checkpoint, make it
+    the session's active run, and return its driver."""
+    from ..runs._driver import RunDriver
+
+    persist = (
+        request.persist_session_state
+        if request.persist_session_state is not None
+        else bool(state.session_state and state.session_state.loaded_skill_names)
+    )
+    include_bodies = (
+        request.include_skill_bodies
+        if request.include_skill_bodies is not None
+        else bool(state.session_state and state.session_state.loaded_skill_bodies is not None)
+    )
+    durable = DurableRun(
+        execution,
+        RunStateOptions(
+            request.checkpoints,
+            request.definition_revision,
+            interrupt_before_tool=state.interrupt_before_tool,
+            checkpoint_policy=state.checkpoint_policy or "decision",
+            persist_session_state=persist,
+            include_skill_bodies=include_bodies,
+            max_state_bytes=writer.max_state_bytes,
+            ownership=request.ownership,
+            fencing_token=record.fencing_token,
+        ),
+        fingerprint=state.fingerprint,
+        version=writer.version,
+        metadata=writer.metadata,
+        sticky=claimed.sticky_decisions,
+        metadata_source=request.checkpoint_metadata,
+    )
+    durable.pending_calls = list(claimed.pending_calls)
+    durable.claimed_leaf = session.leaf_id
+    durable.writer.writes = writer.writes
+    execution.durable = durable
+    session._begin(execution)
+    return RunDriver(execution)

@@ -1,0 +1,144 @@
+"""The edges of a run's turns: its input, and the boundary before every provider turn.
+
+Owns the input-guardrail stage of the run's input (an ``interrupt`` becomes the input gate of a
+durable run), appending the input, automatic compaction before the first turn, and the turn
+boundary: stop on abort, apply steered messages (each checked by the input guardrails), and
+the durable run's turn checkpoint. It does not stream, run tools or end the run.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import anyio
+
+from ..content import ToolCallContent
+from ..durable._boundary import Gate, new_approval_id, scope_for
+from ..events import AgentEvent, SteerRejectedEvent
+from ..guardrails import first_decisive
+from ..redaction import redact_value
+from ._failures import AbortRequested
+from ._guarding import act_on_run_stage, decision_event, evaluate, interrupt_unavailable
+from ._state import RunState
+
+__all__ = (
+    "append_input",
+    "apply_pending_steers",
+    "auto_compact",
+    "check_input",
+    "has_pending_steers",
+    "turn_boundary",
+)
+
+
+async def check_input(run: RunState) -> list[AgentEvent]:
+    """Run the input guardrails over the run's input; a durable run's interrupt sets a gate."""
+    guards = run.guardrails.for_stage("input")
+    if not guards:
+        return []
+    records = await evaluate(run, "input", guards, run.input_messages)
+    events = [run.emit(decision_event(run, record)) for record in records]
+    decisive = first_decisive(records)
+    if decisive is not None and decisive.action == "interrupt" and run.durable is not None:
+        run.input_gate = Gate(
+            call=ToolCallContent("input", "input", {}),
+            tool=None,
+            kind="input_guardrail",
+            reason=decisive.reason,
+            guardrail=decisive.guardrail,
+            scope=scope_for(run.durable.agent_id, ToolCallContent("input", "input", {}), None),
+            approval_id=new_approval_id(),
+        )
+        return events
+    act_on_run_stage(decisive, "input")
+    return events
+
+
+async def append_input(run: RunState) -> None:
+    """Store the run's input (after a ``model_change`` entry when the model changed)."""
+    session = run.session
+    if run.model != session.current_model:
+        await session._append_entry(kind="model_change", run_id=run.run_id, model=run.model)
+        session.current_model = run.model
+    for message in run.input_messages:
+        await session._append_message(redact_value(message, run.redactor), run.run_id)
+
+
+async def turn_boundary(run: RunState) -> list[AgentEvent]:
+    """A provider-turn boundary: stop on abort, apply steers, then the durable checkpoint."""
+    if run.signal.aborted:
+        await anyio.lowlevel.checkpoint()
+        raise AbortRequested()
+    events = await apply_pending_steers(run)
+    if run.durable is not None:
+        await run.durable.turn_boundary()
+    return events
+
+
+def has_pending_steers(run: RunState) -> bool:
+    """Whether steered messages wait for the next turn boundary."""
+    return len(run.session._steers) > 0
+
+
+async def apply_pending_steers(run: RunState) -> list[AgentEvent]:
+    """Check each pending steer with the input guardrails and append the allowed ones.
+
+    A ``block``/``tripwire`` drops just that message (``steer_rejected``); an
+    ``interrupt`` fails the run, since only run-start input can suspend.
+    """
+    events: list[AgentEvent] = []
+    guards = run.guardrails.for_stage("input")
+    for message in run.session._steers.drain():
+        message = redact_value(message, run.redactor)
+        if guards:
+            records = await evaluate(run, "input", guards, (message,))
+            events.extend(run.emit(decision_event(run, r)) for r in records)
+            decisive = first_decisive(records)
+            if decisive is not None and decisive.action == "interrupt":
+                interrupt_unavailable(decisive, "input (steer)")
+            if decisive is not None:
+                events.append(
+                    run.emit(
+                        SteerRejectedEvent(
+                            session_id=run.session_id,
+                            run_id=run.run_id,
+                            message=message,
+                            record=decisive,
+                        )
+                    )
+                )
+                continue
+        await run.session._append_message(message, run.run_id)
+    return events
+
+
+async def auto_compact(run: RunState) -> list[AgentEvent]:
+    """Compact the session before the first turn when the compaction config says it is due."""
+    config = run.compaction
+    if config is None or not config.automatic:
+        return []
+    session = run.session
+    due = (
+        config.threshold_entries is not None
+        and len(session._history_messages()) >= config.threshold_entries
+    )
+    meter = session.context_meter()
+    if not due and config.input_ratio is not None and meter.input_tokens is not None:
+        assert config.context_window is not None
+        due = meter.input_tokens / config.context_window >= config.input_ratio
+    if not due and config.trigger is not None:
+        verdict = config.trigger(meter)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        due = bool(verdict)
+    if not due:
+        return []
+    events: list[AgentEvent] = []
+    await session._compact(
+        keep_recent=config.keep_recent_entries,
+        strategy=config.strategy,
+        run_id=run.run_id,
+        signal=run.signal,
+        emit=lambda event: events.append(run.emit(event)),
+    )
+    return events

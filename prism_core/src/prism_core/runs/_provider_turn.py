@@ -1,0 +1,261 @@
+"""One provider turn: stream the provider's answer, assemble tool calls, retry, and store it.
+
+Owns the turn's streaming state, the mapping of provider events to ``message_*`` events
+(buffered while output guardrails must see the message first), provider-error redaction and
+retry, the output-guardrail stage, and appending the assistant message. It does not run tools
+(``_tool_round``) and does not decide when a turn starts (``_execution``, ``_boundary``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import anyio
+import attrs
+
+from ..codec import dumps
+from ..content import ErrorInfo, Message, TextContent, ThinkingContent, ToolCallContent, Usage
+from ..events import (
+    AgentEvent,
+    MessageDelta,
+    MessageDeltaEvent,
+    MessageFinishedEvent,
+    MessageStartedEvent,
+    RetryScheduledEvent,
+)
+from ..guardrails import first_decisive
+from ..providers import (
+    ProviderDone,
+    ProviderError,
+    ProviderRequest,
+    ProviderTextDelta,
+    ProviderThinkingDelta,
+    ProviderToolCall,
+    ProviderToolCallDelta,
+    ProviderUsage,
+    ToolCallAssembler,
+)
+from ..redaction import redact_value
+from ..retry import RetryDecision
+from ._counters import LimitBreached
+from ._failures import RunFailure
+from ._guarding import act_on_run_stage, decision_event, evaluate
+from ._request import request_bytes
+from ._state import RunState
+
+__all__ = ("TurnState", "assistant_message", "finish_message", "stream_turn")
+
+
+@attrs.define
+class TurnState:
+    """What one provider turn has streamed so far."""
+
+    text: str = ""
+    thinking: str = ""
+    signature: str | None = None
+    usage: Usage | None = None
+    started: bool = False
+    emitted: bool = False
+    interrupted: bool = False
+    response_bytes: int = 0
+    buffer: list[AgentEvent] = attrs.field(factory=list)
+    assembler: ToolCallAssembler = attrs.field(factory=ToolCallAssembler)
+
+    def reset(self) -> None:
+        """Forget a failed attempt (nothing of it was emitted) before the retry."""
+        self.text, self.thinking, self.signature, self.usage = "", "", None, None
+        self.started, self.emitted, self.response_bytes = False, False, 0
+        self.interrupted = False
+        self.buffer.clear()
+        self.assembler = ToolCallAssembler()
+
+
+async def stream_turn(
+    run: RunState, request: ProviderRequest, state: TurnState
+) -> AsyncGenerator[AgentEvent, None]:
+    """Stream ``request`` into ``state``, retrying a failed attempt the retry policy allows."""
+    assert run.provider is not None
+    attempt = 0
+    buffering = bool(run.guardrails.for_stage("output"))
+    while True:
+        attempt += 1
+        run.counters.provider_attempts += 1
+        run.counters.charge("max_provider_attempts", run.counters.provider_attempts, run.limits)
+        error: ErrorInfo | None = None
+        stream = aiter(run.provider.generate(request))
+        try:
+            while True:
+                # A fresh scope per event, so a soft interrupt cancels the provider only
+                # and no scope is ever held across a yield.
+                with anyio.CancelScope() as provider_scope:
+                    run.provider_scope = provider_scope
+                    try:
+                        provider_event = await anext(stream, None)
+                    finally:
+                        run.provider_scope = None
+                if provider_scope.cancelled_caught:
+                    state.interrupted = True
+                    break
+                if provider_event is None:
+                    break
+                if isinstance(provider_event, ProviderError):
+                    error = provider_event.error
+                    break
+                if isinstance(provider_event, ProviderDone):
+                    if provider_event.usage is not None:
+                        state.usage = provider_event.usage
+                    break
+                for event in _on_provider_event(run, provider_event, state):
+                    if buffering:
+                        state.buffer.append(event)
+                    else:
+                        state.emitted = True
+                        yield run.emit(event)
+        except (RunFailure, LimitBreached):
+            raise
+        except Exception as exc:
+            error = ErrorInfo(
+                str(exc) or type(exc).__name__,
+                code=getattr(exc, "code", None) or "provider_error",
+                retryable=getattr(exc, "retryable", None),
+            )
+        finally:
+            closer = getattr(stream, "aclose", None)
+            if closer is not None:
+                with anyio.CancelScope(shield=True):
+                    await closer()
+        if error is None:
+            return
+        error = _redact_provider_error(run, error)
+        decision = _retry_decision(run, attempt, error, state)
+        if decision is not None:
+            decision = await run.agent.middleware.run("retry", decision, run.mw_context("retry"))
+        if decision is None or not decision.retry:
+            raise RunFailure(attrs.evolve(error, code=error.code or "provider_error"))
+        yield run.emit(
+            RetryScheduledEvent(
+                session_id=run.session_id,
+                run_id=run.run_id,
+                attempt=attempt,
+                delay_ms=decision.delay_ms,
+                error=error,
+            )
+        )
+        await anyio.sleep(decision.delay_ms / 1000)
+        state.reset()
+
+
+def _retry_decision(
+    run: RunState, attempt: int, error: ErrorInfo, state: TurnState
+) -> RetryDecision | None:
+    if run.retry is None or state.emitted:
+        return None
+    return run.retry.decide(attempt, error)
+
+
+def _redact_provider_error(run: RunState, error: ErrorInfo) -> ErrorInfo:
+    message = error.message
+    for secret in run.secrets:
+        if secret:
+            message = message.replace(secret, "[REDACTED]")
+    return redact_value(attrs.evolve(error, message=message), run.redactor)
+
+
+def _on_provider_event(run: RunState, event: Any, state: TurnState) -> list[AgentEvent]:
+    out: list[AgentEvent] = []
+    if isinstance(event, ProviderUsage):
+        state.usage = event.usage
+        return out
+    if not state.started:
+        state.started = True
+        out.append(MessageStartedEvent(session_id=run.session_id, run_id=run.run_id))
+    if isinstance(event, ProviderTextDelta):
+        state.text += event.text
+        state.response_bytes += len(event.text.encode("utf-8"))
+        out.append(
+            MessageDeltaEvent(
+                session_id=run.session_id,
+                run_id=run.run_id,
+                delta=MessageDelta(kind="text", text=event.text),
+            )
+        )
+    elif isinstance(event, ProviderThinkingDelta):
+        state.thinking += event.text
+        state.signature = event.signature or state.signature
+        state.response_bytes += len(event.text.encode("utf-8"))
+        out.append(
+            MessageDeltaEvent(
+                session_id=run.session_id,
+                run_id=run.run_id,
+                delta=MessageDelta(kind="thinking", text=event.text),
+            )
+        )
+    elif isinstance(event, ProviderToolCallDelta):
+        state.assembler.add_delta(event)
+        state.response_bytes += len((event.arguments_text or "").encode("utf-8"))
+        out.append(
+            MessageDeltaEvent(
+                session_id=run.session_id,
+                run_id=run.run_id,
+                delta=MessageDelta(
+                    kind="tool_call",
+                    index=event.index,
+                    id=event.id,
+                    name=event.name,
+                    arguments_text=event.arguments_text,
+                ),
+            )
+        )
+    elif isinstance(event, ProviderToolCall):
+        state.assembler.add_call(event.call)
+        state.response_bytes += len(dumps(event.call.arguments))
+    else:
+        raise RunFailure(
+            ErrorInfo(
+                f"Provider emitted an unknown event {event!r}", code="ERR_PRISM_PROVIDER_EVENT"
+            )
+        )
+    run.counters.charge("max_response_bytes", state.response_bytes, run.limits)
+    return out
+
+
+def assistant_message(state: TurnState, calls: tuple[ToolCallContent, ...]) -> Message:
+    """The assistant message a turn produced: thinking, text, then the tool calls."""
+    content: list[Any] = []
+    if state.thinking:
+        content.append(ThinkingContent(state.thinking, state.signature))
+    if state.text or not calls:
+        content.append(TextContent(state.text))
+    content.extend(calls)
+    return Message("assistant", tuple(content))
+
+
+async def finish_message(run: RunState, message: Message, state: TurnState) -> list[AgentEvent]:
+    """Check ``message`` with the output guardrails, release what was held, and store it."""
+    events: list[AgentEvent] = []
+    guards = run.guardrails.for_stage("output")
+    if guards:
+        records = await evaluate(run, "output", guards, message)
+        events.extend(run.emit(decision_event(run, record)) for record in records)
+        act_on_run_stage(first_decisive(records), "output")
+        # Allowed: release what was held back, so blocked content is never emitted.
+        events.extend(run.emit(event) for event in state.buffer)
+        state.buffer.clear()
+    if not state.started:
+        events.append(run.emit(MessageStartedEvent(session_id=run.session_id, run_id=run.run_id)))
+    message = redact_value(message, run.redactor)
+    await run.session._append_message(message, run.run_id)
+    run.last_message = message
+    events.append(
+        run.emit(
+            MessageFinishedEvent(session_id=run.session_id, run_id=run.run_id, message=message)
+        )
+    )
+    if state.usage is not None and state.usage.input_tokens > 0:
+        run.session._meter_input = (state.usage.input_tokens, "reported")
+    else:
+        run.session._meter_input = (max(1, request_bytes(run) // 4), "estimate")
+    if state.usage is not None:
+        run.counters.add_usage(state.usage, run.limits)
+    return events

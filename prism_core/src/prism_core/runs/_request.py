@@ -1,0 +1,165 @@
+"""Before a provider turn: which provider answers, and the request it is sent.
+
+Owns provider resolution, the system prompt with its skills section, the tool specs, request
+policies and ``provider_request`` middleware, redaction of what they add, and the request-size
+limit. It never calls the provider and never writes to the session.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..codec import dumps
+from ..content import ErrorInfo, message_size_bound
+from ..providers import AIProvider, ProviderRequest, ProviderToolSpec
+from ..redaction import redact_value
+from ..skills import render_skills
+from ._failures import RunFailure
+from ._state import RunState
+
+__all__ = ("assemble_request", "request_bytes", "resolve_provider")
+
+
+async def resolve_provider(run: RunState) -> AIProvider:
+    """The agent's provider, else the provider source's, else a plugin's; fail when none."""
+    agent = run.agent
+    provider: Any = agent.provider
+    if provider is None and run.provider_source is not None:
+        provider = run.provider_source(run.model)
+        if inspect.isawaitable(provider):
+            provider = await provider
+    if provider is None:
+        provider = agent.plugin_host.provider(run.model)
+    if provider is None:
+        raise RunFailure(
+            ErrorInfo(
+                f"No provider for model {run.model.provider}/{run.model.model}: pass "
+                "create_agent(provider=...), a provider_source, or a plugin implementing "
+                "prism_provider",
+                code="ERR_PRISM_PROVIDER_NOT_FOUND",
+            )
+        )
+    if not callable(getattr(provider, "generate", None)):
+        raise RunFailure(
+            ErrorInfo(
+                f"Provider for {run.model.provider!r} has no generate(request) method",
+                code="ERR_PRISM_PROVIDER_INVALID",
+            )
+        )
+    return provider  # type: ignore[no-any-return]
+
+
+def _system_prompt(run: RunState) -> str | None:
+    loaded = run.session.loaded_skills
+    key = loaded.names()
+    if run.system_key != key:
+        section = render_skills(run.active_skills, loaded, run.skills_disclosure)
+        parts = [p for p in (run.system, section) if p]
+        run.system_text = "\n\n".join(parts) if parts else None
+        run.system_key = key
+    return run.system_text
+
+
+def _tool_specs(run: RunState) -> tuple[ProviderToolSpec, ...]:
+    if run.tool_specs is None:
+        allowed = None if run.tool_names is None else set(run.tool_names)
+        run.tool_specs = tuple(
+            ProviderToolSpec(tool.name, tool.description, tool.parameters)
+            for tool in run.agent.registry.definitions()
+            if allowed is None or tool.name in allowed
+        )
+    return run.tool_specs
+
+
+async def assemble_request(run: RunState) -> ProviderRequest:
+    """The next provider request: policies, history, tools, system prompt, middleware."""
+    options: dict[str, Any] = dict(run.provider_options)
+    for policy in run.policies:
+        patch = policy(
+            ProviderRequest(
+                model=run.model,
+                messages=(),
+                system=run.system,
+                options=dict(options),
+                metadata=run.metadata,
+                signal=run.signal,
+            )
+        )
+        if inspect.isawaitable(patch):
+            patch = await patch
+        if patch is None:
+            continue
+        if not isinstance(patch, Mapping):
+            raise RunFailure(
+                ErrorInfo(
+                    "provider request policies must return None or a mapping with "
+                    "'options' and/or 'secrets'",
+                    code="ERR_PRISM_PROVIDER_POLICY",
+                )
+            )
+        options.update(dict(patch.get("options") or {}))
+        run.secrets.extend(s for s in patch.get("secrets") or () if isinstance(s, str))
+    if run.thinking_level is not None:
+        options["thinking_level"] = run.thinking_level
+    options.setdefault("session_id", run.session_id)
+    options.setdefault("cache_key", run.session_id)
+    request = ProviderRequest(
+        model=run.model,
+        messages=tuple(run.session._history_messages()),
+        tools=_tool_specs(run),
+        system=_system_prompt(run),
+        options=options,
+        metadata=run.metadata,
+        signal=run.signal,
+    )
+    before = request
+    request = await run.agent.middleware.run(
+        "provider_request", request, run.mw_context("provider_request")
+    )
+    if request is not before or run.redactor is not None:
+        # History is redacted as it is appended; only the new parts need a pass.
+        request = attrs.evolve(
+            request,
+            system=redact_value(request.system, run.redactor),
+            options=redact_value(dict(request.options), run.redactor),
+            messages=request.messages
+            if request.messages is before.messages
+            else redact_value(request.messages, run.redactor),
+        )
+    extra = len(
+        dumps(
+            {
+                "system": request.system,
+                "tools": [attrs.asdict(t) for t in request.tools],
+                "options": dict(request.options),
+            }
+        )
+    )
+    run.request_extra_bytes = extra
+    run.request_messages = None if request.messages is before.messages else request.messages
+    # The cheap bound settles almost every turn; the exact size is measured only near the
+    # limit, so a long history is not re-encoded before each provider call.
+    if _request_bound(run) > run.limits.max_request_bytes:
+        run.counters.charge("max_request_bytes", request_bytes(run), run.limits)
+    return request
+
+
+def _request_bound(run: RunState) -> int:
+    messages = run.request_messages
+    history = (
+        run.session._history_bound_bytes()
+        if messages is None
+        else sum(message_size_bound(m) for m in messages)
+    )
+    return history + run.request_extra_bytes
+
+
+def request_bytes(run: RunState) -> int:
+    """The exact canonical-JSON size of the last request (measured on demand)."""
+    messages = run.request_messages
+    history = run.session._history_bytes() if messages is None else len(dumps(list(messages)))
+    return history + run.request_extra_bytes

@@ -1,0 +1,100 @@
+"""Resolving a run's configuration from its agent and its options, before any provider work.
+
+Owns the system-prompt composition, the skill selection and the validation of a durable run's
+options. Pure functions of configuration: they touch no session, store or provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..durable._boundary import (
+    DurableRun,
+    HostRun,
+    agent_fingerprint,
+    coerce_run_state_options,
+)
+from ..errors import AgentLoopStateError, AgentRunStateError
+from ..skills import Skill, SkillRegistry
+from ._loops import loop_is_durable
+from ._options import InvalidOptionsError, RunOptions
+from ._ports import RunAgent
+
+__all__ = ("compose_system_prompt", "resolve_skills", "start_durable")
+
+
+def compose_system_prompt(
+    instructions: str | None, agent_layers: Sequence[Any], run_layers: Any
+) -> str | None:
+    """Instructions, then agent layers, then run layers; ``run_layers=False`` drops layers."""
+    parts: list[str] = []
+    if instructions:
+        parts.append(instructions)
+    if run_layers is not False:
+        for layer in (*agent_layers, *(run_layers or ())):
+            text = layer if isinstance(layer, str) else getattr(layer, "text", None)
+            if text is None and isinstance(layer, Mapping):
+                text = layer.get("text")
+            if not isinstance(text, str):
+                raise InvalidOptionsError(
+                    f"system prompt layers must be strings or have a 'text', got {layer!r}"
+                )
+            if text:
+                parts.append(text)
+    return "\n\n".join(parts) if parts else None
+
+
+def resolve_skills(agent: RunAgent, options: RunOptions) -> tuple[Skill, ...]:
+    """The skills a run activates (see ``RunOptions.active_skills``/``skills``)."""
+    source = options.skills if options.skills is not None else agent.skills
+    if source is None:
+        if options.active_skills:
+            raise InvalidOptionsError("active_skills needs skills configured on the agent")
+        return ()
+    registry = isinstance(source, SkillRegistry)
+    available = source.all() if registry else tuple(source)
+    for skill in available:
+        if not isinstance(skill, Skill):
+            raise InvalidOptionsError(f"skills must be Skill values, got {type(skill).__name__}")
+    if options.active_skills is not None:
+        by_name = {s.name: s for s in available}
+        unknown = [n for n in options.active_skills if n not in by_name]
+        if unknown:
+            raise InvalidOptionsError(f"unknown active_skills {unknown}; known: {list(by_name)}")
+        return tuple(by_name[n] for n in options.active_skills)
+    activate_all = (
+        options.activate_all_skills
+        if options.activate_all_skills is not None
+        else agent.activate_all_skills
+    )
+    if registry and not activate_all:
+        return ()
+    return available
+
+
+def start_durable(run: HostRun, agent: RunAgent, options: RunOptions, run_state: Any) -> DurableRun:
+    """Validate a durable run's options before any provider work."""
+    state_options = coerce_run_state_options(run_state)
+    assert state_options is not None
+    if not (agent.id or agent.name):
+        raise AgentRunStateError("a durable run needs an agent id or name")
+    overrides = [
+        name for name in ("model", "guardrails", "loop") if getattr(options, name) is not None
+    ]
+    if overrides:
+        raise AgentRunStateError(
+            f"a durable run cannot override {', '.join(overrides)} per run: the agent "
+            "fingerprint must describe what a resume will run"
+        )
+    if not loop_is_durable(run.loop):
+        raise AgentLoopStateError(
+            f"loop {getattr(run.loop, 'name', '?')!r} has no snapshot()/restore(), so it "
+            "cannot take part in a durable run",
+            code="ERR_PRISM_LOOP_NOT_DURABLE",
+        )
+    return DurableRun(
+        run,
+        state_options,
+        fingerprint=agent_fingerprint(agent, state_options.definition_revision),
+    )

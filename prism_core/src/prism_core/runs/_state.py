@@ -1,0 +1,175 @@
+"""The state of one run and the two services every phase uses: emitting and middleware context.
+
+``RunState`` resolves the run's configuration (limits, retry, guardrails, system prompt, loop,
+skills, durable options) from the agent and the options, and holds everything the phases read
+and update: counters, the last message, the provider in use, the result. The phases are
+functions over it (``_request``, ``_provider_turn``, ``_tool_round``, ``_boundary``,
+``_terminals``); the flow that calls them lives in ``_execution``. This module holds no phase
+logic and does no I/O.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import anyio
+import attrs
+
+from ..content import Message
+from ..durable._boundary import DurableRun, Gate
+from ..errors import PrismError
+from ..events import AgentEvent
+from ..guardrails import GuardrailRecord, coerce_guardrails
+from ..middleware import MiddlewareContext
+from ..models import ModelConfig
+from ..providers import AIProvider, ProviderToolSpec
+from ..redaction import chain_redactors, redact_value
+from ..results import AgentRunResult
+from ..retry import coerce_retry
+from ..signals import AbortSignal
+from ..skills import Skill, SkillDisclosure
+from ._compaction import coerce_compaction
+from ._counters import RunCounters
+from ._loops import coerce_loop
+from ._options import InvalidOptionsError, RunOptions
+from ._ports import RunSession
+from ._setup import compose_system_prompt, resolve_skills, start_durable
+
+__all__ = ("RunState",)
+
+
+class RunState:
+    """The configuration and the live state of one run on one session."""
+
+    def __init__(
+        self,
+        session: RunSession,
+        messages: tuple[Message, ...],
+        options: RunOptions,
+        *,
+        run_id: str | None = None,
+        resume: Any = None,
+    ) -> None:
+        agent = session.agent
+        self.resume = resume
+        self.session = session
+        self.agent = agent
+        self.session_id = session.id
+        self.run_id = run_id or f"run_{uuid.uuid4().hex}"
+        self.signal = AbortSignal()
+        self.options = options
+        self.input_messages = messages
+        try:
+            self.limits = agent.limits.narrowed(options.limits)
+            self.retry = agent.retry if options.retry is None else coerce_retry(options.retry)
+            guardrails = agent.guardrails.merged(coerce_guardrails(options.guardrails))
+            packs = session.compiled_packs
+            if packs is not None:
+                # Pack observers see every result first, so a blocking guard cannot hide a
+                # validation failure from pack state.
+                guardrails = attrs.evolve(
+                    guardrails,
+                    tool_input=guardrails.tool_input + packs.tool_input,
+                    tool_output=packs.tool_output + guardrails.tool_output,
+                )
+            self.guardrails = guardrails
+            self.system = compose_system_prompt(
+                agent.instructions, agent.system_prompt, options.system_prompt
+            )
+            loop = coerce_loop(
+                options.loop if options.loop is not None else agent.loop, agent.loop_catalogue
+            )
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, InvalidOptionsError):
+                raise
+            raise InvalidOptionsError(str(exc)) from exc
+        new_run = getattr(loop, "new_run", None)
+        self.loop = new_run() if callable(new_run) else loop
+        self.model: ModelConfig = options.model or agent.model
+        self.redactor = chain_redactors(agent.redactor, options.redactor)
+        self.tool_names = options.tool_names
+        self.metadata: dict[str, Any] = {
+            **agent.metadata,
+            **session.metadata,
+            **options.metadata,
+        }
+        self.provider_options: dict[str, Any] = {
+            **agent.provider_options,
+            **options.provider_options,
+        }
+        self.thinking_level = options.thinking_level or agent.thinking_level
+        self.policies = (*agent.provider_request_policies, *options.provider_request_policies)
+        self.provider_source = options.provider_source or agent.provider_source
+        try:
+            self.compaction = (
+                agent.compaction
+                if options.compaction is None
+                else coerce_compaction(options.compaction)
+            )
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, InvalidOptionsError):
+                raise
+            raise InvalidOptionsError(str(exc)) from exc
+        self.active_skills = resolve_skills(agent, options)
+        self.skills_disclosure: SkillDisclosure = (
+            options.skills_disclosure or agent.skills_disclosure  # type: ignore[assignment]
+        )
+        # Request assembly's caches and measurements (see ``_request``).
+        self.system_key: tuple[str, ...] | None = None
+        self.system_text: str | None = None
+        self.request_extra_bytes = 0
+        self.request_messages: tuple[Message, ...] | None = None
+        self.tool_specs: tuple[ProviderToolSpec, ...] | None = None
+        self.secrets: list[str] = []
+        # The provider stream in flight, cancelled by a soft interrupt (see ``_provider_turn``).
+        self.provider_scope: anyio.CancelScope | None = None
+        self.counters = RunCounters()
+        self.last_message: Message | None = None
+        self.result: AgentRunResult | None = None
+        self.failure_cause: BaseException | None = None
+        self.failure_record: GuardrailRecord | None = None
+        self.deadline: float | None = None
+        self.step_scope: anyio.CancelScope | None = None
+        self.provider: AIProvider | None = None
+        # Progress events a tool emitted while it ran, yielded after it (see ``_tool_round``).
+        self.deferred: list[AgentEvent] = []
+        # An input-guardrail interrupt waiting for the history to load (see ``_boundary``).
+        self.input_gate: Gate | None = None
+        self.durable: DurableRun | None = None
+        if agent.secure and (options.run_state is not None or options.redactor is not None):
+            raise InvalidOptionsError(
+                "a secure agent's run_state and redactor cannot be replaced per run"
+            )
+        if resume is None:
+            run_state = options.run_state if options.run_state is not None else agent.run_state
+            if run_state is not None:
+                self.durable = start_durable(self, agent, options, run_state)
+
+    def emit(self, event: AgentEvent) -> AgentEvent:
+        """Redact ``event`` and publish it to the session's subscribers; return what was sent."""
+        redacted = redact_value(event, self.redactor)
+        self.session._broadcaster.publish(redacted)
+        return redacted
+
+    def mw_context(self, point: str) -> MiddlewareContext:
+        """The middleware context for ``point`` in this run."""
+        return MiddlewareContext(
+            point=point,
+            session_id=self.session_id,
+            run_id=self.run_id,
+            metadata=self.metadata,
+            signal=self.signal,
+        )
+
+    def load_skill(self, name: str) -> Skill:
+        """Load an active skill into the session's loaded-skill set (``load_skill`` tool)."""
+        for skill in self.active_skills:
+            if skill.name == name:
+                self.session.loaded_skills.add(skill)
+                return skill
+        raise PrismError(
+            f"Skill {name!r} is not active in this run; active: "
+            f"{[s.name for s in self.active_skills]}",
+            code="ERR_PRISM_SKILL_UNKNOWN",
+        )

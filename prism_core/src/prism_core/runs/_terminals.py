@@ -1,0 +1,200 @@
+"""How a run ends: its result, its last events, and the terminal checkpoint of a durable run.
+
+Owns the four endings (succeeded, suspended, failed, aborted, the wall-time limit being a
+failure), the ``AgentRunResult`` each one sets on the run, the terminal durable write (a failed
+write is reported in the run's error, never raised), and the exception ``run()`` raises for a
+failed or aborted result. It starts no work and runs no tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import attrs
+
+from ..content import ErrorInfo
+from ..durable._boundary import Interruption
+from ..errors import AgentRunError, GuardrailRunError, PrismError
+from ..events import (
+    AgentEvent,
+    AgentFinishedEvent,
+    AgentSuspendedEvent,
+    ErrorEvent,
+    RunLimitExceededEvent,
+)
+from ..limits import RunLimitBreach
+from ..redaction import redact_value
+from ..results import AgentRunResult
+from ._counters import LimitBreached
+from ._failures import RunFailure
+from ._state import RunState
+
+__all__ = (
+    "abort_terminal",
+    "abort_terminal_now",
+    "fail",
+    "succeed",
+    "suspended",
+    "terminal_error",
+    "wall_time_terminal",
+)
+
+
+def _base_result(run: RunState, status: Any) -> dict[str, Any]:
+    message = run.last_message
+    return {
+        "session_id": run.session_id,
+        "run_id": run.run_id,
+        "status": status,
+        "text": message.text if message is not None else "",
+        "content": message.content if message is not None else (),
+        "message": message,
+        "usage": run.counters.usage if run.counters.usage_reported else None,
+        "leaf_id": run.session.leaf_id,
+    }
+
+
+def suspended(run: RunState, interruption: Interruption) -> AgentEvent:
+    """End a durable run that suspended with ``interruption`` (its checkpoint is written)."""
+    assert run.durable is not None
+    info = run.durable.info("suspended")
+    run.result = AgentRunResult(
+        **_base_result(run, "suspended"),
+        interruption=interruption,
+        run_state=info,
+        stop_reason="suspended",
+    )
+    return run.emit(
+        AgentSuspendedEvent(
+            session_id=run.session_id,
+            run_id=run.run_id,
+            interruption=interruption,
+            version=info.version,
+        )
+    )
+
+
+async def succeed(run: RunState) -> AgentEvent:
+    """End the run as succeeded (a durable run with a record writes its terminal state)."""
+    run_state = None
+    if run.durable is not None:
+        await run.durable.finish("succeeded")
+        run_state = run.durable.info("succeeded") if run.durable.has_record else None
+    run.result = AgentRunResult(
+        **_base_result(run, "succeeded"), stop_reason="completed", run_state=run_state
+    )
+    return run.emit(
+        AgentFinishedEvent(
+            session_id=run.session_id,
+            run_id=run.run_id,
+            text=run.result.text,
+            usage=run.result.usage,
+            leaf_id=run.result.leaf_id,
+        )
+    )
+
+
+async def _save_terminal(run: RunState, status: Any, error: ErrorInfo | None) -> ErrorInfo | None:
+    """Write the terminal state of a durable run; a failed write is added to ``error``."""
+    if run.durable is None:
+        return error
+    try:
+        await run.durable.finish(status, error)
+    except Exception as exc:
+        note = f"the terminal checkpoint could not be written: {exc}"
+        if error is None:
+            return ErrorInfo(note, code=getattr(exc, "code", None))
+        return attrs.evolve(error, message=f"{error.message} ({note})")
+    return error
+
+
+async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
+    """End the run as failed with ``failure``."""
+    failure.error = await _save_terminal(run, "failed", failure.error) or failure.error
+    events: list[AgentEvent] = []
+    if failure.limit is not None:
+        events.append(
+            run.emit(
+                RunLimitExceededEvent(
+                    session_id=run.session_id, run_id=run.run_id, limit=failure.limit
+                )
+            )
+        )
+    error = redact_value(failure.error, run.redactor)
+    events.append(run.emit(ErrorEvent(session_id=run.session_id, run_id=run.run_id, error=error)))
+    run.failure_cause = failure.cause
+    run.failure_record = failure.record
+    run.result = AgentRunResult(
+        **_base_result(run, "failed"),
+        error=error,
+        limit=failure.limit,
+        stop_reason="limit" if failure.limit is not None else "error",
+        stop_detail=failure.limit.axis if failure.limit is not None else error.code,
+    )
+    return events
+
+
+async def abort_terminal(run: RunState, reason: Any) -> list[AgentEvent]:
+    """Terminal events for an aborted run (the generator is already finished); a durable
+    run with a checkpoint records ``aborted``."""
+    run.signal.abort(reason)
+    error = ErrorInfo(f"Run aborted: {run.signal.reason}", code="ERR_PRISM_ABORTED")
+    error = await _save_terminal(run, "aborted", error) or error
+    return _aborted(run, error)
+
+
+def abort_terminal_now(run: RunState, reason: Any) -> list[AgentEvent]:
+    """Terminal events for an aborted run when nothing may be awaited (the consumer is
+    gone): the checkpoint stays at its last state, as after a crash."""
+    run.signal.abort(reason)
+    error = ErrorInfo(f"Run aborted: {run.signal.reason}", code="ERR_PRISM_ABORTED")
+    return _aborted(run, error)
+
+
+def _aborted(run: RunState, error: ErrorInfo) -> list[AgentEvent]:
+    event = run.emit(
+        ErrorEvent(session_id=run.session_id, run_id=run.run_id, error=error, status="aborted")
+    )
+    run.result = AgentRunResult(
+        **_base_result(run, "aborted"),
+        error=redact_value(error, run.redactor),
+        abort_reason=run.signal.reason,
+        stop_reason="aborted",
+    )
+    return [event]
+
+
+async def wall_time_terminal(run: RunState) -> list[AgentEvent]:
+    """Terminal events when the wall-time deadline cancelled the step in flight."""
+    assert run.limits.max_wall_time_ms is not None
+    elapsed = run.limits.max_wall_time_ms
+    if run.deadline is not None:
+        elapsed += max(0.0, (anyio.current_time() - run.deadline) * 1000)
+    breach = RunLimitBreach("max_wall_time_ms", run.limits.max_wall_time_ms, elapsed)
+    failure = RunFailure(
+        ErrorInfo(str(LimitBreached(breach)), code="ERR_PRISM_RUN_LIMIT"), limit=breach
+    )
+    return await fail(run, failure)
+
+
+def terminal_error(run: RunState) -> PrismError | None:
+    """The exception ``run()`` raises for this run's result, or ``None`` on success."""
+    result = run.result
+    if result is None or result.status not in ("failed", "aborted"):
+        return None
+    assert result.error is not None
+    code = result.error.code
+    if (
+        run.failure_record is not None
+        and code is not None
+        and code.startswith("ERR_PRISM_GUARDRAIL")
+    ):
+        error: PrismError = GuardrailRunError(
+            result.error.message, result=result, record=run.failure_record, code=code
+        )
+    else:
+        error = AgentRunError(result.error.message, result=result, code=code)
+    if run.failure_cause is not None:
+        error.__cause__ = run.failure_cause
+    return error

@@ -1,0 +1,294 @@
+"""The kernel's shape: no import cycles, layers that point one way, and modules of a readable size.
+
+The import graph is built from source with :mod:`ast`, one node per module of ``prism_core``
+(``pkg/__init__.py`` is the node ``pkg``). Its rules:
+
+- Every import statement is an edge, wherever it is: at module level, inside a function, and
+  under ``if TYPE_CHECKING:``. A name used only for typing still ties two modules together.
+- Relative imports are resolved against the importing module (``from ..durable import x`` in
+  ``prism_core.runs._state`` names ``prism_core.durable``).
+- An edge goes to the most specific module the statement names: ``from .pkg import name`` is an
+  edge to ``pkg.name`` when that is a module, else to ``pkg`` itself (its ``__init__``).
+- A package ``__init__`` that re-exports its submodules has an edge to each of them, so
+  importing *from a package* depends on everything the package re-exports: a module that does
+  ``from ..guardrails import X`` closes a cycle if anything ``guardrails/__init__`` re-exports
+  imports that module back.
+- Importing a submodule does not add an edge to its parent package's ``__init__``, although
+  Python runs it first: every ``pkg._x`` would otherwise depend on ``pkg``, which re-exports
+  ``pkg._x``, and no package could re-export anything. A submodule that imports its own
+  package (``from . import name`` where ``name`` is not a module) does get that edge, and it is
+  a cycle with the re-export.
+
+Any cycle in this graph fails :func:`test_prism_core_has_no_import_cycle`.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import prism_core
+
+#: Size bounds of the kernel; the conformance suites in ``testing/`` are exempt.
+MAX_MODULE_LINES = 600
+MAX_CLASS_LINES = 500
+
+#: The classes above the run loop: agents and the session object.
+UPPER = ("prism_core.agents", "prism_core.sessions._session")
+#: The public resume façade: it takes an ``Agent`` and hands an ``AgentSession`` to the host's
+#: ``on_session``, so it names both for precise public types. Nothing below it imports it.
+FACADES = ("prism_core.durable._api",)
+
+PACKAGE_ROOT = Path(prism_core.__file__).parent
+
+
+def module_files(root: Path) -> dict[str, tuple[Path, bool]]:
+    """``{module name: (path, is_package)}`` for every ``.py`` file under package ``root``."""
+    modules: dict[str, tuple[Path, bool]] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        modules[".".join(parts)] = (path, is_package)
+    return modules
+
+
+def _named(
+    module: str, is_package: bool, node: ast.Import | ast.ImportFrom, known: Mapping[str, object]
+) -> Iterator[str]:
+    """The modules one import statement names (see the module docstring for the rules)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield alias.name
+        return
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join([*base, node.module] if node.module else base)
+    else:
+        target = node.module or ""
+    for alias in node.names:
+        candidate = f"{target}.{alias.name}"
+        yield candidate if candidate in known else target
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """The import graph of the package at ``root``: module → modules of the package it imports."""
+    modules = module_files(root)
+    graph: dict[str, set[str]] = {}
+    for module, (path, is_package) in modules.items():
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            for name in _named(module, is_package, node, modules):
+                # ``import a.b.c`` of a name inside a module resolves to that module.
+                while name not in modules and "." in name:
+                    name = name.rsplit(".", 1)[0]
+                if name in modules and name != module:
+                    edges.add(name)
+        graph[module] = edges
+    return graph
+
+
+def find_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component with more than one module (each one a cycle or a
+    knot of cycles), as sorted lists; empty when the graph is acyclic."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+
+    def visit(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for node in sorted(graph):
+            if node not in index:
+                visit(node)
+    finally:
+        sys.setrecursionlimit(limit)
+    return cycles
+
+
+def oversized(root: Path) -> list[str]:
+    """Modules over :data:`MAX_MODULE_LINES` and classes over :data:`MAX_CLASS_LINES` under
+    ``root``, skipping ``testing/``."""
+    problems: list[str] = []
+    for module, (path, _) in module_files(root).items():
+        if ".testing" in f".{module}":
+            continue
+        source = path.read_text(encoding="utf-8")
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            problems.append(f"{module}: {lines} lines (limit {MAX_MODULE_LINES})")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                assert node.end_lineno is not None
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_CLASS_LINES:
+                    problems.append(
+                        f"{module}.{node.name}: {length} lines (limit {MAX_CLASS_LINES})"
+                    )
+    return problems
+
+
+def _write(root: Path, files: Mapping[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root / "pkg"
+
+
+# -- the kernel -------------------------------------------------------------------------------
+
+
+def test_prism_core_has_no_import_cycle() -> None:
+    """No cycle among prism_core's modules, counting TYPE_CHECKING and function-level imports."""
+    cycles = find_cycles(import_graph(PACKAGE_ROOT))
+    assert cycles == [], "import cycles in prism_core:\n" + "\n".join(
+        " <-> ".join(cycle) for cycle in cycles
+    )
+
+
+def test_lower_layers_do_not_name_upper_ones() -> None:
+    """runs/, durable/ and guardrails/ never import agents or AgentSession, not even for
+    typing (the public resume façade excepted); runs/ reaches durable/ only via its boundary."""
+    graph = import_graph(PACKAGE_ROOT)
+    lower = ("prism_core.runs", "prism_core.durable", "prism_core.guardrails")
+    wrong: list[str] = []
+    for module, edges in sorted(graph.items()):
+        if not module.startswith(lower) or module in FACADES:
+            continue
+        wrong.extend(f"{module} -> {target}" for target in sorted(edges) if target in UPPER)
+        if module.startswith("prism_core.runs"):
+            wrong.extend(
+                f"{module} -> {target}"
+                for target in sorted(edges)
+                if target.startswith("prism_core.durable")
+                and target != "prism_core.durable._boundary"
+            )
+    assert wrong == []
+
+
+def test_the_durable_boundary_does_not_reach_the_run_loop() -> None:
+    """What runs/ imports of durable/ never imports runs/, sessions or agents back, even
+    through other modules."""
+    graph = import_graph(PACKAGE_ROOT)
+    seen: set[str] = set()
+    todo = ["prism_core.durable._boundary"]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph[module])
+    above = sorted(m for m in seen if m.startswith(("prism_core.runs", *UPPER)))
+    assert above == []
+
+
+def test_no_module_or_class_exceeds_the_size_bounds() -> None:
+    """No prism_core module over 600 lines and no class over 500 (testing/ excepted)."""
+    assert oversized(PACKAGE_ROOT) == []
+
+
+# -- the checks themselves --------------------------------------------------------------------
+
+
+def test_cycle_finder_reports_a_cycle_in_a_synthetic_graph() -> None:
+    """A three-module loop is reported once, with every member; the module hanging off it
+    and an acyclic graph are not."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert find_cycles(graph) == [["a", "b", "c"]]
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_graph_counts_type_checking_function_level_and_relative_imports(tmp_path: Path) -> None:
+    """A cycle closed only by a TYPE_CHECKING import and a function-level relative import is
+    found in a package written to disk."""
+    root = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/low.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from .high.top import Top\n"
+            ),
+            "pkg/high/__init__.py": "",
+            "pkg/high/top.py": "def make():\n    from ..low import thing\n    return thing\n",
+        },
+    )
+    graph = import_graph(root)
+    assert graph["pkg.low"] == {"pkg.high.top"}
+    assert graph["pkg.high.top"] == {"pkg.low"}
+    assert find_cycles(graph) == [["pkg.high.top", "pkg.low"]]
+
+
+def test_graph_treats_package_reexports_as_edges(tmp_path: Path) -> None:
+    """``pkg/__init__`` re-exporting ``pkg._a`` is no cycle on its own; ``pkg._a`` importing a
+    name from its own package is, and so is a sibling importing from a package that
+    re-exports it."""
+    root = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from ._a import A\nfrom .sub import B\n",
+            "pkg/_a.py": "A = 1\n",
+            "pkg/sub/__init__.py": "from ._b import B\n",
+            "pkg/sub/_b.py": "B = 2\n",
+        },
+    )
+    assert find_cycles(import_graph(root)) == []
+    (root / "_a.py").write_text("from . import B\nA = B\n", encoding="utf-8")
+    assert find_cycles(import_graph(root)) == [["pkg", "pkg._a"]]
+    (root / "_a.py").write_text("A = 1\n", encoding="utf-8")
+    (root / "sub" / "_b.py").write_text("from .. import A\nB = A\n", encoding="utf-8")
+    assert find_cycles(import_graph(root)) == [["pkg", "pkg.sub", "pkg.sub._b"]]
+
+
+def test_size_check_flags_long_modules_and_classes_outside_testing(tmp_path: Path) -> None:
+    """A module over the line bound and a class over the class bound are reported; the same
+    under testing/ is not."""
+    long_class = "class Big:\n" + "    x = 1\n" * MAX_CLASS_LINES
+    long_module = "x = 1\n" * (MAX_MODULE_LINES + 1)
+    root = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/big.py": long_class,
+            "pkg/long.py": long_module,
+            "pkg/testing/__init__.py": "",
+            "pkg/testing/suite.py": long_module,
+        },
+    )
+    assert oversized(root) == [
+        f"pkg.big.Big: {MAX_CLASS_LINES + 1} lines (limit {MAX_CLASS_LINES})",
+        f"pkg.long: {MAX_MODULE_LINES + 1} lines (limit {MAX_MODULE_LINES})",
+    ]
