@@ -84,8 +84,12 @@ def test_a_password_is_never_echoed() -> None:
 @pytest.mark.parametrize(
     ("url", "module", "hint"),
     [
-        ("sqlite:///run.db", "aiosqlite", "pip install 'prism[sql]'"),
-        ("postgresql://postgres@localhost/prism", "asyncpg", "pip install 'prism[postgres]'"),
+        ("sqlite:///run.db", "aiosqlite", "pip install 'prism-runtime[sql]'"),
+        (
+            "postgresql://postgres@localhost/prism",
+            "asyncpg",
+            "pip install 'prism-runtime[postgres]'",
+        ),
         ("postgresql+psycopg://postgres@localhost/prism", "psycopg", "pip install psycopg"),
     ],
 )

@@ -65,7 +65,9 @@ def open_stores(url: str, prefix: str) -> tuple[Any, Any]:
         try:
             from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise SystemExit("the SQL stores are not installed: pip install 'prism[sql]'") from exc
+            raise SystemExit(
+                "the SQL stores are not installed: pip install 'prism-runtime[sql]'"
+            ) from exc
         return (
             create_sql_checkpoint_store(url, table_prefix=f"{prefix}_"),
             create_sql_session_store(url, table_prefix=f"{prefix}_"),
@@ -75,7 +77,7 @@ def open_stores(url: str, prefix: str) -> tuple[Any, Any]:
             from prism_store_redis import create_redis_checkpoint_store, create_redis_session_store
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise SystemExit(
-                "the Redis stores are not installed: pip install 'prism[redis]'"
+                "the Redis stores are not installed: pip install 'prism-runtime[redis]'"
             ) from exc
         return (
             create_redis_checkpoint_store(url, prefix=prefix),

@@ -43,8 +43,10 @@ BUSY_TIMEOUT_MS = 5000
 
 #: What to install for each backend's default async driver.
 INSTALL_HINTS: dict[str, str] = {
-    "sqlite": "pip install 'prism[sql]'  (or: pip install 'prism-store-sql[sqlite]')",
-    "postgresql": "pip install 'prism[postgres]'  (or: pip install 'prism-store-sql[postgres]')",
+    "sqlite": "pip install 'prism-runtime[sql]'  (or: pip install 'prism-runtime-sql[sqlite]')",
+    "postgresql": (
+        "pip install 'prism-runtime[postgres]'  (or: pip install 'prism-runtime-sql[postgres]')"
+    ),
 }
 
 _DEFAULT_DRIVERS = {"sqlite": "aiosqlite", "postgresql": "asyncpg"}

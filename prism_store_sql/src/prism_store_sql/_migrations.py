@@ -1,7 +1,7 @@
 """Versioned schema migrations, recorded in ``<prefix>schema_version``.
 
 A small runner instead of Alembic: the schema is four tables, the store distribution keeps its
-dependencies to prism-core and the driver, and the same steps must run from the stores'
+dependencies to prism-runtime-core and the driver, and the same steps must run from the stores'
 ``create_schema=True`` path, from :func:`migrate` and from ``python -m prism_store_sql
 migrate``, without an ``alembic.ini`` or a migrations directory on the host's side.
 
@@ -96,8 +96,8 @@ async def _recorded_version(connection: AsyncConnection, tables: Tables) -> int:
 def _too_new(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
     return SqlStoreSchemaError(
         f"the SQL store schema (prefix {tables.prefix!r}) in {public_url(url)} is at version "
-        f"{found}, newer than this release of prism-store-sql understands (version "
-        f"{SCHEMA_VERSION}); upgrade it with: pip install --upgrade prism-store-sql"
+        f"{found}, newer than this release of prism-runtime-sql understands (version "
+        f"{SCHEMA_VERSION}); upgrade it with: pip install --upgrade prism-runtime-sql"
     )
 
 
