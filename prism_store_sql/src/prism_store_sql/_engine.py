@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -32,6 +33,7 @@ __all__ = (
     "public_url",
     "require_asyncio",
     "sql_scheme",
+    "sqlite_file",
     "translate_errors",
 )
 
@@ -84,6 +86,16 @@ def async_url(url: str | URL) -> URL:
     if parsed.drivername == backend:
         parsed = parsed.set(drivername=f"{backend}+{_DEFAULT_DRIVERS[backend]}")
     return parsed
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The database file of a SQLite ``url``; ``None`` for in-memory and non-SQLite URLs."""
+    if url.get_backend_name() != "sqlite":
+        return None
+    database = url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
 
 
 def public_url(url: URL) -> str:
