@@ -60,9 +60,12 @@ def test_plugins_lists_workspace_plugins_with_distribution_and_version(
     assert main(["plugins"]) == 0
     lines = capsys.readouterr().out.splitlines()
     by_name = {line.split()[0]: line.split() for line in lines}
-    assert by_name["sql"] == ["sql", "prism-runtime-sql", "0.1.0", "prism_store_sql:plugin"]
-    assert by_name["redis"][1:] == ["prism-runtime-redis", "0.1.0", "prism_store_redis:plugin"]
-    assert by_name["packs"][1:] == ["prism-runtime-packs", "0.1.0", "prism_packs:plugin"]
+    for name, dist, value in (
+        ("sql", "prism-runtime-sql", "prism_store_sql:plugin"),
+        ("redis", "prism-runtime-redis", "prism_store_redis:plugin"),
+        ("packs", "prism-runtime-packs", "prism_packs:plugin"),
+    ):
+        assert by_name[name] == [name, dist, version(dist), value]
 
 
 def test_plugins_json_and_no_import(tmp_path: Path) -> None:
@@ -107,3 +110,23 @@ def test_plugins_with_an_empty_group_says_so(capsys: pytest.CaptureFixture[str])
 
     assert print_plugins(as_json=False, group="prism-no-such-group") == 0
     assert "no plugins installed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("url", "module", "hint"),
+    [
+        ("sqlite:///demo.db", "prism_store_sql", "pip install 'prism-runtime[sql]'"),
+        ("postgresql://u@h/db", "prism_store_sql", "pip install 'prism-runtime[postgres]'"),
+        ("redis://127.0.0.1:6379/0", "prism_store_redis", "pip install 'prism-runtime[redis]'"),
+    ],
+)
+def test_demo_names_the_install_command_for_a_missing_store(
+    url: str, module: str, hint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the store distribution, ``prism demo --store URL`` says what to install."""
+    from prism_core._demo import open_stores
+
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(SystemExit) as info:
+        open_stores(url, "prefix")
+    assert str(info.value).endswith(hint)
