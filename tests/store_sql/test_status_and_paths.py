@@ -11,7 +11,6 @@ import pytest
 from prism_store_sql import (
     SqlStoreMigrationError,
     SqlStoreSchemaError,
-    create_sql_checkpoint_store,
     migrate,
     read_schema_version,
 )
@@ -70,15 +69,6 @@ async def test_migrate_into_a_missing_directory_names_the_path(tmp_path: Path) -
     assert str(target) in str(info.value)
     assert f"mkdir -p {target.parent}" in str(info.value)
     assert not (tmp_path / "no").exists()
-
-
-@pytest.mark.anyio
-async def test_store_creating_its_schema_in_a_missing_directory_says_why(tmp_path: Path) -> None:
-    """A store opened with ``create_schema=True`` fails the same way on first use."""
-    target = tmp_path / "missing" / "run.db"
-    async with create_sql_checkpoint_store(f"sqlite:///{target}", create_schema=True) as store:
-        with pytest.raises(SqlStoreMigrationError, match="does not exist"):
-            await store.load("ns", "k")
 
 
 def test_migrate_command_into_a_missing_directory_exits_1_with_the_code(tmp_path: Path) -> None:
