@@ -34,7 +34,8 @@ def _run_as_script(code: str, name: str, where: Path) -> dict[str, object]:
     cwd = os.getcwd()
     os.chdir(where)
     try:
-        exec(compile(code, name, "exec"), namespace)
+        # dont_inherit: an example runs as written, not under this module's __future__ flags.
+        exec(compile(code, name, "exec", dont_inherit=True), namespace)
     finally:
         os.chdir(cwd)
     return namespace

@@ -167,6 +167,7 @@ from .tools import (
     create_tool_registry,
     dispatch_tool_call,
 )
+from .typed_tools import ToolArgumentsError, tool
 
 __version__ = "0.1.0"
 
@@ -286,6 +287,7 @@ __all__ = (
     "StickyDecision",
     "TextContent",
     "ThinkingContent",
+    "ToolArgumentsError",
     "ToolCallAssembler",
     "ToolCallContent",
     "ToolDefinition",
@@ -331,5 +333,6 @@ __all__ = (
     "provider_usage",
     "resume_agent_run",
     "resume_agent_run_stream",
+    "tool",
     "tool_call_content",
 )

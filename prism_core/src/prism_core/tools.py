@@ -62,6 +62,8 @@ class ToolDefinition:
     ``parameters`` is a JSON schema checked before the side effect; ``effect`` names the
     kind of side effect (``"read"``, ``"write"`` …) for approval scopes; ``elicitation`` is
     the JSON schema of the answer a human may give instead of running the tool.
+    ``idempotent`` declares that calling it again with the same arguments has no further
+    effect; crash recovery may re-dispatch an in-doubt call of such a tool.
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -75,6 +77,7 @@ class ToolDefinition:
     elicitation: Mapping[str, Any] | None = attrs.field(
         default=None, kw_only=True, validator=_check_schema
     )
+    idempotent: bool = attrs.field(default=False, kw_only=True)
 
 
 @attrs.define(kw_only=True)
