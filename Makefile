@@ -8,7 +8,12 @@ STAMP := $(VENV)/.prism-installed
 MANIFESTS := pyproject.toml prism_core/pyproject.toml prism_store_sql/pyproject.toml \
 	prism_store_redis/pyproject.toml $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: install demo test lint check bench clean
+# Every distribution `make dist` builds: the meta distribution at the root, the kernel, the
+# stores and each plugins/* directory (new plugin distributions are picked up by the wildcard).
+DISTS := . prism_core prism_store_sql prism_store_redis \
+	$(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
+
+.PHONY: install demo test lint check bench dist clean
 
 install: $(STAMP)
 
@@ -37,5 +42,12 @@ bench: install
 	$(PY) bench/stores.py
 	$(PY) bench/durable.py
 
+# Wheels and sdists of every distribution in dist/, for
+# pip install --find-links dist 'prism-runtime[sql,redis]' (see README: installing from a checkout).
+dist: install
+	rm -rf dist
+	$(foreach d,$(DISTS),$(PY) -m build --no-isolation --sdist --wheel --quiet --outdir dist $(d) &&) true
+	@ls dist
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) dist

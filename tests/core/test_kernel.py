@@ -165,7 +165,7 @@ def test_public_names_have_docstrings() -> None:
 
 
 def test_core_depends_on_five_libraries_only() -> None:
-    """prism-core declares pluggy, attrs, cattrs, anyio and jsonschema and nothing else."""
+    """prism-runtime-core declares pluggy, attrs, cattrs, anyio and jsonschema and nothing else."""
     from importlib.metadata import requires
 
     deps = {

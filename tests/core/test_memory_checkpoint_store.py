@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,13 @@ class TestMemoryCheckpointStore(CheckpointStoreConformance):
         """A fresh memory store, closed after the test."""
         async with create_memory_checkpoint_store() as store:
             yield store
+
+    @pytest.fixture
+    def checkpoint_store_factory(
+        self, checkpoint_store: CheckpointStore
+    ) -> Callable[[], CheckpointStore]:
+        """The same instance: two memory stores never share records, so there is no other."""
+        return lambda: checkpoint_store
 
 
 def test_memory_store_satisfies_the_protocol() -> None:
@@ -118,6 +125,10 @@ def test_conformance_kit_loads_as_a_pytest_plugin(tmp_path: Path) -> None:
                 async def checkpoint_store(self):
                     async with create_memory_checkpoint_store() as store:
                         yield store
+
+                @pytest.fixture
+                def checkpoint_store_factory(self, checkpoint_store):
+                    return lambda: checkpoint_store
             """
         )
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -18,6 +18,11 @@ class TestMemorySessionStore(SessionStoreConformance):
         """A fresh memory store, closed after the test."""
         async with create_memory_session_store() as store:
             yield store
+
+    @pytest.fixture
+    def session_store_factory(self, session_store: SessionStore) -> Callable[[], SessionStore]:
+        """The same instance: two memory stores never share entries, so there is no other."""
+        return lambda: session_store
 
 
 def test_memory_session_store_satisfies_the_protocol() -> None:

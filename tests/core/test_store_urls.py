@@ -102,17 +102,29 @@ def test_unknown_scheme_names_schemes_and_a_fix(opener: Any) -> None:
     message = str(error)
     assert "'foo'" in message
     assert "memory, tiny" in message
-    assert "pip install 'prism[sql]'" in message
-    assert "pip install 'prism[redis]'" in message
+    assert "pip install 'prism-runtime[sql]'" in message
+    assert "pip install 'prism-runtime[redis]'" in message
 
 
 @pytest.mark.parametrize(
     ("url", "hint", "plugin"),
     [
-        ("sqlite:///run.db", "pip install 'prism[sql]'", "prism_store_sql.plugin"),
-        ("sqlite+aiosqlite:///run.db", "pip install 'prism[sql]'", "prism_store_sql.plugin"),
-        ("postgresql://app@db/prod", "pip install 'prism[postgres]'", "prism_store_sql.plugin"),
-        ("redis://127.0.0.1:6379/0", "pip install 'prism[redis]'", "prism_store_redis.plugin"),
+        ("sqlite:///run.db", "pip install 'prism-runtime[sql]'", "prism_store_sql.plugin"),
+        (
+            "sqlite+aiosqlite:///run.db",
+            "pip install 'prism-runtime[sql]'",
+            "prism_store_sql.plugin",
+        ),
+        (
+            "postgresql://app@db/prod",
+            "pip install 'prism-runtime[postgres]'",
+            "prism_store_sql.plugin",
+        ),
+        (
+            "redis://127.0.0.1:6379/0",
+            "pip install 'prism-runtime[redis]'",
+            "prism_store_redis.plugin",
+        ),
     ],
 )
 def test_known_scheme_without_plugin_says_what_to_install(url: str, hint: str, plugin: str) -> None:
@@ -200,8 +212,8 @@ def test_url_must_be_a_string(url: Any) -> None:
 
 def test_install_hints_cover_the_shipped_stores() -> None:
     """The hints name an install command for each store Prism ships."""
-    assert STORE_INSTALL_HINTS["sqlite"] == "pip install 'prism[sql]'"
-    assert STORE_INSTALL_HINTS["postgresql"] == "pip install 'prism[postgres]'"
-    assert STORE_INSTALL_HINTS["redis"] == "pip install 'prism[redis]'"
+    assert STORE_INSTALL_HINTS["sqlite"] == "pip install 'prism-runtime[sql]'"
+    assert STORE_INSTALL_HINTS["postgresql"] == "pip install 'prism-runtime[postgres]'"
+    assert STORE_INSTALL_HINTS["redis"] == "pip install 'prism-runtime[redis]'"
     with pytest.raises(TypeError):
         STORE_INSTALL_HINTS["x"] = "y"  # type: ignore[index]

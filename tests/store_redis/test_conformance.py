@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import redis.asyncio as aioredis
@@ -28,6 +28,11 @@ class TestRedisCheckpointStore(CheckpointStoreConformance):
         async with create_redis_checkpoint_store(REDIS_URL, prefix=prefix) as store:
             yield store
 
+    @pytest.fixture
+    def checkpoint_store_factory(self, prefix: str) -> Callable[[], RedisCheckpointStore]:
+        """Another store with its own client, under the same prefix."""
+        return lambda: create_redis_checkpoint_store(REDIS_URL, prefix=prefix)
+
 
 class TestRedisCheckpointStoreDecodingClient(CheckpointStoreConformance):
     """The checkpoint suite on a passed client that decodes responses to ``str``."""
@@ -44,6 +49,11 @@ class TestRedisCheckpointStoreDecodingClient(CheckpointStoreConformance):
         finally:
             await client.aclose()
 
+    @pytest.fixture
+    def checkpoint_store_factory(self, prefix: str) -> Callable[[], RedisCheckpointStore]:
+        """Another store with its own client, under the same prefix."""
+        return lambda: create_redis_checkpoint_store(REDIS_URL, prefix=prefix)
+
 
 class TestRedisSessionStore(SessionStoreConformance):
     """The session suite on a store that opens its own client from a URL."""
@@ -55,6 +65,11 @@ class TestRedisSessionStore(SessionStoreConformance):
         """A fresh store under the test's private prefix."""
         async with create_redis_session_store(REDIS_URL, prefix=prefix) as store:
             yield store
+
+    @pytest.fixture
+    def session_store_factory(self, prefix: str) -> Callable[[], RedisSessionStore]:
+        """Another store with its own client, under the same prefix."""
+        return lambda: create_redis_session_store(REDIS_URL, prefix=prefix)
 
 
 class TestRedisSessionStoreDecodingClient(SessionStoreConformance):
@@ -71,3 +86,8 @@ class TestRedisSessionStoreDecodingClient(SessionStoreConformance):
                 yield store
         finally:
             await client.aclose()
+
+    @pytest.fixture
+    def session_store_factory(self, prefix: str) -> Callable[[], RedisSessionStore]:
+        """Another store with its own client, under the same prefix."""
+        return lambda: create_redis_session_store(REDIS_URL, prefix=prefix)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -23,6 +23,11 @@ class TestSqliteCheckpointStore(CheckpointStoreConformance):
         async with create_sql_checkpoint_store(sqlite_target.url) as store:
             yield store
 
+    @pytest.fixture
+    def checkpoint_store_factory(self, sqlite_target: Target) -> Callable[[], CheckpointStore]:
+        """Another store (its own engine and pool) on the same SQLite file."""
+        return lambda: create_sql_checkpoint_store(sqlite_target.url)
+
 
 class TestPostgresCheckpointStore(CheckpointStoreConformance):
     """The checkpoint store on PostgreSQL (this session's table prefix)."""
@@ -36,6 +41,14 @@ class TestPostgresCheckpointStore(CheckpointStoreConformance):
         async with create_sql_checkpoint_store(target.url, table_prefix=target.prefix) as store:
             yield store
 
+    @pytest.fixture
+    def checkpoint_store_factory(
+        self, postgres_server: PostgresServer
+    ) -> Callable[[], CheckpointStore]:
+        """Another store (its own engine and pool) on the same tables."""
+        target = postgres_server.shared()
+        return lambda: create_sql_checkpoint_store(target.url, table_prefix=target.prefix)
+
 
 class TestSqliteSessionStore(SessionStoreConformance):
     """The session store on a SQLite file."""
@@ -45,6 +58,11 @@ class TestSqliteSessionStore(SessionStoreConformance):
         """A store on this test's own SQLite file."""
         async with create_sql_session_store(sqlite_target.url) as store:
             yield store
+
+    @pytest.fixture
+    def session_store_factory(self, sqlite_target: Target) -> Callable[[], SessionStore]:
+        """Another store (its own engine and pool) on the same SQLite file."""
+        return lambda: create_sql_session_store(sqlite_target.url)
 
 
 class TestPostgresSessionStore(SessionStoreConformance):
@@ -56,3 +74,9 @@ class TestPostgresSessionStore(SessionStoreConformance):
         target = postgres_server.shared()
         async with create_sql_session_store(target.url, table_prefix=target.prefix) as store:
             yield store
+
+    @pytest.fixture
+    def session_store_factory(self, postgres_server: PostgresServer) -> Callable[[], SessionStore]:
+        """Another store (its own engine and pool) on the same tables."""
+        target = postgres_server.shared()
+        return lambda: create_sql_session_store(target.url, table_prefix=target.prefix)

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import sys
-import threading
 import uuid
 from pathlib import Path
 
-import anyio
-import anyio.to_thread
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -26,6 +23,7 @@ from prism_store_sql import (
     SqlSessionStore,
     SqlStoreConfigError,
     SqlStoreDriverError,
+    SqlStoreMigrationError,
     create_sql_checkpoint_store,
     create_sql_session_store,
 )
@@ -84,8 +82,12 @@ def test_a_password_is_never_echoed() -> None:
 @pytest.mark.parametrize(
     ("url", "module", "hint"),
     [
-        ("sqlite:///run.db", "aiosqlite", "pip install 'prism[sql]'"),
-        ("postgresql://postgres@localhost/prism", "asyncpg", "pip install 'prism[postgres]'"),
+        ("sqlite:///run.db", "aiosqlite", "pip install 'prism-runtime[sql]'"),
+        (
+            "postgresql://postgres@localhost/prism",
+            "asyncpg",
+            "pip install 'prism-runtime[postgres]'",
+        ),
         ("postgresql+psycopg://postgres@localhost/prism", "psycopg", "pip install psycopg"),
     ],
 )
@@ -171,16 +173,14 @@ async def test_unreachable_postgres_is_a_typed_store_error() -> None:
 
 @pytest.mark.anyio
 async def test_unopenable_sqlite_file_is_a_typed_store_error(tmp_path: Path) -> None:
-    """A SQLite path in a missing directory surfaces as ``CheckpointStoreError``."""
+    """A SQLite path in a missing directory fails typed, naming the path, before connecting."""
     url = f"sqlite:///{tmp_path / 'missing' / 'dir' / 'run.db'}"
     async with create_sql_checkpoint_store(url) as store:
-        with pytest.raises(CheckpointStoreError, match="unable to open"):
+        with pytest.raises(SqlStoreMigrationError, match="does not exist") as info:
             await store.load("ns", "k")
-    # aiosqlite stops the worker thread of a failed connection without waiting for it; let
-    # it finish while this test's event loop still runs, or it reports to a closed loop.
-    workers = [t for t in threading.enumerate() if "_connection_worker_thread" in t.name]
-    for worker in workers:
-        await anyio.to_thread.run_sync(worker.join, 5)
+    assert info.value.code == "ERR_PRISM_MIGRATION"
+    assert str(tmp_path / "missing" / "dir") in str(info.value)
+    assert not (tmp_path / "missing").exists()
 
 
 @pytest.mark.anyio

@@ -11,7 +11,10 @@ __all__ = ("main",)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``prism``; returns the process exit code."""
+    from ._installed import print_plugins, version_text
+
     parser = argparse.ArgumentParser(prog="prism", description="Prism agent runtime tools.")
+    parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",
@@ -28,7 +31,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--kill-at-turn", type=int, default=3, metavar="N", help="kill the worker in turn N"
     )
     demo.add_argument("--no-color", action="store_true", help="plain output")
+    listing = commands.add_parser(
+        "plugins", help="list installed plugins (entry-point group 'prism') without loading them"
+    )
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
     args = parser.parse_args(argv)
+    if args.command == "plugins":
+        return print_plugins(as_json=args.json)
     if args.command == "demo":
         from ._demo import run_demo
 

@@ -24,6 +24,8 @@ from typing import Any
 import anyio
 import attrs
 
+from .stores import STORE_INSTALL_HINTS
+
 __all__ = ("DemoReport", "run_crash_demo", "run_demo", "worker_main")
 
 REVISION = "demo-2026-11-30"
@@ -64,8 +66,10 @@ def open_stores(url: str, prefix: str) -> tuple[Any, Any]:
     if scheme in ("sqlite", "postgresql", "postgres"):
         try:
             from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise SystemExit("the SQL stores are not installed: pip install 'prism[sql]'") from exc
+        except ImportError as exc:
+            raise SystemExit(
+                f"the SQL stores are not installed: {STORE_INSTALL_HINTS[scheme]}"
+            ) from exc
         return (
             create_sql_checkpoint_store(url, table_prefix=f"{prefix}_"),
             create_sql_session_store(url, table_prefix=f"{prefix}_"),
@@ -73,9 +77,9 @@ def open_stores(url: str, prefix: str) -> tuple[Any, Any]:
     if scheme in ("redis", "rediss"):
         try:
             from prism_store_redis import create_redis_checkpoint_store, create_redis_session_store
-        except ImportError as exc:  # pragma: no cover - depends on the install
+        except ImportError as exc:
             raise SystemExit(
-                "the Redis stores are not installed: pip install 'prism[redis]'"
+                f"the Redis stores are not installed: {STORE_INSTALL_HINTS[scheme]}"
             ) from exc
         return (
             create_redis_checkpoint_store(url, prefix=prefix),

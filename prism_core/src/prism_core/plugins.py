@@ -7,12 +7,24 @@ from collections.abc import Iterable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
+import attrs
 import pluggy
 
 from . import hookspecs
 from .errors import PrismError
 
-__all__ = ("PluginError", "PluginHost", "create_plugin_manager", "discover_plugins")
+__all__ = (
+    "InstalledPlugin",
+    "PluginError",
+    "PluginHost",
+    "create_plugin_manager",
+    "discover_plugins",
+    "list_installed_plugins",
+)
+
+_HOOK_NAMES = frozenset(
+    name for name, value in vars(hookspecs).items() if name.startswith("prism_") and callable(value)
+)
 
 
 class PluginError(PrismError):
@@ -21,18 +33,32 @@ class PluginError(PrismError):
     code = "ERR_PRISM_PLUGIN"
 
 
-def _reject_async_hookimpls(plugin: object) -> None:
+def _check_plugin_shape(plugin: object) -> None:
+    """Refuse the plugin mistakes pluggy would accept silently, naming the fix."""
+    if inspect.isclass(plugin):
+        raise PluginError(
+            f"plugin {plugin.__name__!r} is a class; pass an instance instead: "
+            f"plugins=[{plugin.__name__}()]. Hook methods are called on the instance."
+        )
+    marker = f"{hookspecs.PROJECT_NAME}_impl"
     for name in dir(plugin):
         if not name.startswith("prism_"):
             continue
         impl = getattr(plugin, name, None)
-        if impl is None:
+        if impl is None or not inspect.isroutine(impl):
             continue
         target = getattr(impl, "__func__", impl)
         if inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
             raise PluginError(
                 f"plugin {_plugin_name(plugin)!r}: hook {name} is 'async def'. Prism hooks are "
                 "synchronous factories: return the object and put async methods on it."
+            )
+        # pluggy skips an unmarked method without a word, so the hook would never be called.
+        if name in _HOOK_NAMES and getattr(impl, marker, None) is None:
+            raise PluginError(
+                f"plugin {_plugin_name(plugin)!r}: {name} is named like a Prism hook but is not "
+                "marked as one, so it would never be called. Decorate it with @hookimpl "
+                "(from prism_core.hookspecs import hookimpl)."
             )
 
 
@@ -43,7 +69,9 @@ def _plugin_name(plugin: object) -> str:
 def create_plugin_manager(*plugins: object) -> pluggy.PluginManager:
     """A new pluggy manager with Prism's hookspecs and ``plugins`` registered in order.
 
-    Raises :class:`PluginError` for an ``async def`` hookimpl or an unknown ``prism_*`` hook.
+    Raises :class:`PluginError` (code ``ERR_PRISM_PLUGIN``) for a plugin class passed instead
+    of an instance, an ``async def`` hookimpl, a hook-named method without ``@hookimpl``, or
+    an unknown ``prism_*`` hook.
     """
     manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     manager.add_hookspecs(hookspecs)
@@ -52,7 +80,7 @@ def create_plugin_manager(*plugins: object) -> pluggy.PluginManager:
     for plugin in reversed(plugins):
         if plugin is None:
             raise PluginError("a plugin may not be None")
-        _reject_async_hookimpls(plugin)
+        _check_plugin_shape(plugin)
         if manager.is_registered(plugin):
             continue
         try:
@@ -77,6 +105,39 @@ def discover_plugins(group: str = "prism") -> list[object]:
     for entry in sorted(entry_points(group=group), key=lambda e: e.name):
         found.append(entry.load())
     return found
+
+
+@attrs.frozen
+class InstalledPlugin:
+    """One entry point of an installed distribution, described without importing it."""
+
+    name: str
+    """The entry point's name (``sql``, ``packs``)."""
+    value: str
+    """Where the plugin object lives, as ``module:attribute``."""
+    distribution: str | None
+    """The distribution that declares it (``prism-runtime-sql``), when known."""
+    version: str | None
+    """That distribution's version, when known."""
+
+
+def list_installed_plugins(group: str = "prism") -> list[InstalledPlugin]:
+    """The entry points installed distributions declare under ``group``, sorted by name.
+
+    Reads package metadata only: no plugin module is imported and nothing is registered.
+    """
+    found: list[InstalledPlugin] = []
+    for entry in entry_points(group=group):
+        dist = entry.dist
+        found.append(
+            InstalledPlugin(
+                name=entry.name,
+                value=entry.value,
+                distribution=dist.name if dist is not None else None,
+                version=dist.version if dist is not None else None,
+            )
+        )
+    return sorted(found, key=lambda p: (p.name, p.value, p.distribution or ""))
 
 
 class PluginHost:

@@ -24,11 +24,11 @@ _UNSUPPORTED_CODE = "ERR_PRISM_STORE_UNSUPPORTED"
 #: How to install the store for each well-known URL scheme.
 STORE_INSTALL_HINTS: Mapping[str, str] = MappingProxyType(
     {
-        "sqlite": "pip install 'prism[sql]'",
-        "postgresql": "pip install 'prism[postgres]'",
-        "postgres": "pip install 'prism[postgres]'",
-        "redis": "pip install 'prism[redis]'",
-        "rediss": "pip install 'prism[redis]'",
+        "sqlite": "pip install 'prism-runtime[sql]'",
+        "postgresql": "pip install 'prism-runtime[postgres]'",
+        "postgres": "pip install 'prism-runtime[postgres]'",
+        "redis": "pip install 'prism-runtime[redis]'",
+        "rediss": "pip install 'prism-runtime[redis]'",
     }
 )
 

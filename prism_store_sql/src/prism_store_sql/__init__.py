@@ -6,7 +6,12 @@
 
 from ._checkpoints import SqlCheckpointStore, create_sql_checkpoint_store
 from ._engine import STORE_SCHEMES
-from ._errors import SqlStoreConfigError, SqlStoreDriverError, SqlStoreSchemaError
+from ._errors import (
+    SqlStoreConfigError,
+    SqlStoreDriverError,
+    SqlStoreMigrationError,
+    SqlStoreSchemaError,
+)
 from ._migrations import SCHEMA_VERSION, migrate, read_schema_version
 from ._plugin import SqlStorePlugin, plugin
 from ._schema import DEFAULT_TABLE_PREFIX
@@ -20,6 +25,7 @@ __all__ = (
     "SqlSessionStore",
     "SqlStoreConfigError",
     "SqlStoreDriverError",
+    "SqlStoreMigrationError",
     "SqlStorePlugin",
     "SqlStoreSchemaError",
     "create_sql_checkpoint_store",

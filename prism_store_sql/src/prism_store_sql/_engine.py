@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -32,6 +33,7 @@ __all__ = (
     "public_url",
     "require_asyncio",
     "sql_scheme",
+    "sqlite_file",
     "translate_errors",
 )
 
@@ -43,8 +45,10 @@ BUSY_TIMEOUT_MS = 5000
 
 #: What to install for each backend's default async driver.
 INSTALL_HINTS: dict[str, str] = {
-    "sqlite": "pip install 'prism[sql]'  (or: pip install 'prism-store-sql[sqlite]')",
-    "postgresql": "pip install 'prism[postgres]'  (or: pip install 'prism-store-sql[postgres]')",
+    "sqlite": "pip install 'prism-runtime[sql]'  (or: pip install 'prism-runtime-sql[sqlite]')",
+    "postgresql": (
+        "pip install 'prism-runtime[postgres]'  (or: pip install 'prism-runtime-sql[postgres]')"
+    ),
 }
 
 _DEFAULT_DRIVERS = {"sqlite": "aiosqlite", "postgresql": "asyncpg"}
@@ -82,6 +86,16 @@ def async_url(url: str | URL) -> URL:
     if parsed.drivername == backend:
         parsed = parsed.set(drivername=f"{backend}+{_DEFAULT_DRIVERS[backend]}")
     return parsed
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The database file of a SQLite ``url``; ``None`` for in-memory and non-SQLite URLs."""
+    if url.get_backend_name() != "sqlite":
+        return None
+    database = url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
 
 
 def public_url(url: URL) -> str:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from prism_core import PrismError
 
-__all__ = ("SqlStoreConfigError", "SqlStoreDriverError", "SqlStoreSchemaError")
+__all__ = (
+    "SqlStoreConfigError",
+    "SqlStoreDriverError",
+    "SqlStoreMigrationError",
+    "SqlStoreSchemaError",
+)
 
 
 class SqlStoreConfigError(PrismError, ValueError):
@@ -29,3 +34,12 @@ class SqlStoreSchemaError(PrismError):
     """
 
     code = "ERR_PRISM_STORE_SCHEMA"
+
+
+class SqlStoreMigrationError(SqlStoreSchemaError):
+    """A migration could not even start, e.g. the SQLite file's directory does not exist.
+
+    The message names the path and what to do about it.
+    """
+
+    code = "ERR_PRISM_MIGRATION"

@@ -1,7 +1,7 @@
 """Versioned schema migrations, recorded in ``<prefix>schema_version``.
 
 A small runner instead of Alembic: the schema is four tables, the store distribution keeps its
-dependencies to prism-core and the driver, and the same steps must run from the stores'
+dependencies to prism-runtime-core and the driver, and the same steps must run from the stores'
 ``create_schema=True`` path, from :func:`migrate` and from ``python -m prism_store_sql
 migrate``, without an ``alembic.ini`` or a migrations directory on the host's side.
 
@@ -23,8 +23,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ._engine import open_engine, public_url, require_asyncio, translate_errors
-from ._errors import SqlStoreSchemaError
+from ._engine import (
+    async_url,
+    open_engine,
+    public_url,
+    require_asyncio,
+    sqlite_file,
+    translate_errors,
+)
+from ._errors import SqlStoreMigrationError, SqlStoreSchemaError
 from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables, check_table_prefix
 
 __all__ = (
@@ -34,6 +41,7 @@ __all__ = (
     "apply_migrations",
     "migrate",
     "migrate_command",
+    "missing_database",
     "read_schema_version",
     "require_schema",
 )
@@ -96,17 +104,44 @@ async def _recorded_version(connection: AsyncConnection, tables: Tables) -> int:
 def _too_new(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
     return SqlStoreSchemaError(
         f"the SQL store schema (prefix {tables.prefix!r}) in {public_url(url)} is at version "
-        f"{found}, newer than this release of prism-store-sql understands (version "
-        f"{SCHEMA_VERSION}); upgrade it with: pip install --upgrade prism-store-sql"
+        f"{found}, newer than this release of prism-runtime-sql understands (version "
+        f"{SCHEMA_VERSION}); upgrade it with: pip install --upgrade prism-runtime-sql"
     )
+
+
+def _check_sqlite_directory(url: URL) -> None:
+    path = sqlite_file(url)
+    if path is None or path.parent.is_dir():
+        return
+    # SQLite itself only says "unable to open database file", which names neither.
+    raise SqlStoreMigrationError(
+        f"cannot create the SQLite database {str(path)!r}: its directory "
+        f"{str(path.parent)!r} does not exist. Create it first (mkdir -p "
+        f"{shlex.quote(str(path.parent))}) or choose another path."
+    )
+
+
+def missing_database(url_or_engine: str | URL | AsyncEngine) -> str | None:
+    """The path of a SQLite database file that does not exist yet, else ``None``.
+
+    Looks at the file system only; PostgreSQL URLs and engines always give ``None``.
+    """
+    if isinstance(url_or_engine, AsyncEngine):
+        return None
+    path = sqlite_file(async_url(url_or_engine))
+    if path is None or path.exists():
+        return None
+    return str(path)
 
 
 async def apply_migrations(engine: AsyncEngine, tables: Tables) -> int:
     """Apply every missing step to ``engine`` for ``tables.prefix``; the resulting version.
 
-    Raises :class:`SqlStoreSchemaError` when a step fails or the database is newer than
-    this release, and ``CheckpointStoreError`` when the database cannot be reached.
+    Raises :class:`SqlStoreMigrationError` when a SQLite file's directory does not exist,
+    :class:`SqlStoreSchemaError` when a step fails or the database is newer than this
+    release, and ``CheckpointStoreError`` when the database cannot be reached.
     """
+    _check_sqlite_directory(engine.url)
     with translate_errors("migrate the schema"):
         async with engine.connect() as connection:
             await _lock(connection, tables)
@@ -189,8 +224,13 @@ async def migrate(
 async def read_schema_version(
     url_or_engine: str | URL | AsyncEngine, *, table_prefix: str = DEFAULT_TABLE_PREFIX
 ) -> int:
-    """The schema version recorded for ``table_prefix`` (``0`` when there are no tables)."""
+    """The schema version recorded for ``table_prefix`` (``0`` when there are no tables).
+
+    Writes nothing: a SQLite URL whose file does not exist reads as ``0`` without creating it.
+    """
     tables = build_tables(check_table_prefix(table_prefix))
+    if missing_database(url_or_engine) is not None:
+        return 0
     handle = open_engine(url_or_engine)
     try:
         require_asyncio()

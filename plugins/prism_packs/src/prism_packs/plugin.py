@@ -1,4 +1,4 @@
-"""The plugin object of ``prism-packs``: it registers the built-in packs and does nothing else."""
+"""The plugin object of ``prism-runtime-packs``: it registers the built-in packs, nothing else."""
 
 from __future__ import annotations
 

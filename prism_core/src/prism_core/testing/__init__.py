@@ -11,6 +11,11 @@ module) so pytest rewrites the suites' assertions, then subclass the suites::
             async with create_my_store() as store:
                 yield store
 
+        @pytest.fixture
+        def checkpoint_store_factory(self):
+            # Another instance on the same backend, as a second worker would open it.
+            return create_my_store
+
 Each test is an ``@pytest.mark.anyio`` coroutine that runs on the backends the
 ``anyio_backend`` fixture in scope selects. The suite classes have no ``Test`` prefix, so
 pytest collects only their subclasses. This plugin is never registered by entry point:
@@ -23,7 +28,9 @@ import pytest
 
 # Registered before the suites are imported so pytest can still rewrite their assertions.
 pytest.register_assert_rewrite(
-    "prism_core.testing._checkpoint_suite", "prism_core.testing._session_suite"
+    "prism_core.testing._checkpoint_suite",
+    "prism_core.testing._session_suite",
+    "prism_core.testing._races",
 )
 
 from ._checkpoint_suite import CheckpointStoreConformance  # noqa: E402

@@ -11,6 +11,7 @@ import pytest
 
 from ..durable import CheckpointRecord, CheckpointStore, InvalidCheckpointError
 from ..errors import CheckpointConflictError
+from ._races import CheckpointRaces
 
 __all__ = ("CheckpointStoreConformance",)
 
@@ -41,13 +42,16 @@ def _owner() -> dict[str, str]:
     return {"tenant_id": f"t-{uuid.uuid4().hex}", "user_id": "u1"}
 
 
-class CheckpointStoreConformance:
+class CheckpointStoreConformance(CheckpointRaces):
     """The behaviour every :class:`~prism_core.CheckpointStore` must show.
 
     Subclass it in a test module as ``class TestMyStore(CheckpointStoreConformance)`` and
     define a ``checkpoint_store`` fixture (an async generator fixture may be used) that yields
     a fresh, open store. The tests run on whichever anyio backends the ``anyio_backend``
     fixture in scope selects; override it in the subclass when the store is asyncio-only.
+    Define ``checkpoint_store_factory`` too: a callable opening another, independent
+    instance on the same backend, so writers race across instances as workers in separate
+    processes do (the memory store returns ``checkpoint_store`` itself).
     Every test writes into its own namespace (and list tests under their own owner), so the
     suite can run against a shared server that already holds other records.
     """

@@ -24,6 +24,7 @@ from ..sessions import (
     SessionStore,
     create_session_entry,
 )
+from ._races import SessionRaces
 
 __all__ = ("SessionStoreConformance",)
 
@@ -51,13 +52,15 @@ async def _chain(store: SessionStore, session_id: str, count: int) -> list[Sessi
     return entries
 
 
-class SessionStoreConformance:
+class SessionStoreConformance(SessionRaces):
     """The behaviour every :class:`~prism_core.SessionStore` must show.
 
     Subclass it in a test module as ``class TestMyStore(SessionStoreConformance)`` and define
     a ``session_store`` fixture (an async generator fixture may be used) that yields a fresh,
     open store. The tests run on whichever anyio backends the ``anyio_backend`` fixture in
-    scope selects. A parent outside the entry's session and an unknown branch leaf raise
+    scope selects. Define ``session_store_factory`` too: a callable opening another,
+    independent instance on the same backend (the memory store returns ``session_store``
+    itself). A parent outside the entry's session and an unknown branch leaf raise
     :class:`~prism_core.SessionEntryNotFoundError`; a stale ``expected_leaf_id`` and a
     duplicate entry id raise :class:`~prism_core.SessionConflictError`. Every test uses its
     own session ids, so the suite can run against a shared server.

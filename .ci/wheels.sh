@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Install the way a user of the published packages does: build every distribution with
+# `make dist`, install the meta distribution with its extras into a fresh virtual
+# environment from dist/ (dependencies from the configured package indexes), and smoke-test
+# the installed commands outside the checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+PYTHON=${PYTHON:-python3}
+EXTRAS=${PRISM_WHEEL_EXTRAS:-sql,postgres,redis,packs}
+
+make dist
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$PYTHON" -m venv "$work/venv"
+bin="$work/venv/bin"
+step() { printf '\n== %s\n' "$*"; }
+
+step "pip install --find-links dist 'prism-runtime[$EXTRAS]' (fresh venv)"
+timeout 600 "$bin/python" -m pip install --quiet --disable-pip-version-check \
+    --find-links "$root/dist" "prism-runtime[$EXTRAS]"
+
+cd "$work"
+step "installed from wheels, not from the checkout"
+"$bin/python" - "$root" <<'PY'
+import sys
+from importlib.metadata import distribution
+from pathlib import Path
+
+import prism_core
+import prism_packs
+import prism_store_redis
+import prism_store_sql
+
+checkout = Path(sys.argv[1]).resolve()
+for module in (prism_core, prism_store_sql, prism_store_redis, prism_packs):
+    where = Path(module.__file__).resolve()
+    assert checkout not in where.parents, f"{module.__name__} comes from the checkout: {where}"
+    print(f"{module.__name__}: {where.parent}")
+for name in ("prism-runtime", "prism-runtime-core", "prism-runtime-sql", "prism-runtime-redis",
+             "prism-runtime-packs"):
+    dist = distribution(name)
+    assert dist.read_text("direct_url.json") is None or "editable" not in dist.read_text(
+        "direct_url.json"
+    ), f"{name} is an editable install"
+    print(f"{name} {dist.version}")
+PY
+
+step "prism --help"
+timeout 60 "$bin/prism" --help
+
+step "prism --version"
+version=$(timeout 60 "$bin/prism" --version)
+echo "$version"
+expected="prism-runtime $("$bin/python" -c 'from importlib.metadata import version; print(version("prism-runtime-core"))')"
+[ "$version" = "$expected" ] || { echo "expected '$expected'" >&2; exit 1; }
+
+step "prism plugins"
+plugins=$(timeout 60 "$bin/prism" plugins)
+echo "$plugins"
+for name in sql redis packs; do
+    grep -q "^$name " <<<"$plugins" || { echo "plugin $name is not listed" >&2; exit 1; }
+done
+
+step "prism demo (SQLite in a temporary folder)"
+timeout 300 "$bin/prism" demo --dir "$work/demo" --no-color
+
+step "python -m prism_store_sql migrate, then status"
+timeout 60 "$bin/python" -m prism_store_sql migrate "sqlite:///$work/app.db"
+timeout 60 "$bin/python" -m prism_store_sql status "sqlite:///$work/app.db"
+set +e
+timeout 60 "$bin/python" -m prism_store_sql status "sqlite:///$work/absent.db"
+code=$?
+set -e
+[ "$code" -eq 3 ] || { echo "status of a missing file exited $code, expected 3" >&2; exit 1; }
+[ ! -e "$work/absent.db" ] || { echo "status created $work/absent.db" >&2; exit 1; }
+
+if [ "${PRISM_REQUIRE_SERVICES:-}" = 1 ]; then
+    step "python -m prism_store_sql status on PostgreSQL (asyncpg from the [postgres] extra)"
+    set +e
+    timeout 60 "$bin/python" -m prism_store_sql status \
+        "${PRISM_TEST_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}" \
+        --table-prefix "prism_wheels_$$_"
+    code=$?
+    set -e
+    [ "$code" -eq 2 ] || { echo "status on PostgreSQL exited $code, expected 2" >&2; exit 1; }
+fi
+
+step "wheels: all checks passed"
