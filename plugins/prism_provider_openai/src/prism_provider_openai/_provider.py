@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Awaitable
+from contextlib import aclosing
 from typing import Any, TypeVar
 
 import anyio
@@ -177,8 +178,9 @@ class OpenAIProvider:
             yield provider_error(ErrorInfo(exc.message, exc.code, False))
             return
         try:
-            async for event in self._stream(client, params, request.signal):
-                yield event
+            async with aclosing(self._stream(client, params, request.signal)) as events:
+                async for event in events:
+                    yield event
         finally:
             if owned:
                 with anyio.CancelScope(shield=True):
