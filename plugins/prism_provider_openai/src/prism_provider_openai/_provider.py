@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextlib import aclosing
 from typing import Any, TypeVar
 
@@ -188,7 +188,7 @@ class OpenAIProvider:
 
     async def _stream(
         self, client: openai.AsyncOpenAI, params: dict[str, Any], signal: AbortSignal
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncGenerator[ProviderEvent, None]:
         guard = _AbortGuard(signal)
         try:
             stream: Any = await guard.wait(client.chat.completions.create(**params))
