@@ -11,7 +11,7 @@ import pytest
 
 from prism_core import ToolDefinition
 from prism_provider_openai import OpenAIProvider, create_openai_provider
-from tests.fake_http import FakeHTTPServer, Reply
+from tests.fake_http import FakeHTTPServer, Reply, sse
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
 
@@ -83,3 +83,39 @@ def add_tool(log: list[tuple[str, dict[str, Any]]] | None = None) -> ToolDefinit
 def types(events: Sequence[Any]) -> list[str]:
     """The ``type`` of each event."""
     return [e.type for e in events]
+
+
+def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+    """One ``chat.completion.chunk`` as OpenAI streams it."""
+    return {
+        "id": "chatcmpl-CZs0dR7bT2kP9wQ4mN6vX1cY3zLa",
+        "object": "chat.completion.chunk",
+        "created": 1764554400,
+        "model": "gpt-4.1-mini-2025-04-14",
+        "system_fingerprint": "fp_6f2eabb9a5",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        "usage": None,
+    }
+
+
+def text_reply(*parts: str) -> Reply:
+    """A streamed answer made of the text ``parts``."""
+    first = chunk({"role": "assistant", "content": "", "refusal": None})
+    return Reply(chunks=sse([first, *(chunk({"content": p}) for p in parts), chunk({}, "stop")]))
+
+
+def tool_reply(call_id: str, name: str, *argument_parts: str) -> Reply:
+    """A streamed single tool call whose arguments arrive in ``argument_parts``."""
+    opening = {
+        "index": 0,
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": ""},
+    }
+    events = [chunk({"role": "assistant", "content": None, "tool_calls": [opening]})]
+    events += [
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]})
+        for part in argument_parts
+    ]
+    events.append(chunk({}, "tool_calls"))
+    return Reply(chunks=sse(events))

@@ -11,48 +11,16 @@ import pytest
 
 from prism_core import RunStateOptions
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store
-from tests.fake_http import Reply, serve, sse
+from tests.fake_http import serve
 
-from ._support import SDK_STREAM_FINALISER
+from ._support import SDK_STREAM_FINALISER, text_reply, tool_reply
 from .durable_app import API_KEY, REVISION, build_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _chunk(delta: dict[str, object] | None, finish: str | None = None) -> dict[str, object]:
-    return {
-        "id": "chatcmpl-CZs0dR7bT2kP9wQ4mN6vX1cY3zLa",
-        "object": "chat.completion.chunk",
-        "created": 1764554400,
-        "model": "gpt-4.1-mini-2025-04-14",
-        "system_fingerprint": "fp_6f2eabb9a5",
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-        "usage": None,
-    }
-
-
-RESTART_CALL = sse(
-    [
-        _chunk(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "index": 0,
-                        "id": "call_restart_payments",
-                        "type": "function",
-                        "function": {"name": "restart", "arguments": ""},
-                    }
-                ],
-            }
-        ),
-        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"service": '}}]}),
-        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"payments"}'}}]}),
-        _chunk({}, "tool_calls"),
-    ]
-)
-ANSWER = sse([_chunk({"role": "assistant", "content": "Payments is back."}), _chunk({}, "stop")])
+RESTART_CALL = tool_reply("call_restart_payments", "restart", '{"service": ', '"payments"}')
+ANSWER = text_reply("Payments is back.")
 
 
 @pytest.fixture
@@ -70,7 +38,7 @@ async def test_suspend_before_the_side_effect_and_approve_from_another_process(
     the final answer comes from the model server."""
     db_url = f"sqlite:///{tmp_path / 'runs.db'}"
     log = tmp_path / "restarts.log"
-    with serve(Reply(chunks=RESTART_CALL), Reply(chunks=ANSWER)) as server:
+    with serve(RESTART_CALL, ANSWER) as server:
         base_url = server.base_url + "/v1"
         async with (
             create_sql_checkpoint_store(db_url) as checkpoints,
