@@ -10,7 +10,7 @@ import pytest
 import prism_provider_openai as oa
 from prism_core import AgentRunError, Message, ModelConfig, ProviderRequest, create_agent
 from prism_core.signals import AbortSignal
-from tests.fake_http import Reply, serve
+from tests.fake_http import Reply, serve, sse
 
 from ._support import (
     API_KEY,
@@ -136,6 +136,23 @@ async def test_an_error_event_mid_stream_fails_the_run_after_the_text_so_far() -
     assert "The server had an error while processing your request" in result.error.message
     assert types(events)[-1] == "error"
     assert len(server.requests) == 1
+
+
+async def test_an_error_event_before_any_output_is_retried() -> None:
+    """A stream that fails before its first token is retried, and the retry succeeds."""
+    failing = Reply(
+        chunks=sse([{"error": {"message": "overloaded, try again", "type": "server_error"}}])
+    )
+    with serve(failing, replay("plain_text")) as server:
+        agent = create_agent(model=MODEL, provider=provider_for(server), retry=FAST_RETRY)
+        stream = agent.create_session().stream("hi")
+        events = [e async for e in stream]
+    assert stream.result is not None
+    assert stream.result.status == "succeeded"
+    (scheduled,) = [e for e in events if e.type == "retry_scheduled"]
+    assert scheduled.error.code == oa.STREAM
+    assert "overloaded, try again" in scheduled.error.message
+    assert len(server.requests) == 2
 
 
 async def test_a_stream_cut_before_the_finish_reason_is_an_error() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
 import json
+from datetime import UTC, datetime, timedelta
 
 import openai
 import pytest
@@ -22,6 +24,7 @@ from prism_core import (
     create_agent,
     discover_plugins,
 )
+from prism_provider_openai._errors import redact_key, retry_after_ms
 from prism_provider_openai._request import build_params
 from tests.fake_http import serve
 
@@ -195,3 +198,26 @@ async def test_a_bad_option_fails_the_run_without_a_request() -> None:
     assert error is not None
     assert error.code == "ERR_PRISM_PROVIDER_OPTIONS"
     assert error.retryable is False
+
+
+def test_retry_after_headers_in_every_form() -> None:
+    """``retry-after-ms`` wins; ``retry-after`` may be seconds or an HTTP date."""
+    assert retry_after_ms({"retry-after-ms": "250", "retry-after": "9"}) == 250
+    assert retry_after_ms({"retry-after": "2"}) == 2000
+    assert retry_after_ms({"retry-after": "0.5"}) == 500
+    soon = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=30))
+    waited = retry_after_ms({"retry-after": soon})
+    assert waited is not None
+    assert 28_000 <= waited <= 31_000
+    assert retry_after_ms({"retry-after": "soon-ish"}) is None
+    assert retry_after_ms({}) is None
+
+
+def test_keys_and_their_masked_echoes_are_redacted() -> None:
+    """The key and the ``sk-abc…wxyz`` form a server echoes of it are both removed."""
+    message = f"bad key {API_KEY}; you sent {API_KEY[:7]}***{API_KEY[-4:]}."
+    cleaned = redact_key(message, API_KEY)
+    assert API_KEY not in cleaned
+    assert API_KEY[:6] not in cleaned
+    assert cleaned.startswith("bad key [REDACTED]; you sent [REDACTED]")
+    assert redact_key("nothing secret", None) == "nothing secret"

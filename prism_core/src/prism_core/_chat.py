@@ -27,6 +27,7 @@ from .durable import (
     create_memory_checkpoint_store,
     resume_agent_run_stream,
 )
+from .errors import PrismError
 from .guardrails import Guardrail
 from .models import ModelConfig
 from .plugins import create_plugin_manager, discover_plugins
@@ -46,8 +47,10 @@ _EXTRAS = {"openai": "openai", "anthropic": "anthropic"}
 _GATED = "calculate"
 
 
-class ChatSetupError(Exception):
+class ChatSetupError(PrismError):
     """The chat cannot start (no provider for the model); the message says what to install."""
+
+    code = "ERR_PRISM_PROVIDER_MISSING"
 
 
 def _current_time(args: dict[str, Any], context: Any) -> dict[str, str]:

@@ -6,6 +6,7 @@ import email.utils
 import re
 import time
 from collections.abc import Mapping
+from datetime import UTC
 from typing import Any
 
 import openai
@@ -59,9 +60,12 @@ def retry_after_ms(headers: Mapping[str, str]) -> float | None:
     try:
         seconds = float(raw)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(raw) if raw.strip() else None
-        if parsed is None:
+        try:
+            parsed = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
             return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
         seconds = parsed.timestamp() - time.time()
     return max(0.0, seconds * 1000.0)
 
