@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextlib import aclosing
 from typing import Any, TypeVar
@@ -85,6 +87,20 @@ class _ToolIndexes:
         return current
 
 
+def _ssl_context() -> ssl.SSLContext | None:
+    """The SSL context the SDK's HTTP library would build, made once per provider.
+
+    Loading the CA bundle takes a good fraction of a second, and the SDK does it for every
+    client; a context is not tied to an event loop, so each turn's client can share one.
+    """
+    library = openai.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0]
+    create = getattr(importlib.import_module(library), "create_ssl_context", None)
+    if create is None:
+        return None
+    context = create()
+    return context if isinstance(context, ssl.SSLContext) else None
+
+
 def _usage(raw: Any) -> Usage:
     prompt = int(getattr(raw, "prompt_tokens", 0) or 0)
     completion = int(getattr(raw, "completion_tokens", 0) or 0)
@@ -134,6 +150,7 @@ class OpenAIProvider:
         self._base_url = base_url
         self._organization = organization
         self._timeout = timeout
+        self._ssl: ssl.SSLContext | None = None
 
     @property
     def base_url(self) -> str:
@@ -158,6 +175,10 @@ class OpenAIProvider:
         options: dict[str, Any] = {}
         if self._timeout is not None:
             options["timeout"] = self._timeout
+        if self._ssl is None:
+            self._ssl = _ssl_context()
+        if self._ssl is not None:
+            options["http_client"] = openai.DefaultAsyncHttpxClient(verify=self._ssl)
         client = openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self._base_url,
