@@ -12,7 +12,7 @@ from pathlib import Path
 from prism_core._chat import DEFAULT_SYSTEM, run_chat
 from tests.fake_http import FakeHTTPServer, serve
 
-from ._support import API_KEY, text_reply, tool_reply
+from ._support import API_KEY, error_reply, replay, text_reply, tool_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,8 +27,8 @@ def _prism_chat(
         [*command, "chat", *args],
         input=stdin,
         capture_output=True,
-        text=True,
-        env={**base, **env},
+        encoding="utf-8",
+        env={**base, "PYTHONIOENCODING": "utf-8", **env},
         cwd=ROOT,
         timeout=60,
         check=False,
@@ -122,10 +122,10 @@ def test_chat_refusal_reaches_the_model_and_end_of_input_ends_the_chat() -> None
 
 
 def test_a_provider_error_is_shown_and_the_chat_goes_on() -> None:
-    """A failed turn prints the server's message; the next question still gets an answer."""
-    from ._support import error_reply
-
-    with serve(error_reply(400, "model 'nope' not found"), text_reply("Hello!")) as server:
+    """A failed turn prints the server's message; the next question still gets an answer,
+    its reasoning shown apart from the text."""
+    failing = error_reply(400, "model 'nope' not found")
+    with serve(failing, replay("reasoning_content")) as server:
         done = _prism_chat(
             ["--model", "openai:nope"],
             "hi\nhi again\n",
@@ -133,7 +133,8 @@ def test_a_provider_error_is_shown_and_the_chat_goes_on() -> None:
         )
     assert done.returncode == 0, done.stderr
     assert "error: HTTP 400 from the model server: model 'nope' not found" in done.stdout
-    assert "assistant> Hello!" in done.stdout
+    assert "  (thinking) The user asks for 17 * 3. 17 * 3 = 51.\n" in done.stdout
+    assert "assistant> 17 \u00d7 3 = 51.\n" in done.stdout
     assert API_KEY not in done.stdout + done.stderr
 
 

@@ -123,6 +123,7 @@ class _Terminal:
     def __init__(self, stdin: TextIO, stdout: TextIO) -> None:
         self.stdin, self.stdout = stdin, stdout
         self.open_line = False
+        self.mode = ""
 
     def write(self, text: str) -> None:
         self.stdout.write(text)
@@ -132,6 +133,15 @@ class _Terminal:
         if self.open_line:
             self.write("\n")
             self.open_line = False
+        self.mode = ""
+
+    def stream(self, mode: str, prefix: str, text: str) -> None:
+        """Continue the open line of ``mode``, or start a new one with ``prefix``."""
+        if self.mode != mode:
+            self.end_line()
+            self.write(prefix)
+            self.open_line, self.mode = True, mode
+        self.write(text)
 
     async def ask(self, prompt: str) -> str | None:
         """One line from the user, or ``None`` at end of input."""
@@ -152,10 +162,9 @@ async def _play(events: AsyncIterator[Any], term: _Terminal, calls: dict[str, An
     async for event in events:
         kind = event.type
         if kind == "message_delta" and event.delta.kind == "text" and event.delta.text:
-            if not term.open_line:
-                term.write("assistant> ")
-                term.open_line = True
-            term.write(event.delta.text)
+            term.stream("text", "assistant> ", event.delta.text)
+        elif kind == "message_delta" and event.delta.kind == "thinking" and event.delta.text:
+            term.stream("thinking", "  (thinking) ", event.delta.text)
         elif kind == "message_finished":
             term.end_line()
             for call in event.message.tool_calls:
