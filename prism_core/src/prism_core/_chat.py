@@ -9,6 +9,7 @@ run resumes with that decision, the same way a host approves a call from another
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 import sys
@@ -45,6 +46,7 @@ _REVISION = "prism-chat.1"
 #: Provider ids whose plugins ship as extras of the ``prism-runtime`` distribution.
 _EXTRAS = {"openai": "openai", "anthropic": "anthropic"}
 _GATED = "calculate"
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
 
 class ChatSetupError(PrismError):
@@ -62,7 +64,7 @@ def _calculate(args: dict[str, Any], context: Any) -> dict[str, float]:
     a, b, op = float(args["a"]), float(args["b"]), args["op"]
     if op == "/" and b == 0:
         raise ValueError("division by zero")
-    value = {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else 0.0}[op]
+    value = _OPERATORS[op](a, b)
     return {"result": int(value) if value.is_integer() else value}
 
 
