@@ -35,6 +35,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plugins", help="list installed plugins (entry-point group 'prism') without loading them"
     )
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    chat = commands.add_parser("chat", help="chat with a model in the terminal (two tools)")
+    chat.add_argument(
+        "--model", required=True, metavar="PROVIDER:MODEL", help="openai:gpt-4.1-mini"
+    )
+    chat.add_argument("--base-url", metavar="URL", help="the provider's base URL (local servers)")
+    chat.add_argument("--system", metavar="TEXT", help="the system prompt")
     args = parser.parse_args(argv)
     if args.command == "plugins":
         return print_plugins(as_json=args.json)
@@ -47,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             kill_at_turn=args.kill_at_turn,
             color=not args.no_color and sys.stdout.isatty(),
         )
+    if args.command == "chat":
+        from ._chat import run_chat
+
+        return run_chat(model=args.model, base_url=args.base_url, system=args.system)
     raise AssertionError(f"argparse accepted an unknown command {args.command!r}")
 
 

@@ -152,6 +152,8 @@ class Usage:
     total_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    #: Of ``output_tokens``, how many the model spent reasoning (when the provider says).
+    reasoning_tokens: int = 0
     cost: float | None = None
     currency: str | None = None
 
@@ -167,6 +169,7 @@ class Usage:
             total_tokens=self.total_tokens + other.total_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             cost=cost,
             currency=self.currency or other.currency,
         )
