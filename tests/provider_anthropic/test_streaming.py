@@ -183,7 +183,8 @@ async def test_thinking_streams_with_its_signature_and_is_sent_back_signed() -> 
     block = message.content[0]
     assert isinstance(block, ThinkingContent)
     assert block.text == "27 * 453: 27 * 400 = 10800, 27 * 53 = 1431, total 12231."
-    assert block.signature is not None and block.signature.startswith("EqQBCgIYAhIM")
+    assert block.signature is not None
+    assert block.signature.startswith("EqQBCgIYAhIM")
     first, second = (r.json() for r in server.requests)
     assert first["thinking"] == {"type": "enabled", "budget_tokens": 8192}
     assert first["max_tokens"] > 8192

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -91,10 +92,8 @@ async def _dispose(stream: anthropic.AsyncStream[Any]) -> None:
     leak; one more read on the closed response ends each of them with an exception instead.
     """
     await stream.close()
-    try:
+    with contextlib.suppress(Exception):  # the response is closed: a read error is expected
         await anext(stream, None)
-    except Exception:
-        pass
 
 
 class AnthropicProvider:
