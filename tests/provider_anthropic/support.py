@@ -56,8 +56,11 @@ def weather_tool(log: list[Any]) -> ToolDefinition:
 
 
 def agent_for(base_url: str, *, timeout: Any = None, **config: Any) -> Agent:
-    """An agent whose provider talks to ``base_url`` with the test key."""
-    provider = create_anthropic_provider(api_key=API_KEY, base_url=base_url, timeout=timeout)
+    """An agent whose provider talks to ``base_url`` with the test key (a client per turn, as
+    the plugin's own provider does, so nothing stays open after a test)."""
+    provider = create_anthropic_provider(
+        api_key=API_KEY, base_url=base_url, timeout=timeout, reuse_connections=False
+    )
     return create_agent(model=MODEL, provider=provider, **config)
 
 

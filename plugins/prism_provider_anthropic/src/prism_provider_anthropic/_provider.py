@@ -102,32 +102,30 @@ class AnthropicProvider:
     Each turn is one ``messages.create(stream=True)`` call. The SDK's own retries are off:
     failures come back as ``error`` events with ``retryable`` and ``retry_after_ms`` set, and
     Prism's retry policy decides. Closing the stream (the run aborted, or the consumer left)
-    closes the HTTP response at once. Use it as an async context manager, or call
-    :meth:`aclose`, to close a client the provider created itself.
+    closes the HTTP response at once.
+
+    With ``client`` the provider reuses that client's connections across turns; use it as an
+    async context manager (or call :meth:`aclose`) to close a client it created. With
+    ``client_factory`` it opens a client per turn and closes it when the turn ends, so a
+    provider nobody closes (the one the plugin hands each run) holds nothing between turns.
     """
 
     def __init__(
         self,
-        client: anthropic.AsyncAnthropic,
+        client: anthropic.AsyncAnthropic | None = None,
         *,
+        client_factory: Callable[[], anthropic.AsyncAnthropic] | None = None,
         owns_client: bool = False,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         id: str = "anthropic",
     ) -> None:
+        if (client is None) == (client_factory is None):
+            raise ValueError("AnthropicProvider needs exactly one of client= or client_factory=")
         self.id = id
         self.client = client
         self.max_tokens = max_tokens
+        self._factory = client_factory
         self._owns_client = owns_client
-
-    def _secrets(self) -> tuple[str, ...]:
-        return tuple(
-            s
-            for s in (
-                getattr(self.client, "api_key", None),
-                getattr(self.client, "auth_token", None),
-            )
-            if isinstance(s, str) and s
-        )
 
     async def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         """Stream one turn: text, thinking, tool-call fragments, then ``done`` (or ``error``)."""
@@ -136,16 +134,23 @@ class AnthropicProvider:
         except AnthropicRequestError as exc:
             yield provider_error(ErrorInfo(exc.message, code=exc.code, retryable=False))
             return
+        if self._factory is not None:
+            client = self._factory()
+        else:
+            assert self.client is not None
+            client = self.client
+        found = (getattr(client, "api_key", None), getattr(client, "auth_token", None))
+        secrets = tuple(s for s in found if isinstance(s, str) and s)
         watch = _AbortWatch()
         request.signal.on_abort(watch.fire)
         stream: anthropic.AsyncStream[Any] | None = None
         try:
-            opened = await watch.run(lambda: self.client.messages.create(**params))
+            opened = await watch.run(lambda: client.messages.create(**params))
             if opened.aborted:
                 stream = opened.value
                 return
             if opened.error is not None:
-                yield provider_error(error_info(opened.error, secrets=self._secrets()))
+                yield provider_error(error_info(opened.error, secrets=secrets))
                 return
             stream = live = opened.value
             decoder = StreamDecoder()
@@ -154,7 +159,7 @@ class AnthropicProvider:
                 if step.aborted:
                     return
                 if step.error is not None:
-                    yield provider_error(error_info(step.error, secrets=self._secrets()))
+                    yield provider_error(error_info(step.error, secrets=secrets))
                     return
                 if step.value is _END:
                     break
@@ -164,13 +169,15 @@ class AnthropicProvider:
                 yield decoder.truncated()
         finally:
             watch.fire(None)
-            if stream is not None:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                if stream is not None:
                     await _dispose(stream)
+                if self._factory is not None:
+                    await client.close()
 
     async def aclose(self) -> None:
         """Close the SDK client when this provider created it (idempotent)."""
-        if self._owns_client:
+        if self._owns_client and self.client is not None:
             self._owns_client = False
             await self.client.close()
 
@@ -207,6 +214,7 @@ def create_anthropic_provider(
     client: anthropic.AsyncAnthropic | None = None,
     timeout: float | anthropic.Timeout | Mapping[str, float] | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    reuse_connections: bool = True,
 ) -> AnthropicProvider:
     """An Anthropic provider.
 
@@ -216,7 +224,9 @@ def create_anthropic_provider(
     it). ``timeout`` is seconds (a number: the read timeout, connect capped at 5 s), an
     ``anthropic.Timeout``, or ``{"connect": s, "read": s, "write": s, "pool": s}``; the read
     timeout bounds every wait for the next piece of a stream. ``max_tokens`` is the default for
-    requests whose ``provider_options`` do not set one.
+    requests whose ``provider_options`` do not set one. ``reuse_connections=False`` opens a
+    client for each turn and closes it afterwards (nothing to close later); otherwise close the
+    provider with ``aclose()`` or ``async with`` when done.
     """
     if client is not None and (api_key is not None or base_url is not None):
         raise ValueError("pass either client= or api_key=/base_url=, not both")
@@ -229,5 +239,10 @@ def create_anthropic_provider(
         return AnthropicProvider(
             client.with_options(max_retries=0, **extra), owns_client=False, max_tokens=max_tokens
         )
-    built = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, **extra)
-    return AnthropicProvider(built, owns_client=True, max_tokens=max_tokens)
+
+    def build() -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, **extra)
+
+    if not reuse_connections:
+        return AnthropicProvider(client_factory=build, max_tokens=max_tokens)
+    return AnthropicProvider(build(), owns_client=True, max_tokens=max_tokens)
