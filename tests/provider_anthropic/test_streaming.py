@@ -309,3 +309,36 @@ def test_history_conversion_rules() -> None:
     ]
     assert params["extra_body"] == {"betas_field": 1}
     assert "thinking" not in params
+
+
+@pytest.mark.anyio
+async def test_withheld_thinking_keeps_its_signature_through_a_tool_loop() -> None:
+    """Thinking shown as omitted (a signature, no text) before a tool call is carried back,
+    signed, ahead of the tool_use block on the next request."""
+    log: list[Any] = []
+    with serve(stream_reply("thinking_omitted_tool"), stream_reply("after_tools")) as server:
+        agent = agent_for(server.base_url, tools=[weather_tool(log)])
+        result = await agent.create_session().run(
+            "Weather in Paris?",
+            provider_options={
+                "thinking": {"type": "enabled", "budget_tokens": 2048, "display": "omitted"}
+            },
+        )
+    assert result.status == "succeeded"
+    assert log == [{"city": "Paris"}]
+    first, second = (r.json() for r in server.requests)
+    assert first["thinking"]["display"] == "omitted"
+    assert first["max_tokens"] == 2048 + 8192
+    assert second["messages"][1]["content"] == [
+        {
+            "type": "thinking",
+            "thinking": "",
+            "signature": "ErUBCkYIBxgCKkDomitted0sig+XyZ0ZqRbW2mYv1c9ZtN8sH3Qe7kLpA",
+        },
+        {
+            "type": "tool_use",
+            "id": "toolu_01OmitWx",
+            "name": "get_weather",
+            "input": {"city": "Paris"},
+        },
+    ]

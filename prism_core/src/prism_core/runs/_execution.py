@@ -921,7 +921,9 @@ class RunExecution:
 
     def _assistant_message(self, state: _TurnState, calls: tuple[ToolCallContent, ...]) -> Message:
         content: list[Any] = []
-        if state.thinking:
+        if state.thinking or state.signature:
+            # A signed block with no visible text (reasoning the provider withheld) is kept:
+            # the provider needs it back on the next turn.
             content.append(ThinkingContent(state.thinking, state.signature))
         if state.text or not calls:
             content.append(TextContent(state.text))
