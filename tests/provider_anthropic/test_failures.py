@@ -257,3 +257,25 @@ def test_error_bodies_are_json_shaped_like_the_api() -> None:
     reply = error_reply(429, "rate_limit_error", "slow down")
     body = json.loads(b"".join(c for c in reply.chunks if isinstance(c, bytes)))
     assert body["error"] == {"type": "rate_limit_error", "message": "slow down"}
+
+
+@pytest.mark.anyio
+async def test_no_credentials_is_a_final_configuration_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Without any key the turn fails at once, not retryable, saying how to configure it
+    (whether the provider keeps one client or opens one per turn)."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    request = ProviderRequest(model=ModelConfig("anthropic", "claude-sonnet-4-6"), messages=())
+    with serve() as server:
+        for reuse in (True, False):
+            provider = create_anthropic_provider(base_url=server.base_url, reuse_connections=reuse)
+            async with provider:
+                (event,) = [e async for e in provider.generate(request)]
+            assert isinstance(event, ProviderError)
+            assert (event.error.code, event.error.retryable) == ("provider_configuration", False)
+            assert "ANTHROPIC_API_KEY" in event.error.message
+    assert server.requests == []

@@ -134,6 +134,13 @@ def error_info(exc: BaseException, *, secrets: Iterable[str] = ()) -> ErrorInfo:
         info = ErrorInfo(
             f"Could not reach the Anthropic API{reason}", code="provider_connection", retryable=True
         )
+    elif isinstance(exc, TypeError | anthropic.CredentialsError):
+        info = ErrorInfo(
+            f"The Anthropic client is not configured: {exc}. Set ANTHROPIC_API_KEY or pass "
+            "api_key= (or client=) to create_anthropic_provider",
+            code="provider_configuration",
+            retryable=False,
+        )
     else:
         info = ErrorInfo(
             f"Anthropic provider failed: {exc}" if str(exc) else type(exc).__name__,

@@ -76,7 +76,8 @@ class _AbortWatch:
             self.scope = scope
             try:
                 outcome.value = await step()
-            except (anthropic.AnthropicError, httpx2.HTTPError) as exc:
+            except (anthropic.AnthropicError, httpx2.HTTPError, TypeError) as exc:
+                # TypeError: the SDK's "could not resolve authentication method" (no key).
                 outcome.error = exc
             finally:
                 self.scope = None
@@ -135,7 +136,11 @@ class AnthropicProvider:
             yield provider_error(ErrorInfo(exc.message, code=exc.code, retryable=False))
             return
         if self._factory is not None:
-            client = self._factory()
+            try:
+                client = self._factory()
+            except (anthropic.AnthropicError, TypeError) as exc:
+                yield provider_error(error_info(exc))
+                return
         else:
             assert self.client is not None
             client = self.client
