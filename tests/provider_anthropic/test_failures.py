@@ -279,3 +279,34 @@ async def test_no_credentials_is_a_final_configuration_error(
             assert (event.error.code, event.error.retryable) == ("provider_configuration", False)
             assert "ANTHROPIC_API_KEY" in event.error.message
     assert server.requests == []
+
+
+@pytest.mark.anyio
+async def test_a_refused_connection_is_a_retryable_connection_error() -> None:
+    """Nothing listening on the port: a retryable provider_connection error, no hang."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with anyio.fail_after(10):
+        (event,) = await one_turn(f"http://127.0.0.1:{port}", timeout={"connect": 2.0})
+    assert isinstance(event, ProviderError)
+    assert (event.error.code, event.error.retryable) == ("provider_connection", True)
+
+
+@pytest.mark.anyio
+async def test_an_unknown_thinking_level_is_refused_before_any_request() -> None:
+    """A thinking_level the provider has no budget for is a final error; nothing is sent."""
+    request = ProviderRequest(
+        model=ModelConfig("anthropic", "claude-sonnet-4-6"),
+        messages=(),
+        options={"thinking_level": "galaxy-brain"},
+    )
+    with serve() as server:
+        async with create_anthropic_provider(api_key=API_KEY, base_url=server.base_url) as p:
+            (event,) = [e async for e in p.generate(request)]
+    assert isinstance(event, ProviderError)
+    assert (event.error.code, event.error.retryable) == ("ERR_PRISM_ANTHROPIC_REQUEST", False)
+    assert "galaxy-brain" in event.error.message
+    assert server.requests == []
