@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ("FakeHTTPServer", "Reply", "RecordedRequest", "serve", "sse")
+__all__ = ("FakeHTTPServer", "Reply", "RecordedRequest", "named_sse", "serve", "sse", "sse_frames")
 
 
 @attrs.frozen
@@ -61,6 +61,18 @@ def sse(events: Iterable[Any], *, done: bool = True) -> tuple[bytes, ...]:
     if done:
         frames.append(b"data: [DONE]\n\n")
     return tuple(frames)
+
+
+def named_sse(events: Iterable[dict[str, Any]]) -> tuple[bytes, ...]:
+    """Named frames ``event: <type>`` + ``data: {...}`` (the event name is each dict's
+    ``type``), as the Anthropic Messages API streams them: no ``[DONE]`` sentinel."""
+    return tuple(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def sse_frames(text: str) -> tuple[bytes, ...]:
+    """A recorded SSE transcript split into its frames (one chunk each), blank-line separated."""
+    frames = [f.strip("\n") for f in text.replace("\r\n", "\n").split("\n\n")]
+    return tuple((f + "\n\n").encode() for f in frames if f.strip())
 
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 429: "Too Many Requests"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.fake_http import Reply, serve, sse
+from tests.fake_http import Reply, named_sse, serve, sse, sse_frames
 
 
 def test_replays_chunks_and_records_the_request() -> None:
@@ -40,3 +40,14 @@ def test_a_stalled_reply_times_the_client_out() -> None:
         pytest.raises(httpx.ReadTimeout),
     ):
         read_all(server.base_url + "/s")
+
+
+def test_named_frames_and_recorded_transcripts() -> None:
+    """Named-event frames carry the dict's type; a transcript splits into whole frames."""
+    (frame,) = named_sse([{"type": "ping"}])
+    assert frame == b'event: ping\ndata: {"type": "ping"}\n\n'
+    recorded = 'event: a\r\ndata: {"n": 1}\r\n\r\nevent: b\ndata: {}\n\n\n'
+    assert sse_frames(recorded) == (b'event: a\ndata: {"n": 1}\n\n', b"event: b\ndata: {}\n\n")
+    with serve(Reply(chunks=sse_frames(recorded))) as server:
+        response = httpx.post(server.base_url + "/v1/messages", json={})
+    assert response.text == 'event: a\ndata: {"n": 1}\n\nevent: b\ndata: {}\n\n'

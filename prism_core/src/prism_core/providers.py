@@ -108,10 +108,15 @@ class ProviderUsage:
 
 @attrs.frozen
 class ProviderDone:
-    """The turn ended; optional final usage."""
+    """The turn ended; optional final usage and why the model stopped.
+
+    ``finish_reason`` is ``"stop"``, ``"length"``, ``"tool_calls"``, ``"content_filter"``,
+    ``"pause"`` or a provider's own value, ``None`` when the provider does not say.
+    """
 
     usage: Usage | None = None
     type: Literal["done"] = "done"
+    finish_reason: str | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -179,9 +184,11 @@ def provider_usage(usage: Usage | Mapping[str, Any]) -> ProviderUsage:
     return ProviderUsage(coerced)
 
 
-def provider_done(usage: Usage | Mapping[str, Any] | None = None) -> ProviderDone:
-    """The end-of-turn event."""
-    return ProviderDone(Usage.coerce(usage))
+def provider_done(
+    usage: Usage | Mapping[str, Any] | None = None, *, finish_reason: str | None = None
+) -> ProviderDone:
+    """The end-of-turn event, with the final usage and the finish reason when known."""
+    return ProviderDone(Usage.coerce(usage), finish_reason=finish_reason)
 
 
 def provider_error(

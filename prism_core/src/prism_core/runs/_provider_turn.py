@@ -223,7 +223,9 @@ def _on_provider_event(run: RunState, event: Any, state: TurnState) -> list[Agen
 def assistant_message(state: TurnState, calls: tuple[ToolCallContent, ...]) -> Message:
     """The assistant message a turn produced: thinking, text, then the tool calls."""
     content: list[Any] = []
-    if state.thinking:
+    if state.thinking or state.signature:
+        # A signed block with no visible text (reasoning the provider withheld) is kept:
+        # the provider needs it back on the next turn.
         content.append(ThinkingContent(state.thinking, state.signature))
     if state.text or not calls:
         content.append(TextContent(state.text))
