@@ -428,6 +428,7 @@ async def test_resume_metadata_replaces_and_malformed_metadata_reads_as_absent()
         run_id,
         record.value,
         version=record.version + 1,
+        fencing_token=record.fencing_token,
         metadata={"k": "v" * 5000},
     )
     legacy = await load_agent_run_state(world.checkpoints, ref(run_id))

@@ -14,6 +14,7 @@ from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy, validate_subscribe_options
 from ..runs._stream import DriverStream
 from ._decisions import coerce_run_ref, validate_resume_input
+from ._fencing import validate_claim_options
 from ._options import DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS, CheckpointMetadataSource
 from ._resume import (
     NOT_FOUND,
@@ -51,7 +52,10 @@ def _request(
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
+    fencing_token: int | None = None,
+    force: bool = False,
 ) -> ResumeRequest:
+    validate_claim_options(fencing_token, force)
     return ResumeRequest(
         checkpoints=checkpoints,
         definition_revision=definition_revision,
@@ -62,6 +66,8 @@ def _request(
         include_skill_bodies=include_skill_bodies,
         ownership=ownership,
         on_session=on_session,
+        fencing_token=fencing_token,
+        force=force,
     )
 
 
@@ -91,6 +97,8 @@ async def resume_agent_run(
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
+    fencing_token: int | None = None,
+    force: bool = False,
 ) -> AgentRunResult:
     """Resume a durable run with ``{"expected_version", "decision" | "decisions"}``.
 
@@ -112,6 +120,8 @@ async def resume_agent_run(
         include_skill_bodies=include_skill_bodies,
         ownership=ownership,
         on_session=on_session,
+        fencing_token=fencing_token,
+        force=force,
     )
     return await _finish(await prepare_resume(agent, ref, resume, request))
 
@@ -174,6 +184,8 @@ def resume_agent_run_stream(
     on_session: Callable[[AgentSession], Any] | None = None,
     max_queued_events: int = 1024,
     overflow: OverflowPolicy = "close",
+    fencing_token: int | None = None,
+    force: bool = False,
 ) -> ResumeEventStream:
     """Like :func:`resume_agent_run`, as an async iterator over the resume's events.
 
@@ -191,6 +203,8 @@ def resume_agent_run_stream(
         include_skill_bodies=include_skill_bodies,
         ownership=ownership,
         on_session=on_session,
+        fencing_token=fencing_token,
+        force=force,
     )
     return ResumeEventStream(lambda: prepare_resume(agent, ref, resume, request))
 
@@ -204,6 +218,8 @@ _REQUEST_KEYS = (
     "persist_session_state",
     "include_skill_bodies",
     "on_session",
+    "fencing_token",
+    "force",
 )
 
 
@@ -272,6 +288,8 @@ class AgentRunLifecycle:
             include_skill_bodies=request.get("include_skill_bodies"),
             ownership=request.get("ownership"),
             on_session=request.get("on_session"),
+            fencing_token=request.get("fencing_token"),
+            force=request.get("force", False),
         )
         return await prepare_resume(
             agent, ref, resume, resume_request, lifecycle_hooks=self.restore_hooks

@@ -35,6 +35,7 @@ __all__ = (
     "CheckpointRecord",
     "CheckpointStore",
     "CheckpointStoreError",
+    "CheckpointStoreUnavailableError",
     "InvalidCheckpointError",
     "SaveRequest",
     "check_name",
@@ -54,6 +55,18 @@ class CheckpointStoreError(PrismError):
     """The backing store failed (connection lost, server error); nothing was half-written."""
 
     code = "ERR_PRISM_CHECKPOINT_STORE"
+
+
+class CheckpointStoreUnavailableError(CheckpointStoreError):
+    """The store could not be reached or did not answer in time (connection dropped or
+    refused, a statement or command timeout, a failover in progress).
+
+    This is the *transient* marker of the store contract: the durable layer retries an
+    operation that raised it, with bounded, jittered backoff, and otherwise stops the run
+    without marking it ``failed``. A write that raised it may or may not have been applied.
+    """
+
+    code = "ERR_PRISM_STORE_UNAVAILABLE"
 
 
 class CheckpointLimitError(PrismError):

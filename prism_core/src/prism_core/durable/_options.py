@@ -9,6 +9,7 @@ import attrs
 
 from ..errors import AgentRunStateError
 from ._checkpoints import CheckpointStore, normalise_ownership
+from ._lease import validate_lease_ms
 
 __all__ = (
     "AGENT_RUN_NAMESPACE",
@@ -58,6 +59,9 @@ class RunStateOptions:
     )
     ownership: Mapping[str, str] | None = attrs.field(default=None, kw_only=True)
     fencing_token: int | None = attrs.field(default=None, kw_only=True)
+    #: Hold a lease of this many milliseconds while a worker works on the run (see
+    #: ``prism_core.durable._lease``); ``None``: no lease.
+    lease_ms: int | None = attrs.field(default=None, kw_only=True)
 
 
 def _fail(message: str) -> AgentRunStateError:
@@ -120,6 +124,7 @@ def coerce_run_state_options(value: Any) -> RunStateOptions | None:
     token = data.get("fencing_token")
     if token is not None and (isinstance(token, bool) or not isinstance(token, int) or token < 0):
         raise _fail("fencing_token must be a non-negative integer")
+    validate_lease_ms(data.get("lease_ms"))
     metadata = data.get("checkpoint_metadata")
     if metadata is not None and not callable(metadata) and not isinstance(metadata, Mapping):
         raise _fail("checkpoint_metadata must be a mapping of strings or a callable returning one")

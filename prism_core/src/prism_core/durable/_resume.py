@@ -25,6 +25,9 @@ from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspe
 from ..redaction import redact_value
 from ..results import AgentRunResult
 from ._decisions import AgentRunRef, coerce_run_ref, validate_resume_input
+from ._faults import retry_transient
+from ._fencing import claim_token
+from ._lease import check_lease
 from ._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES
 from ._restore import CheckpointRestoreContext, compensate_all, run_restore_hooks
 from ._resume_checks import (
@@ -88,8 +91,10 @@ async def prepare_resume(
     plan = validate_resume_input(resume)
     run_ref: AgentRunRef = coerce_run_ref(ref)
     check_request(agent, request)
-    record = await request.checkpoints.load(
-        AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=request.ownership
+    record = await retry_transient(
+        lambda: request.checkpoints.load(
+            AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=request.ownership
+        )
     )
     if record is None:
         raise AgentRunStateError(NOT_FOUND)
@@ -98,6 +103,8 @@ async def prepare_resume(
         raise AgentRunStateError(NOT_FOUND)
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
+    check_lease(state, force=request.force)
+    token = claim_token(record, request.fencing_token)
 
     rebuilt = await rebuild_session(agent, state, plan)
     session, state, calls = rebuilt.session, rebuilt.state, rebuilt.calls
@@ -112,11 +119,12 @@ async def prepare_resume(
         run_id=state.run_id,
         max_state_bytes=state.max_state_bytes or HARD_MAX_AGENT_RUN_STATE_BYTES,
         ownership=request.ownership,
-        fencing_token=record.fencing_token,
+        fencing_token=token,
         redactor=agent.redactor,
         metadata_source=request.checkpoint_metadata,
         version=record.version,
         metadata=metadata,
+        lease_ms=state.lease_ms,
     )
 
     if plan.decision == "deny":

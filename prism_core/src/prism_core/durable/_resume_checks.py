@@ -73,6 +73,10 @@ class ResumeRequest:
     include_skill_bodies: bool | None = None
     ownership: Mapping[str, str] | None = None
     on_session: Callable[[Any], Any] | None = attrs.field(default=None, eq=False)
+    #: The claim's fencing token (``None``: the stored token + 1).
+    fencing_token: int | None = None
+    #: Claim a run even while another worker's lease on it is live.
+    force: bool = False
 
 
 async def load_agent_run_state(

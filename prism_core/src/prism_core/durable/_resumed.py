@@ -143,7 +143,8 @@ def attach_durable(
             include_skill_bodies=include_bodies,
             max_state_bytes=writer.max_state_bytes,
             ownership=request.ownership,
-            fencing_token=record.fencing_token,
+            fencing_token=writer.fencing_token,
+            lease_ms=writer.lease_ms,
         ),
         fingerprint=state.fingerprint,
         version=writer.version,
@@ -154,6 +155,7 @@ def attach_durable(
     durable.pending_calls = list(claimed.pending_calls)
     durable.claimed_leaf = session.leaf_id
     durable.writer.writes = writer.writes
+    durable.writer.last_state = writer.last_state
     execution.durable = durable
     session._begin(execution)
     return RunDriver(execution)

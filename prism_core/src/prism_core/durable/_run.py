@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -120,6 +121,8 @@ class DurableRun:
             else options.checkpoint_metadata,
             version=version,
             metadata=metadata,
+            lease_ms=options.lease_ms,
+            deadline=lambda: execution.deadline,
         )
 
     @property
@@ -137,6 +140,11 @@ class DurableRun:
         return RunStateInfo(
             version=self.writer.version, status=status, metadata=self.writer.metadata
         )
+
+    @property
+    def lost(self) -> BaseException | None:
+        """The error that ended this run's ownership of its record, if one did."""
+        return self.writer.lost
 
     # -- building states ----------------------------------------------------------------
 
@@ -315,8 +323,53 @@ class DurableRun:
         """Forget a pending call once its result is in the session store."""
         self.pending_calls = [c for c in self.pending_calls if c.tool_call_id != tool_call_id]
 
+    async def check_still_owner(self) -> None:
+        """The pre-dispatch check of a call that gets no ``dispatched`` mark: raise
+        :class:`~prism_core.CheckpointConflictError` when another worker has claimed the run
+        since this run's last write, so a superseded worker runs no further tool.
+
+        One read (a load compared on version and fencing token), not a write: it costs no
+        commit and does not bump the version. A claim landing between this read and the
+        tool's start is not caught here; tools with effects that must never overlap key them
+        on the run's fencing token or take the ``dispatched`` mark (a conditional write).
+        A run without a record (nothing was checkpointed yet) cannot have been claimed.
+        """
+        if self.has_record:
+            await self.writer.check_owner()
+
+    @asynccontextmanager
+    async def hold_lease(self) -> AsyncIterator[None]:
+        """While the body runs, renew a leased run's lease every third of ``lease_ms`` in a
+        task group owned by this block. A failed renewal stops renewing (the next write or
+        pre-dispatch check reports the loss); it never cancels the body."""
+        lease_ms = self.writer.lease_ms
+        if lease_ms is None or self.writer.lost is not None:
+            yield
+            return
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._renew_lease, lease_ms / 3000)
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
+
+    async def _renew_lease(self, interval: float) -> None:
+        while True:
+            await anyio.sleep(interval)
+            try:
+                await self.writer.renew()
+            except Exception:
+                # ``writer.lost`` holds the cause; the run learns of it at its next write.
+                return
+
     async def finish(self, status: RunStatus, error: ErrorInfo | None = None) -> None:
-        """Write the terminal state, when the run has a record (a clean run writes nothing)."""
+        """Write the terminal state, when the run has a record (a clean run writes nothing).
+
+        A run that lost its record (superseded by a claim, or the store stayed unreachable)
+        writes nothing: its record stays as the new owner or the last write left it.
+        """
+        if self.writer.lost is not None:
+            return
         if self.has_record:
             self.pending_calls = []
             await self.writer.save(self.state(status, error=error))

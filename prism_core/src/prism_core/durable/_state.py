@@ -179,6 +179,11 @@ class AgentRunState:
     tool_names: tuple[str, ...] | None = None
     session_state: SessionStateRecord | None = None
     error: ErrorInfo | None = None
+    #: The lease's length for a run started with ``RunStateOptions(lease_ms=...)``.
+    lease_ms: int | None = None
+    #: Wall-clock milliseconds since the epoch until which the writing worker holds the run
+    #: (see :mod:`prism_core.durable._lease`); written with every checkpoint of a leased run.
+    lease_expires_at: int | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -188,10 +193,14 @@ class AgentRunState:
 
 
 def state_to_json(state: AgentRunState) -> dict[str, Any]:
-    """The JSON form of ``state`` (``checkpoint_policy`` appears only for ``every-turn``)."""
+    """The JSON form of ``state`` (``checkpoint_policy`` appears only for ``every-turn``,
+    the lease fields only for a leased run)."""
     data: dict[str, Any] = converter().unstructure(state)
-    if data.get("checkpoint_policy") is None:
-        data.pop("checkpoint_policy", None)
+    # Optional fields appear only when set, so records of runs that do not use them keep
+    # their bytes.
+    for name in ("checkpoint_policy", "lease_ms", "lease_expires_at"):
+        if data.get(name) is None:
+            data.pop(name, None)
     return data
 
 

@@ -1,16 +1,25 @@
-"""Writing a durable run's checkpoint: bounds, redaction, sidecar metadata and CAS."""
+"""Writing a durable run's checkpoint: bounds, redaction, sidecar metadata, CAS and fencing.
+
+Every save is a compare-and-swap on the previous version carrying the writer's fencing token,
+retried on transient store faults (:mod:`._faults`). A save that loses its compare-and-swap or
+its fencing check, or that the store never answers, marks the writer ``lost``: the run no
+longer owns its record and writes nothing more (not even a terminal ``failed``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import anyio
 import attrs
 
 from ..codec import dumps
-from ..errors import AgentRunStateError
+from ..errors import AgentRunStateError, CheckpointConflictError
 from ..redaction import Redactor, redact_value
-from ._checkpoints import CheckpointRecord, CheckpointStore
+from ._checkpoints import CheckpointRecord, CheckpointStore, CheckpointStoreUnavailableError
+from ._faults import retry_transient
+from ._lease import now_ms
 from ._options import (
     AGENT_RUN_NAMESPACE,
     MAX_AGENT_RUN_METADATA_BYTES,
@@ -75,6 +84,14 @@ class CheckpointWriter:
     version: int = 0
     metadata: dict[str, str] | None = None
     writes: int = 0
+    #: The lease's length (``None``: the run holds no lease).
+    lease_ms: int | None = None
+    #: The run's deadline on the event loop's clock; store calls never run past it.
+    deadline: Callable[[], float | None] = attrs.field(default=lambda: None, eq=False)
+    #: The error that ended this writer's ownership, once a save lost it.
+    lost: BaseException | None = None
+    last_state: AgentRunState | None = None
+    _lock: anyio.Lock = attrs.field(factory=anyio.Lock, eq=False, repr=False)
 
     async def save(self, state: AgentRunState) -> int:
         """Write ``state`` as the next version; return that version.
@@ -82,21 +99,101 @@ class CheckpointWriter:
         The state is redacted and bounded before any I/O; a lost compare-and-swap raises
         :class:`~prism_core.CheckpointConflictError` and leaves ``version`` unchanged.
         """
+        async with self._lock:
+            return await self._save(state)
+
+    async def renew(self) -> bool:
+        """Re-save the last running state with a fresh lease expiry; ``False`` when there is
+        nothing to renew. Raises like :meth:`save`."""
+        async with self._lock:
+            state = self.last_state
+            if self.lost is not None or state is None or state.status != "running":
+                return False
+            await self._save(state)
+            return True
+
+    async def check_owner(self) -> None:
+        """Raise :class:`~prism_core.CheckpointConflictError` unless the stored record is still
+        the one this writer last wrote (same version and fencing token): one read."""
+        async with self._lock:
+            if self.lost is not None:
+                raise self.lost
+            try:
+                record = await retry_transient(
+                    lambda: self.store.load(
+                        AGENT_RUN_NAMESPACE, self.run_id, ownership=self.ownership
+                    ),
+                    deadline=self.deadline(),
+                )
+            except CheckpointStoreUnavailableError as exc:
+                self.lost = exc
+                raise
+            if (
+                record is None
+                or record.version != self.version
+                or record.fencing_token != self.fencing_token
+            ):
+                self.lost = CheckpointConflictError(
+                    f"Checkpoint conflict on {AGENT_RUN_NAMESPACE}/{self.run_id}: another worker "
+                    "claimed this run"
+                )
+                raise self.lost
+
+    def _stamp(self, state: AgentRunState) -> AgentRunState:
+        if self.lease_ms is None:
+            return state
+        expires = now_ms() + self.lease_ms if state.status == "running" else None
+        return attrs.evolve(state, lease_ms=self.lease_ms, lease_expires_at=expires)
+
+    async def _save(self, state: AgentRunState) -> int:
+        if self.lost is not None:
+            raise self.lost
+        state = self._stamp(state)
         data = redact_value(state_to_json(state), self.redactor)
         check_state_bounds(data, self.max_state_bytes)
         if self.metadata_source is not None:
             self.metadata = resolve_metadata(self.metadata_source, self.redactor)
-        record = await self.store.save(
-            AGENT_RUN_NAMESPACE,
-            self.run_id,
-            data,
-            version=self.version + 1,
-            expected_version=self.version,
-            ownership=self.ownership,
-            fencing_token=self.fencing_token,
-            metadata=self.metadata,
-            category="agent-run",
-        )
+        version = self.version + 1
+        ambiguous = False
+
+        async def attempt() -> CheckpointRecord:
+            nonlocal ambiguous
+            try:
+                return await self.store.save(
+                    AGENT_RUN_NAMESPACE,
+                    self.run_id,
+                    data,
+                    version=version,
+                    expected_version=self.version,
+                    ownership=self.ownership,
+                    fencing_token=self.fencing_token,
+                    metadata=self.metadata,
+                    category="agent-run",
+                )
+            except CheckpointStoreUnavailableError:
+                ambiguous = True
+                raise
+            except CheckpointConflictError:
+                if ambiguous:
+                    # An earlier attempt may have been applied before its answer was lost.
+                    record = await self.store.load(
+                        AGENT_RUN_NAMESPACE, self.run_id, ownership=self.ownership
+                    )
+                    if (
+                        record is not None
+                        and record.version == version
+                        and record.fencing_token == self.fencing_token
+                        and dumps(record.value) == dumps(data)
+                    ):
+                        return record
+                raise
+
+        try:
+            record = await retry_transient(attempt, deadline=self.deadline())
+        except (CheckpointConflictError, CheckpointStoreUnavailableError) as exc:
+            self.lost = exc
+            raise
         self.version = record.version
         self.writes += 1
+        self.last_state = state
         return record.version

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Protocol
 
 import anyio
@@ -45,6 +46,12 @@ def _close_now(events: Any) -> None:
     closer.close()
 
 
+def _lease_held(execution: RunExecution) -> AbstractAsyncContextManager[None]:
+    """The renewal of a leased durable run's lease while one step is in flight."""
+    durable = execution.durable
+    return durable.hold_lease() if durable is not None else nullcontext()
+
+
 class RunDriver:
     """Pulls events from a :class:`RunExecution`, one cancellable step at a time."""
 
@@ -73,7 +80,8 @@ class RunDriver:
         event: AgentEvent | None = None
         try:
             with scope:
-                event = await self._events.__anext__()
+                async with _lease_held(execution):
+                    event = await self._events.__anext__()
         except StopAsyncIteration:
             self._ended = True
             await self._settle()

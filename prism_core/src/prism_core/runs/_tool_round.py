@@ -150,6 +150,8 @@ async def tool_call(
                 return
     if approved and run.durable is not None:
         await run.durable.mark_dispatched(call.id)
+    elif run.durable is not None:
+        await run.durable.check_still_owner()
     yield run.emit(
         ToolExecutionStartedEvent(
             session_id=run.session_id,
