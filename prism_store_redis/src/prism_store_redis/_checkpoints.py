@@ -29,6 +29,7 @@ from prism_core.durable import (
     CheckpointPage,
     CheckpointRecord,
     CheckpointStoreError,
+    CheckpointStoreUnavailableError,
     check_name,
     conflict,
     normalise_ownership,
@@ -37,7 +38,7 @@ from prism_core.durable import (
 )
 
 from . import _scripts
-from ._client import RedisConnection, run_script, text
+from ._client import DEFAULT_TIMEOUT_MS, RedisConnection, run_script, text
 from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member
 from ._values import plain_json
 
@@ -309,6 +310,7 @@ def create_redis_checkpoint_store(
     finished_ttl_seconds: int | None = None,
     max_records: int | None = None,
     max_value_bytes: int | None = None,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> RedisCheckpointStore:
     """A Redis checkpoint store.
 
@@ -330,7 +332,12 @@ def create_redis_checkpoint_store(
     max_records = _positive(max_records, "max_records")
     max_value_bytes = _positive(max_value_bytes, "max_value_bytes")
     return RedisCheckpointStore(
-        RedisConnection(url_or_client, error=CheckpointStoreError),
+        RedisConnection(
+            url_or_client,
+            error=CheckpointStoreError,
+            transient=CheckpointStoreUnavailableError,
+            timeout_ms=timeout_ms,
+        ),
         prefix=prefix,
         finished_ttl_seconds=finished_ttl_seconds,
         max_records=max_records,

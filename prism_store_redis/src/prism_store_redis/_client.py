@@ -1,4 +1,13 @@
-"""The Redis client a store talks through: who owns it, and how its failures surface."""
+"""The Redis client a store talks through: who owns it, and how its failures surface.
+
+A client the store creates from a URL bounds every command by ``timeout_ms`` (connect and
+socket timeouts, default :data:`DEFAULT_TIMEOUT_MS`) and retries a dropped connection at most
+:data:`CONNECTION_RETRIES` times with a short jittered backoff (a killed connection or a
+failover reconnects); it does not retry a timed-out command, so a stalled server fails a
+call after ``timeout_ms``. A host's own client keeps the host's settings. Connection-level
+failures and timeouts leave as the store's *transient* error type (for checkpoint stores
+:class:`~prism_core.CheckpointStoreUnavailableError`), every other failure as its error type.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +18,56 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import (
+    BusyLoadingError,
+    NoScriptError,
+    ReadOnlyError,
+    RedisError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from prism_core.errors import PrismError
 
-__all__ = ("REDIS_SCHEMES", "RedisConnection", "run_script", "split_store_url", "text")
+__all__ = (
+    "CONNECTION_RETRIES",
+    "DEFAULT_TIMEOUT_MS",
+    "REDIS_SCHEMES",
+    "TRANSIENT_ERRORS",
+    "RedisConnection",
+    "check_timeout_ms",
+    "run_script",
+    "split_store_url",
+    "text",
+)
+
+#: The default bound on one command (and on connecting), in milliseconds.
+DEFAULT_TIMEOUT_MS = 10000
+#: How often a client created from a URL reconnects after a dropped connection.
+CONNECTION_RETRIES = 2
+#: Failures a retry may get past: dropped or refused connections, timeouts, a server still
+#: loading its data, a failover in progress (a demoted primary answers READONLY, a cluster
+#: TRYAGAIN).
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    BusyLoadingError,
+    ReadOnlyError,
+    TryAgainError,
+    OSError,
+)
+
+
+def check_timeout_ms(value: Any) -> int:
+    """``value`` if it is a positive integer of milliseconds, else ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"timeout_ms must be a positive integer, got {value!r}")
+    return value
+
 
 #: URL schemes the Redis stores answer.
 REDIS_SCHEMES = ("redis", "rediss")
@@ -60,7 +113,15 @@ class RedisConnection:
     ``error`` is the typed error that Redis failures are turned into.
     """
 
-    def __init__(self, url_or_client: str | aioredis.Redis, *, error: type[PrismError]) -> None:
+    def __init__(
+        self,
+        url_or_client: str | aioredis.Redis,
+        *,
+        error: type[PrismError],
+        transient: type[PrismError] | None = None,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> None:
+        seconds = check_timeout_ms(timeout_ms) / 1000
         if isinstance(url_or_client, str):
             scheme = urlsplit(url_or_client).scheme
             if scheme not in REDIS_SCHEMES:
@@ -69,7 +130,16 @@ class RedisConnection:
                     f"in {url_or_client!r}"
                 )
             # Creating the client opens nothing: redis-py connects on the first command.
-            self.client = aioredis.Redis.from_url(url_or_client)
+            self.client = aioredis.Redis.from_url(
+                url_or_client,
+                socket_timeout=seconds,
+                socket_connect_timeout=seconds,
+                retry=Retry(
+                    ExponentialWithJitterBackoff(base=0.02, cap=0.5),
+                    CONNECTION_RETRIES,
+                    supported_errors=(RedisConnectionError,),
+                ),
+            )
             self.owned = True
         elif isinstance(url_or_client, aioredis.Redis):
             self.client = url_or_client
@@ -80,6 +150,7 @@ class RedisConnection:
                 f"{type(url_or_client).__name__} (a synchronous redis.Redis will not do)"
             )
         self.error = error
+        self.transient = transient or error
         self.closed = False
 
     @contextmanager
@@ -90,7 +161,9 @@ class RedisConnection:
         self._require_asyncio(action)
         try:
             yield self.client
-        except (RedisError, OSError) as exc:
+        except TRANSIENT_ERRORS as exc:
+            raise self.transient(f"Redis failed to {action}: {exc}") from exc
+        except RedisError as exc:
             raise self.error(f"Redis failed to {action}: {exc}") from exc
 
     def _require_asyncio(self, action: str) -> None:

@@ -18,7 +18,7 @@ from prism_core.sessions import (
 )
 
 from . import _scripts
-from ._client import RedisConnection, run_script, text
+from ._client import DEFAULT_TIMEOUT_MS, RedisConnection, run_script, text
 from ._keys import SessionKeys
 
 __all__ = ("RedisSessionStore", "RedisSessionStoreError", "create_redis_session_store")
@@ -161,16 +161,20 @@ class RedisSessionStore:
 
 
 def create_redis_session_store(
-    url_or_client: str | aioredis.Redis, *, prefix: str = "prism"
+    url_or_client: str | aioredis.Redis,
+    *,
+    prefix: str = "prism",
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> RedisSessionStore:
     """A Redis session store.
 
     ``url_or_client`` is a ``redis://`` / ``rediss://`` URL (the store creates its own client
     and closes it in ``aclose()``) or a ``redis.asyncio.Redis`` client (used as is and never
     closed by the store). Every key starts with ``<prefix>:``. Redis failures raise
-    :class:`RedisSessionStoreError`. The store is asyncio-only; opening it does no I/O.
+    :class:`RedisSessionStoreError`. A client created here bounds each command by
+    ``timeout_ms``. The store is asyncio-only; opening it does no I/O.
     """
     if not isinstance(prefix, str) or not prefix:
         raise ValueError("prefix must be a non-empty string")
-    connection = RedisConnection(url_or_client, error=RedisSessionStoreError)
+    connection = RedisConnection(url_or_client, error=RedisSessionStoreError, timeout_ms=timeout_ms)
     return RedisSessionStore(connection, prefix=prefix)

@@ -41,7 +41,7 @@ from prism_core.durable import (
 )
 
 from ._base import SqlStoreBase
-from ._engine import EngineHandle, open_engine
+from ._engine import DEFAULT_TIMEOUT_MS, EngineHandle, open_engine
 from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables
 
 __all__ = ("SqlCheckpointStore", "create_sql_checkpoint_store")
@@ -280,6 +280,7 @@ def create_sql_checkpoint_store(
     *,
     create_schema: bool = True,
     table_prefix: str = DEFAULT_TABLE_PREFIX,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> SqlCheckpointStore:
     """A checkpoint store on SQLite or PostgreSQL.
 
@@ -289,8 +290,12 @@ def create_sql_checkpoint_store(
     disposed of by the store. With ``create_schema=True`` the tables are created or upgraded
     on first use; with ``False`` a missing or old schema raises
     :class:`~prism_store_sql.SqlStoreSchemaError` naming the migrate command. Building the
-    store opens no connection. Raises :class:`~prism_store_sql.SqlStoreDriverError` when
-    the driver is not installed.
+    store opens no connection. ``timeout_ms`` bounds each call of an engine created here
+    (connect, statement, lock wait; see :mod:`prism_store_sql._engine`); connection failures
+    and timeouts raise :class:`~prism_core.CheckpointStoreUnavailableError`. Raises
+    :class:`~prism_store_sql.SqlStoreDriverError` when the driver is not installed.
     """
     tables = build_tables(table_prefix)
-    return SqlCheckpointStore(open_engine(url_or_engine), tables, create_schema=create_schema)
+    return SqlCheckpointStore(
+        open_engine(url_or_engine, timeout_ms=timeout_ms), tables, create_schema=create_schema
+    )

@@ -4,6 +4,14 @@ Plain ``sqlite:///run.db`` selects ``sqlite+aiosqlite`` and ``postgresql://…``
 ``postgresql+asyncpg``; explicit async drivers (``+aiosqlite``, ``+asyncpg``, ``+psycopg``) are
 kept. SQLite engines created here switch every connection to WAL mode with a busy timeout,
 so concurrent writers in several processes wait for each other instead of failing.
+
+Every engine created here bounds its calls by ``timeout_ms`` (default
+:data:`DEFAULT_TIMEOUT_MS`): the connect timeout, PostgreSQL's ``statement_timeout`` and
+``lock_timeout`` (server side) with a client-side command timeout slightly above it, the
+pool's checkout wait, and SQLite's busy timeout. An engine the host passes in keeps the host's
+settings. :func:`translate_errors` turns connection-level failures and timeouts into
+:class:`~prism_core.CheckpointStoreUnavailableError` (transient: the durable layer retries
+them) and every other database failure into :class:`~prism_core.CheckpointStoreError`.
 """
 
 from __future__ import annotations
@@ -19,12 +27,14 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from prism_core.durable import CheckpointStoreError
+from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
 
 from ._errors import SqlStoreConfigError, SqlStoreDriverError
 
 __all__ = (
     "BUSY_TIMEOUT_MS",
+    "DEFAULT_TIMEOUT_MS",
+    "TRANSIENT_SQLSTATES",
     "INSTALL_HINTS",
     "STORE_SCHEMES",
     "EngineHandle",
@@ -33,6 +43,8 @@ __all__ = (
     "public_url",
     "require_asyncio",
     "sql_scheme",
+    "check_timeout_ms",
+    "is_transient",
     "sqlite_file",
     "translate_errors",
 )
@@ -42,6 +54,17 @@ STORE_SCHEMES: tuple[str, ...] = ("sqlite", "postgresql")
 
 #: How long a SQLite connection waits for another writer's lock before failing.
 BUSY_TIMEOUT_MS = 5000
+
+#: The default bound on one store call (connect, statement, lock wait, pool checkout).
+DEFAULT_TIMEOUT_MS = 10000
+
+#: PostgreSQL error codes (SQLSTATE) of transient failures: connection exceptions (class
+#: 08), administrator or crash shutdown and "cannot connect now" (57P01..57P03), a statement
+#: cancelled by its timeout (57014), a lock wait timeout (55P03), too many connections
+#: (53300), and serialization failures and deadlocks (40001, 40P01).
+TRANSIENT_SQLSTATES: frozenset[str] = frozenset(
+    {"57P01", "57P02", "57P03", "57014", "55P03", "53300", "40001", "40P01"}
+)
 
 #: What to install for each backend's default async driver.
 INSTALL_HINTS: dict[str, str] = {
@@ -103,17 +126,55 @@ def public_url(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
-def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    try:
-        # The busy timeout first: switching a fresh file to WAL needs a lock too.
-        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode=WAL")
-    finally:
-        cursor.close()
+def _sqlite_on_connect(busy_timeout_ms: int) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            # The busy timeout first: switching a fresh file to WAL needs a lock too.
+            cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            cursor.execute("PRAGMA journal_mode=WAL")
+        finally:
+            cursor.close()
+
+    return on_connect
 
 
-def _create_engine(url: str | URL) -> AsyncEngine:
+def check_timeout_ms(value: Any) -> int:
+    """``value`` if it is a positive integer of milliseconds, else :class:`SqlStoreConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SqlStoreConfigError(f"timeout_ms must be a positive integer, got {value!r}")
+    return value
+
+
+def _timeout_args(parsed: URL, timeout_ms: int) -> dict[str, Any]:
+    seconds = timeout_ms / 1000
+    driver = parsed.get_driver_name()
+    if driver == "asyncpg":
+        return {
+            "connect_args": {
+                "timeout": seconds,
+                # The client-side bound sits above the server's, so the server cancels first
+                # and the connection survives.
+                "command_timeout": seconds + 1,
+                "server_settings": {
+                    "statement_timeout": str(timeout_ms),
+                    "lock_timeout": str(timeout_ms),
+                },
+            },
+            "pool_timeout": seconds,
+        }
+    if driver == "psycopg":
+        return {
+            "connect_args": {
+                "connect_timeout": max(1, round(seconds)),
+                "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
+            },
+            "pool_timeout": seconds,
+        }
+    return {}
+
+
+def _create_engine(url: str | URL, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> AsyncEngine:
     parsed = async_url(url)
     backend = parsed.get_backend_name()
     driver = parsed.get_driver_name()
@@ -131,14 +192,15 @@ def _create_engine(url: str | URL) -> AsyncEngine:
             f"{backend}+{default}://"
         )
     try:
-        engine = create_async_engine(parsed)
+        engine = create_async_engine(parsed, **_timeout_args(parsed, timeout_ms))
     except ImportError as error:
         hint = INSTALL_HINTS[backend] if driver == default else f"pip install {driver}"
         raise SqlStoreDriverError(
             f"the {driver!r} driver for {backend} is not installed; install it with: {hint}"
         ) from error
     if backend == "sqlite":
-        event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
+        busy = BUSY_TIMEOUT_MS if timeout_ms == DEFAULT_TIMEOUT_MS else timeout_ms
+        event.listen(engine.sync_engine, "connect", _sqlite_on_connect(busy))
     return engine
 
 
@@ -155,10 +217,13 @@ class EngineHandle:
         return self.engine.dialect.name
 
 
-def open_engine(url_or_engine: str | URL | AsyncEngine) -> EngineHandle:
+def open_engine(
+    url_or_engine: str | URL | AsyncEngine, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+) -> EngineHandle:
     """An engine for a URL (owned by the caller of this function) or a host's engine (borrowed).
 
-    Creating an engine opens no connection. Raises :class:`SqlStoreConfigError` or
+    ``timeout_ms`` bounds every call of an engine created here (a host's engine keeps its own
+    settings). Creating an engine opens no connection. Raises :class:`SqlStoreConfigError` or
     :class:`SqlStoreDriverError` for unusable URLs and missing drivers.
     """
     if isinstance(url_or_engine, AsyncEngine):
@@ -169,7 +234,7 @@ def open_engine(url_or_engine: str | URL | AsyncEngine) -> EngineHandle:
             )
         return EngineHandle(url_or_engine, owned=False)
     if isinstance(url_or_engine, str | URL):
-        return EngineHandle(_create_engine(url_or_engine), owned=True)
+        return EngineHandle(_create_engine(url_or_engine, check_timeout_ms(timeout_ms)), owned=True)
     raise TypeError(
         f"expected a database URL or a SQLAlchemy AsyncEngine, got {type(url_or_engine).__name__}"
     )
@@ -187,17 +252,45 @@ def require_asyncio() -> None:
         ) from None
 
 
+def is_transient(error: BaseException) -> bool:
+    """Whether ``error`` (or the driver error behind it) is a connection-level failure or a
+    timeout, which a retry may get past."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, exc.DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, exc.DisconnectionError | exc.TimeoutError | OSError | TimeoutError):
+            return True
+        state = getattr(current, "sqlstate", None)
+        if isinstance(state, str) and (state.startswith("08") or state in TRANSIENT_SQLSTATES):
+            return True
+        text = str(current).lower()
+        if type(current).__name__ == "OperationalError" and (
+            "database is locked" in text or "database is busy" in text
+        ):
+            return True
+        if "connection is closed" in text or "connection was closed" in text:
+            return True
+        nxt = getattr(current, "orig", None)
+        current = nxt if isinstance(nxt, BaseException) else current.__cause__
+    return False
+
+
 @contextmanager
 def translate_errors(action: str) -> Iterator[None]:
-    """Re-raise database and connection failures during ``action`` as ``CheckpointStoreError``.
+    """Re-raise database and connection failures during ``action`` as ``CheckpointStoreError``
+    (:class:`~prism_core.CheckpointStoreUnavailableError` when :func:`is_transient`).
 
     Every write runs in one statement or one transaction, so a failure here never leaves a
-    half-written record behind.
+    half-written record behind (a write whose answer was lost may have been applied).
     """
     try:
         yield
-    except (exc.SQLAlchemyError, OSError) as error:
-        raise CheckpointStoreError(f"SQL store failed to {action}: {_describe(error)}") from error
+    except (exc.SQLAlchemyError, OSError, TimeoutError) as error:
+        kind = CheckpointStoreUnavailableError if is_transient(error) else CheckpointStoreError
+        raise kind(f"SQL store failed to {action}: {_describe(error)}") from error
 
 
 def _describe(error: BaseException) -> str:

@@ -32,7 +32,7 @@ from prism_core.codec import dumps, loads, structure, unstructure
 from prism_core.sessions import UNSET, SessionConflictError, SessionEntry, SessionEntryNotFoundError
 
 from ._base import SqlStoreBase
-from ._engine import EngineHandle, open_engine
+from ._engine import DEFAULT_TIMEOUT_MS, EngineHandle, open_engine
 from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables
 
 __all__ = ("SqlSessionStore", "create_sql_session_store")
@@ -241,12 +241,16 @@ def create_sql_session_store(
     *,
     create_schema: bool = True,
     table_prefix: str = DEFAULT_TABLE_PREFIX,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> SqlSessionStore:
     """A session store on SQLite or PostgreSQL.
 
     Accepts the same URLs and engines as
     :func:`~prism_store_sql.create_sql_checkpoint_store`, never disposes of an engine it was
-    handed, and creates (``create_schema=True``) or requires the tables on first use.
+    handed, creates (``create_schema=True``) or requires the tables on first use, and bounds
+    each call by ``timeout_ms`` like the checkpoint store.
     """
     tables = build_tables(table_prefix)
-    return SqlSessionStore(open_engine(url_or_engine), tables, create_schema=create_schema)
+    return SqlSessionStore(
+        open_engine(url_or_engine, timeout_ms=timeout_ms), tables, create_schema=create_schema
+    )

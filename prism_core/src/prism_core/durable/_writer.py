@@ -154,10 +154,8 @@ class CheckpointWriter:
         if self.metadata_source is not None:
             self.metadata = resolve_metadata(self.metadata_source, self.redactor)
         version = self.version + 1
-        ambiguous = False
 
         async def attempt() -> CheckpointRecord:
-            nonlocal ambiguous
             try:
                 return await self.store.save(
                     AGENT_RUN_NAMESPACE,
@@ -170,22 +168,19 @@ class CheckpointWriter:
                     metadata=self.metadata,
                     category="agent-run",
                 )
-            except CheckpointStoreUnavailableError:
-                ambiguous = True
-                raise
             except CheckpointConflictError:
-                if ambiguous:
-                    # An earlier attempt may have been applied before its answer was lost.
-                    record = await self.store.load(
-                        AGENT_RUN_NAMESPACE, self.run_id, ownership=self.ownership
-                    )
-                    if (
-                        record is not None
-                        and record.version == version
-                        and record.fencing_token == self.fencing_token
-                        and dumps(record.value) == dumps(data)
-                    ):
-                        return record
+                # An earlier attempt (ours, or a driver's own reconnect-and-retry) may have
+                # been applied before its answer was lost: then the record is this write.
+                record = await self.store.load(
+                    AGENT_RUN_NAMESPACE, self.run_id, ownership=self.ownership
+                )
+                if (
+                    record is not None
+                    and record.version == version
+                    and record.fencing_token == self.fencing_token
+                    and dumps(record.value) == dumps(data)
+                ):
+                    return record
                 raise
 
         try:

@@ -1,0 +1,167 @@
+"""Fencing per claim: claims raise the token, a superseded worker runs no further tool."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from prism_core import (
+    AGENT_RUN_NAMESPACE,
+    AgentRunStateError,
+    CheckpointConflictError,
+    create_agent_run_lifecycle,
+    create_memory_checkpoint_store,
+    create_memory_session_store,
+    load_agent_run_state,
+    resume_agent_run,
+)
+from tests.core.durable_support import CountingStore
+from tests.core.fencing_support import (
+    REVISION,
+    Stall,
+    check_split_brain,
+    ref,
+    split_brain,
+    worker,
+)
+
+
+async def _suspended_run(store: Any, sessions: Any) -> tuple[str, str, int]:
+    """A run suspended before its first tool (a claimable checkpoint)."""
+    from prism_core import RunStateOptions
+
+    session_id = f"s-{uuid.uuid4().hex[:6]}"
+    result = await worker(sessions, []).create_session(id=session_id).run(
+        "go", run_state=RunStateOptions(store, REVISION, interrupt_before_tool=True)
+    )
+    assert result.status == "suspended" and result.run_state is not None
+    return result.run_id, session_id, result.run_state.version
+
+
+@pytest.mark.anyio
+async def test_split_brain_superseded_worker_runs_nothing() -> None:
+    """A stalls in the model call, B continues and finishes, A wakes up and runs no tool."""
+    outcome = await split_brain(create_memory_checkpoint_store(), create_memory_session_store())
+    check_split_brain(outcome)
+
+
+@pytest.mark.anyio
+async def test_every_claim_raises_the_stored_token() -> None:
+    """Approve claims with token 1; each later claim adds one; deny claims too."""
+    store, sessions = CountingStore(), create_memory_session_store()
+    run_id, session_id, version = await _suspended_run(store, sessions)
+    record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
+    assert record is not None and record.fencing_token is None
+    await resume_agent_run(
+        worker(sessions, []),
+        ref(run_id, session_id),
+        {"expected_version": version, "decision": "deny"},
+        checkpoints=store,
+        definition_revision=REVISION,
+    )
+    record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
+    assert record is not None
+    assert (record.value["status"], record.fencing_token) == ("denied", 1)
+
+
+@pytest.mark.anyio
+async def test_explicit_token_must_be_above_the_stored_one() -> None:
+    """fencing_token=8 is written; a later 8 (or lower) is a conflict and writes nothing."""
+    store, sessions = CountingStore(), create_memory_session_store()
+    run_id, session_id, version = await _suspended_run(store, sessions)
+    log: list[Any] = []
+    done = await resume_agent_run(
+        worker(sessions, log),
+        ref(run_id, session_id),
+        {"expected_version": version, "decision": "approve"},
+        checkpoints=store,
+        definition_revision=REVISION,
+        fencing_token=8,
+    )
+    # The approved call ran; the next one suspends again (interrupt_before_tool).
+    assert done.status == "suspended"
+    assert log == [("echo", {"n": 1})]
+    record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
+    assert record is not None and record.fencing_token == 8
+    second, second_session, second_version = await _suspended_run(store, sessions)
+    record = await store.inner.load(AGENT_RUN_NAMESPACE, second)
+    assert record is not None
+    await store.inner.save(
+        AGENT_RUN_NAMESPACE,
+        second,
+        record.value,
+        version=record.version + 1,
+        expected_version=record.version,
+        fencing_token=8,
+    )
+    before = await store.raw(second)
+    saves = store.saves
+    for token in (8, 3):
+        with pytest.raises(CheckpointConflictError) as info:
+            await resume_agent_run(
+                worker(sessions, log),
+                ref(second, second_session),
+                {"expected_version": second_version + 1, "decision": "approve"},
+                checkpoints=store,
+                definition_revision=REVISION,
+                fencing_token=token,
+            )
+        assert info.value.code == "ERR_PRISM_FENCING_TOKEN"
+    assert store.saves == saves
+    assert await store.raw(second) == before
+
+
+@pytest.mark.anyio
+async def test_malformed_token_is_refused_before_any_store_access() -> None:
+    """A negative, boolean or text token (or a non-bool force) is a typed refusal, no I/O."""
+    store, sessions = CountingStore(), create_memory_session_store()
+    for bad in ({"fencing_token": -1}, {"fencing_token": True}, {"fencing_token": "9"}, {"force": 1}):
+        with pytest.raises(AgentRunStateError):
+            await resume_agent_run(
+                worker(sessions, []),
+                ref("run_x", "s"),
+                {"expected_version": 1, "decision": "continue"},
+                checkpoints=store,
+                definition_revision=REVISION,
+                **bad,
+            )
+    assert store.calls == 0
+
+
+@pytest.mark.anyio
+async def test_lifecycle_resume_takes_a_fencing_token() -> None:
+    """The lifecycle's resume(..., fencing_token=) writes that token."""
+    store, sessions = CountingStore(), create_memory_session_store()
+    run_id, session_id, version = await _suspended_run(store, sessions)
+    lifecycle = create_agent_run_lifecycle(
+        checkpoints=store, resolve_agent=lambda agent_id: (worker(sessions, []), REVISION)
+    )
+    done = await lifecycle.resume(
+        ref(run_id, session_id),
+        {"expected_version": version, "decision": "approve"},
+        fencing_token=41,
+    )
+    assert done.status == "suspended"
+    status = await load_agent_run_state(store, ref(run_id, session_id))
+    record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
+    assert status is not None and record is not None
+    assert (status.state.status, record.fencing_token) == ("suspended", 41)
+
+
+@pytest.mark.anyio
+async def test_pre_dispatch_check_costs_one_read_and_no_write() -> None:
+    """A call without a dispatched mark is preceded by one load, never by a save."""
+    from prism_core import RunStateOptions
+
+    store, sessions = CountingStore(), create_memory_session_store()
+    log: list[Any] = []
+    agent = worker(sessions, log, stall=Stall(at=99))
+    result = await agent.create_session(id="s1").run(
+        "go", run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn")
+    )
+    assert result.status == "succeeded"
+    assert log == [("echo", {"n": 1}), ("echo", {"n": 2})]
+    # Three turn checkpoints and the terminal state; one check per tool call.
+    assert (store.saves, store.loads) == (4, 2)
