@@ -114,7 +114,8 @@ async def split_brain(checkpoints: Any, sessions: Any, **run_state: Any) -> Spli
             await stall.entered.wait()
         run_id = await only_run(checkpoints)
         status = await load_agent_run_state(checkpoints, ref(run_id, session_id))
-        assert status is not None and status.state.status == "running"
+        assert status is not None
+        assert status.state.status == "running"
         done = await resume_agent_run(
             worker(sessions, b_log),
             ref(run_id, session_id),

@@ -33,10 +33,13 @@ async def _suspended_run(store: Any, sessions: Any) -> tuple[str, str, int]:
     from prism_core import RunStateOptions
 
     session_id = f"s-{uuid.uuid4().hex[:6]}"
-    result = await worker(sessions, []).create_session(id=session_id).run(
-        "go", run_state=RunStateOptions(store, REVISION, interrupt_before_tool=True)
+    result = (
+        await worker(sessions, [])
+        .create_session(id=session_id)
+        .run("go", run_state=RunStateOptions(store, REVISION, interrupt_before_tool=True))
     )
-    assert result.status == "suspended" and result.run_state is not None
+    assert result.status == "suspended"
+    assert result.run_state is not None
     return result.run_id, session_id, result.run_state.version
 
 
@@ -53,7 +56,8 @@ async def test_every_claim_raises_the_stored_token() -> None:
     store, sessions = CountingStore(), create_memory_session_store()
     run_id, session_id, version = await _suspended_run(store, sessions)
     record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
-    assert record is not None and record.fencing_token is None
+    assert record is not None
+    assert record.fencing_token is None
     await resume_agent_run(
         worker(sessions, []),
         ref(run_id, session_id),
@@ -84,7 +88,8 @@ async def test_explicit_token_must_be_above_the_stored_one() -> None:
     assert done.status == "suspended"
     assert log == [("echo", {"n": 1})]
     record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
-    assert record is not None and record.fencing_token == 8
+    assert record is not None
+    assert record.fencing_token == 8
     second, second_session, second_version = await _suspended_run(store, sessions)
     record = await store.inner.load(AGENT_RUN_NAMESPACE, second)
     assert record is not None
@@ -117,7 +122,13 @@ async def test_explicit_token_must_be_above_the_stored_one() -> None:
 async def test_malformed_token_is_refused_before_any_store_access() -> None:
     """A negative, boolean or text token (or a non-bool force) is a typed refusal, no I/O."""
     store, sessions = CountingStore(), create_memory_session_store()
-    for bad in ({"fencing_token": -1}, {"fencing_token": True}, {"fencing_token": "9"}, {"force": 1}):
+    bads: list[dict[str, Any]] = [
+        {"fencing_token": -1},
+        {"fencing_token": True},
+        {"fencing_token": "9"},
+        {"force": 1},
+    ]
+    for bad in bads:
         with pytest.raises(AgentRunStateError):
             await resume_agent_run(
                 worker(sessions, []),
@@ -146,7 +157,8 @@ async def test_lifecycle_resume_takes_a_fencing_token() -> None:
     assert done.status == "suspended"
     status = await load_agent_run_state(store, ref(run_id, session_id))
     record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
-    assert status is not None and record is not None
+    assert status is not None
+    assert record is not None
     assert (status.state.status, record.fencing_token) == ("suspended", 41)
 
 
