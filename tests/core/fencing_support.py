@@ -58,8 +58,9 @@ def scripted(turns: Sequence[Sequence[ProviderEvent]], on_request: Any = None) -
     return create_mock_provider(events, on_request=on_request)
 
 
-def worker(sessions: Any, log: list[Any], *, stall: Stall | None = None, tools: Any = None) -> Any:
-    """One worker's agent object on the shared session store, with its own tool log."""
+def worker(sessions: Any, log: list[Any], *, stall: Any = None, tools: Any = None) -> Any:
+    """One worker's agent object on the shared session store, with its own tool log
+    (``stall``: the provider's ``on_request``, e.g. a :class:`Stall`)."""
     return create_agent(
         id="fenced",
         model={"provider": "mock", "model": "demo"},

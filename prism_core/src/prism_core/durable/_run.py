@@ -346,12 +346,19 @@ class DurableRun:
         if lease_ms is None or self.writer.lost is not None:
             yield
             return
+        failure: BaseException | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(self._renew_lease, lease_ms / 3000)
             try:
                 yield
+            except BaseException as exc:
+                # Raised outside the group, so the body's error (or cancellation) reaches the
+                # caller as itself, not wrapped in an exception group.
+                failure = exc
             finally:
                 group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     async def _renew_lease(self, interval: float) -> None:
         while True:

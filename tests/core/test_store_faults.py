@@ -1,0 +1,164 @@
+"""Transient store faults and stalls: retried writes, a run that stops without being marked
+failed, and store calls bounded by the run's wall time."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from prism_core import (
+    AGENT_RUN_NAMESPACE,
+    AgentRunError,
+    CheckpointStoreUnavailableError,
+    RunStateOptions,
+    ToolDefinition,
+    create_memory_session_store,
+    load_agent_run_state,
+    resume_agent_run,
+)
+from prism_core.durable._faults import RETRY_CAP_S, backoff_delay
+from tests.core.durable_support import CountingStore
+from tests.core.fencing_support import REVISION, only_run, ref, worker
+
+
+class FaultyStore(CountingStore):
+    """A checkpoint store whose saves fail on demand: ``drop`` makes the next saves raise
+    the transient error (``applied=True``: after the write went through), ``down`` makes
+    every call fail, ``stall`` makes every call hang."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = 0
+        self.applied = False
+        self.down = False
+        self.stall = False
+        self.faults = 0
+
+    async def _gate(self) -> None:
+        if self.stall:
+            await anyio.sleep_forever()
+        if self.down:
+            self.faults += 1
+            raise CheckpointStoreUnavailableError("connection refused")
+
+    async def load(self, *args: Any, **kw: Any) -> Any:
+        await self._gate()
+        return await super().load(*args, **kw)
+
+    async def save(self, *args: Any, **kw: Any) -> Any:
+        await self._gate()
+        if self.drop:
+            self.drop -= 1
+            self.faults += 1
+            if self.applied:
+                await super().save(*args, **kw)
+            raise CheckpointStoreUnavailableError("connection reset by peer")
+        return await super().save(*args, **kw)
+
+
+def test_backoff_is_jittered_and_capped() -> None:
+    """Every delay lies in 0..min(cap, base * 2**n); delays vary."""
+    delays = [backoff_delay(n) for n in range(12) for _ in range(5)]
+    assert all(0 <= d <= RETRY_CAP_S for d in delays)
+    assert len(set(delays)) > 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("applied", [False, True])
+async def test_dropped_writes_are_retried_and_the_run_finishes(applied: bool) -> None:
+    """Two failed saves in a row (applied or not before the answer was lost) are retried;
+    every tool runs once and the run succeeds."""
+    store, sessions = FaultyStore(), create_memory_session_store()
+    log: list[Any] = []
+
+    def drop_next(request: Any) -> None:
+        if sum(1 for m in request.messages if m.role == "assistant") == 1:
+            store.drop, store.applied = 2, applied
+
+    result = (
+        await worker(sessions, log, stall=drop_next)
+        .create_session(id="s")
+        .run("go", run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn"))
+    )
+    assert result.status == "succeeded"
+    assert log == [("echo", {"n": 1}), ("echo", {"n": 2})]
+    assert store.faults == 2
+    record = await store.inner.load(AGENT_RUN_NAMESPACE, result.run_id)
+    assert record is not None
+    assert record.value["status"] == "succeeded"
+
+
+@pytest.mark.anyio
+async def test_unreachable_store_stops_the_run_continuable_not_failed() -> None:
+    """The store goes down after the first tool: the run stops with the typed error, its
+    record stays running, and once the store is back a continue finishes without re-running
+    the first tool."""
+    store, sessions = FaultyStore(), create_memory_session_store()
+    log: list[Any] = []
+
+    def echo(args: dict[str, Any], context: Any) -> Any:
+        log.append(("echo", args))
+        # The store goes down while the first tool runs.
+        store.down = args == {"n": 1}
+        return {"echo": args}
+
+    with pytest.raises(AgentRunError) as info:
+        await (
+            worker(sessions, log, tools=[ToolDefinition("echo", echo)])
+            .create_session(id="s")
+            .run("go", run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn"))
+        )
+    assert info.value.code == "ERR_PRISM_STORE_UNAVAILABLE"
+    assert log == [("echo", {"n": 1})]
+    assert store.faults == 5
+    store.down = False
+    run_id = await only_run(store.inner)
+    status = await load_agent_run_state(store, ref(run_id, "s"))
+    assert status is not None
+    assert status.state.status == "running"
+    done = await resume_agent_run(
+        worker(sessions, log),
+        ref(run_id, "s"),
+        {"expected_version": status.version, "decision": "continue"},
+        checkpoints=store,
+        definition_revision=REVISION,
+    )
+    assert done.status == "succeeded"
+    assert log == [("echo", {"n": 1}), ("echo", {"n": 2})]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("lease_ms", [None, 200])
+async def test_stalled_store_does_not_outlive_the_wall_time(lease_ms: int | None) -> None:
+    """A store that hangs mid-run cannot keep the run past max_wall_time_ms (plus the short
+    grace of the terminal write); the record stays running."""
+    store, sessions = FaultyStore(), create_memory_session_store()
+
+    def stall_store(request: Any) -> None:
+        if sum(1 for m in request.messages if m.role == "assistant") == 1:
+            store.stall = True
+
+    started = time.monotonic()
+    with pytest.raises(AgentRunError) as info:
+        await (
+            worker(sessions, [], stall=stall_store)
+            .create_session(id="s")
+            .run(
+                "go",
+                limits={"max_wall_time_ms": 400},
+                run_state=RunStateOptions(
+                    store, REVISION, checkpoint_policy="every-turn", lease_ms=lease_ms
+                ),
+            )
+        )
+    elapsed = time.monotonic() - started
+    assert info.value.code == "ERR_PRISM_RUN_LIMIT"
+    assert elapsed < 3.0
+    store.stall = False
+    run_id = await only_run(store.inner)
+    record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
+    assert record is not None
+    assert record.value["status"] == "running"
