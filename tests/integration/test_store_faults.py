@@ -1,0 +1,359 @@
+"""Fencing, transient drops and stalled stores on SQLite, PostgreSQL and Redis.
+
+Each test runs real stores: the split brain (a stalled worker superseded by a continue runs
+nothing more), a dropped connection mid-run (retried, the run finishes) and a stalled store
+(the store's timeout fires, the run stops with a typed error, the record stays ``running``
+and a later continue finishes it without running a tool twice).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from prism_core import (
+    AgentRunError,
+    CheckpointStoreUnavailableError,
+    RunStateOptions,
+    ToolDefinition,
+    create_memory_session_store,
+    load_agent_run_state,
+    resume_agent_run,
+)
+from prism_core._demo import _cleanup, open_stores
+from tests.conftest import POSTGRES_URL, REDIS_URL, service_unavailable
+from tests.core.durable_support import CountingStore
+from tests.core.fencing_support import (
+    REVISION,
+    check_split_brain,
+    only_run,
+    ref,
+    split_brain,
+    worker,
+)
+from tests.integration.test_crash_demo import reachable
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "redis"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A store URL, an isolating prefix and the backend's name (cleaned up afterwards)."""
+    if request.param == "sqlite":
+        yield {"url": f"sqlite:///{tmp_path / 'runs.db'}", "prefix": "t", "name": "sqlite"}
+        return
+    host_port = {"postgresql": ("127.0.0.1", 5432), "redis": ("127.0.0.1", 6379)}[request.param]
+    reason = reachable(*host_port)
+    if reason:
+        service_unavailable(request.param, reason)
+    url = POSTGRES_URL if request.param == "postgresql" else REDIS_URL
+    prefix = f"prismft_{uuid.uuid4().hex[:8]}"
+    yield {"url": url, "prefix": prefix, "name": request.param}
+    _cleanup(url, prefix)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The SQL and Redis drivers run on asyncio."""
+    return "asyncio"
+
+
+class Recording(CountingStore):
+    """Counts the transient errors the wrapped store raised (and passes them on)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.transient = 0
+
+    async def load(self, *args: Any, **kw: Any) -> Any:
+        try:
+            return await super().load(*args, **kw)
+        except CheckpointStoreUnavailableError:
+            self.transient += 1
+            raise
+
+    async def save(self, *args: Any, **kw: Any) -> Any:
+        try:
+            return await super().save(*args, **kw)
+        except CheckpointStoreUnavailableError:
+            self.transient += 1
+            raise
+
+
+@pytest.mark.anyio
+async def test_split_brain(backend: dict[str, str]) -> None:
+    """Worker A stalls in the model call, B continues and finishes, A wakes and runs nothing."""
+    checkpoints, sessions = open_stores(backend["url"], backend["prefix"])
+    async with checkpoints, sessions:
+        outcome = await split_brain(checkpoints, sessions)
+    check_split_brain(outcome)
+
+
+# -- backend-specific faults ------------------------------------------------------------
+
+
+def _checkpoint_store(backend: dict[str, str], tmp: Path, timeout_ms: int, tag: str) -> Any:
+    """A checkpoint store whose connections the fault helpers can single out by ``tag``."""
+    name = backend["name"]
+    if name == "sqlite":
+        from prism_store_sql import create_sql_checkpoint_store
+
+        return create_sql_checkpoint_store(
+            f"sqlite:///{tmp / 'checkpoints.db'}", timeout_ms=timeout_ms, table_prefix="t_"
+        )
+    if name == "postgresql":
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        from prism_store_sql import create_sql_checkpoint_store
+
+        engine = create_async_engine(
+            POSTGRES_URL.replace("postgresql://", "postgresql+asyncpg://", 1),
+            connect_args={
+                "server_settings": {
+                    "application_name": tag,
+                    "statement_timeout": str(timeout_ms),
+                    "lock_timeout": str(timeout_ms),
+                }
+            },
+        )
+        return create_sql_checkpoint_store(engine, table_prefix=f"{backend['prefix']}_")
+    from prism_store_redis import create_redis_checkpoint_store
+
+    return create_redis_checkpoint_store(
+        f"{REDIS_URL}?client_name={tag}", prefix=backend["prefix"], timeout_ms=timeout_ms
+    )
+
+
+async def _close(store: Any) -> None:
+    await store.aclose()
+    engine = getattr(store, "engine", None)
+    if engine is not None:
+        await engine.dispose()
+
+
+class SqliteLock:
+    """A write lock on a SQLite file held by another connection, on a thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.held = threading.Event()
+        self.release = threading.Event()
+        self.thread = threading.Thread(target=self._hold, daemon=True)
+
+    def _hold(self) -> None:
+        connection = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            self.held.set()
+            self.release.wait(30)
+            connection.execute("COMMIT")
+        finally:
+            connection.close()
+
+    async def take(self) -> None:
+        self.thread.start()
+        await anyio.to_thread.run_sync(self.held.wait, 10)
+
+    async def drop(self) -> None:
+        self.release.set()
+        await anyio.to_thread.run_sync(self.thread.join, 10)
+
+
+async def _pg(sql: str, **params: Any) -> list[Any]:
+    """Run one statement on a fresh PostgreSQL connection (autocommit)."""
+    import asyncpg
+
+    connection = await asyncpg.connect(POSTGRES_URL)
+    try:
+        return list(await connection.fetch(sql, *params.values()))
+    finally:
+        await connection.close()
+
+
+async def _redis(*command: Any) -> Any:
+    """Run one command on a fresh Redis client."""
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        return await client.execute_command(*command)
+    finally:
+        await client.aclose()
+
+
+def _drop_connections(backend: dict[str, str], tmp: Path, tag: str) -> Callable[[], Awaitable[int]]:
+    """An action dropping the checkpoint store's connections (how many it dropped)."""
+    name = backend["name"]
+
+    async def drop() -> int:
+        if name == "postgresql":
+            rows = await _pg(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                tag=tag,
+            )
+            return len(rows)
+        if name == "redis":
+            clients = await _redis("CLIENT", "LIST")
+            text = clients.decode() if isinstance(clients, bytes) else str(clients)
+            ids = [
+                field.split("=", 1)[1]
+                for line in text.splitlines()
+                if f" name={tag} " in f" {line} "
+                for field in line.split()
+                if field.startswith("id=")
+            ]
+            for client_id in ids:
+                await _redis("CLIENT", "KILL", "ID", client_id)
+            return len(ids)
+        # SQLite has no connection to kill: a writer holds the file's lock for a while, so
+        # the next checkpoint write times out and is retried until the lock is gone.
+        lock = SqliteLock(tmp / "checkpoints.db")
+        await lock.take()
+
+        async def later() -> None:
+            await anyio.sleep(0.6)
+            await lock.drop()
+
+        threading.Thread(target=anyio.run, args=(later,), daemon=True).start()
+        return 1
+
+    return drop
+
+
+def _fault_tool(log: list[Any], fault: Callable[[], Awaitable[Any]], seen: list[Any]) -> Any:
+    async def echo(args: dict[str, Any], context: Any) -> Any:
+        log.append(("echo", args))
+        if args == {"n": 1}:
+            seen.append(await fault())
+        return {"echo": args}
+
+    return ToolDefinition("echo", echo)
+
+
+@pytest.mark.anyio
+async def test_dropped_connection_is_retried_and_the_run_finishes(
+    backend: dict[str, str], tmp_path: Path
+) -> None:
+    """The checkpoint store's connections are dropped while a tool runs: the next store call
+    is retried and the run finishes, every tool once."""
+    tag = f"prismft-{uuid.uuid4().hex[:8]}"
+    inner = _checkpoint_store(backend, tmp_path, 250, tag)
+    checkpoints = Recording(inner)
+    sessions = create_memory_session_store()
+    log: list[Any] = []
+    dropped: list[Any] = []
+    tool = _fault_tool(log, _drop_connections(backend, tmp_path, tag), dropped)
+    try:
+        result = (
+            await worker(sessions, log, tools=[tool])
+            .create_session(id="s")
+            .run(
+                "go",
+                run_state=RunStateOptions(checkpoints, REVISION, checkpoint_policy="every-turn"),
+            )
+        )
+    finally:
+        await _close(inner)
+    assert result.status == "succeeded"
+    assert log == [("echo", {"n": 1}), ("echo", {"n": 2})]
+    assert dropped[0] >= 1
+    if backend["name"] != "redis":
+        # redis-py reconnects a killed connection itself; the SQL stores report the drop and
+        # the durable layer retries.
+        assert checkpoints.transient >= 1
+
+
+async def _stall(backend: dict[str, str], tmp: Path, release: anyio.Event) -> None:
+    """Hold the checkpoint store stalled until ``release`` is set (in a background task)."""
+    name = backend["name"]
+    if name == "sqlite":
+        lock = SqliteLock(tmp / "checkpoints.db")
+        await lock.take()
+        await release.wait()
+        await lock.drop()
+        return
+    if name == "postgresql":
+        import asyncpg
+
+        connection = await asyncpg.connect(POSTGRES_URL)
+        try:
+            transaction = connection.transaction()
+            await transaction.start()
+            await connection.execute(
+                f'LOCK TABLE "{backend["prefix"]}_checkpoints" IN ACCESS EXCLUSIVE MODE'
+            )
+            await release.wait()
+            await transaction.rollback()
+        finally:
+            await connection.close()
+        return
+    # Redis: writes pause for a bounded time (the run's retries end well before it does).
+    await _redis("CLIENT", "PAUSE", "2500", "WRITE")
+    await release.wait()
+    await anyio.sleep(2.6)
+
+
+@pytest.mark.anyio
+async def test_stalled_store_times_out_and_the_run_stays_continuable(
+    backend: dict[str, str], tmp_path: Path
+) -> None:
+    """The checkpoint store stalls after the first tool: its timeout fires, the run stops with
+    ERR_PRISM_STORE_UNAVAILABLE, the record stays running, and a continue afterwards finishes
+    without running the first tool again."""
+    tag = f"prismft-{uuid.uuid4().hex[:8]}"
+    inner = _checkpoint_store(backend, tmp_path, 200, tag)
+    checkpoints = Recording(inner)
+    sessions = create_memory_session_store()
+    log: list[Any] = []
+    release = anyio.Event()
+    stalled = anyio.Event()
+
+    async with anyio.create_task_group() as group:
+
+        async def start_stall() -> None:
+            group.start_soon(_stall, backend, tmp_path, release)
+            # Give the holder time to take its lock or pause before the run goes on.
+            await anyio.sleep(0.5)
+            stalled.set()
+
+        tool = _fault_tool(log, start_stall, [])
+        try:
+            with pytest.raises(AgentRunError) as info:
+                await (
+                    worker(sessions, log, tools=[tool])
+                    .create_session(id="s")
+                    .run(
+                        "go",
+                        run_state=RunStateOptions(
+                            checkpoints, REVISION, checkpoint_policy="every-turn"
+                        ),
+                    )
+                )
+        finally:
+            release.set()
+    assert stalled.is_set()
+    assert info.value.code == "ERR_PRISM_STORE_UNAVAILABLE"
+    assert checkpoints.transient >= 1
+    assert log == [("echo", {"n": 1})]
+    try:
+        run_id = await only_run(inner)
+        status = await load_agent_run_state(inner, ref(run_id, "s"))
+        assert status is not None
+        assert status.state.status == "running"
+        done = await resume_agent_run(
+            worker(sessions, log),
+            ref(run_id, "s"),
+            {"expected_version": status.version, "decision": "continue"},
+            checkpoints=inner,
+            definition_revision=REVISION,
+        )
+    finally:
+        await _close(inner)
+    assert done.status == "succeeded"
+    assert log == [("echo", {"n": 1}), ("echo", {"n": 2})]
