@@ -12,6 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from prism_core.durable import (
     CheckpointLimitError,
     CheckpointStoreError,
+    CheckpointStoreUnavailableError,
     InvalidCheckpointError,
 )
 from prism_core.errors import CheckpointConflictError
@@ -291,13 +292,15 @@ async def test_keys_stay_under_the_prefix(redis_client: aioredis.Redis, prefix: 
 
 
 async def test_unreachable_redis_raises_checkpoint_store_error() -> None:
-    """A client pointed at a closed port fails every call with ``CheckpointStoreError``."""
+    """A client pointed at a closed port fails every call with ``CheckpointStoreError`` (its
+    transient subclass: a refused connection may be retried)."""
     async with create_redis_checkpoint_store(
         f"redis://127.0.0.1:{closed_port()}/0", prefix="prismtest:unreachable"
     ) as store:
         with pytest.raises(CheckpointStoreError) as raised:
             await store.save(NS, "k", {"status": "running"}, version=1)
-        assert raised.value.code == "ERR_PRISM_CHECKPOINT_STORE"
+        assert raised.value.code == "ERR_PRISM_STORE_UNAVAILABLE"
+        assert isinstance(raised.value, CheckpointStoreUnavailableError)
         assert isinstance(raised.value.__cause__, RedisConnectionError)
         with pytest.raises(CheckpointStoreError):
             await store.load(NS, "k")

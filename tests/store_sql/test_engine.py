@@ -11,7 +11,11 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from prism_core.content import Message
-from prism_core.durable import CheckpointStore, CheckpointStoreError
+from prism_core.durable import (
+    CheckpointStore,
+    CheckpointStoreError,
+    CheckpointStoreUnavailableError,
+)
 from prism_core.sessions import (
     SessionConflictError,
     SessionEntryNotFoundError,
@@ -157,12 +161,14 @@ async def test_sqlite_connections_use_wal_and_a_busy_timeout(sqlite_target: Targ
 
 @pytest.mark.anyio
 async def test_unreachable_postgres_is_a_typed_store_error() -> None:
-    """A refused connection surfaces as ``CheckpointStoreError`` from every operation."""
+    """A refused connection surfaces as ``CheckpointStoreError`` from every operation: its
+    transient subclass ``CheckpointStoreUnavailableError``."""
     url = "postgresql://postgres@127.0.0.1:1/test"
     async with create_sql_checkpoint_store(url) as checkpoints:
         with pytest.raises(CheckpointStoreError) as info:
             await checkpoints.save("ns", "k", 1, version=1)
-        assert info.value.code == "ERR_PRISM_CHECKPOINT_STORE"
+        assert info.value.code == "ERR_PRISM_STORE_UNAVAILABLE"
+        assert isinstance(info.value, CheckpointStoreUnavailableError)
         assert isinstance(info.value.__cause__, OSError)
         with pytest.raises(CheckpointStoreError):
             await checkpoints.load("ns", "k")
