@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 from prism_core import (
@@ -34,6 +35,27 @@ def test_lease_liveness_tolerates_clock_skew() -> None:
     assert lease_is_live(1000, now=1000 + LEASE_CLOCK_SKEW_MS - 1)
     assert not lease_is_live(1000, now=1000 + LEASE_CLOCK_SKEW_MS)
     assert not lease_is_live(None, now=0)
+
+
+def test_recoverable_means_running_without_a_live_lease() -> None:
+    """Running with an expired or no lease is recoverable; a live lease or another status
+    is not."""
+    from prism_core.durable._lease import recoverable
+    from prism_core.durable._state import AgentRunState
+
+    base = AgentRunState(
+        status="running",
+        run_id="r",
+        session_id="s",
+        agent_id="a",
+        definition_revision="1",
+        fingerprint="f",
+        leaf_id=None,
+    )
+    assert recoverable(base, now=10_000)
+    assert recoverable(attrs.evolve(base, lease_expires_at=1000), now=1000 + LEASE_CLOCK_SKEW_MS)
+    assert not recoverable(attrs.evolve(base, lease_expires_at=9000), now=10_000)
+    assert not recoverable(attrs.evolve(base, status="suspended"), now=10_000)
 
 
 @pytest.mark.anyio

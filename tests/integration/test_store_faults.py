@@ -8,7 +8,9 @@ and a later continue finishes it without running a tool twice).
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -17,6 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio.streams.text import TextReceiveStream
 
 from prism_core import (
     AgentRunError,
@@ -39,6 +42,8 @@ from tests.core.fencing_support import (
     worker,
 )
 from tests.integration.test_crash_demo import reachable
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "redis"])
@@ -92,6 +97,89 @@ async def test_split_brain(backend: dict[str, str]) -> None:
     async with checkpoints, sessions:
         outcome = await split_brain(checkpoints, sessions)
     check_split_brain(outcome)
+
+
+STALL_IN_CHILD = """
+import anyio, json, sys
+from pathlib import Path
+from prism_core import AgentRunError, RunStateOptions
+from prism_core._demo import open_stores
+from tests.core.fencing_support import REVISION, worker
+
+args = json.loads(sys.argv[1])
+release = Path(args["release"])
+
+async def stall(request):
+    if sum(1 for m in request.messages if m.role == "assistant") == 1:
+        print(json.dumps({"stalled": True}), flush=True)
+        while not release.exists():
+            await anyio.sleep(0.02)
+
+async def main():
+    checkpoints, sessions = open_stores(args["url"], args["prefix"])
+    log, code = [], None
+    options = RunStateOptions(checkpoints, REVISION, checkpoint_policy="every-turn")
+    async with checkpoints, sessions:
+        try:
+            session = worker(sessions, log, stall=stall).create_session(id=args["session"])
+            await session.run("go", run_state=options)
+        except AgentRunError as exc:
+            code = exc.code
+    print(json.dumps({"log": log, "code": code}), flush=True)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.anyio
+async def test_split_brain_across_processes(backend: dict[str, str], tmp_path: Path) -> None:
+    """Worker A is another process stalled in its model call; this process continues the run
+    and finishes it; A wakes up, runs no tool and ends with the conflict error."""
+    release = tmp_path / "release"
+    session_id = f"s-{uuid.uuid4().hex[:8]}"
+    payload = json.dumps({**backend, "session": session_id, "release": str(release)})
+    checkpoints, sessions = open_stores(backend["url"], backend["prefix"])
+    b_log: list[Any] = []
+    async with checkpoints, sessions:
+        process = await anyio.open_process(
+            [sys.executable, "-c", STALL_IN_CHILD, payload], cwd=ROOT
+        )
+        try:
+            assert process.stdout is not None
+            lines = TextReceiveStream(process.stdout)
+            buffered = ""
+            with anyio.fail_after(60):
+                async for chunk in lines:
+                    buffered += chunk
+                    if '"stalled"' in buffered:
+                        break
+            run_id = await only_run(checkpoints)
+            status = await load_agent_run_state(checkpoints, ref(run_id, session_id))
+            assert status is not None
+            done = await resume_agent_run(
+                worker(sessions, b_log),
+                ref(run_id, session_id),
+                {"expected_version": status.version, "decision": "continue"},
+                checkpoints=checkpoints,
+                definition_revision=REVISION,
+            )
+            release.touch()
+            with anyio.fail_after(60):
+                async for chunk in lines:
+                    buffered += chunk
+                await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+            await process.aclose()
+        record = await checkpoints.load("prism.agent-run", run_id)
+    child = json.loads(buffered.strip().splitlines()[-1])
+    assert done.status == "succeeded"
+    assert b_log == [("echo", {"n": 2})]
+    assert child == {"log": [["echo", {"n": 1}]], "code": "ERR_PRISM_CHECKPOINT_CONFLICT"}
+    assert record is not None
+    assert record.value["status"] == "succeeded"
+    assert record.fencing_token == 1
 
 
 # -- backend-specific faults ------------------------------------------------------------

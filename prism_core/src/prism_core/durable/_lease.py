@@ -42,6 +42,7 @@ __all__ = (
     "lease_is_live",
     "now_ms",
     "record_lease",
+    "recoverable",
     "validate_lease_ms",
 )
 
@@ -109,3 +110,9 @@ def check_lease(state: AgentRunState, *, force: bool) -> None:
     """Refuse to claim a run another worker holds a live lease on, unless ``force``."""
     if not force and lease_is_live(lease_expires_at(state)):
         raise AgentRunStateError(LEASED, code="ERR_PRISM_RUN_LEASED")
+
+
+def recoverable(state: AgentRunState, *, now: int | None = None) -> bool:
+    """Whether a ``continue`` may pick the run up without ``force``: it is ``running`` and no
+    worker holds a live lease on it (expired, or never leased)."""
+    return state.status == "running" and not lease_is_live(lease_expires_at(state), now=now)
