@@ -162,3 +162,45 @@ async def test_stalled_store_does_not_outlive_the_wall_time(lease_ms: int | None
     record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
     assert record is not None
     assert record.value["status"] == "running"
+
+
+class DownSessions:
+    """A session store that goes down on demand (appends raise the transient error)."""
+
+    def __init__(self) -> None:
+        self.inner = create_memory_session_store()
+        self.down = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def append(self, entry: Any, **kw: Any) -> Any:
+        if self.down:
+            raise CheckpointStoreUnavailableError("session store connection dropped")
+        return await self.inner.append(entry, **kw)
+
+
+@pytest.mark.anyio
+async def test_unreachable_session_store_leaves_the_run_running() -> None:
+    """A run stopped by its session store going down is not marked failed: its record stays
+    running, for a continue once the store is back (the tool result that could not be stored
+    makes that call in doubt, resolved by the in-doubt rules)."""
+    store, sessions = CountingStore(), DownSessions()
+    log: list[Any] = []
+
+    def echo(args: dict[str, Any], context: Any) -> Any:
+        log.append(("echo", args))
+        sessions.down = args == {"n": 1}
+        return {"echo": args}
+
+    with pytest.raises(AgentRunError) as info:
+        await worker(sessions, log, tools=[ToolDefinition("echo", echo)]).create_session(
+            id="s"
+        ).run("go", run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn"))
+    assert info.value.code == "ERR_PRISM_STORE_UNAVAILABLE"
+    sessions.down = False
+    run_id = await only_run(store.inner)
+    status = await load_agent_run_state(store, ref(run_id, "s"))
+    assert status is not None
+    assert status.state.status == "running"
+    assert store.saves == 1

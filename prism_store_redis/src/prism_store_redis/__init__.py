@@ -11,13 +11,19 @@ from ._checkpoints import (
     create_redis_checkpoint_store,
 )
 from ._plugin import RedisStorePlugin, plugin
-from ._sessions import RedisSessionStore, RedisSessionStoreError, create_redis_session_store
+from ._sessions import (
+    RedisSessionStore,
+    RedisSessionStoreError,
+    RedisSessionStoreUnavailableError,
+    create_redis_session_store,
+)
 
 __all__ = (
     "FINISHED_STATUSES",
     "RedisCheckpointStore",
     "RedisSessionStore",
     "RedisSessionStoreError",
+    "RedisSessionStoreUnavailableError",
     "RedisStorePlugin",
     "create_redis_checkpoint_store",
     "create_redis_session_store",

@@ -33,6 +33,14 @@ class RedisSessionStoreError(PrismError):
     code = "ERR_PRISM_SESSION_STORE"
 
 
+class RedisSessionStoreUnavailableError(RedisSessionStoreError):
+    """Redis could not be reached or did not answer in time during a session store call
+    (the transient kind, like :class:`~prism_core.CheckpointStoreUnavailableError`): a run
+    that stops on it stays continuable."""
+
+    code = "ERR_PRISM_STORE_UNAVAILABLE"
+
+
 def _entry(data: bytes | str) -> SessionEntry:
     return structure(loads(data), SessionEntry)
 

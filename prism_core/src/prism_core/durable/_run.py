@@ -19,6 +19,7 @@ from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
 from ..tools import ToolDefinition
+from ._checkpoints import CheckpointStoreUnavailableError
 from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._state import (
@@ -38,7 +39,16 @@ from ._state import (
 )
 from ._writer import CheckpointWriter
 
-__all__ = ("DurableRun", "Gate", "RunStateInfo", "new_approval_id", "scope_for")
+__all__ = (
+    "DurableRun",
+    "Gate",
+    "RunStateInfo",
+    "new_approval_id",
+    "scope_for",
+    "stopped_by_store",
+)
+
+STORE_UNAVAILABLE = CheckpointStoreUnavailableError.code
 
 #: Bounds on the loaded-skill bodies that ride a checkpoint with ``include_skill_bodies``.
 MAX_SKILL_BODY_BYTES = 262144
@@ -83,6 +93,12 @@ def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None)
         identity=f"{agent_id}/{call.name}",
         arguments_hash=arguments_hash(call.arguments),
     )
+
+
+def stopped_by_store(status: RunStatus, error: ErrorInfo | None) -> bool:
+    """Whether a run ends ``failed`` only because a store was unreachable (the transient
+    code ``ERR_PRISM_STORE_UNAVAILABLE``), which must not mark its record failed."""
+    return status == "failed" and error is not None and error.code == STORE_UNAVAILABLE
 
 
 class DurableRun:
@@ -373,9 +389,11 @@ class DurableRun:
         """Write the terminal state, when the run has a record (a clean run writes nothing).
 
         A run that lost its record (superseded by a claim, or the store stayed unreachable)
-        writes nothing: its record stays as the new owner or the last write left it.
+        writes nothing: its record stays as the new owner or the last write left it. Nor does
+        a run that failed because a store (its session store included) was unreachable: it
+        stays ``running``, continuable once the store is back.
         """
-        if self.writer.lost is not None:
+        if self.writer.lost is not None or stopped_by_store(status, error):
             return
         if self.has_record:
             self.pending_calls = []
