@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import Any
 
@@ -177,3 +178,61 @@ async def test_pre_dispatch_check_costs_one_read_and_no_write() -> None:
     assert log == [("echo", {"n": 1}), ("echo", {"n": 2})]
     # Three turn checkpoints and the terminal state; one check per tool call.
     assert (store.saves, store.loads) == (4, 2)
+
+
+@pytest.mark.anyio
+async def test_two_continues_of_one_version_claim_once() -> None:
+    """Two workers continuing the same checkpoint at once write the same claim with the same
+    token; exactly one wins, the other gets the conflict and runs nothing."""
+    import anyio
+
+    from prism_core import AgentRunError, RunStateOptions
+
+    store, sessions = CountingStore(), create_memory_session_store()
+    stall = Stall(at=1)
+    first: list[Any] = []
+
+    async def run_a() -> None:
+        with contextlib.suppress(AgentRunError):
+            await (
+                worker(sessions, first, stall=stall)
+                .create_session(id="s")
+                .run(
+                    "go", run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn")
+                )
+            )
+
+    logs: list[list[Any]] = [[], []]
+    outcomes: list[Any] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(run_a)
+        await stall.entered.wait()
+        page = await store.list(AGENT_RUN_NAMESPACE)
+        run_id = page.records[0].key
+        status = await load_agent_run_state(store, ref(run_id, "s"))
+        assert status is not None
+
+        async def claim(index: int) -> None:
+            try:
+                outcomes.append(
+                    await resume_agent_run(
+                        worker(sessions, logs[index]),
+                        ref(run_id, "s"),
+                        {"expected_version": status.version, "decision": "continue"},
+                        checkpoints=store,
+                        definition_revision=REVISION,
+                    )
+                )
+            except CheckpointConflictError as exc:
+                outcomes.append(exc)
+
+        async with anyio.create_task_group() as claims:
+            claims.start_soon(claim, 0)
+            claims.start_soon(claim, 1)
+        stall.release.set()
+    assert sorted(type(o).__name__ for o in outcomes) == [
+        "AgentRunResult",
+        "CheckpointConflictError",
+    ]
+    assert sorted(map(len, logs)) == [0, 1]
+    assert first == [("echo", {"n": 1})]

@@ -194,9 +194,11 @@ async def test_unreachable_session_store_leaves_the_run_running() -> None:
         return {"echo": args}
 
     with pytest.raises(AgentRunError) as info:
-        await worker(sessions, log, tools=[ToolDefinition("echo", echo)]).create_session(
-            id="s"
-        ).run("go", run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn"))
+        await (
+            worker(sessions, log, tools=[ToolDefinition("echo", echo)])
+            .create_session(id="s")
+            .run("go", run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn"))
+        )
     assert info.value.code == "ERR_PRISM_STORE_UNAVAILABLE"
     sessions.down = False
     run_id = await only_run(store.inner)

@@ -139,6 +139,12 @@ class CheckpointWriter:
                 )
                 raise self.lost
 
+    @property
+    def _owns_token(self) -> bool:
+        # A new record (nobody else can create this run id) or one this writer's run has
+        # already written: no other writer can hold this version with this token.
+        return self.version == 0 or self.writes > 0
+
     def _stamp(self, state: AgentRunState) -> AgentRunState:
         if self.lease_ms is None:
             return state
@@ -171,6 +177,10 @@ class CheckpointWriter:
             except CheckpointConflictError:
                 # An earlier attempt (ours, or a driver's own reconnect-and-retry) may have
                 # been applied before its answer was lost: then the record is this write.
+                # Never for a claim: two claimers of one version may write the same state
+                # with the same token, so a claim's conflict is always final.
+                if not self._owns_token:
+                    raise
                 record = await self.store.load(
                     AGENT_RUN_NAMESPACE, self.run_id, ownership=self.ownership
                 )
