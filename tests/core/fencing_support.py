@@ -8,10 +8,12 @@ from typing import Any
 
 import anyio
 import attrs
+import pytest
 
 from prism_core import (
     AGENT_RUN_NAMESPACE,
     AgentRunError,
+    AgentRunStateError,
     ProviderEvent,
     ProviderRequest,
     RunStateOptions,
@@ -117,6 +119,24 @@ async def split_brain(checkpoints: Any, sessions: Any, **run_state: Any) -> Spli
         status = await load_agent_run_state(checkpoints, ref(run_id, session_id))
         assert status is not None
         assert status.state.status == "running"
+        if run_state.get("lease_ms"):
+            # A holds a live lease: a plain continue is refused, a forced one goes ahead.
+            with pytest.raises(AgentRunStateError) as refused:
+                await resume_agent_run(
+                    worker(sessions, b_log),
+                    ref(run_id, session_id),
+                    {"expected_version": status.version, "decision": "continue"},
+                    checkpoints=checkpoints,
+                    definition_revision=REVISION,
+                )
+            assert refused.value.code == "ERR_PRISM_RUN_LEASED"
+            # Let the first renewal (a third of the lease in) happen, then claim the version
+            # it wrote well before the next one.
+            before = status.version
+            await anyio.sleep(run_state["lease_ms"] / 3000 + 0.15)
+            status = await load_agent_run_state(checkpoints, ref(run_id, session_id))
+            assert status is not None
+            assert status.version > before
         done = await resume_agent_run(
             worker(sessions, b_log),
             ref(run_id, session_id),

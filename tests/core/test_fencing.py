@@ -45,9 +45,12 @@ async def _suspended_run(store: Any, sessions: Any) -> tuple[str, str, int]:
 
 
 @pytest.mark.anyio
-async def test_split_brain_superseded_worker_runs_nothing() -> None:
+@pytest.mark.parametrize("lease_ms", [None, 1500])
+async def test_split_brain_superseded_worker_runs_nothing(lease_ms: int | None) -> None:
     """A stalls in the model call, B continues and finishes, A wakes up and runs no tool."""
-    outcome = await split_brain(create_memory_checkpoint_store(), create_memory_session_store())
+    outcome = await split_brain(
+        create_memory_checkpoint_store(), create_memory_session_store(), lease_ms=lease_ms
+    )
     check_split_brain(outcome)
 
 

@@ -91,11 +91,13 @@ class Recording(CountingStore):
 
 
 @pytest.mark.anyio
-async def test_split_brain(backend: dict[str, str]) -> None:
-    """Worker A stalls in the model call, B continues and finishes, A wakes and runs nothing."""
+@pytest.mark.parametrize("lease_ms", [None, 3000])
+async def test_split_brain(backend: dict[str, str], lease_ms: int | None) -> None:
+    """Worker A stalls in the model call, B continues and finishes, A wakes and runs nothing
+    (with a lease: A's live, renewed lease refuses B until B forces the claim)."""
     checkpoints, sessions = open_stores(backend["url"], backend["prefix"])
     async with checkpoints, sessions:
-        outcome = await split_brain(checkpoints, sessions)
+        outcome = await split_brain(checkpoints, sessions, lease_ms=lease_ms)
     check_split_brain(outcome)
 
 
