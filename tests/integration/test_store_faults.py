@@ -447,3 +447,51 @@ async def test_stalled_store_times_out_and_the_run_stays_continuable(
         await _close(inner)
     assert done.status == "succeeded"
     assert log == [("echo", {"n": 1}), ("echo", {"n": 2})]
+
+
+@pytest.mark.anyio
+# SQLite is left out: a SQLite call runs to its end in the driver's thread (bounded by the
+# busy timeout, timeout_ms) and cannot be abandoned midway.
+@pytest.mark.parametrize("backend", ["postgresql", "redis"], indirect=True)
+async def test_stalled_store_call_does_not_outlive_max_wall_time(
+    backend: dict[str, str], tmp_path: Path
+) -> None:
+    """With the default store timeout (10 s), a store call stalled when the run's wall time
+    runs out is abandoned: the run ends on its limit within about a second of the deadline
+    and its record stays running."""
+    tag = f"prismft-{uuid.uuid4().hex[:8]}"
+    inner = _checkpoint_store(backend, tmp_path, 10000, tag)
+    sessions = create_memory_session_store()
+    log: list[Any] = []
+    release = anyio.Event()
+    started = anyio.current_time()
+    async with anyio.create_task_group() as group:
+
+        async def start_stall() -> None:
+            group.start_soon(_stall, backend, tmp_path, release)
+            await anyio.sleep(0.3)
+
+        tool = _fault_tool(log, start_stall, [])
+        try:
+            with pytest.raises(AgentRunError) as info:
+                await (
+                    worker(sessions, log, tools=[tool])
+                    .create_session(id="s")
+                    .run(
+                        "go",
+                        limits={"max_wall_time_ms": 1000},
+                        run_state=RunStateOptions(inner, REVISION, checkpoint_policy="every-turn"),
+                    )
+                )
+            elapsed = anyio.current_time() - started
+        finally:
+            release.set()
+    try:
+        assert info.value.code == "ERR_PRISM_RUN_LIMIT"
+        assert elapsed < 3.5
+        run_id = await only_run(inner)
+        status = await load_agent_run_state(inner, ref(run_id, "s"))
+        assert status is not None
+        assert status.state.status == "running"
+    finally:
+        await _close(inner)
