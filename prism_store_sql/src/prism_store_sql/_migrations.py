@@ -91,6 +91,10 @@ async def _lock(connection: AsyncConnection, tables: Tables) -> None:
         # below cannot go stale before the DDL.
         await connection.exec_driver_sql("BEGIN IMMEDIATE")
     else:
+        # A migration may wait for another host's and run long DDL: the store's per-call
+        # timeouts do not apply to it (SET LOCAL ends with the migration's transaction).
+        await connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
+        await connection.exec_driver_sql("SET LOCAL lock_timeout = 0")
         await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(tables.prefix))))
 
 
