@@ -12,6 +12,7 @@ __all__ = (
     "AgentLoopStateError",
     "AgentRunError",
     "AgentRunStateError",
+    "CanonicalJsonError",
     "CheckpointConflictError",
     "CheckpointRestoreError",
     "GuardrailError",
@@ -35,6 +36,16 @@ class PrismError(Exception):
     def message(self) -> str:
         """The human-readable message (the first argument)."""
         return str(self.args[0]) if self.args else ""
+
+
+class CanonicalJsonError(PrismError, ValueError, TypeError):
+    """A value has no canonical JSON form: NaN or infinity, a cycle, nesting too deep to
+    encode, a string with a lone surrogate (not UTF-8), or an object JSON cannot carry.
+
+    It is also a ``ValueError`` and a ``TypeError``, the errors ``json`` raises for these.
+    """
+
+    code = "ERR_PRISM_JSON_INVALID"
 
 
 class AgentRunError(PrismError):
