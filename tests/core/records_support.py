@@ -117,11 +117,11 @@ async def expect_not_a_state(store: Any, raw: RawRead) -> None:
     before = await raw()
     record = await store.load(AGENT_RUN_NAMESPACE, RUN_ID)
     assert record is not None
-    with pytest.raises(AgentRunStateError, match="(?i)agent run state"):
+    with pytest.raises(AgentRunStateError, match=r"(?i)agent run state"):
         await load_agent_run_state(store, REF)
-    with pytest.raises(AgentRunStateError, match="(?i)agent run state"):
+    with pytest.raises(AgentRunStateError, match=r"(?i)agent run state"):
         await _lifecycle(store).status(REF)
-    with pytest.raises(AgentRunStateError, match="(?i)agent run state"):
+    with pytest.raises(AgentRunStateError, match=r"(?i)agent run state"):
         await resume_agent_run(
             _agent(),
             REF,

@@ -9,7 +9,13 @@ import pytest
 
 from prism_core import AGENT_RUN_NAMESPACE, create_memory_checkpoint_store
 
-from .records_support import RUN_ID, expect_corrupt, expect_metadata_absent, expect_not_a_state, seed
+from .records_support import (
+    RUN_ID,
+    expect_corrupt,
+    expect_metadata_absent,
+    expect_not_a_state,
+    seed,
+)
 
 SLOT = (AGENT_RUN_NAMESPACE, RUN_ID)
 
