@@ -22,6 +22,7 @@ _REPR.maxlevel = 4
 _REPR.maxstring = 2 * DEFAULT_ECHO_LIMIT
 _REPR.maxother = 2 * DEFAULT_ECHO_LIMIT
 _REPR.maxlong = 2 * DEFAULT_ECHO_LIMIT
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = _REPR.maxfrozenset = 20
 
 
 def echo(value: Any, limit: int = DEFAULT_ECHO_LIMIT) -> str:
