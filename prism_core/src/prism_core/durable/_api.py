@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -57,7 +57,7 @@ def _request(
     return ResumeRequest(
         checkpoints=checkpoints,
         definition_revision=definition_revision,
-        restore_hooks=tuple(restore_hooks),
+        restore_hooks=_restore_hooks(restore_hooks),
         restore_hook_timeout_ms=restore_hook_timeout_ms,
         checkpoint_metadata=checkpoint_metadata,
         persist_session_state=persist_session_state,
@@ -65,6 +65,20 @@ def _request(
         ownership=ownership,
         on_session=on_session,
     )
+
+
+def _restore_hooks(value: Any) -> tuple[Any, ...]:
+    """``restore_hooks`` as a tuple; anything but a sequence of hooks is refused typed."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise AgentRunStateError(
+            f"restore_hooks must be a sequence of restore hooks, got {type(value).__name__}"
+        )
+    try:
+        return tuple(value)
+    except Exception as exc:  # the caller's sequence failed to iterate
+        raise AgentRunStateError(
+            f"restore_hooks could not be read as a sequence ({type(exc).__name__})"
+        ) from exc
 
 
 def _run_id(ref: Any) -> str:
@@ -283,7 +297,7 @@ class AgentRunLifecycle:
         resume_request = _request(
             checkpoints=self.checkpoints,
             definition_revision=revision,
-            restore_hooks=tuple(request.get("restore_hooks", ())),
+            restore_hooks=_restore_hooks(request.get("restore_hooks", ())),
             restore_hook_timeout_ms=request.get(
                 "restore_hook_timeout_ms", self.restore_hook_timeout_ms
             ),
