@@ -207,18 +207,25 @@ RESUME_OPTIONS = (
     "definition_revision",
 )
 
-refs = values | st.fixed_dictionaries({"run_id": values, "session_id": values}) | st.just(REF)
-resumes = (
-    values
-    | st.sampled_from(
-        [{"decision": d, "expected_version": 1} for d in ("approve", "deny", "continue")]
-    )
-    | st.fixed_dictionaries(
+# Half of the references and resume inputs are well formed, so the options and the stored
+# record are reached as often as the shape checks in front of them.
+good_ref = st.just(REF)
+refs = st.one_of(
+    good_ref, good_ref, values, st.fixed_dictionaries({"run_id": values, "session_id": values})
+)
+good_resume = st.sampled_from(
+    [{"decision": d, "expected_version": 1} for d in ("approve", "deny", "continue")]
+)
+resumes = st.one_of(
+    good_resume,
+    good_resume,
+    values,
+    st.fixed_dictionaries(
         {
             "decision": values | st.sampled_from(["approve", "deny", "continue"]),
             "expected_version": values,
         }
-    )
+    ),
 )
 
 
