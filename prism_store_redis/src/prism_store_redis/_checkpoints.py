@@ -20,6 +20,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from prism_core._echo import echo
 from prism_core.codec import dumps, loads
 
 # The kernel's own name check, so every store refuses a bad namespace or key identically.
@@ -58,7 +59,7 @@ def _positive(value: Any, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive integer or None, got {value!r}")
+        raise ValueError(f"{what} must be a positive integer or None, got {echo(value)}")
     return value
 
 
