@@ -190,3 +190,11 @@ def test_messages_from_the_store_are_bounded() -> None:
         assert len(info.value.message) < 1000
 
     anyio.run(main)
+
+
+def test_memory_store_limits_are_typed_and_bounded() -> None:
+    """A malformed store limit is an InvalidCheckpointError with a bounded message."""
+    for bad in ("9" * 5_000_000, 0, True, nested(100_000)):
+        with pytest.raises(InvalidCheckpointError) as info:
+            create_memory_checkpoint_store(max_records=bad)
+        assert len(info.value.message) < 1000

@@ -29,6 +29,7 @@ from prism_core.durable import (
     CheckpointPage,
     CheckpointRecord,
     CheckpointStoreError,
+    InvalidCheckpointError,
     check_name,
     conflict,
     corrupt_record,
@@ -59,7 +60,9 @@ def _positive(value: Any, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive integer or None, got {echo(value)}")
+        raise InvalidCheckpointError(
+            f"{what} must be a positive integer or None, got {echo(value)}"
+        )
     return value
 
 
@@ -358,7 +361,7 @@ def create_redis_checkpoint_store(
     The store is asyncio-only (redis-py's client is); opening it does no I/O.
     """
     if not isinstance(prefix, str) or not prefix:
-        raise ValueError("prefix must be a non-empty string")
+        raise InvalidCheckpointError("prefix must be a non-empty string")
     finished_ttl_seconds = _positive(finished_ttl_seconds, "finished_ttl_seconds")
     max_records = _positive(max_records, "max_records")
     max_value_bytes = _positive(max_value_bytes, "max_value_bytes")

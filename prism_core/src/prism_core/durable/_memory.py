@@ -14,6 +14,7 @@ from ._checkpoints import (
     CheckpointLimitError,
     CheckpointPage,
     CheckpointRecord,
+    InvalidCheckpointError,
     check_name,
     conflict,
     decode_stored_value,
@@ -59,7 +60,9 @@ def _check_limit(value: int | None, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive integer or None, got {echo(value)}")
+        raise InvalidCheckpointError(
+            f"{what} must be a positive integer or None, got {echo(value)}"
+        )
     return value
 
 
