@@ -121,3 +121,13 @@ def test_the_run_is_named_when_known() -> None:
     """With ``run_id`` the message names the run whose state is malformed."""
     with pytest.raises(AgentRunStateError, match="run-42"):
         parse_state(good_state(counters={"turns": -1}), max_bytes=HARD, run_id="run-42")
+
+
+@pytest.mark.anyio
+async def test_a_string_where_a_list_belongs_is_refused_by_shape() -> None:
+    """A 1 MB string for a list of messages is refused by its JSON type at once, not after
+    structuring (and failing) a message per character."""
+    with pytest.raises(AgentRunStateError, match=r"pending_input must be a list, got str"):
+        await _parse(pending_input="x" * 1_000_000)
+    with pytest.raises(AgentRunStateError, match=r"content must be a list, got str"):
+        await _parse(pending_input=[{"role": "user", "content": "x" * 1_000_000}])

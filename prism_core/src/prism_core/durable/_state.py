@@ -6,7 +6,11 @@ state), never its transcript: messages live once in the session store.
 
 from __future__ import annotations
 
+import collections.abc
+import functools
 import hashlib
+import types
+import typing
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
@@ -241,6 +245,50 @@ def _malformed(detail: str) -> AgentRunStateError:
     return AgentRunStateError(f"Malformed agent run state: {detail}")
 
 
+_SEQUENCES = (tuple, list, collections.abc.Sequence)
+_MAPPINGS = (dict, collections.abc.Mapping)
+
+
+@functools.cache
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _shape(raw: Any, kind: Any, path: str) -> None:
+    """Check that every container in ``raw`` has the JSON type ``kind`` asks for (a list for a
+    tuple, an object for a mapping or a record), before cattrs sees it: cattrs would iterate a
+    string where a list belongs and fail once per character."""
+    if raw is None:
+        return
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+        if len(options) == 1:
+            _shape(raw, options[0], path)
+        elif options and all(attrs.has(arg) for arg in options) and not isinstance(raw, dict):
+            raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
+        return
+    if origin in _SEQUENCES:
+        if not isinstance(raw, list):
+            raise _malformed(f"{path} must be a list, got {type(raw).__name__}")
+        args = typing.get_args(kind)
+        if args:
+            for index, item in enumerate(raw):
+                _shape(item, args[0], f"{path}[{index}]")
+        return
+    if origin in _MAPPINGS:
+        if not isinstance(raw, dict):
+            raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
+        return
+    if isinstance(kind, type) and attrs.has(kind):
+        if not isinstance(raw, dict):
+            raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
+        hints = _hints(kind)
+        for field in attrs.fields(kind):
+            if field.name in raw:
+                _shape(raw[field.name], hints[field.name], f"{path}.{field.name}")
+
+
 def _same(raw: Any, built: Any, path: str) -> None:
     """Refuse any value cattrs had to coerce: structuring and unstructuring again must give
     back exactly what was stored (a string stays a string, never a list of its characters;
@@ -394,6 +442,7 @@ def _parse(data: Any, max_bytes: int) -> AgentRunState:
     version = data.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:
         raise AgentRunStateError(f"unsupported agent run state schema_version {echo(version)}")
+    _shape(data, AgentRunState, "state")
     try:
         state = converter().structure(data, AgentRunState)
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:
