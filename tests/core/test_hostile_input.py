@@ -198,3 +198,17 @@ def test_memory_store_limits_are_typed_and_bounded() -> None:
         with pytest.raises(InvalidCheckpointError) as info:
             create_memory_checkpoint_store(max_records=bad)
         assert len(info.value.message) < 1000
+
+
+@pytest.mark.anyio
+async def test_lifecycle_status_refuses_an_agent_id_that_is_not_a_string() -> None:
+    """A hostile agent_id is refused typed instead of being compared."""
+    from prism_core import create_agent_run_lifecycle
+
+    from .records_support import REF, seed
+
+    store = create_memory_checkpoint_store()
+    await seed(store)
+    lifecycle = create_agent_run_lifecycle(checkpoints=store, resolve_agent=lambda a: None)
+    with pytest.raises(AgentRunStateError, match="agent_id must be a string"):
+        await lifecycle.status(REF, agent_id=Hostile())  # type: ignore[arg-type]

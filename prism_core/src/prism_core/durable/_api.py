@@ -262,6 +262,8 @@ class AgentRunLifecycle:
     ) -> AgentRunStatus | None:
         """The run's state, version and metadata; ``None`` when absent, foreign, or owned by
         another agent than ``agent_id``."""
+        if agent_id is not None and not isinstance(agent_id, str):
+            raise AgentRunStateError(f"agent_id must be a string, got {type(agent_id).__name__}")
         with reading_run_record(_run_id(ref)):
             found = await load_agent_run_state(self.checkpoints, ref, ownership=ownership)
         if found is None or (agent_id is not None and found.state.agent_id != agent_id):
