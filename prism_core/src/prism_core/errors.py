@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._error_base import CanonicalJsonError, PrismError
+
 if TYPE_CHECKING:
     from .results import AgentRunResult
 
@@ -12,6 +14,7 @@ __all__ = (
     "AgentLoopStateError",
     "AgentRunError",
     "AgentRunStateError",
+    "CanonicalJsonError",
     "CheckpointConflictError",
     "CheckpointRestoreError",
     "GuardrailError",
@@ -21,22 +24,6 @@ __all__ = (
     "PrismError",
     "ToolDefinitionError",
 )
-
-
-class PrismError(Exception):
-    """Base class of every error Prism raises; ``code`` is stable across releases."""
-
-    code: str = "ERR_PRISM"
-
-    def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-
-    @property
-    def message(self) -> str:
-        """The human-readable message (the first argument)."""
-        return str(self.args[0]) if self.args else ""
 
 
 class AgentRunError(PrismError):

@@ -34,9 +34,13 @@ from prism_core.durable import (
     SaveRequest,
     check_name,
     conflict,
+    corrupt_record,
+    decode_stored_metadata,
+    decode_stored_value,
     encode_cursor,
     list_arguments,
     normalise_ownership,
+    stored_int,
     validate_save,
 )
 
@@ -64,6 +68,12 @@ def _check_range(req: SaveRequest) -> None:
     ):
         if number is not None and number > _MAX_BIGINT:
             raise InvalidCheckpointError(f"{what} must be at most {_MAX_BIGINT} in a SQL store")
+
+
+def _stored_time(value: Any, namespace: str, key: str) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise corrupt_record(namespace, key, "its timestamps are not numbers")
 
 
 @attrs.frozen
@@ -143,17 +153,22 @@ class SqlCheckpointStore(SqlStoreBase):
         self._sql = _build_statements(tables.checkpoints, handle.backend)
 
     def _record(self, row: sa.Row[Any], ownership: dict[str, str] | None) -> CheckpointRecord:
+        namespace, key = row.namespace, row.key
+        fence = row.fencing_token
+        category = row.category
+        if category is not None and not isinstance(category, str):
+            raise corrupt_record(namespace, key, "its category is not text")
         return CheckpointRecord(
-            namespace=row.namespace,
-            key=row.key,
-            version=row.version,
-            value=loads(row.value),
-            metadata=loads(row.metadata) if row.metadata is not None else None,
+            namespace=namespace,
+            key=key,
+            version=stored_int(row.version, namespace, key, "version"),
+            value=decode_stored_value(row.value, namespace, key),
+            metadata=decode_stored_metadata(row.metadata),
             ownership=dict(ownership) if ownership is not None else None,
-            fencing_token=row.fencing_token,
-            category=row.category,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
+            fencing_token=None if fence is None else stored_int(fence, namespace, key, "fence"),
+            category=category,
+            created_at=_stored_time(row.created_at, namespace, key),
+            updated_at=_stored_time(row.updated_at, namespace, key),
         )
 
     async def load(

@@ -23,6 +23,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from prism_core._echo import echo
+
 from ._engine import (
     async_url,
     open_engine,
@@ -103,7 +105,7 @@ async def _recorded_version(connection: AsyncConnection, tables: Tables) -> int:
 
 def _too_new(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
     return SqlStoreSchemaError(
-        f"the SQL store schema (prefix {tables.prefix!r}) in {public_url(url)} is at version "
+        f"the SQL store schema (prefix {echo(tables.prefix)}) in {public_url(url)} is at version "
         f"{found}, newer than this release of prism-runtime-sql understands (version "
         f"{SCHEMA_VERSION}); upgrade it with: pip install --upgrade prism-runtime-sql"
     )
@@ -158,7 +160,7 @@ async def apply_migrations(engine: AsyncEngine, tables: Tables) -> int:
                     if error.connection_invalidated:
                         raise
                     raise SqlStoreSchemaError(
-                        f"migrating the SQL store (prefix {tables.prefix!r}) in "
+                        f"migrating the SQL store (prefix {echo(tables.prefix)}) in "
                         f"{public_url(engine.url)} to version {step.version} failed: "
                         f"{error.orig}. Tables with these names but no recorded schema "
                         "version belong to something else; choose another table_prefix."
@@ -191,7 +193,7 @@ async def require_schema(engine: AsyncEngine, tables: Tables) -> None:
     if found < SCHEMA_VERSION:
         state = "do not exist" if found == 0 else f"are at schema version {found}"
         lines = [
-            f"the SQL store tables with prefix {tables.prefix!r} in {public_url(engine.url)} "
+            f"the SQL store tables with prefix {echo(tables.prefix)} in {public_url(engine.url)} "
             f"{state}; this release needs schema version {SCHEMA_VERSION}. Run:",
             f"    {migrate_command(engine.url, tables.prefix)}",
         ]

@@ -28,6 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from prism_core._echo import echo
 from prism_core.codec import dumps, loads, structure, unstructure
 from prism_core.sessions import UNSET, SessionConflictError, SessionEntry, SessionEntryNotFoundError
 
@@ -47,7 +48,7 @@ def _payload_json(entry: SessionEntry) -> str:
     try:
         return dumps(payload).decode("utf-8")
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"session entry {entry.id!r} cannot be stored as JSON: {exc}") from exc
+        raise ValueError(f"session entry {echo(entry.id)} cannot be stored as JSON: {exc}") from exc
 
 
 def _entry(row: sa.Row[Any]) -> SessionEntry:
@@ -187,18 +188,20 @@ class SqlSessionStore(SqlStoreBase):
             seq = None if head is None else (await connection.execute(head, params)).scalar()
             if seq is None:
                 raise SessionConflictError(
-                    f"session {entry.session_id!r} moved: its head is no longer the expected leaf"
+                    f"session {echo(entry.session_id)} moved: "
+                    "its head is no longer the expected leaf"
                 )
             params["next_seq"] = seq
             try:
                 inserted = (await connection.execute(self._sql.insert_entry, params)).first()
             except sa.exc.IntegrityError as exc:
-                raise SessionConflictError(f"entry id {entry.id!r} already exists") from exc
+                raise SessionConflictError(f"entry id {echo(entry.id)} already exists") from exc
             if inserted is None:
                 if (await connection.execute(self._sql.entry_exists, params)).first():
-                    raise SessionConflictError(f"entry id {entry.id!r} already exists")
+                    raise SessionConflictError(f"entry id {echo(entry.id)} already exists")
                 raise SessionEntryNotFoundError(
-                    f"parent entry {entry.parent_id!r} is not in session {entry.session_id!r}"
+                    f"parent entry {echo(entry.parent_id)} is not in session "
+                    f"{echo(entry.session_id)}"
                 )
         return entry
 
@@ -228,10 +231,12 @@ class SqlSessionStore(SqlStoreBase):
         async with self._read("read a session branch") as connection:
             rows = (await connection.execute(self._sql.branch, params)).all()
         if not rows:
-            raise SessionEntryNotFoundError(f"session {session_id!r} has no entry {leaf_id!r}")
+            raise SessionEntryNotFoundError(
+                f"session {echo(session_id)} has no entry {echo(leaf_id)}"
+            )
         if rows[0].parent_id is not None:
             raise SessionEntryNotFoundError(
-                f"session {session_id!r} has no entry {rows[0].parent_id!r}"
+                f"session {echo(session_id)} has no entry {echo(rows[0].parent_id)}"
             )
         return [_entry(row) for row in rows]
 

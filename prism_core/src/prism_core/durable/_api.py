@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._echo import echo
 from ..errors import AgentRunStateError
 from ..events import AgentEvent
 from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy, validate_subscribe_options
 from ..runs._stream import DriverStream
+from ._checkpoints import reading_run_record
 from ._decisions import coerce_run_ref, validate_resume_input
 from ._options import DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS, CheckpointMetadataSource
 from ._resume import (
@@ -55,7 +57,7 @@ def _request(
     return ResumeRequest(
         checkpoints=checkpoints,
         definition_revision=definition_revision,
-        restore_hooks=tuple(restore_hooks),
+        restore_hooks=_restore_hooks(restore_hooks),
         restore_hook_timeout_ms=restore_hook_timeout_ms,
         checkpoint_metadata=checkpoint_metadata,
         persist_session_state=persist_session_state,
@@ -63,6 +65,35 @@ def _request(
         ownership=ownership,
         on_session=on_session,
     )
+
+
+def _restore_hooks(value: Any) -> tuple[Any, ...]:
+    """``restore_hooks`` as a tuple; anything but a sequence of hooks is refused typed."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise AgentRunStateError(
+            f"restore_hooks must be a sequence of restore hooks, got {type(value).__name__}"
+        )
+    try:
+        return tuple(value)
+    except Exception as exc:  # the caller's sequence failed to iterate
+        raise AgentRunStateError(
+            f"restore_hooks could not be read as a sequence ({type(exc).__name__})"
+        ) from exc
+
+
+def _run_id(ref: Any) -> str:
+    try:
+        return coerce_run_ref(ref).run_id
+    except Exception:  # a malformed ref is refused by the pipeline itself
+        return "?"
+
+
+async def _prepare(
+    ref: Any, prepare: Callable[[], Awaitable[Prepared | Settled]]
+) -> Prepared | Settled:
+    # A record the store cannot read is reported as this run's unreadable state.
+    with reading_run_record(_run_id(ref)):
+        return await prepare()
 
 
 async def _finish(prepared: Prepared | Settled) -> AgentRunResult:
@@ -113,7 +144,7 @@ async def resume_agent_run(
         ownership=ownership,
         on_session=on_session,
     )
-    return await _finish(await prepare_resume(agent, ref, resume, request))
+    return await _finish(await _prepare(ref, lambda: prepare_resume(agent, ref, resume, request)))
 
 
 class ResumeEventStream(DriverStream):
@@ -192,7 +223,9 @@ def resume_agent_run_stream(
         ownership=ownership,
         on_session=on_session,
     )
-    return ResumeEventStream(lambda: prepare_resume(agent, ref, resume, request))
+    return ResumeEventStream(
+        lambda: _prepare(ref, lambda: prepare_resume(agent, ref, resume, request))
+    )
 
 
 _REQUEST_KEYS = (
@@ -229,7 +262,10 @@ class AgentRunLifecycle:
     ) -> AgentRunStatus | None:
         """The run's state, version and metadata; ``None`` when absent, foreign, or owned by
         another agent than ``agent_id``."""
-        found = await load_agent_run_state(self.checkpoints, ref, ownership=ownership)
+        if agent_id is not None and not isinstance(agent_id, str):
+            raise AgentRunStateError(f"agent_id must be a string, got {type(agent_id).__name__}")
+        with reading_run_record(_run_id(ref)):
+            found = await load_agent_run_state(self.checkpoints, ref, ownership=ownership)
         if found is None or (agent_id is not None and found.state.agent_id != agent_id):
             return None
         return found
@@ -239,7 +275,7 @@ class AgentRunLifecycle:
     ) -> Prepared | Settled:
         unknown = sorted(set(request) - set(_REQUEST_KEYS))
         if unknown:
-            raise AgentRunStateError(f"unknown resume request keys {unknown}")
+            raise AgentRunStateError(f"unknown resume request keys {echo(unknown, 200)}")
         found = await self.status(
             ref, agent_id=request.get("agent_id"), ownership=request.get("ownership")
         )
@@ -263,7 +299,7 @@ class AgentRunLifecycle:
         resume_request = _request(
             checkpoints=self.checkpoints,
             definition_revision=revision,
-            restore_hooks=tuple(request.get("restore_hooks", ())),
+            restore_hooks=_restore_hooks(request.get("restore_hooks", ())),
             restore_hook_timeout_ms=request.get(
                 "restore_hook_timeout_ms", self.restore_hook_timeout_ms
             ),
@@ -281,7 +317,7 @@ class AgentRunLifecycle:
         """Resume through the same pipeline as :func:`resume_agent_run`."""
         validate_resume_input(resume)
         coerce_run_ref(ref)
-        return await _finish(await self._prepare(ref, resume, request))
+        return await _finish(await _prepare(ref, lambda: self._prepare(ref, resume, request)))
 
     def resume_stream(self, ref: Any, resume: Any, **request: Any) -> ResumeEventStream:
         """Resume as a stream (see :func:`resume_agent_run_stream`)."""
@@ -290,7 +326,7 @@ class AgentRunLifecycle:
         max_queued = request.pop("max_queued_events", 1024)
         overflow = request.pop("overflow", "close")
         validate_subscribe_options(max_queued, overflow)
-        return ResumeEventStream(lambda: self._prepare(ref, resume, request))
+        return ResumeEventStream(lambda: _prepare(ref, lambda: self._prepare(ref, resume, request)))
 
 
 def create_agent_run_lifecycle(
