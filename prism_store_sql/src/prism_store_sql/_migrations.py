@@ -21,7 +21,7 @@ from collections.abc import Callable
 import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ._engine import open_engine, public_url, require_asyncio, translate_errors
 from ._errors import SqlStoreSchemaError
@@ -34,8 +34,11 @@ __all__ = (
     "apply_migrations",
     "migrate",
     "migrate_command",
+    "migrate_connection",
     "read_schema_version",
     "require_schema",
+    "schema_missing_error",
+    "too_new_error",
 )
 
 
@@ -77,28 +80,63 @@ def _lock_key(prefix: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-async def _lock(connection: AsyncConnection, tables: Tables) -> None:
+def _lock(connection: sa.Connection, tables: Tables) -> None:
     if connection.dialect.name == "sqlite":
         # Takes the write lock now (waiting out the busy timeout), so the version read
         # below cannot go stale before the DDL.
-        await connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
     else:
-        await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(tables.prefix))))
+        connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(tables.prefix))))
 
 
-async def _recorded_version(connection: AsyncConnection, tables: Tables) -> int:
+def _recorded_version(connection: sa.Connection, tables: Tables) -> int:
     log = tables.schema_version
-    result = await connection.execute(sa.select(sa.func.max(log.c.version)))
-    value = result.scalar()
+    value = connection.execute(sa.select(sa.func.max(log.c.version))).scalar()
     return int(value) if value is not None else 0
 
 
-def _too_new(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
+def too_new_error(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
+    """The error for a database whose schema is newer than this release."""
     return SqlStoreSchemaError(
         f"the SQL store schema (prefix {tables.prefix!r}) in {public_url(url)} is at version "
         f"{found}, newer than this release of prism-store-sql understands (version "
         f"{SCHEMA_VERSION}); upgrade it with: pip install --upgrade prism-store-sql"
     )
+
+
+def migrate_connection(connection: sa.Connection, tables: Tables, url: URL) -> int:
+    """Apply every missing step on a synchronous ``connection`` and commit; the version.
+
+    The one migration runner: the async engines call it through ``run_sync``, the SQLite
+    thread-driven stores on their own connection. Raises :class:`SqlStoreSchemaError` when
+    a step fails or the database is newer than this release.
+    """
+    _lock(connection, tables)
+    tables.schema_version.create(connection, checkfirst=True)
+    current = _recorded_version(connection, tables)
+    if current > SCHEMA_VERSION:
+        raise too_new_error(url, tables, current)
+    for step in MIGRATIONS:
+        if step.version <= current:
+            continue
+        try:
+            step.apply(connection, tables)
+        except sa.exc.DBAPIError as error:
+            if error.connection_invalidated:
+                raise
+            raise SqlStoreSchemaError(
+                f"migrating the SQL store (prefix {tables.prefix!r}) in "
+                f"{public_url(url)} to version {step.version} failed: "
+                f"{error.orig}. Tables with these names but no recorded schema "
+                "version belong to something else; choose another table_prefix."
+            ) from error
+        connection.execute(
+            sa.insert(tables.schema_version).values(
+                version=step.version, description=step.description, applied_at=time.time()
+            )
+        )
+    connection.commit()
+    return max(current, SCHEMA_VERSION)
 
 
 async def apply_migrations(engine: AsyncEngine, tables: Tables) -> int:
@@ -109,40 +147,37 @@ async def apply_migrations(engine: AsyncEngine, tables: Tables) -> int:
     """
     with translate_errors("migrate the schema"):
         async with engine.connect() as connection:
-            await _lock(connection, tables)
-            await connection.run_sync(tables.schema_version.create, checkfirst=True)
-            current = await _recorded_version(connection, tables)
-            if current > SCHEMA_VERSION:
-                raise _too_new(engine.url, tables, current)
-            for step in MIGRATIONS:
-                if step.version <= current:
-                    continue
-                try:
-                    await connection.run_sync(step.apply, tables)
-                except sa.exc.DBAPIError as error:
-                    if error.connection_invalidated:
-                        raise
-                    raise SqlStoreSchemaError(
-                        f"migrating the SQL store (prefix {tables.prefix!r}) in "
-                        f"{public_url(engine.url)} to version {step.version} failed: "
-                        f"{error.orig}. Tables with these names but no recorded schema "
-                        "version belong to something else; choose another table_prefix."
-                    ) from error
-                await connection.execute(
-                    sa.insert(tables.schema_version).values(
-                        version=step.version, description=step.description, applied_at=time.time()
-                    )
-                )
-            await connection.commit()
-    return max(current, SCHEMA_VERSION)
+            return await connection.run_sync(migrate_connection, tables, engine.url)
 
 
 async def _read_version(engine: AsyncEngine, tables: Tables) -> int:
     name = tables.schema_version.name
+
+    def read(sync: sa.Connection) -> int:
+        return _recorded_version(sync, tables) if sa.inspect(sync).has_table(name) else 0
+
     with translate_errors("read the schema version"):
         async with engine.connect() as connection:
-            exists = await connection.run_sync(lambda sync: sa.inspect(sync).has_table(name))
-            return await _recorded_version(connection, tables) if exists else 0
+            return await connection.run_sync(read)
+
+
+def schema_missing_error(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
+    """The error for tables that are missing or older than this release; it names the exact
+    command that creates or upgrades them."""
+    if found > SCHEMA_VERSION:
+        return too_new_error(url, tables, found)
+    state = "do not exist" if found == 0 else f"are at schema version {found}"
+    lines = [
+        f"the SQL store tables with prefix {tables.prefix!r} in {public_url(url)} "
+        f"{state}; this release needs schema version {SCHEMA_VERSION}. Run:",
+        f"    {migrate_command(url, tables.prefix)}",
+    ]
+    if url.password:
+        lines.append("(with the real password in place of ***)")
+    lines.append(
+        "or await prism_store_sql.migrate(url), or open the store with create_schema=True."
+    )
+    return SqlStoreSchemaError("\n".join(lines))
 
 
 async def require_schema(engine: AsyncEngine, tables: Tables) -> None:
@@ -151,21 +186,8 @@ async def require_schema(engine: AsyncEngine, tables: Tables) -> None:
     The message names the exact command that creates or upgrades it.
     """
     found = await _read_version(engine, tables)
-    if found > SCHEMA_VERSION:
-        raise _too_new(engine.url, tables, found)
-    if found < SCHEMA_VERSION:
-        state = "do not exist" if found == 0 else f"are at schema version {found}"
-        lines = [
-            f"the SQL store tables with prefix {tables.prefix!r} in {public_url(engine.url)} "
-            f"{state}; this release needs schema version {SCHEMA_VERSION}. Run:",
-            f"    {migrate_command(engine.url, tables.prefix)}",
-        ]
-        if engine.url.password:
-            lines.append("(with the real password in place of ***)")
-        lines.append(
-            "or await prism_store_sql.migrate(url), or open the store with create_schema=True."
-        )
-        raise SqlStoreSchemaError("\n".join(lines))
+    if found != SCHEMA_VERSION:
+        raise schema_missing_error(engine.url, tables, found)
 
 
 async def migrate(
