@@ -28,6 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--kill-at-turn", type=int, default=3, metavar="N", help="kill the worker in turn N"
     )
     demo.add_argument("--no-color", action="store_true", help="plain output")
+    demo.add_argument(
+        "--backend", choices=("asyncio", "trio"), default="asyncio", help="the workers' event loop"
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
         from ._demo import run_demo
@@ -37,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             directory=args.dir,
             kill_at_turn=args.kill_at_turn,
             color=not args.no_color and sys.stdout.isatty(),
+            backend=args.backend,
         )
     raise AssertionError(f"argparse accepted an unknown command {args.command!r}")
 
