@@ -208,12 +208,12 @@ async def open_stores(name: str, args: argparse.Namespace, prefix: str) -> Async
     if name == "memory":
         yield create_memory_checkpoint_store(), create_memory_session_store(), None
     elif name in ("sqlite", "postgres"):
-        from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store
+        from prism_store_sql import open_sql_stores
 
         with tempfile.TemporaryDirectory(prefix="prism-bench-") as tmp:
             url = f"sqlite:///{Path(tmp) / 'bench.db'}" if name == "sqlite" else args.postgres_url
-            checkpoints = create_sql_checkpoint_store(url, table_prefix=prefix)
-            sessions = create_sql_session_store(url, table_prefix=prefix)
+            # Both stores on one connection (SQLite) or engine, as the SQL store guide advises.
+            checkpoints, sessions = open_sql_stores(url, table_prefix=prefix)
             raw: Any = (
                 RawSqlite(str(Path(tmp) / "raw.db"))
                 if name == "sqlite"

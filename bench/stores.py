@@ -406,12 +406,14 @@ async def _sql_rows(
             raw_branch(session_id)
             raw.write("cp", state_json)
 
+        # Long branches take ~10x longer per read: fewer iterations keep `make bench` short.
+        iterations = max(5, args.iterations * 40 // length)
         if not can_branch:
-            sampled = await measure([("prism", store_branch)], args.iterations, args.repeats)
+            sampled = await measure([("prism", store_branch)], iterations, args.repeats)
             rows.append(Row(backend, f"branch({length})", sampled["prism"], None, "-", gated=False))
             continue
         sampled = await measure(
-            [("prism", store_branch), ("raw", sync(raw_branch))], args.iterations, args.repeats
+            [("prism", store_branch), ("raw", sync(raw_branch))], iterations, args.repeats
         )
         rows.append(
             make_row(
@@ -423,7 +425,7 @@ async def _sql_rows(
             )
         )
         sampled = await measure(
-            [("prism", store_floor), ("raw", sync(raw_floor))], args.iterations, args.repeats
+            [("prism", store_floor), ("raw", sync(raw_floor))], iterations, args.repeats
         )
         rows.append(
             make_row(

@@ -15,6 +15,7 @@ from prism_core.durable import CheckpointStoreError, shared_transaction
 from prism_core.errors import CheckpointConflictError
 from prism_core.sessions import create_session_entry
 from prism_store_sql import (
+    SCHEMA_VERSION,
     SqliteCheckpointStore,
     SqliteSessionStore,
     SqlStoreConfigError,
@@ -23,6 +24,7 @@ from prism_store_sql import (
     create_sql_session_store,
     migrate,
     open_sql_stores,
+    read_schema_version,
 )
 from prism_store_sql._sqlite import SqliteDatabase
 
@@ -278,3 +280,17 @@ async def test_a_cancelled_call_still_completes_its_write(sqlite_target: Target)
         assert record is None or record.version == 1
         saved = await store.save("ns", "k", 2, version=2)
         assert saved.version == 2
+
+
+@pytest.mark.anyio
+async def test_migrate_and_status_run_on_sqlite3_under_either_backend(tmp_path: Path) -> None:
+    """``migrate`` and ``read_schema_version`` on a plain ``sqlite:///`` URL need no async
+    engine: they work under trio too, and a store opened after finds its schema."""
+    url = f"sqlite:///{tmp_path / 'migrated.db'}"
+    assert await read_schema_version(url) == 0
+    assert await migrate(url, table_prefix="app_") == SCHEMA_VERSION
+    assert await migrate(url, table_prefix="app_") == SCHEMA_VERSION
+    assert await read_schema_version(url, table_prefix="app_") == SCHEMA_VERSION
+    assert await read_schema_version(url) == 0
+    async with create_sql_checkpoint_store(url, table_prefix="app_", create_schema=False) as s:
+        assert await s.load("ns", "k") is None

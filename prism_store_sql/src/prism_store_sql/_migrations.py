@@ -196,9 +196,22 @@ async def migrate(
     """Create or upgrade the SQL store tables for ``table_prefix``; returns the schema version.
 
     Idempotent and safe to run from several processes at once. An engine passed in is used
-    and left open; an engine created from a URL is disposed of before returning.
+    and left open; an engine created from a URL is disposed of before returning. A plain
+    ``sqlite:///`` URL is migrated on a stdlib ``sqlite3`` connection (asyncio or trio).
     """
     tables = build_tables(check_table_prefix(table_prefix))
+    from ._sqlite import SqliteDatabase, sqlite_path
+
+    target = sqlite_path(url_or_engine)
+    if target is not None:
+        database = SqliteDatabase(*target, tables, create_schema=True)
+        database.acquire()
+        try:
+            # Opening the connection checks the version row and applies any missing step.
+            await database.run("migrate the schema", lambda connection: None)
+        finally:
+            await database.release()
+        return SCHEMA_VERSION
     handle = open_engine(url_or_engine)
     try:
         require_asyncio()
@@ -213,6 +226,11 @@ async def read_schema_version(
 ) -> int:
     """The schema version recorded for ``table_prefix`` (``0`` when there are no tables)."""
     tables = build_tables(check_table_prefix(table_prefix))
+    from ._sqlite import read_sqlite_version, sqlite_path
+
+    target = sqlite_path(url_or_engine)
+    if target is not None:
+        return await read_sqlite_version(target[0], tables)
     handle = open_engine(url_or_engine)
     try:
         require_asyncio()

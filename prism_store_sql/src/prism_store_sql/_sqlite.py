@@ -40,6 +40,7 @@ __all__ = (
     "CompiledStatement",
     "SqliteDatabase",
     "compile_sqlite",
+    "read_sqlite_version",
     "sqlite_path",
 )
 
@@ -260,3 +261,27 @@ def _recorded_version(connection: sqlite3.Connection, tables: Tables) -> int:
         return 0
     row = connection.execute(f'SELECT max(version) FROM "{name}"').fetchone()
     return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+async def read_sqlite_version(path: str, tables: Tables) -> int:
+    """The schema version recorded in the SQLite file at ``path`` (``0``: no tables), read on
+    a short-lived connection in a worker thread."""
+
+    def read() -> int:
+        try:
+            connection = sqlite3.connect(path, isolation_level=None)
+        except sqlite3.Error as error:
+            raise CheckpointStoreError(
+                f"SQL store failed to read the schema version: {type(error).__name__}: {error}"
+            ) from error
+        try:
+            connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            return _recorded_version(connection, tables)
+        except sqlite3.Error as error:
+            raise CheckpointStoreError(
+                f"SQL store failed to read the schema version: {type(error).__name__}: {error}"
+            ) from error
+        finally:
+            connection.close()
+
+    return await anyio.to_thread.run_sync(read)
