@@ -32,6 +32,7 @@ from sqlalchemy.pool import StaticPool
 from prism_core.durable import CheckpointStoreError
 
 from ._engine import BUSY_TIMEOUT_MS
+from ._errors import SqlStoreConfigError
 from ._migrations import SCHEMA_VERSION, migrate_connection, schema_missing_error
 from ._schema import Tables
 
@@ -105,24 +106,6 @@ class _Row(tuple[Any, ...]):
             raise AttributeError(name) from None
 
 
-_row_classes: dict[tuple[str, ...], type[_Row]] = {}
-_row_classes_lock = threading.Lock()
-
-
-def _row_factory(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> _Row:
-    names = tuple(column[0] for column in cursor.description)
-    cls = _row_classes.get(names)
-    if cls is None:
-        with _row_classes_lock:
-            cls = _row_classes.setdefault(
-                names,
-                type(
-                    "Row", (_Row,), {"__slots__": (), "_names": {n: i for i, n in enumerate(names)}}
-                ),
-            )
-    return cls(row)
-
-
 class SqliteDatabase:
     """One SQLite connection shared by the stores built on it, driven from worker threads.
 
@@ -142,8 +125,6 @@ class SqliteDatabase:
     ) -> None:
         mode = synchronous.upper() if isinstance(synchronous, str) else synchronous
         if mode not in SYNCHRONOUS_MODES:
-            from ._errors import SqlStoreConfigError
-
             raise SqlStoreConfigError(
                 f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, got {synchronous!r}"
             )
@@ -158,6 +139,8 @@ class SqliteDatabase:
         self._token: object = None
         self._users = 0
         self._closed = False
+        # Row types by result shape, made under the connection lock.
+        self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
 
     @property
     def closed(self) -> bool:
@@ -221,8 +204,17 @@ class SqliteDatabase:
         except BaseException:
             connection.close()
             raise
-        connection.row_factory = _row_factory
+        connection.row_factory = self._row
         return connection
+
+    def _row(self, cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> _Row:
+        names = tuple(column[0] for column in cursor.description)
+        cls = self._row_classes.get(names)
+        if cls is None:
+            positions = {name: i for i, name in enumerate(names)}
+            cls = type("Row", (_Row,), {"__slots__": (), "_names": positions})
+            self._row_classes[names] = cls
+        return cls(row)
 
     def _check_schema(self, connection: sqlite3.Connection) -> None:
         found = _recorded_version(connection, self.tables)
