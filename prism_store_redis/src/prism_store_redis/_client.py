@@ -100,7 +100,8 @@ class RedisConnection:
         except RuntimeError:
             raise self.error(
                 f"cannot {action}: the Redis store runs on asyncio only (redis-py's client "
-                "is asyncio-based); run this host on anyio's asyncio backend"
+                "is asyncio-based); run this host on anyio's asyncio backend, or under trio "
+                "use the SQLite store (prism_store_sql, sqlite:///path.db), which works on both"
             ) from None
 
     async def aclose(self) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import sqlalchemy as sa
@@ -47,6 +47,10 @@ from prism_core.durable import (
 from ._base import SqlStoreBase
 from ._engine import EngineHandle, open_engine
 from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables
+from ._sqlite import SqliteDatabase, sqlite_path
+
+if TYPE_CHECKING:
+    from ._transaction import SqlTransaction
 
 __all__ = ("SqlCheckpointStore", "create_sql_checkpoint_store")
 
@@ -74,6 +78,44 @@ def _stored_time(value: Any, namespace: str, key: str) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     raise corrupt_record(namespace, key, "its timestamps are not numbers")
+
+
+def _validated(namespace: Any, key: Any, value: Any, **options: Any) -> SaveRequest:
+    req = validate_save(namespace, key, value, **options)
+    _check_range(req)
+    return req
+
+
+def save_params(req: SaveRequest, now: float) -> dict[str, Any]:
+    """The bound parameters of every save statement for ``req`` written at ``now``."""
+    return {
+        "ns": req.namespace,
+        "k": req.key,
+        "owner_scope": _owner_scope(req.ownership),
+        "new_version": req.version,
+        "expected": req.expected_version,
+        "token": req.fencing_token,
+        "cat": req.category,
+        "val": req.value_json,
+        "meta": dumps(req.metadata).decode("utf-8") if req.metadata is not None else None,
+        "now": now,
+    }
+
+
+def saved_record(req: SaveRequest, created_at: float, now: float) -> CheckpointRecord:
+    """The record a successful save of ``req`` wrote."""
+    return CheckpointRecord(
+        namespace=req.namespace,
+        key=req.key,
+        version=req.version,
+        value=loads(req.value_json),
+        metadata=dict(req.metadata) if req.metadata is not None else None,
+        ownership=dict(req.ownership) if req.ownership is not None else None,
+        fencing_token=req.fencing_token,
+        category=req.category,
+        created_at=created_at,
+        updated_at=now,
+    )
 
 
 @attrs.frozen
@@ -188,6 +230,22 @@ class SqlCheckpointStore(SqlStoreBase):
             return self._sql.upsert
         return self._sql.create if req.expected_version == 0 else self._sql.update
 
+    def shared_transaction(self, sessions: object) -> SqlTransaction | None:
+        """One transaction over this store and ``sessions`` (see
+        :func:`prism_core.durable.shared_transaction`), or ``None`` unless ``sessions`` is a
+        SQL session store on the same engine and table prefix."""
+        from ._sessions import SqlSessionStore
+        from ._transaction import EngineTransaction
+
+        if (
+            type(sessions) is SqlSessionStore
+            and type(self) is SqlCheckpointStore
+            and sessions.engine is self.engine
+            and sessions.table_prefix == self.table_prefix
+        ):
+            return EngineTransaction(self, sessions)
+        return None
+
     async def save(
         self,
         namespace: str,
@@ -207,7 +265,7 @@ class SqlCheckpointStore(SqlStoreBase):
         (before any I/O) and :class:`~prism_core.durable.CheckpointStoreError` when the
         database fails; a failed save writes nothing.
         """
-        req = validate_save(
+        req = _validated(
             namespace,
             key,
             value,
@@ -218,37 +276,15 @@ class SqlCheckpointStore(SqlStoreBase):
             metadata=metadata,
             category=category,
         )
-        _check_range(req)
         now = time.time()
-        params = {
-            "ns": req.namespace,
-            "k": req.key,
-            "owner_scope": _owner_scope(req.ownership),
-            "new_version": req.version,
-            "expected": req.expected_version,
-            "token": req.fencing_token,
-            "cat": req.category,
-            "val": req.value_json,
-            "meta": dumps(req.metadata).decode("utf-8") if req.metadata is not None else None,
-            "now": now,
-        }
         async with self._write("save a checkpoint") as connection:
-            row = (await connection.execute(self._save_statement(req), params)).first()
+            row = (
+                await connection.execute(self._save_statement(req), save_params(req, now))
+            ).first()
         if row is None:
             logger.debug("checkpoint save %s/%s lost its conditional write", req.namespace, req.key)
             raise conflict(req.namespace, req.key)
-        return CheckpointRecord(
-            namespace=req.namespace,
-            key=req.key,
-            version=req.version,
-            value=loads(req.value_json),
-            metadata=dict(req.metadata) if req.metadata is not None else None,
-            ownership=dict(req.ownership) if req.ownership is not None else None,
-            fencing_token=req.fencing_token,
-            category=req.category,
-            created_at=row.created_at,
-            updated_at=now,
-        )
+        return saved_record(req, row.created_at, now)
 
     async def delete(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
@@ -298,14 +334,20 @@ def create_sql_checkpoint_store(
 ) -> SqlCheckpointStore:
     """A checkpoint store on SQLite or PostgreSQL.
 
-    ``url_or_engine`` is ``sqlite:///path.db``, ``postgresql://user@host/db`` (the async
-    driver is chosen for you), an explicit async URL (``sqlite+aiosqlite://…``,
-    ``postgresql+asyncpg://…``) or a SQLAlchemy ``AsyncEngine``. An engine passed in is never
-    disposed of by the store. With ``create_schema=True`` the tables are created or upgraded
-    on first use; with ``False`` a missing or old schema raises
-    :class:`~prism_store_sql.SqlStoreSchemaError` naming the migrate command. Building the
-    store opens no connection. Raises :class:`~prism_store_sql.SqlStoreDriverError` when
-    the driver is not installed.
+    ``url_or_engine`` is ``sqlite:///path.db`` (the thread-driven SQLite backend: one stdlib
+    ``sqlite3`` connection, asyncio and trio), ``postgresql://user@host/db`` (asyncpg), an
+    explicit async URL (``sqlite+aiosqlite://…``, ``postgresql+asyncpg://…``) or a SQLAlchemy
+    ``AsyncEngine`` (both asyncio only). An engine passed in is never disposed of by the
+    store. With ``create_schema=True`` the tables are created or upgraded on first use; with
+    ``False`` a missing or old schema raises :class:`~prism_store_sql.SqlStoreSchemaError`
+    naming the migrate command. Building the store opens no connection. Raises
+    :class:`~prism_store_sql.SqlStoreDriverError` when the driver is not installed.
     """
     tables = build_tables(table_prefix)
+    target = sqlite_path(url_or_engine)
+    if target is not None:
+        from ._sqlite_stores import SqliteCheckpointStore
+
+        path, url = target
+        return SqliteCheckpointStore(SqliteDatabase(path, url, tables, create_schema=create_schema))
     return SqlCheckpointStore(open_engine(url_or_engine), tables, create_schema=create_schema)

@@ -182,9 +182,11 @@ def require_asyncio() -> None:
         asyncio.get_running_loop()
     except RuntimeError:
         raise SqlStoreDriverError(
-            "SQL stores run on asyncio only (SQLAlchemy's async engine, aiosqlite and asyncpg "
-            "are asyncio libraries); call them from asyncio, e.g. anyio.run(main, "
-            "backend='asyncio'), or use a memory or Redis store under trio"
+            "SQL stores on a SQLAlchemy engine (postgresql://, sqlite+aiosqlite://, a host's "
+            "AsyncEngine) run on asyncio only: SQLAlchemy's async engine, aiosqlite and asyncpg "
+            "are asyncio libraries. Call them from asyncio (e.g. anyio.run(main, "
+            "backend='asyncio')), or under trio use the SQLite store on a plain "
+            "sqlite:///path.db URL, which runs on its own thread and works on both"
         ) from None
 
 

@@ -30,6 +30,7 @@ from ._checkpoints import (
     validate_list,
     validate_save,
 )
+from ._commit import SharedCommitStore, StoreTransaction, shared_transaction
 from ._decisions import (
     MAX_APPROVAL_ID_CHARS,
     MAX_DECISION_BATCH,
@@ -81,6 +82,9 @@ from ._state import (
 )
 
 __all__ = (
+    "SharedCommitStore",
+    "StoreTransaction",
+    "shared_transaction",
     "AGENT_RUN_NAMESPACE",
     "DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS",
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",
