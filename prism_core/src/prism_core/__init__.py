@@ -132,6 +132,7 @@ from .redaction import REDACTED, SecretRedactor, create_secret_redactor
 from .results import AgentRunResult, RunStatus
 from .retry import RetryConfig, RetryDecision
 from .runs import (
+    MAX_STOP_DETAIL_BYTES,
     AgentLoopStrategy,
     EventSubscription,
     GenerateValidateReviseLoop,
@@ -139,6 +140,10 @@ from .runs import (
     LoopContext,
     RunEventStream,
     SingleShotLoop,
+    StopHookContext,
+    TurnPolicy,
+    TurnPolicyContext,
+    TurnPolicyError,
 )
 from .runs._compaction import CompactionConfig, CompactionContext, CompactionResult
 from .sessions import (
@@ -181,6 +186,7 @@ __all__ = (
     "HARD_MAX_PROVIDER_BYTES",
     "MAX_AGENT_RUN_METADATA_BYTES",
     "MAX_CHECKPOINT_PAGE_SIZE",
+    "MAX_STOP_DETAIL_BYTES",
     "MIDDLEWARE_POINTS",
     "REDACTED",
     "STORE_INSTALL_HINTS",
@@ -287,6 +293,7 @@ __all__ = (
     "Skill",
     "SkillRegistry",
     "SteerRejectedEvent",
+    "StopHookContext",
     "StickyDecision",
     "TextContent",
     "ThinkingContent",
@@ -298,6 +305,9 @@ __all__ = (
     "ToolExecutionBlockedEvent",
     "ToolExecutionContext",
     "ToolExecutionErrorEvent",
+    "TurnPolicy",
+    "TurnPolicyContext",
+    "TurnPolicyError",
     "ToolExecutionFinishedEvent",
     "ToolExecutionProgressEvent",
     "ToolExecutionStartedEvent",

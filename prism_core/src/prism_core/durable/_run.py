@@ -315,11 +315,21 @@ class DurableRun:
         """Forget a pending call once its result is in the session store."""
         self.pending_calls = [c for c in self.pending_calls if c.tool_call_id != tool_call_id]
 
-    async def finish(self, status: RunStatus, error: ErrorInfo | None = None) -> None:
+    async def finish(
+        self,
+        status: RunStatus,
+        error: ErrorInfo | None = None,
+        *,
+        stop_reason: str | None = None,
+        stop_detail: str | None = None,
+    ) -> None:
         """Write the terminal state, when the run has a record (a clean run writes nothing)."""
         if self.has_record:
             self.pending_calls = []
-            await self.writer.save(self.state(status, error=error))
+            state = self.state(status, error=error)
+            if stop_reason is not None:
+                state = attrs.evolve(state, stop_reason=stop_reason, stop_detail=stop_detail)
+            await self.writer.save(state)
 
     def sticky_for(self, scope: DecisionScope) -> StickyDecision | None:
         """A sticky decision matching ``scope`` exactly, if any."""

@@ -35,6 +35,7 @@ from ._loops import coerce_loop
 from ._options import InvalidOptionsError, RunOptions
 from ._ports import RunSession
 from ._setup import compose_system_prompt, resolve_skills, start_durable
+from ._turn_policy import TurnPolicy
 
 __all__ = ("RunState",)
 
@@ -111,6 +112,14 @@ class RunState:
             if isinstance(exc, InvalidOptionsError):
                 raise
             raise InvalidOptionsError(str(exc)) from exc
+        self.turn_policy: TurnPolicy | None = (
+            options.turn_policy if options.turn_policy is not None else agent.turn_policy
+        )
+        self.stop_hooks: tuple[Any, ...] = (
+            options.stop_hooks if options.stop_hooks is not None else agent.stop_hooks
+        )
+        #: The ``finish_reason`` of the last provider turn (``None`` when it gave none).
+        self.finish_reason: str | None = None
         self.active_skills = resolve_skills(agent, options)
         self.skills_disclosure: SkillDisclosure = (
             options.skills_disclosure or agent.skills_disclosure  # type: ignore[assignment]
