@@ -62,6 +62,7 @@ from ._resume_checks import (
     AgentRunStatus,
     load_agent_run_state,
 )
+from ._resume_signal import ResumeAbortedError
 from ._run import (
     RunStateInfo,
 )
@@ -109,6 +110,7 @@ __all__ = (
     "MemoryCheckpointStore",
     "PendingCall",
     "PendingDecision",
+    "ResumeAbortedError",
     "ResumeEventStream",
     "ResumeInput",
     "RunDecision",
