@@ -51,6 +51,7 @@ def _request(
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
     signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
 ) -> ResumeRequest:
     return ResumeRequest(
         checkpoints=checkpoints,
@@ -63,7 +64,16 @@ def _request(
         ownership=ownership,
         on_session=on_session,
         signal=signal,
+        guardrail_packs=_packs(guardrail_packs),
     )
+
+
+def _packs(value: Sequence[Any] | None) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise AgentRunStateError("guardrail_packs must be a list of pack refs")
+    return tuple(value)
 
 
 async def _finish(prepared: Prepared | Settled) -> AgentRunResult:
@@ -93,6 +103,7 @@ async def resume_agent_run(
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
     signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
 ) -> AgentRunResult:
     """Resume a durable run with ``{"expected_version", "decision" | "decisions"}``.
 
@@ -106,6 +117,9 @@ async def resume_agent_run(
     ``signal`` (an :class:`~prism_core.AbortSignal`) is checked before each preparation step:
     fired before the claim, the resume raises :class:`~prism_core.ResumeAbortedError` having
     claimed and run nothing; fired after it, the resumed run aborts like a live run.
+    ``guardrail_packs`` supplies again the packs the checkpoint records by identity (inline
+    packs with ``deny`` predicates); a resume that cannot reinstate every recorded pack is
+    refused before the claim with :class:`~prism_core.AgentRunStateError` naming the pack.
     """
     validate_resume_input(resume)
     request = _request(
@@ -119,6 +133,7 @@ async def resume_agent_run(
         ownership=ownership,
         on_session=on_session,
         signal=signal,
+        guardrail_packs=guardrail_packs,
     )
     return await _finish(await prepare_resume(agent, ref, resume, request))
 
@@ -138,6 +153,7 @@ def resume_agent_run_stream(
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
     signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
     max_queued_events: int = 1024,
     overflow: OverflowPolicy = "close",
 ) -> ResumeEventStream:
@@ -161,6 +177,7 @@ def resume_agent_run_stream(
             ownership=ownership,
             on_session=observe,
             signal=signal,
+            guardrail_packs=guardrail_packs,
         )
         return prepare_resume(agent, ref, resume, request)
 
@@ -182,6 +199,7 @@ _REQUEST_KEYS = (
     "include_skill_bodies",
     "on_session",
     "signal",
+    "guardrail_packs",
 )
 
 
@@ -251,6 +269,7 @@ class AgentRunLifecycle:
             ownership=request.get("ownership"),
             on_session=request.get("on_session"),
             signal=request.get("signal"),
+            guardrail_packs=request.get("guardrail_packs"),
         )
         return await prepare_resume(
             agent, ref, resume, resume_request, lifecycle_hooks=self.restore_hooks

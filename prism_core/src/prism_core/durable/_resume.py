@@ -103,7 +103,7 @@ async def prepare_resume(
     check_version_and_status(record, state, plan)
 
     check_signal(signal, "the session rebuild")
-    rebuilt = await rebuild_session(agent, state, plan)
+    rebuilt = await rebuild_session(agent, state, plan, request.guardrail_packs)
     session, state, calls = rebuilt.session, rebuilt.state, rebuilt.calls
     check_signal(signal, "on_session")
     if request.on_session is not None:

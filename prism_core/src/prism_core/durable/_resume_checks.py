@@ -76,6 +76,8 @@ class ResumeRequest:
     on_session: Callable[[Any], Any] | None = attrs.field(default=None, eq=False)
     #: The caller's abort signal (see ``_resume_signal``).
     signal: Any = attrs.field(default=None, eq=False)
+    #: Packs the host supplies again, matched by identity to the checkpoint's records.
+    guardrail_packs: tuple[Any, ...] = attrs.field(default=(), eq=False)
 
 
 async def load_agent_run_state(

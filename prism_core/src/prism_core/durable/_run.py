@@ -17,6 +17,7 @@ import attrs
 from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
+from ..guardrails._pack_identity import checkpoint_rows
 from ..tools import ToolDefinition
 from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
@@ -187,7 +188,7 @@ class DurableRun:
         if packs is None:
             return None
         try:
-            return {"packs": packs.persistable_refs(), "state": packs.snapshot_state()}
+            return {"packs": checkpoint_rows(packs), "state": packs.snapshot_state()}
         except GuardrailPackError as exc:
             raise AgentRunStateError(f"guardrail packs cannot ride the checkpoint: {exc}") from exc
 

@@ -64,9 +64,10 @@ class RunState:
         try:
             self.limits = agent.limits.narrowed(options.limits)
             self.retry = agent.retry if options.retry is None else coerce_retry(options.retry)
-            guardrails = agent.guardrails.merged(coerce_guardrails(options.guardrails))
+            guardrails = agent.guardrails
             packs = session.compiled_packs
             if packs is not None:
+                # Pack guards run after the agent's tool-input guards and before the run's.
                 # Pack observers see every result first, so a blocking guard cannot hide a
                 # validation failure from pack state.
                 guardrails = attrs.evolve(
@@ -74,7 +75,7 @@ class RunState:
                     tool_input=guardrails.tool_input + packs.tool_input,
                     tool_output=packs.tool_output + guardrails.tool_output,
                 )
-            self.guardrails = guardrails
+            self.guardrails = guardrails.merged(coerce_guardrails(options.guardrails))
             self.system = compose_system_prompt(
                 agent.instructions, agent.system_prompt, options.system_prompt
             )
