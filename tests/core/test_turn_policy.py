@@ -227,3 +227,40 @@ async def test_a_policy_stopped_durable_run_is_terminal_and_cannot_be_continued(
             **world.resume_options(),
         )
     assert world.checkpoints.saves == saves
+
+
+async def test_a_resumed_run_consults_the_agents_turn_policy() -> None:
+    """After an approval the resumed run's boundaries ask the agent's policy, with the
+    recorded counters."""
+    world = World()
+    seen: list[int] = []
+
+    def stop(context: TurnPolicyContext) -> Any:
+        seen.append(context.tool_calls)
+        return {"action": "stop", "reason": "two calls"} if context.tool_calls >= 2 else None
+
+    log: list[Any] = []
+    agent = world.agent(LOOPING, tools=[echo_tool(log=log)], turn_policy=stop)
+    session = agent.create_session(id="s1")
+    first = await session.run("go", run_state=world.run_state(interrupt_before_tool=True))
+    assert first.status == "suspended"
+    second = await resume_agent_run(
+        agent,
+        {"run_id": first.run_id, "session_id": "s1"},
+        {"decision": "approve", "expected_version": first.run_state.version},
+        **world.resume_options(),
+    )
+    assert second.status == "suspended"
+    third = await resume_agent_run(
+        agent,
+        {"run_id": first.run_id, "session_id": "s1"},
+        {"decision": "approve", "expected_version": second.run_state.version},
+        **world.resume_options(),
+    )
+    assert (third.status, third.stop_reason, third.stop_detail) == (
+        "succeeded",
+        "host_policy",
+        "two calls",
+    )
+    assert len(log) == 2
+    assert seen[-1] == 2
