@@ -39,6 +39,7 @@ from .durable import (
     InvalidCheckpointError,
     MemoryCheckpointStore,
     PendingDecision,
+    ResumeAbortedError,
     ResumeEventStream,
     ResumeInput,
     RunDecision,
@@ -133,6 +134,7 @@ from .redaction import REDACTED, SecretRedactor, create_secret_redactor
 from .results import AgentRunResult, RunStatus
 from .retry import RetryConfig, RetryDecision
 from .runs import (
+    MAX_STOP_DETAIL_BYTES,
     AgentLoopStrategy,
     EventSubscription,
     GenerateValidateReviseLoop,
@@ -140,6 +142,10 @@ from .runs import (
     LoopContext,
     RunEventStream,
     SingleShotLoop,
+    StopHookContext,
+    TurnPolicy,
+    TurnPolicyContext,
+    TurnPolicyError,
 )
 from .runs._compaction import CompactionConfig, CompactionContext, CompactionResult
 from .sessions import (
@@ -182,6 +188,7 @@ __all__ = (
     "HARD_MAX_PROVIDER_BYTES",
     "MAX_AGENT_RUN_METADATA_BYTES",
     "MAX_CHECKPOINT_PAGE_SIZE",
+    "MAX_STOP_DETAIL_BYTES",
     "MIDDLEWARE_POINTS",
     "REDACTED",
     "STORE_INSTALL_HINTS",
@@ -266,6 +273,7 @@ __all__ = (
     "ProviderToolCallDelta",
     "ProviderToolSpec",
     "ProviderUsage",
+    "ResumeAbortedError",
     "ResumeEventStream",
     "ResumeInput",
     "RetryConfig",
@@ -289,6 +297,7 @@ __all__ = (
     "Skill",
     "SkillRegistry",
     "SteerRejectedEvent",
+    "StopHookContext",
     "StickyDecision",
     "TextContent",
     "ThinkingContent",
@@ -300,6 +309,9 @@ __all__ = (
     "ToolExecutionBlockedEvent",
     "ToolExecutionContext",
     "ToolExecutionErrorEvent",
+    "TurnPolicy",
+    "TurnPolicyContext",
+    "TurnPolicyError",
     "ToolExecutionFinishedEvent",
     "ToolExecutionProgressEvent",
     "ToolExecutionStartedEvent",

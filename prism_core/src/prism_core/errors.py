@@ -58,7 +58,12 @@ class CheckpointConflictError(PrismError):
 
 
 class CheckpointRestoreError(PrismError):
-    """A restore hook failed or timed out; nothing was claimed."""
+    """A restore hook failed or timed out; nothing was claimed.
+
+    ``compensation`` is ``{"ran": [...], "failed"?: {"hook", "reason"}}`` when compensation
+    ran (hooks most recent first; it stops at the first compensation that raises), else
+    ``None``.
+    """
 
     code = "ERR_PRISM_CHECKPOINT_RESTORE"
 
@@ -73,6 +78,7 @@ class CheckpointRestoreError(PrismError):
         super().__init__(message, code=code)
         self.hook = hook
         self.compensation_errors = compensation_errors
+        self.compensation: dict[str, Any] | None = None
 
 
 class AgentLoopStateError(PrismError):

@@ -183,6 +183,12 @@ class AgentFinishedEvent:
     text: str = ""
     usage: Usage | None = None
     leaf_id: str | None = None
+    #: The last provider turn's finish reason (``"stop"``, ``"length"``, ...), when it gave one.
+    finish_reason: str | None = None
+    #: Why the run ended: ``"completed"``, ``"host_policy"`` or ``"max_turns"``.
+    stop_reason: str | None = None
+    #: The finish reason of a completed run, or a turn policy's bounded reason.
+    stop_detail: str | None = None
     type: Literal["agent_finished"] = "agent_finished"
 
 

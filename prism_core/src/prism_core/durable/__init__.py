@@ -68,6 +68,7 @@ from ._resume_checks import (
     AgentRunStatus,
     load_agent_run_state,
 )
+from ._resume_signal import ResumeAbortedError
 from ._run import (
     RunStateInfo,
 )
@@ -119,6 +120,7 @@ __all__ = (
     "MemoryCheckpointStore",
     "PendingCall",
     "PendingDecision",
+    "ResumeAbortedError",
     "ResumeEventStream",
     "ResumeInput",
     "RunDecision",

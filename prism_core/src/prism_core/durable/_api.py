@@ -10,10 +10,9 @@ import attrs
 
 from .._echo import echo
 from ..errors import AgentRunStateError
-from ..events import AgentEvent
 from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy, validate_subscribe_options
-from ..runs._stream import DriverStream
+from ..signals import AbortSignal
 from ._checkpoints import reading_run_record
 from ._decisions import coerce_run_ref, validate_resume_input
 from ._options import DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS, CheckpointMetadataSource
@@ -26,10 +25,10 @@ from ._resume import (
     load_agent_run_state,
     prepare_resume,
 )
+from ._resume_stream import ResumeEventStream
 
 if TYPE_CHECKING:
     from ..agents import Agent
-    from ..runs._driver import RunDriver
     from ..sessions._session import AgentSession
     from ._checkpoints import CheckpointStore
 
@@ -53,6 +52,8 @@ def _request(
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
+    signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
 ) -> ResumeRequest:
     return ResumeRequest(
         checkpoints=checkpoints,
@@ -64,6 +65,8 @@ def _request(
         include_skill_bodies=include_skill_bodies,
         ownership=ownership,
         on_session=on_session,
+        signal=signal,
+        guardrail_packs=_packs(guardrail_packs),
     )
 
 
@@ -96,6 +99,14 @@ async def _prepare(
         return await prepare()
 
 
+def _packs(value: Sequence[Any] | None) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise AgentRunStateError("guardrail_packs must be a list of pack refs")
+    return tuple(value)
+
+
 async def _finish(prepared: Prepared | Settled) -> AgentRunResult:
     if isinstance(prepared, Settled):
         return prepared.result
@@ -122,6 +133,8 @@ async def resume_agent_run(
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
+    signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
 ) -> AgentRunResult:
     """Resume a durable run with ``{"expected_version", "decision" | "decisions"}``.
 
@@ -131,6 +144,13 @@ async def resume_agent_run(
     :class:`~prism_core.AgentRunStateError` for a stale, foreign, mismatched or unclean
     checkpoint, :class:`~prism_core.CheckpointRestoreError` when a restore hook fails, and
     :class:`~prism_core.AgentRunError` when the resumed run fails or is aborted.
+
+    ``signal`` (an :class:`~prism_core.AbortSignal`) is checked before each preparation step:
+    fired before the claim, the resume raises :class:`~prism_core.ResumeAbortedError` having
+    claimed and run nothing; fired after it, the resumed run aborts like a live run.
+    ``guardrail_packs`` supplies again the packs the checkpoint records by identity (inline
+    packs with ``deny`` predicates); a resume that cannot reinstate every recorded pack is
+    refused before the claim with :class:`~prism_core.AgentRunStateError` naming the pack.
     """
     validate_resume_input(resume)
     request = _request(
@@ -143,50 +163,10 @@ async def resume_agent_run(
         include_skill_bodies=include_skill_bodies,
         ownership=ownership,
         on_session=on_session,
+        signal=signal,
+        guardrail_packs=guardrail_packs,
     )
     return await _finish(await _prepare(ref, lambda: prepare_resume(agent, ref, resume, request)))
-
-
-class ResumeEventStream(DriverStream):
-    """The events of one resume: ``agent_denied`` or ``agent_suspended`` for runs that do not
-    claim, else ``agent_started``, ``agent_resumed`` and the resumed run's events. Leaving
-    early aborts only the resumed execution. ``result`` is set once it has ended."""
-
-    def __init__(self, prepare: Callable[[], Awaitable[Prepared | Settled]]) -> None:
-        super().__init__()
-        self._prepare = prepare
-        self._settled: list[AgentEvent] | None = None
-        self._settled_result: AgentRunResult | None = None
-
-    @property
-    def result(self) -> AgentRunResult | None:
-        """The resume's result once it has ended, else ``None``."""
-        if self._settled is not None:
-            return self._settled_result
-        return self._driver.execution.result if self._driver is not None else None
-
-    async def _start(self) -> RunDriver:
-        # __anext__ prepares the resume itself, since a deny or a partial batch has no run.
-        raise AssertionError("a resume stream prepares its run in __anext__")
-
-    async def __anext__(self) -> AgentEvent:
-        if self._driver is None and self._settled is None and not self._done:
-            try:
-                prepared = await self._prepare()
-            except BaseException:
-                self._done = True
-                raise
-            if isinstance(prepared, Settled):
-                self._settled = list(prepared.events)
-                self._settled_result = prepared.result
-            else:
-                self._driver = prepared.driver
-        if self._settled is not None:
-            if not self._settled:
-                self._done = True
-                raise StopAsyncIteration
-            return self._settled.pop(0)
-        return await super().__anext__()
 
 
 def resume_agent_run_stream(
@@ -203,28 +183,40 @@ def resume_agent_run_stream(
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
+    signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
     max_queued_events: int = 1024,
     overflow: OverflowPolicy = "close",
 ) -> ResumeEventStream:
-    """Like :func:`resume_agent_run`, as an async iterator over the resume's events.
+    """Like :func:`resume_agent_run`, as an async iterator over the resume's events, queued
+    under ``max_queued_events``/``overflow`` as ``session.subscribe`` queues them.
 
     Malformed input raises :class:`~prism_core.AgentDecisionError` here, at once.
     """
     validate_resume_input(resume)
     validate_subscribe_options(max_queued_events, overflow)
-    request = _request(
-        checkpoints=checkpoints,
-        definition_revision=definition_revision,
-        restore_hooks=restore_hooks,
-        restore_hook_timeout_ms=restore_hook_timeout_ms,
-        checkpoint_metadata=checkpoint_metadata,
-        persist_session_state=persist_session_state,
-        include_skill_bodies=include_skill_bodies,
-        ownership=ownership,
-        on_session=on_session,
-    )
+
+    def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
+        request = _request(
+            checkpoints=checkpoints,
+            definition_revision=definition_revision,
+            restore_hooks=restore_hooks,
+            restore_hook_timeout_ms=restore_hook_timeout_ms,
+            checkpoint_metadata=checkpoint_metadata,
+            persist_session_state=persist_session_state,
+            include_skill_bodies=include_skill_bodies,
+            ownership=ownership,
+            on_session=observe,
+            signal=signal,
+            guardrail_packs=guardrail_packs,
+        )
+        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, request))
+
     return ResumeEventStream(
-        lambda: _prepare(ref, lambda: prepare_resume(agent, ref, resume, request))
+        prepare,
+        on_session=on_session,
+        max_queued_events=max_queued_events,
+        overflow=overflow,
     )
 
 
@@ -237,6 +229,8 @@ _REQUEST_KEYS = (
     "persist_session_state",
     "include_skill_bodies",
     "on_session",
+    "signal",
+    "guardrail_packs",
 )
 
 
@@ -308,6 +302,8 @@ class AgentRunLifecycle:
             include_skill_bodies=request.get("include_skill_bodies"),
             ownership=request.get("ownership"),
             on_session=request.get("on_session"),
+            signal=request.get("signal"),
+            guardrail_packs=request.get("guardrail_packs"),
         )
         return await prepare_resume(
             agent, ref, resume, resume_request, lifecycle_hooks=self.restore_hooks
@@ -326,7 +322,16 @@ class AgentRunLifecycle:
         max_queued = request.pop("max_queued_events", 1024)
         overflow = request.pop("overflow", "close")
         validate_subscribe_options(max_queued, overflow)
-        return ResumeEventStream(lambda: _prepare(ref, lambda: self._prepare(ref, resume, request)))
+        on_session = request.pop("on_session", None)
+
+        def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
+            return _prepare(
+                ref, lambda: self._prepare(ref, resume, {**request, "on_session": observe})
+            )
+
+        return ResumeEventStream(
+            prepare, on_session=on_session, max_queued_events=max_queued, overflow=overflow
+        )
 
 
 def create_agent_run_lifecycle(

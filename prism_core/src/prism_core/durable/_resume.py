@@ -39,6 +39,7 @@ from ._resume_checks import (
 from ._resume_decide import Decided, resolve_decisions
 from ._resume_ports import ResumableAgent, ResumedSession
 from ._resume_session import rebuild_session
+from ._resume_signal import bridge_signal, check_signal
 from ._resumed import ResumePlan, attach_durable, resumed_execution
 from ._run import RunStateInfo
 from ._state import AgentRunState, Interruption, parse_state
@@ -88,6 +89,8 @@ async def prepare_resume(
     plan = validate_resume_input(resume)
     run_ref: AgentRunRef = coerce_run_ref(ref)
     check_request(agent, request)
+    signal = request.signal
+    check_signal(signal, "the checkpoint load")
     record = await request.checkpoints.load(
         AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=request.ownership
     )
@@ -99,8 +102,10 @@ async def prepare_resume(
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
 
-    rebuilt = await rebuild_session(agent, state, plan)
+    check_signal(signal, "the session rebuild")
+    rebuilt = await rebuild_session(agent, state, plan, request.guardrail_packs)
     session, state, calls = rebuilt.session, rebuilt.state, rebuilt.calls
+    check_signal(signal, "on_session")
     if request.on_session is not None:
         outcome = request.on_session(session)
         if hasattr(outcome, "__await__"):
@@ -119,6 +124,7 @@ async def prepare_resume(
         metadata=metadata,
     )
 
+    check_signal(signal, "the decisions")
     if plan.decision == "deny":
         return await _settle_denied(session, state, writer, reason=None)
     decided = None
@@ -156,12 +162,20 @@ async def prepare_resume(
         metadata=metadata,
         checkpoint=record,
     )
-    audit = await run_restore_hooks(hooks, context, request.restore_hook_timeout_ms)
+    check_signal(signal, "the restore hooks")
+    audit = await run_restore_hooks(
+        hooks,
+        context,
+        request.restore_hook_timeout_ms,
+        signal=signal,
+        redactor=agent.redactor,
+    )
+    check_signal(signal, "the claim")
     try:
         await writer.save(claimed)
     except BaseException:
         # Another resume won the claim: put the restored layers back as they were.
-        await compensate_all(hooks, context)
+        await compensate_all(hooks, context, redactor=agent.redactor)
         raise
 
     execution.resume = attrs.evolve(
@@ -175,6 +189,7 @@ async def prepare_resume(
         ),
     )
     driver = attach_durable(execution, session, state, claimed, request, record, writer)
+    bridge_signal(signal, driver.execution)
     return Prepared(driver=driver, session=session)
 
 

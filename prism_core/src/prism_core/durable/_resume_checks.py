@@ -26,6 +26,7 @@ from ._options import (
 )
 from ._restore import check_hooks
 from ._resume_ports import ResumableAgent
+from ._resume_signal import coerce_signal
 from ._state import AgentRunState, parse_state
 from ._writer import read_metadata
 
@@ -73,6 +74,10 @@ class ResumeRequest:
     include_skill_bodies: bool | None = None
     ownership: Mapping[str, str] | None = None
     on_session: Callable[[Any], Any] | None = attrs.field(default=None, eq=False)
+    #: The caller's abort signal (see ``_resume_signal``).
+    signal: Any = attrs.field(default=None, eq=False)
+    #: Packs the host supplies again, matched by identity to the checkpoint's records.
+    guardrail_packs: tuple[Any, ...] = attrs.field(default=(), eq=False)
 
 
 async def load_agent_run_state(
@@ -99,6 +104,7 @@ def check_request(agent: ResumableAgent, request: ResumeRequest) -> None:
         raise AgentRunStateError("restore_hook_timeout_ms must be a positive number")
     try:
         check_hooks(request.restore_hooks)
+        coerce_signal(request.signal)
     except TypeError as exc:
         raise AgentRunStateError(str(exc)) from exc
     if not (agent.id or agent.name):

@@ -192,6 +192,8 @@ class AgentRunState:
     tool_names: tuple[str, ...] | None = None
     session_state: SessionStateRecord | None = None
     error: ErrorInfo | None = None
+    stop_reason: str | None = None
+    stop_detail: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -201,10 +203,12 @@ class AgentRunState:
 
 
 def state_to_json(state: AgentRunState) -> dict[str, Any]:
-    """The JSON form of ``state`` (``checkpoint_policy`` appears only for ``every-turn``)."""
+    """The JSON form of ``state`` (``checkpoint_policy`` appears only for ``every-turn``,
+    ``stop_reason``/``stop_detail`` only on a terminal state that has them)."""
     data: dict[str, Any] = converter().unstructure(state)
-    if data.get("checkpoint_policy") is None:
-        data.pop("checkpoint_policy", None)
+    for key in ("checkpoint_policy", "stop_reason", "stop_detail"):
+        if data.get(key) is None:
+            data.pop(key, None)
     return data
 
 
