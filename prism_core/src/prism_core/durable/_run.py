@@ -120,6 +120,8 @@ class DurableRun:
             else options.checkpoint_metadata,
             version=version,
             metadata=metadata,
+            middleware=agent.middleware,
+            context=execution.mw_context,
         )
 
     @property
