@@ -239,3 +239,42 @@ async def test_a_run_inside_a_host_span_is_its_child() -> None:
     run = one(exporter.get_finished_spans(), "invoke_agent helper")
     assert run.parent is not None
     assert run.parent.span_id == host.get_span_context().span_id
+
+
+@pytest.mark.anyio
+async def test_a_stream_left_early_still_ends_the_runs_spans() -> None:
+    """Leaving the stream aborts the run: its span ends with status ``aborted``, and no
+    span stays open."""
+    provider, exporter = traced()
+    agent = tool_then_answer(middleware=[create_otel_middleware(tracer_provider=provider)])
+    session = agent.create_session()
+    async for event in session.stream("go"):
+        if event.type == "turn_started":
+            break
+    await session.close()
+    spans = exporter.get_finished_spans()
+    run = one(spans, "invoke_agent helper")
+    assert run.attributes is not None
+    assert run.attributes["prism.run.status"] == "aborted"
+    assert run.status.status_code is StatusCode.ERROR
+    for span in spans:
+        assert span.end_time is not None
+
+
+def test_the_plugin_is_installed_and_gives_each_agent_its_tracing_middleware() -> None:
+    """``prism_otel.plugin`` is declared under the ``prism`` entry-point group, and an agent
+    composed with it carries one tracing middleware of its own."""
+    from importlib.metadata import entry_points
+
+    import prism_otel
+    from prism_otel import OtelMiddleware
+
+    (declared,) = [e for e in entry_points(group="prism") if e.value == "prism_otel:plugin"]
+    assert declared.load() is prism_otel.plugin
+    first = scripted_agent([text_turn("hi")], plugins=[prism_otel.plugin])
+    second = scripted_agent([text_turn("hi")], plugins=[prism_otel.plugin])
+    mine = [m for m in first.middleware._items if isinstance(m, OtelMiddleware)]
+    theirs = [m for m in second.middleware._items if isinstance(m, OtelMiddleware)]
+    assert len(mine) == 1
+    assert len(theirs) == 1
+    assert mine[0] is not theirs[0]
