@@ -103,7 +103,7 @@ from .guardrails import (
     GuardrailRecord,
 )
 from .limits import HARD_MAX_PROVIDER_BYTES, RunLimitBreach, RunLimits
-from .middleware import MIDDLEWARE_POINTS, MiddlewareContext
+from .middleware import MIDDLEWARE_POINTS, CheckpointWrite, MiddlewareContext
 from .models import ModelConfig
 from .plugins import PluginError, create_plugin_manager, discover_plugins
 from .providers import (
@@ -221,6 +221,7 @@ __all__ = (
     "CheckpointRestoreError",
     "CheckpointStore",
     "CheckpointStoreError",
+    "CheckpointWrite",
     "CompactionConfig",
     "CompactionContext",
     "CompactionFinishedEvent",

@@ -291,13 +291,15 @@ class AgentSuspendedEvent:
 
 @attrs.frozen(kw_only=True)
 class AgentResumedEvent:
-    """A durable run was claimed and resumes; ``restore`` audits restore hooks when any ran."""
+    """A durable run was claimed and resumes; ``restore`` audits restore hooks when any ran;
+    ``checkpoint_metadata`` is the sidecar map of the checkpoint it resumed from."""
 
     session_id: str
     run_id: str
     version: int
     decision: str | None = None
     restore: Any = None
+    checkpoint_metadata: dict[str, str] | None = None
     type: Literal["agent_resumed"] = "agent_resumed"
 
 

@@ -22,6 +22,7 @@ import attrs
 from ..content import Message
 from ..errors import AgentRunStateError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
+from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..results import AgentRunResult
 from ._decisions import AgentRunRef, coerce_run_ref, validate_resume_input
@@ -122,6 +123,14 @@ async def prepare_resume(
         metadata_source=request.checkpoint_metadata,
         version=record.version,
         metadata=metadata,
+        middleware=agent.middleware,
+        context=lambda point: MiddlewareContext(
+            point=point,
+            session_id=state.session_id,
+            run_id=state.run_id,
+            agent_id=agent.id,
+            agent_name=agent.name,
+        ),
     )
 
     check_signal(signal, "the decisions")
@@ -186,6 +195,7 @@ async def prepare_resume(
             version=writer.version,
             decision=plan.decision or "decisions",
             restore=audit,
+            checkpoint_metadata=metadata,
         ),
     )
     driver = attach_durable(execution, session, state, claimed, request, record, writer)
@@ -211,8 +221,7 @@ async def _settle_denied(
         ),
         session.agent.redactor,
     )
-    session._broadcaster.publish(event)
-    session._broadcaster.close_run_subscribers()
+    _publish(session, writer, event)
     result = AgentRunResult(
         session_id=state.session_id,
         run_id=state.run_id,
@@ -252,8 +261,7 @@ async def _settle_partial(
         ),
         session.agent.redactor,
     )
-    session._broadcaster.publish(event)
-    session._broadcaster.close_run_subscribers()
+    _publish(session, writer, event)
     result = AgentRunResult(
         session_id=state.session_id,
         run_id=state.run_id,
@@ -266,3 +274,11 @@ async def _settle_partial(
         stop_reason="suspended",
     )
     return Settled(events=(event,), result=result, session=session)
+
+
+def _publish(session: ResumedSession, writer: CheckpointWriter, event: AgentEvent) -> None:
+    """Publish a settled resume's last event to subscribers and ``event`` observers."""
+    session._broadcaster.publish(event)
+    session._broadcaster.close_run_subscribers()
+    if writer.middleware is not None and writer.context is not None:
+        writer.middleware.observe("event", event, writer.context("event"))

@@ -121,6 +121,8 @@ class DurableRun:
             else options.checkpoint_metadata,
             version=version,
             metadata=metadata,
+            middleware=agent.middleware,
+            context=execution.mw_context,
         )
 
     @property

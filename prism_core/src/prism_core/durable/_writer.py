@@ -1,14 +1,20 @@
-"""Writing a durable run's checkpoint: bounds, redaction, sidecar metadata and CAS."""
+"""Writing a durable run's checkpoint: bounds, redaction, sidecar metadata and CAS.
+
+Middleware sees each write twice: ``checkpoint_metadata`` may extend the sidecar map before
+the save, and ``checkpoint_written`` observes the save (version, bytes, duration) after it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 from ..codec import dumps
 from ..errors import AgentRunStateError, CanonicalJsonError
+from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
 from ..redaction import Redactor, redact_value
 from ._checkpoints import CheckpointRecord, CheckpointStore
 from ._options import (
@@ -85,6 +91,8 @@ class CheckpointWriter:
     version: int = 0
     metadata: dict[str, str] | None = None
     writes: int = 0
+    middleware: MiddlewareChain | None = None
+    context: Callable[[str], MiddlewareContext] | None = None
 
     async def save(self, state: AgentRunState) -> int:
         """Write ``state`` as the next version; return that version.
@@ -93,9 +101,20 @@ class CheckpointWriter:
         :class:`~prism_core.CheckpointConflictError` and leaves ``version`` unchanged.
         """
         data = redact_value(state_to_json(state), self.redactor)
-        check_state_bounds(data, self.max_state_bytes)
+        encoded = check_state_bounds(data, self.max_state_bytes)
+        metadata = self.metadata
         if self.metadata_source is not None:
-            self.metadata = resolve_metadata(self.metadata_source, self.redactor)
+            metadata = resolve_metadata(self.metadata_source, self.redactor)
+        middleware, context = self.middleware, self.context
+        if middleware is None or context is None:
+            middleware = None
+        elif middleware.handles("checkpoint_metadata"):
+            extended = await middleware.run(
+                "checkpoint_metadata", dict(metadata or {}), context("checkpoint_metadata")
+            )
+            metadata = resolve_metadata(extended, self.redactor) or None
+        self.metadata = metadata
+        started = time.perf_counter()
         record = await self.store.save(
             AGENT_RUN_NAMESPACE,
             self.run_id,
@@ -109,4 +128,17 @@ class CheckpointWriter:
         )
         self.version = record.version
         self.writes += 1
+        if (
+            middleware is not None
+            and context is not None
+            and middleware.handles("checkpoint_written")
+        ):
+            write = CheckpointWrite(
+                run_id=self.run_id,
+                version=record.version,
+                status=state.status,
+                bytes=len(encoded),
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+            await middleware.inform("checkpoint_written", write, context("checkpoint_written"))
         return record.version

@@ -160,6 +160,9 @@ class RunState:
         """Redact ``event`` and publish it to the session's subscribers; return what was sent."""
         redacted = redact_value(event, self.redactor)
         self.session._broadcaster.publish(redacted)
+        middleware = self.agent.middleware
+        if middleware.handles("event"):
+            middleware.observe("event", redacted, self.mw_context("event"))
         return redacted
 
     def mw_context(self, point: str) -> MiddlewareContext:
@@ -170,6 +173,8 @@ class RunState:
             run_id=self.run_id,
             metadata=self.metadata,
             signal=self.signal,
+            agent_id=self.agent.id,
+            agent_name=self.agent.name,
         )
 
     def load_skill(self, name: str) -> Skill:
