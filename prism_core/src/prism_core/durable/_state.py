@@ -28,6 +28,7 @@ __all__ = (
     "LoopStateRecord",
     "PendingCall",
     "PendingDecision",
+    "ResolutionRecord",
     "RunCountersState",
     "RunStatus",
     "SessionStateRecord",
@@ -94,17 +95,35 @@ class PendingCall:
 
     ``status``: ``pending`` (awaiting a decision), ``approved`` (ready to dispatch),
     ``rejected`` (answered with ``approval_rejected``), ``answered`` (an elicitation
-    payload stands in for the result), ``dispatched`` (its side effect may have started).
+    payload stands in for the result), ``dispatched`` (its side effect may have started: while
+    its result is not stored, the call is *in doubt*), ``resolved`` (an in-doubt call whose
+    outcome was settled: ``resolution`` is ``completed`` with ``result``, or ``failed`` with
+    ``reason``). An ``approved`` call with ``resolution == "not_started"`` is an in-doubt call
+    cleared to run again.
     """
 
     tool_call_id: str
     name: str
     arguments_hash: str
-    status: Literal["pending", "approved", "rejected", "answered", "dispatched"]
+    status: Literal["pending", "approved", "rejected", "answered", "dispatched", "resolved"]
     approval_id: str | None = None
     reason: str | None = None
     modified_arguments: Mapping[str, Any] | None = None
     answer: Mapping[str, Any] | None = None
+    resolution: Literal["completed", "not_started", "failed"] | None = None
+    result: Any = None
+
+
+@attrs.frozen(kw_only=True)
+class ResolutionRecord:
+    """The audit of how one in-doubt call was settled: ``outcome``, who settled it
+    (``source``: ``operator``, ``reconcile`` or ``idempotent``) and when (``at``, Unix
+    seconds). The result itself is not kept here, only in the session."""
+
+    tool_call_id: str
+    outcome: Literal["completed", "not_started", "failed"]
+    source: Literal["operator", "reconcile", "idempotent"]
+    at: float
 
 
 @attrs.frozen(kw_only=True)
@@ -179,6 +198,7 @@ class AgentRunState:
     tool_names: tuple[str, ...] | None = None
     session_state: SessionStateRecord | None = None
     error: ErrorInfo | None = None
+    resolutions: tuple[ResolutionRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     @property
