@@ -59,7 +59,7 @@ class Host:
 
         return ToolDefinition("pay", execute, **options)
 
-    def reconcile(self, answer_unknown: bool = False) -> Any:
+    def reconcile(self, answer_unknown: bool = False, asynchronous: bool = False) -> Any:
         """A reconcile that asks the payment system whether the keyed payment happened."""
 
         def reconcile(call: Any, context: Any) -> Any:
@@ -70,7 +70,11 @@ class Host:
                 return {"paid": call.arguments["amount"], "reconciled": True}
             return RECONCILE_NOT_STARTED
 
-        return reconcile
+        async def reconcile_async(call: Any, context: Any) -> Any:
+            await anyio.lowlevel.checkpoint()
+            return reconcile(call, context)
+
+        return reconcile_async if asynchronous else reconcile
 
 
 async def crash(
@@ -174,12 +178,13 @@ async def test_idempotent_call_without_mark_simply_reruns() -> None:
 
 
 @pytest.mark.anyio
-async def test_reconcile_result_is_stored_without_running_the_tool() -> None:
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_reconcile_result_is_stored_without_running_the_tool(asynchronous: bool) -> None:
+    """Sync (in a worker thread) or async: the reconciled result stands for the call."""
     world, host = World(), Host()
     run_id, version = await crash(world, host, after_effect=True)
-    result = await continue_run(
-        world, host, run_id, version, pay=host.pay(reconcile=host.reconcile())
-    )
+    reconcile = host.reconcile(asynchronous=asynchronous)
+    result = await continue_run(world, host, run_id, version, pay=host.pay(reconcile=reconcile))
     assert result.status == "succeeded"
     assert Counter(call for call, _ in host.attempts) == {"c0": 1, "c1": 1}
     assert all(count == 1 for count in host.effects.values())
