@@ -48,6 +48,7 @@ from ._decisions import (
 from ._fingerprint import (
     agent_fingerprint,
 )
+from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
 from ._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 from ._options import (
     AGENT_RUN_NAMESPACE,
@@ -92,6 +93,7 @@ __all__ = (
     "DEFAULT_MAX_PENDING_DECISIONS",
     "DEFAULT_MAX_STICKY_DECISIONS",
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
+    "IN_DOUBT_CODE",
     "HARD_MAX_PENDING_DECISIONS",
     "HARD_MAX_STICKY_DECISIONS",
     "MAX_AGENT_RUN_METADATA_BYTES",
@@ -138,6 +140,8 @@ __all__ = (
     "decode_stored_metadata",
     "decode_stored_value",
     "encode_cursor",
+    "in_doubt_calls",
+    "in_doubt_error",
     "list_arguments",
     "create_agent_run_lifecycle",
     "create_memory_checkpoint_store",
