@@ -24,6 +24,7 @@ from ._resume import (
     load_agent_run_state,
     prepare_resume,
 )
+from ._resume_checks import coerce_hooks
 
 if TYPE_CHECKING:
     from ..agents import Agent
@@ -55,7 +56,7 @@ def _request(
     return ResumeRequest(
         checkpoints=checkpoints,
         definition_revision=definition_revision,
-        restore_hooks=tuple(restore_hooks),
+        restore_hooks=restore_hooks,
         restore_hook_timeout_ms=restore_hook_timeout_ms,
         checkpoint_metadata=checkpoint_metadata,
         persist_session_state=persist_session_state,
@@ -263,7 +264,7 @@ class AgentRunLifecycle:
         resume_request = _request(
             checkpoints=self.checkpoints,
             definition_revision=revision,
-            restore_hooks=tuple(request.get("restore_hooks", ())),
+            restore_hooks=request.get("restore_hooks", ()),
             restore_hook_timeout_ms=request.get(
                 "restore_hook_timeout_ms", self.restore_hook_timeout_ms
             ),
@@ -302,10 +303,10 @@ def create_agent_run_lifecycle(
 ) -> AgentRunLifecycle:
     """A lifecycle adapter over ``checkpoints`` (see :class:`AgentRunLifecycle`)."""
     if not callable(resolve_agent):
-        raise TypeError("resolve_agent must be callable(agent_id)")
+        raise AgentRunStateError("resolve_agent must be callable(agent_id)")
     return AgentRunLifecycle(
         checkpoints=checkpoints,
         resolve_agent=resolve_agent,
-        restore_hooks=tuple(restore_hooks),
+        restore_hooks=coerce_hooks(restore_hooks),
         restore_hook_timeout_ms=restore_hook_timeout_ms,
     )

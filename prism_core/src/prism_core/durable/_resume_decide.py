@@ -101,6 +101,20 @@ def _check_scope(decision: RunDecision, pending: PendingDecision, index: int) ->
             "allow_once",
             code="ERR_PRISM_DECISION_SCOPE",
         )
+    if pending.kind == "elicitation" and decision.outcome.startswith("allow"):
+        # An elicitation tool never executes: the human's answer is its result.
+        if decision.modified_arguments is not None:
+            raise AgentDecisionError(
+                f"decisions[{index}] edits the arguments of an elicitation; answer it with "
+                "elicitation instead",
+                code="ERR_PRISM_DECISION_SCOPE",
+            )
+        if decision.elicitation is None:
+            raise AgentDecisionError(
+                f"decisions[{index}] allows an elicitation without answering it; pass "
+                "elicitation (or reject it)",
+                code="ERR_PRISM_DECISION_SCOPE",
+            )
     if decision.modified_arguments is not None and not decision.outcome.startswith("allow"):
         raise AgentDecisionError(
             f"decisions[{index}] edits arguments of a rejected call",

@@ -64,7 +64,13 @@ async def rebuild_session(
         path = await session.store.read_branch_path(session.id, session.leaf_id)
     session._load_history(path)
     _restore_skills(agent, session, state)
-    calls = _find_calls(path, [c for c in state.pending_calls if c.status != "dispatched"])
+    # ``deny`` runs nothing and reads no call, so a run is always decidable by a deny, even
+    # when its pending calls no longer match the session.
+    calls = (
+        {}
+        if plan.decision == "deny"
+        else _find_calls(path, [c for c in state.pending_calls if c.status != "dispatched"])
+    )
     return Rebuilt(session=session, state=state, calls=calls)
 
 

@@ -119,6 +119,11 @@ class RunSession(Protocol):
         ...
 
     @property
+    def store(self) -> Any:
+        """The session store the session appends to."""
+        ...
+
+    @property
     def loaded_skills(self) -> LoadedSkillSet:
         """The skills loaded into the session."""
         ...

@@ -27,7 +27,7 @@ from ..events import (
     ToolExecutionProgressEvent,
     ToolExecutionStartedEvent,
 )
-from ..guardrails import GuardrailRecord, first_decisive
+from ..guardrails import Guardrail, GuardrailRecord, first_decisive
 from ..redaction import redact_value
 from ..tools import (
     DispatchOutcome,
@@ -36,14 +36,27 @@ from ..tools import (
     check_tool_call,
     execute_tool,
 )
+from ._boundary import recheck_approved_input
 from ._failures import AbortRequested
 from ._guarding import act_on_tool_stage, decision_event, evaluate, strongest
 from ._state import RunState
 
-__all__ = ("TOOL_CALL_BLOCKED", "TOOL_RESULT_BLOCKED", "reject", "resume_pending", "tool_call")
+__all__ = (
+    "TOOL_CALL_BLOCKED",
+    "TOOL_RESULT_BLOCKED",
+    "UNAPPROVABLE",
+    "reject",
+    "resume_pending",
+    "tool_call",
+)
 
 TOOL_CALL_BLOCKED = "Tool call blocked by guardrail"
 TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
+UNAPPROVABLE = (
+    "Tool call refused: it needs a human decision, but its arguments hold a value that is "
+    "redacted (or rewritten) before it is stored, so the approver could not see what would "
+    "run. Call it again without the secret value."
+)
 
 
 def _tool_context(run: RunState, call: ToolCallContent) -> ToolExecutionContext:
@@ -93,9 +106,17 @@ async def tool_call(
     guards = run.guardrails.for_stage("tool_input")
     if guards:
         decisive: GuardrailRecord | None = None
+        can_hold = run.durable is not None and (gates is not None or approved)
         remaining = guards
         while remaining:
             records = await evaluate(run, "tool_input", remaining, call, call=call)
+            if not can_hold:
+                # A pack's ask rule blocks where the run cannot suspend, and the record
+                # says so; any other interrupt is refused as unavailable below.
+                records = [
+                    _pack_ask_as_block(run, guard, record)
+                    for guard, record in zip(remaining, records, strict=False)
+                ]
             for record in records:
                 yield run.emit(decision_event(run, record))
             decisive = strongest(records)
@@ -106,13 +127,8 @@ async def tool_call(
             if run.guardrails.max_concurrency > 1:
                 break
             remaining = remaining[len(records) :]
-        can_hold = run.durable is not None and (gates is not None or approved)
         if decisive is None and ask is not None and not can_hold:
-            # A pack's ask rule blocks where the run cannot suspend; any other interrupt
-            # is refused as unavailable here.
-            pack_ask = ask.guardrail.startswith("pack:")
-            decisive = attrs.evolve(ask, action="block") if pack_ask else ask
-            ask = None
+            decisive, ask = ask, None
         if decisive is not None:
             act_on_tool_stage(decisive, "tool_input")
             refusal = None
@@ -139,6 +155,17 @@ async def tool_call(
         return
     if run.durable is not None and gates is not None and not approved:
         gate = _gate_for(run, call, checked, ask)
+        if gate is not None and not _shown_as_run(run, call):
+            # The approver would decide on arguments other than those the tool runs with
+            # (a redacted secret, or a ``tool_call`` middleware edit): such a call can never
+            # be approved faithfully, so it is refused before anything is written for it.
+            yield await _block(
+                run,
+                call,
+                "unapprovable_arguments",
+                ErrorInfo(UNAPPROVABLE, code="unapprovable_arguments"),
+            )
+            return
         if gate is not None:
             sticky = run.durable.sticky_for(gate.scope)
             if sticky is None:
@@ -199,6 +226,9 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
     assert run.resume is not None
     assert run.durable is not None
     plan = run.resume
+    if plan.pending_input:
+        for event in await recheck_approved_input(run, plan.pending_input):
+            yield event
     for pending in list(run.durable.pending_calls):
         call = plan.calls[pending.tool_call_id]
         if pending.modified_arguments is not None:
@@ -237,16 +267,39 @@ async def deliver(run: RunState, call: ToolCallContent, result: ToolResult) -> A
     )
 
 
+def _pack_ask_as_block(run: RunState, guard: Guardrail, record: GuardrailRecord) -> GuardrailRecord:
+    """``record`` as a block when it is an ask of one of the session's own pack rules (the
+    guard object itself, not its name: a host guard may be called ``pack:x``)."""
+    packs = run.session.compiled_packs
+    if record.action != "interrupt" or packs is None:
+        return record
+    if not any(guard is pack_guard for pack_guard in packs.tool_input):
+        return record
+    return attrs.evolve(record, action="block")
+
+
+def _shown_as_run(run: RunState, call: ToolCallContent) -> bool:
+    """Whether the session stores ``call`` exactly as it would run: the approver sees the
+    stored (redacted) call, and a resume runs the stored call."""
+    stored = run.last_message.tool_calls if run.last_message is not None else ()
+    for candidate in stored:
+        if candidate.id == call.id:
+            return candidate.name == call.name and candidate.arguments == call.arguments
+    return False
+
+
 def _gate_for(
     run: RunState, call: ToolCallContent, tool: ToolDefinition, ask: GuardrailRecord | None
 ) -> Gate | None:
     """The gate ``call`` must pass in a durable run, or ``None`` when it may run now."""
     assert run.durable is not None
-    if ask is not None:
-        kind: DecisionKind = "tool_approval"
-        reason, guardrail = ask.reason, ask.guardrail
-    elif tool.elicitation is not None:
-        kind, reason, guardrail = "elicitation", None, None
+    kind: DecisionKind
+    if tool.elicitation is not None:
+        # An elicitation tool never executes: even a guardrail's ask is answered, not approved.
+        kind = "elicitation"
+        reason, guardrail = (ask.reason, ask.guardrail) if ask is not None else (None, None)
+    elif ask is not None:
+        kind, reason, guardrail = "tool_approval", ask.reason, ask.guardrail
     elif run.durable.options.interrupt_before_tool:
         kind, reason, guardrail = "tool_approval", None, None
     else:
