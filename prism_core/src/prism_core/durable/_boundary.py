@@ -8,6 +8,7 @@ imports ``runs/``, ``sessions/`` or ``agents``; the run is read through :class:`
 from ._fingerprint import agent_fingerprint
 from ._host import HostAgent, HostCounters, HostRun, HostSession
 from ._lifetime import check_store_lifetimes
+from ._options import DEFAULT_MAX_PENDING_DECISIONS as MAX_PENDING_DECISIONS
 from ._options import RunStateOptions, coerce_run_state_options
 from ._run import DurableRun, Gate, RunStateInfo, new_approval_id, scope_for
 from ._state import DecisionKind, Interruption
@@ -20,6 +21,7 @@ __all__ = (
     "HostCounters",
     "HostRun",
     "HostSession",
+    "MAX_PENDING_DECISIONS",
     "Interruption",
     "RunStateInfo",
     "RunStateOptions",

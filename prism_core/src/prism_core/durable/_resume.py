@@ -156,12 +156,15 @@ async def prepare_resume(
         metadata=metadata,
         checkpoint=record,
     )
-    audit = await run_restore_hooks(hooks, context, request.restore_hook_timeout_ms)
+    limiter = agent.thread_limiter
+    audit = await run_restore_hooks(
+        hooks, context, request.restore_hook_timeout_ms, limiter=limiter
+    )
     try:
         await writer.save(claimed)
     except BaseException:
         # Another resume won the claim: put the restored layers back as they were.
-        await compensate_all(hooks, context)
+        await compensate_all(hooks, context, limiter=limiter)
         raise
 
     execution.resume = attrs.evolve(

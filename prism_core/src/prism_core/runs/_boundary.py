@@ -96,7 +96,11 @@ async def append_input(run: RunState) -> None:
 
 
 async def turn_boundary(run: RunState) -> list[AgentEvent]:
-    """A provider-turn boundary: stop on abort, apply steers, then the durable checkpoint."""
+    """A provider-turn boundary: stop on abort, apply steers, then the durable checkpoint.
+
+    Every turn passes a checkpoint of the event loop, so a run whose provider, tools and
+    stores never really await still lets cancellation and other tasks through."""
+    await anyio.lowlevel.checkpoint()
     if run.signal.aborted:
         await anyio.lowlevel.checkpoint()
         raise AbortRequested()

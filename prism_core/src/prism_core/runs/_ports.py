@@ -61,6 +61,7 @@ class RunAgent(Protocol):
     provider_options: dict[str, Any]
     thinking_level: str | None
     provider_request_policies: tuple[Callable[..., Any], ...]
+    thread_limiter: Any
 
 
 class RunIdentity(Protocol):

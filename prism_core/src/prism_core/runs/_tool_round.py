@@ -10,7 +10,8 @@ suspends (``_execution``) and writes checkpoints only through the durable bounda
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Collection, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -18,7 +19,14 @@ import anyio
 import attrs
 
 from ..content import ErrorInfo, Message, ToolCallContent, ToolResult
-from ..durable._boundary import DecisionKind, Gate, new_approval_id, scope_for
+from ..durable._boundary import (
+    MAX_PENDING_DECISIONS,
+    DecisionKind,
+    Gate,
+    new_approval_id,
+    scope_for,
+)
+from ..errors import AgentDecisionError
 from ..events import (
     AgentEvent,
     ToolExecutionBlockedEvent,
@@ -37,7 +45,7 @@ from ..tools import (
     execute_tool,
 )
 from ._boundary import recheck_approved_input
-from ._failures import AbortRequested
+from ._failures import AbortRequested, RunFailure
 from ._guarding import act_on_tool_stage, decision_event, evaluate, strongest
 from ._state import RunState
 
@@ -45,11 +53,15 @@ __all__ = (
     "TOOL_CALL_BLOCKED",
     "TOOL_RESULT_BLOCKED",
     "UNAPPROVABLE",
+    "check_decision_cap",
     "reject",
     "resume_pending",
     "tool_call",
 )
 
+logger = logging.getLogger(__package__ or __name__)
+
+DECISION_LIMIT = "ERR_PRISM_DECISION_LIMIT"
 TOOL_CALL_BLOCKED = "Tool call blocked by guardrail"
 TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
 UNAPPROVABLE = (
@@ -147,6 +159,7 @@ async def tool_call(
         trust=run.agent.trust,
         permission=run.agent.permission,
         invalid_arguments=invalid,
+        limiter=run.agent.thread_limiter,
     )
     if isinstance(checked, DispatchOutcome):
         assert checked.result.error is not None
@@ -186,7 +199,9 @@ async def tool_call(
             arguments=dict(call.arguments),
         )
     )
-    outcome = await execute_tool(checked, call, context)
+    outcome = await execute_tool(
+        checked, call, context, limiter=run.agent.thread_limiter, redactor=run.redactor
+    )
     for event in run.deferred:
         yield event
     run.deferred.clear()
@@ -219,6 +234,43 @@ async def tool_call(
     yield await deliver(run, call, result)
     if approved and run.durable is not None:
         run.durable.settle_pending(call.id)
+
+
+def check_decision_cap(
+    run: RunState, calls: Sequence[ToolCallContent], invalid_ids: Collection[str]
+) -> None:
+    """Fail the run before any call of a round dispatches when its calls could need more
+    decisions than one suspension holds.
+
+    A call counts when it reaches a known, allowed tool and is not decided by a sticky
+    decision, and it would gate for certain (an elicitation tool, ``interrupt_before_tool``)
+    or could (a tool-input guardrail may ask). Counting the possible asks too keeps the
+    promise that nothing of the round runs when its suspension could not be written.
+    """
+    durable = run.durable
+    if durable is None or len(calls) <= MAX_PENDING_DECISIONS:
+        return
+    may_ask = bool(run.guardrails.for_stage("tool_input"))
+    count = 0
+    for call in calls:
+        tool = run.agent.registry.get(call.name)
+        if tool is None or call.id in invalid_ids:
+            continue
+        if run.tool_names is not None and call.name not in run.tool_names:
+            continue
+        gated = may_ask or tool.elicitation is not None or durable.options.interrupt_before_tool
+        if gated and durable.sticky_for(scope_for(durable.agent_id, call, tool)) is None:
+            count += 1
+    if count > MAX_PENDING_DECISIONS:
+        message = (
+            f"{count} tool calls of one turn may need a decision; a suspension holds at most "
+            f"{MAX_PENDING_DECISIONS}, so none of them ran"
+        )
+        logger.warning("run %s: %s", run.run_id, message)
+        raise RunFailure(
+            ErrorInfo(message, code=DECISION_LIMIT),
+            cause=AgentDecisionError(message, code=DECISION_LIMIT),
+        )
 
 
 async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
@@ -326,6 +378,7 @@ async def reject(run: RunState, call: ToolCallContent, reason: str | None) -> li
 async def _block(run: RunState, call: ToolCallContent, reason: str, error: ErrorInfo) -> AgentEvent:
     """Answer ``call`` with an error result that it never ran, and emit
     ``tool_execution_blocked`` with ``reason``."""
+    logger.warning("run %s: tool call %s (%s) blocked: %s", run.run_id, call.id, call.name, reason)
     error = redact_value(error, run.redactor)
     await _append_result(run, ToolResult(call.id, call.name, error=error))
     return run.emit(
