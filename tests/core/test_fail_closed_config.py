@@ -207,6 +207,28 @@ async def test_resume_options_of_the_wrong_type_are_typed_refusals(bad: dict[str
     assert log == []
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "bad", [{"max_queued_events": "x"}, {"max_queued_events": 0}, {"overflow": 3}], ids=repr
+)
+async def test_resume_stream_queue_options_of_the_wrong_type_are_typed_refusals(
+    bad: dict[str, Any],
+) -> None:
+    """A resume stream's queue options are refused like its other options, nothing read."""
+    world = World()
+    agent = world.agent(TURNS, tools=[echo_tool()])
+    ref_ = {"run_id": "run_x", "session_id": "s1"}
+    decision = {"expected_version": 1, "decision": "approve"}
+    with pytest.raises(AgentRunStateError):
+        resume_agent_run_stream(agent, ref_, decision, **world.resume_options(), **bad)
+    lifecycle = create_agent_run_lifecycle(
+        checkpoints=world.checkpoints, resolve_agent=lambda agent_id: (agent, REVISION)
+    )
+    with pytest.raises(AgentRunStateError):
+        lifecycle.resume_stream(ref_, decision, **bad)
+    assert world.checkpoints.calls == 0
+
+
 @pytest.mark.parametrize("hooks", [None, 0, 1.5, [object()]], ids=repr)
 def test_a_lifecycle_with_bad_restore_hooks_is_refused_when_built(hooks: Any) -> None:
     """``create_agent_run_lifecycle`` refuses its own options with AgentRunStateError."""

@@ -11,7 +11,7 @@ import attrs
 from ..errors import AgentRunStateError
 from ..events import AgentEvent
 from ..results import AgentRunResult
-from ..runs._broadcast import OverflowPolicy, validate_subscribe_options
+from ..runs._broadcast import OverflowPolicy
 from ..runs._stream import DriverStream
 from ._decisions import coerce_run_ref, validate_resume_input
 from ._options import DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS, CheckpointMetadataSource
@@ -24,7 +24,7 @@ from ._resume import (
     load_agent_run_state,
     prepare_resume,
 )
-from ._resume_checks import coerce_hooks
+from ._resume_checks import check_stream_options, coerce_hooks
 
 if TYPE_CHECKING:
     from ..agents import Agent
@@ -181,7 +181,7 @@ def resume_agent_run_stream(
     Malformed input raises :class:`~prism_core.AgentDecisionError` here, at once.
     """
     validate_resume_input(resume)
-    validate_subscribe_options(max_queued_events, overflow)
+    check_stream_options(max_queued_events, overflow)
     request = _request(
         checkpoints=checkpoints,
         definition_revision=definition_revision,
@@ -290,7 +290,7 @@ class AgentRunLifecycle:
         coerce_run_ref(ref)
         max_queued = request.pop("max_queued_events", 1024)
         overflow = request.pop("overflow", "close")
-        validate_subscribe_options(max_queued, overflow)
+        check_stream_options(max_queued, overflow)
         return ResumeEventStream(lambda: self._prepare(ref, resume, request))
 
 

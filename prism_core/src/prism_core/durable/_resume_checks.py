@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from ..errors import AgentRunStateError
+from ..runs._broadcast import validate_subscribe_options
 from ._checkpoints import CheckpointRecord, CheckpointStore
 from ._decisions import ResumeInput, coerce_run_ref
 from ._fingerprint import agent_fingerprint
@@ -41,6 +42,7 @@ __all__ = (
     "ResumeRequest",
     "check_configuration",
     "check_ownership",
+    "check_stream_options",
     "coerce_hooks",
     "check_identity",
     "check_request",
@@ -94,6 +96,15 @@ def check_ownership(value: Any) -> Mapping[str, str] | None:
     ):
         raise AgentRunStateError("ownership must be a mapping of strings to strings, or None")
     return value
+
+
+def check_stream_options(max_queued_events: Any, overflow: Any) -> None:
+    """A resume stream's queue options, refused with
+    :class:`~prism_core.errors.AgentRunStateError` like the resume's other options."""
+    try:
+        validate_subscribe_options(max_queued_events, overflow)
+    except ValueError as exc:
+        raise AgentRunStateError(str(exc)) from exc
 
 
 def _optional_bool(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
