@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -25,7 +25,7 @@ from ._resume import (
     load_agent_run_state,
     prepare_resume,
 )
-from ._resume_checks import check_stream_options
+from ._resume_checks import check_stream_options, coerce_hooks
 from ._resume_stream import ResumeEventStream
 
 if TYPE_CHECKING:
@@ -183,21 +183,24 @@ def resume_agent_run_stream(
     validate_resume_input(resume)
     check_stream_options(max_queued_events, overflow)
 
+    # Built now, so every malformed option is refused at the call, before any store access.
+    request = _request(
+        checkpoints=checkpoints,
+        definition_revision=definition_revision,
+        restore_hooks=restore_hooks,
+        restore_hook_timeout_ms=restore_hook_timeout_ms,
+        checkpoint_metadata=checkpoint_metadata,
+        persist_session_state=persist_session_state,
+        include_skill_bodies=include_skill_bodies,
+        ownership=ownership,
+        on_session=on_session,
+        signal=signal,
+        guardrail_packs=guardrail_packs,
+    )
+
     def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
-        request = _request(
-            checkpoints=checkpoints,
-            definition_revision=definition_revision,
-            restore_hooks=restore_hooks,
-            restore_hook_timeout_ms=restore_hook_timeout_ms,
-            checkpoint_metadata=checkpoint_metadata,
-            persist_session_state=persist_session_state,
-            include_skill_bodies=include_skill_bodies,
-            ownership=ownership,
-            on_session=observe,
-            signal=signal,
-            guardrail_packs=guardrail_packs,
-        )
-        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, request))
+        observed = attrs.evolve(request, on_session=observe)
+        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, observed))
 
     return ResumeEventStream(
         prepare,
