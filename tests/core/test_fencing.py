@@ -167,20 +167,33 @@ async def test_lifecycle_resume_takes_a_fencing_token() -> None:
 
 
 @pytest.mark.anyio
-async def test_pre_dispatch_check_costs_one_read_and_no_write() -> None:
-    """A call without a dispatched mark is preceded by one load, never by a save."""
+@pytest.mark.parametrize(
+    ("effect", "counts"),
+    [
+        # A read-only call gets no dispatched mark: one check (a load) per call, no save.
+        ("read", (4, 2)),
+        # A side-effecting call gets its mark (a conditional save), which fences it: no load.
+        (None, (6, 0)),
+    ],
+)
+async def test_pre_dispatch_check_costs_one_read_and_no_write(
+    effect: str | None, counts: tuple[int, int]
+) -> None:
+    """A call without a dispatched mark is preceded by one load, never by a save; a call
+    with one is fenced by the mark's write alone."""
     from prism_core import RunStateOptions
+    from tests.core.helpers import echo_tool
 
     store, sessions = CountingStore(), create_memory_session_store()
     log: list[Any] = []
-    agent = worker(sessions, log, stall=Stall(at=99))
+    agent = worker(sessions, log, stall=Stall(at=99), tools=[echo_tool(log=log, effect=effect)])
     result = await agent.create_session(id="s1").run(
         "go", run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn")
     )
     assert result.status == "succeeded"
     assert log == [("echo", {"n": 1}), ("echo", {"n": 2})]
-    # Three turn checkpoints and the terminal state; one check per tool call.
-    assert (store.saves, store.loads) == (4, 2)
+    # Three turn checkpoints and the terminal state, plus a mark per side-effecting call.
+    assert (store.saves, store.loads) == counts
 
 
 @pytest.mark.anyio

@@ -205,4 +205,8 @@ async def test_unreachable_session_store_leaves_the_run_running() -> None:
     status = await load_agent_run_state(store, ref(run_id, "s"))
     assert status is not None
     assert status.state.status == "running"
-    assert store.saves == 1
+    # The first turn's checkpoint and c1's dispatched mark; nothing after the failed append.
+    assert store.saves == 2
+    from prism_core.durable import in_doubt_calls
+
+    assert in_doubt_calls(status.state) == ("c1",)

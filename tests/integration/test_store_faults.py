@@ -13,7 +13,7 @@ import sqlite3
 import sys
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,6 @@ from prism_core import (
     CheckpointStoreUnavailableError,
     RunStateOptions,
     ToolDefinition,
-    create_memory_session_store,
     load_agent_run_state,
     resume_agent_run,
 )
@@ -66,6 +65,18 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str
 def anyio_backend() -> str:
     """The SQL and Redis drivers run on asyncio."""
     return "asyncio"
+
+
+@pytest.fixture
+async def sessions(tmp_path: Path) -> AsyncIterator[Any]:
+    """A persistent session store the faults below leave alone (its own SQLite file): a
+    durable run on a persistent checkpoint store needs one, and these tests fault only the
+    checkpoint store."""
+    from prism_store_sql import create_sql_session_store
+
+    store = create_sql_session_store(f"sqlite:///{tmp_path / 'sessions.db'}")
+    yield store
+    await store.aclose()
 
 
 class Recording(CountingStore):
@@ -220,10 +231,13 @@ def _checkpoint_store(backend: dict[str, str], tmp: Path, timeout_ms: int, tag: 
 
 
 async def _close(store: Any) -> None:
+    from prism_store_sql import SqlCheckpointStore, SqliteCheckpointStore
+
     await store.aclose()
-    engine = getattr(store, "engine", None)
-    if engine is not None:
-        await engine.dispose()
+    # The PostgreSQL store runs on an engine made here, which a store never disposes of; the
+    # thread-driven SQLite store has no engine.
+    if isinstance(store, SqlCheckpointStore) and not isinstance(store, SqliteCheckpointStore):
+        await store.engine.dispose()
 
 
 class SqliteLock:
@@ -328,14 +342,13 @@ def _fault_tool(log: list[Any], fault: Callable[[], Awaitable[Any]], seen: list[
 
 @pytest.mark.anyio
 async def test_dropped_connection_is_retried_and_the_run_finishes(
-    backend: dict[str, str], tmp_path: Path
+    backend: dict[str, str], tmp_path: Path, sessions: Any
 ) -> None:
     """The checkpoint store's connections are dropped while a tool runs: the next store call
     is retried and the run finishes, every tool once."""
     tag = f"prismft-{uuid.uuid4().hex[:8]}"
     inner = _checkpoint_store(backend, tmp_path, 250, tag)
     checkpoints = Recording(inner)
-    sessions = create_memory_session_store()
     log: list[Any] = []
     dropped: list[Any] = []
     tool = _fault_tool(log, _drop_connections(backend, tmp_path, tag), dropped)
@@ -391,7 +404,7 @@ async def _stall(backend: dict[str, str], tmp: Path, release: anyio.Event) -> No
 
 @pytest.mark.anyio
 async def test_stalled_store_times_out_and_the_run_stays_continuable(
-    backend: dict[str, str], tmp_path: Path
+    backend: dict[str, str], tmp_path: Path, sessions: Any
 ) -> None:
     """The checkpoint store stalls after the first tool: its timeout fires, the run stops with
     ERR_PRISM_STORE_UNAVAILABLE, the record stays running, and a continue afterwards finishes
@@ -399,7 +412,6 @@ async def test_stalled_store_times_out_and_the_run_stays_continuable(
     tag = f"prismft-{uuid.uuid4().hex[:8]}"
     inner = _checkpoint_store(backend, tmp_path, 200, tag)
     checkpoints = Recording(inner)
-    sessions = create_memory_session_store()
     log: list[Any] = []
     release = anyio.Event()
     stalled = anyio.Event()
@@ -454,14 +466,13 @@ async def test_stalled_store_times_out_and_the_run_stays_continuable(
 # busy timeout, timeout_ms) and cannot be abandoned midway.
 @pytest.mark.parametrize("backend", ["postgresql", "redis"], indirect=True)
 async def test_stalled_store_call_does_not_outlive_max_wall_time(
-    backend: dict[str, str], tmp_path: Path
+    backend: dict[str, str], tmp_path: Path, sessions: Any
 ) -> None:
     """With the default store timeout (10 s), a store call stalled when the run's wall time
     runs out is abandoned: the run ends on its limit within about a second of the deadline
     and its record stays running."""
     tag = f"prismft-{uuid.uuid4().hex[:8]}"
     inner = _checkpoint_store(backend, tmp_path, 10000, tag)
-    sessions = create_memory_session_store()
     log: list[Any] = []
     release = anyio.Event()
     started = anyio.current_time()

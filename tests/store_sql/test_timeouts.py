@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
+import time
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc
 
-from prism_core import CheckpointStoreError, CheckpointStoreUnavailableError
-from prism_store_sql import SqlStoreConfigError, create_sql_checkpoint_store
-from prism_store_sql._engine import is_transient, translate_errors
+from prism_core import CheckpointStoreError, CheckpointStoreUnavailableError, create_session_entry
+from prism_store_sql import SqlStoreConfigError, create_sql_checkpoint_store, open_sql_stores
+from prism_store_sql._engine import BUSY_TIMEOUT_MS, is_transient, translate_errors
 
 from .conftest import PostgresServer
 
@@ -67,3 +69,40 @@ async def test_postgres_sessions_carry_the_store_timeouts(postgres_server: Postg
             with pytest.raises(exc.DBAPIError) as info:
                 await connection.execute(sa.text("SELECT pg_sleep(2)"))
         assert is_transient(info.value)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.anyio
+async def test_thread_driven_sqlite_lock_wait_is_transient(tmp_path: Path) -> None:
+    """The thread-driven SQLite stores wait ``timeout_ms`` for another writer's lock (their
+    busy timeout), then raise the transient error; the store works again once the lock is
+    gone, and other failures stay permanent."""
+    path = tmp_path / "runs.db"
+    url = f"sqlite:///{path}"
+    assert create_sql_checkpoint_store(url).database.busy_timeout_ms == BUSY_TIMEOUT_MS
+    stores = open_sql_stores(url, timeout_ms=300)
+    async with stores:
+        checkpoints, sessions = stores
+        assert checkpoints.database.busy_timeout_ms == 300
+        await checkpoints.save("ns", "k", {"n": 1}, version=1, expected_version=0)
+        holder = sqlite3.connect(path, isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            started = time.monotonic()
+            with pytest.raises(CheckpointStoreUnavailableError) as info:
+                await checkpoints.save("ns", "k", {"n": 2}, version=2, expected_version=1)
+            assert 0.25 <= time.monotonic() - started < 3
+            assert "database is locked" in str(info.value)
+            with pytest.raises(CheckpointStoreUnavailableError):
+                await sessions.append(create_session_entry(session_id="s", kind="label", label="x"))
+            holder.execute("COMMIT")
+        finally:
+            holder.close()
+        record = await checkpoints.save("ns", "k", {"n": 2}, version=2, expected_version=1)
+        assert record.version == 2
+    broken = tmp_path / "not-a-db.db"
+    broken.write_bytes(b"this is not a database file" * 100)
+    with pytest.raises(CheckpointStoreError) as permanent:
+        async with create_sql_checkpoint_store(f"sqlite:///{broken}") as store:
+            await store.load("ns", "k")
+    assert not isinstance(permanent.value, CheckpointStoreUnavailableError)

@@ -40,6 +40,7 @@ from .durable import (
     InvalidCheckpointError,
     MemoryCheckpointStore,
     PendingDecision,
+    ResumeAbortedError,
     ResumeEventStream,
     ResumeInput,
     RunDecision,
@@ -58,6 +59,7 @@ from .errors import (
     AgentLoopStateError,
     AgentRunError,
     AgentRunStateError,
+    CanonicalJsonError,
     CheckpointConflictError,
     CheckpointRestoreError,
     GuardrailError,
@@ -102,7 +104,7 @@ from .guardrails import (
     GuardrailRecord,
 )
 from .limits import HARD_MAX_PROVIDER_BYTES, RunLimitBreach, RunLimits
-from .middleware import MIDDLEWARE_POINTS, MiddlewareContext
+from .middleware import MIDDLEWARE_POINTS, CheckpointWrite, MiddlewareContext
 from .models import ModelConfig
 from .plugins import PluginError, create_plugin_manager, discover_plugins
 from .providers import (
@@ -133,6 +135,7 @@ from .redaction import REDACTED, SecretRedactor, create_secret_redactor
 from .results import AgentRunResult, RunStatus
 from .retry import RetryConfig, RetryDecision
 from .runs import (
+    MAX_STOP_DETAIL_BYTES,
     AgentLoopStrategy,
     EventSubscription,
     GenerateValidateReviseLoop,
@@ -140,6 +143,10 @@ from .runs import (
     LoopContext,
     RunEventStream,
     SingleShotLoop,
+    StopHookContext,
+    TurnPolicy,
+    TurnPolicyContext,
+    TurnPolicyError,
 )
 from .runs._compaction import CompactionConfig, CompactionContext, CompactionResult
 from .sessions import (
@@ -164,6 +171,7 @@ from .skills import (
 )
 from .stores import STORE_INSTALL_HINTS, open_checkpoint_store, open_session_store
 from .tools import (
+    RECONCILE_NOT_STARTED,
     ToolDefinition,
     ToolExecutionContext,
     ToolRegistry,
@@ -181,7 +189,9 @@ __all__ = (
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
     "HARD_MAX_PROVIDER_BYTES",
     "MAX_AGENT_RUN_METADATA_BYTES",
+    "RECONCILE_NOT_STARTED",
     "MAX_CHECKPOINT_PAGE_SIZE",
+    "MAX_STOP_DETAIL_BYTES",
     "MIDDLEWARE_POINTS",
     "REDACTED",
     "STORE_INSTALL_HINTS",
@@ -205,6 +215,7 @@ __all__ = (
     "AgentSession",
     "AgentStartedEvent",
     "AgentSuspendedEvent",
+    "CanonicalJsonError",
     "CheckpointConflictError",
     "CheckpointLimitError",
     "CheckpointPage",
@@ -214,6 +225,7 @@ __all__ = (
     "CheckpointStore",
     "CheckpointStoreError",
     "CheckpointStoreUnavailableError",
+    "CheckpointWrite",
     "CompactionConfig",
     "CompactionContext",
     "CompactionFinishedEvent",
@@ -266,6 +278,7 @@ __all__ = (
     "ProviderToolCallDelta",
     "ProviderToolSpec",
     "ProviderUsage",
+    "ResumeAbortedError",
     "ResumeEventStream",
     "ResumeInput",
     "RetryConfig",
@@ -289,6 +302,7 @@ __all__ = (
     "Skill",
     "SkillRegistry",
     "SteerRejectedEvent",
+    "StopHookContext",
     "StickyDecision",
     "TextContent",
     "ThinkingContent",
@@ -300,6 +314,9 @@ __all__ = (
     "ToolExecutionBlockedEvent",
     "ToolExecutionContext",
     "ToolExecutionErrorEvent",
+    "TurnPolicy",
+    "TurnPolicyContext",
+    "TurnPolicyError",
     "ToolExecutionFinishedEvent",
     "ToolExecutionProgressEvent",
     "ToolExecutionStartedEvent",

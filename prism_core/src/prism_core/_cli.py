@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     chat.add_argument("--base-url", metavar="URL", help="the provider's base URL (local servers)")
     chat.add_argument("--system", metavar="TEXT", help="the system prompt")
+    demo.add_argument(
+        "--backend", choices=("asyncio", "trio"), default="asyncio", help="the workers' event loop"
+    )
     args = parser.parse_args(argv)
     if args.command == "plugins":
         return print_plugins(as_json=args.json)
@@ -52,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             directory=args.dir,
             kill_at_turn=args.kill_at_turn,
             color=not args.no_color and sys.stdout.isatty(),
+            backend=args.backend,
         )
     if args.command == "chat":
         from ._chat import run_chat

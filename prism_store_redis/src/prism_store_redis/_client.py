@@ -31,6 +31,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from prism_core._echo import echo
 from prism_core.errors import PrismError
 
 __all__ = (
@@ -65,7 +66,7 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 def check_timeout_ms(value: Any) -> int:
     """``value`` if it is a positive integer of milliseconds, else ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"timeout_ms must be a positive integer, got {value!r}")
+        raise ValueError(f"timeout_ms must be a positive integer, got {echo(value)}")
     return value
 
 
@@ -101,7 +102,7 @@ def split_store_url(url: str) -> tuple[str, str | None]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefixes = [value for name, value in query if name == "prefix"]
     if len(prefixes) > 1 or (prefixes and not prefixes[0]):
-        raise ValueError(f"store URL {url!r}: give ?prefix= once, with a non-empty value")
+        raise ValueError(f"store URL {echo(url)}: give ?prefix= once, with a non-empty value")
     # redis-py unquotes with ``unquote`` (not ``unquote_plus``), so spaces must stay %20.
     rest = urlencode([(n, v) for n, v in query if n != "prefix"], quote_via=quote)
     return urlunsplit(parts._replace(query=rest)), (prefixes[0] if prefixes else None)
@@ -126,8 +127,8 @@ class RedisConnection:
             scheme = urlsplit(url_or_client).scheme
             if scheme not in REDIS_SCHEMES:
                 raise ValueError(
-                    f"expected a redis:// or rediss:// URL, got scheme {scheme!r} "
-                    f"in {url_or_client!r}"
+                    f"expected a redis:// or rediss:// URL, got scheme {echo(scheme)} "
+                    f"in {echo(url_or_client)}"
                 )
             # Creating the client opens nothing: redis-py connects on the first command.
             self.client = aioredis.Redis.from_url(
@@ -172,7 +173,8 @@ class RedisConnection:
         except RuntimeError:
             raise self.error(
                 f"cannot {action}: the Redis store runs on asyncio only (redis-py's client "
-                "is asyncio-based); run this host on anyio's asyncio backend"
+                "is asyncio-based); run this host on anyio's asyncio backend, or under trio "
+                "use the SQLite store (prism_store_sql, sqlite:///path.db), which works on both"
             ) from None
 
     async def aclose(self) -> None:

@@ -27,6 +27,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from prism_core._echo import echo
 from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
 
 from ._errors import SqlStoreConfigError, SqlStoreDriverError
@@ -103,7 +104,7 @@ def async_url(url: str | URL) -> URL:
     backend = parsed.get_backend_name()
     if backend not in STORE_SCHEMES:
         raise SqlStoreConfigError(
-            f"SQL stores open sqlite and postgresql URLs, not {backend!r} "
+            f"SQL stores open sqlite and postgresql URLs, not {echo(backend)} "
             "(expected sqlite:///path.db or postgresql://user@host/db)"
         )
     if parsed.drivername == backend:
@@ -142,7 +143,7 @@ def _sqlite_on_connect(busy_timeout_ms: int) -> Any:
 def check_timeout_ms(value: Any) -> int:
     """``value`` if it is a positive integer of milliseconds, else :class:`SqlStoreConfigError`."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise SqlStoreConfigError(f"timeout_ms must be a positive integer, got {value!r}")
+        raise SqlStoreConfigError(f"timeout_ms must be a positive integer, got {echo(value)}")
     return value
 
 
@@ -183,12 +184,12 @@ def _create_engine(url: str | URL, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Asyn
         dialect = parsed.get_dialect(_is_async=True)
     except exc.NoSuchModuleError as error:
         raise SqlStoreConfigError(
-            f"SQLAlchemy has no {parsed.drivername!r} dialect; use {backend}:// (the default "
+            f"SQLAlchemy has no {echo(parsed.drivername)} dialect; use {backend}:// (the default "
             f"async driver) or {backend}+{default}://"
         ) from error
     if not dialect.is_async:
         raise SqlStoreConfigError(
-            f"{parsed.drivername!r} is not an async driver; use {backend}:// or "
+            f"{echo(parsed.drivername)} is not an async driver; use {backend}:// or "
             f"{backend}+{default}://"
         )
     try:
@@ -196,7 +197,7 @@ def _create_engine(url: str | URL, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Asyn
     except ImportError as error:
         hint = INSTALL_HINTS[backend] if driver == default else f"pip install {driver}"
         raise SqlStoreDriverError(
-            f"the {driver!r} driver for {backend} is not installed; install it with: {hint}"
+            f"the {echo(driver)} driver for {backend} is not installed; install it with: {hint}"
         ) from error
     if backend == "sqlite":
         busy = BUSY_TIMEOUT_MS if timeout_ms == DEFAULT_TIMEOUT_MS else timeout_ms
@@ -230,7 +231,7 @@ def open_engine(
         backend = url_or_engine.dialect.name
         if backend not in STORE_SCHEMES:
             raise SqlStoreConfigError(
-                f"SQL stores run on sqlite and postgresql engines, not {backend!r}"
+                f"SQL stores run on sqlite and postgresql engines, not {echo(backend)}"
             )
         return EngineHandle(url_or_engine, owned=False)
     if isinstance(url_or_engine, str | URL):
@@ -246,9 +247,11 @@ def require_asyncio() -> None:
         asyncio.get_running_loop()
     except RuntimeError:
         raise SqlStoreDriverError(
-            "SQL stores run on asyncio only (SQLAlchemy's async engine, aiosqlite and asyncpg "
-            "are asyncio libraries); call them from asyncio, e.g. anyio.run(main, "
-            "backend='asyncio'), or use a memory or Redis store under trio"
+            "SQL stores on a SQLAlchemy engine (postgresql://, sqlite+aiosqlite://, a host's "
+            "AsyncEngine) run on asyncio only: SQLAlchemy's async engine, aiosqlite and asyncpg "
+            "are asyncio libraries. Call them from asyncio (e.g. anyio.run(main, "
+            "backend='asyncio')), or under trio use the SQLite store on a plain "
+            "sqlite:///path.db URL, which runs on its own thread and works on both"
         ) from None
 
 

@@ -8,6 +8,7 @@ from ._api import (
     resume_agent_run_stream,
 )
 from ._checkpoints import (
+    CORRUPT_CHECKPOINT_CODE,
     MAX_CHECKPOINT_PAGE_SIZE,
     CheckpointLimitError,
     CheckpointPage,
@@ -19,13 +20,18 @@ from ._checkpoints import (
     SaveRequest,
     check_name,
     conflict,
+    corrupt_record,
     decode_cursor,
+    decode_stored_metadata,
+    decode_stored_value,
     encode_cursor,
     list_arguments,
     normalise_ownership,
+    stored_int,
     validate_list,
     validate_save,
 )
+from ._commit import SharedCommitStore, StoreTransaction, shared_transaction
 from ._decisions import (
     MAX_APPROVAL_ID_CHARS,
     MAX_DECISION_BATCH,
@@ -43,6 +49,7 @@ from ._decisions import (
 from ._fingerprint import (
     agent_fingerprint,
 )
+from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
 from ._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 from ._options import (
     AGENT_RUN_NAMESPACE,
@@ -63,6 +70,7 @@ from ._resume_checks import (
     AgentRunStatus,
     load_agent_run_state,
 )
+from ._resume_signal import ResumeAbortedError
 from ._run import (
     RunStateInfo,
 )
@@ -77,12 +85,16 @@ from ._state import (
 )
 
 __all__ = (
+    "SharedCommitStore",
+    "StoreTransaction",
+    "shared_transaction",
     "AGENT_RUN_NAMESPACE",
     "DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS",
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",
     "DEFAULT_MAX_PENDING_DECISIONS",
     "DEFAULT_MAX_STICKY_DECISIONS",
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
+    "IN_DOUBT_CODE",
     "HARD_MAX_PENDING_DECISIONS",
     "HARD_MAX_STICKY_DECISIONS",
     "MAX_AGENT_RUN_METADATA_BYTES",
@@ -96,6 +108,7 @@ __all__ = (
     "AgentRunRef",
     "AgentRunState",
     "AgentRunStatus",
+    "CORRUPT_CHECKPOINT_CODE",
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
@@ -111,6 +124,7 @@ __all__ = (
     "MemoryCheckpointStore",
     "PendingCall",
     "PendingDecision",
+    "ResumeAbortedError",
     "ResumeEventStream",
     "ResumeInput",
     "RunDecision",
@@ -123,8 +137,13 @@ __all__ = (
     "arguments_hash",
     "coerce_run_ref",
     "conflict",
+    "corrupt_record",
     "decode_cursor",
+    "decode_stored_metadata",
+    "decode_stored_value",
     "encode_cursor",
+    "in_doubt_calls",
+    "in_doubt_error",
     "list_arguments",
     "create_agent_run_lifecycle",
     "create_memory_checkpoint_store",
@@ -132,6 +151,7 @@ __all__ = (
     "normalise_ownership",
     "resume_agent_run",
     "resume_agent_run_stream",
+    "stored_int",
     "validate_list",
     "validate_resume_input",
     "validate_save",

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._echo import echo
 from ..errors import AgentRunStateError
-from ..events import AgentEvent
 from ..results import AgentRunResult
-from ..runs._broadcast import OverflowPolicy, validate_subscribe_options
-from ..runs._stream import DriverStream
+from ..runs._broadcast import OverflowPolicy
+from ..signals import AbortSignal
+from ._checkpoints import reading_run_record
 from ._decisions import coerce_run_ref, validate_resume_input
 from ._fencing import validate_claim_options
 from ._options import DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS, CheckpointMetadataSource
@@ -25,10 +26,11 @@ from ._resume import (
     load_agent_run_state,
     prepare_resume,
 )
+from ._resume_checks import check_stream_options, coerce_hooks
+from ._resume_stream import ResumeEventStream
 
 if TYPE_CHECKING:
     from ..agents import Agent
-    from ..runs._driver import RunDriver
     from ..sessions._session import AgentSession
     from ._checkpoints import CheckpointStore
 
@@ -54,12 +56,14 @@ def _request(
     on_session: Callable[[AgentSession], Any] | None = None,
     fencing_token: int | None = None,
     force: bool = False,
+    signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
 ) -> ResumeRequest:
     validate_claim_options(fencing_token, force)
     return ResumeRequest(
         checkpoints=checkpoints,
         definition_revision=definition_revision,
-        restore_hooks=tuple(restore_hooks),
+        restore_hooks=restore_hooks,
         restore_hook_timeout_ms=restore_hook_timeout_ms,
         checkpoint_metadata=checkpoint_metadata,
         persist_session_state=persist_session_state,
@@ -68,7 +72,32 @@ def _request(
         on_session=on_session,
         fencing_token=fencing_token,
         force=force,
+        signal=signal,
+        guardrail_packs=_packs(guardrail_packs),
     )
+
+
+def _run_id(ref: Any) -> str:
+    try:
+        return coerce_run_ref(ref).run_id
+    except Exception:  # a malformed ref is refused by the pipeline itself
+        return "?"
+
+
+async def _prepare(
+    ref: Any, prepare: Callable[[], Awaitable[Prepared | Settled]]
+) -> Prepared | Settled:
+    # A record the store cannot read is reported as this run's unreadable state.
+    with reading_run_record(_run_id(ref)):
+        return await prepare()
+
+
+def _packs(value: Sequence[Any] | None) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise AgentRunStateError("guardrail_packs must be a list of pack refs")
+    return tuple(value)
 
 
 async def _finish(prepared: Prepared | Settled) -> AgentRunResult:
@@ -99,6 +128,8 @@ async def resume_agent_run(
     on_session: Callable[[AgentSession], Any] | None = None,
     fencing_token: int | None = None,
     force: bool = False,
+    signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
 ) -> AgentRunResult:
     """Resume a durable run with ``{"expected_version", "decision" | "decisions"}``.
 
@@ -108,6 +139,13 @@ async def resume_agent_run(
     :class:`~prism_core.AgentRunStateError` for a stale, foreign, mismatched or unclean
     checkpoint, :class:`~prism_core.CheckpointRestoreError` when a restore hook fails, and
     :class:`~prism_core.AgentRunError` when the resumed run fails or is aborted.
+
+    ``signal`` (an :class:`~prism_core.AbortSignal`) is checked before each preparation step:
+    fired before the claim, the resume raises :class:`~prism_core.ResumeAbortedError` having
+    claimed and run nothing; fired after it, the resumed run aborts like a live run.
+    ``guardrail_packs`` supplies again the packs the checkpoint records by identity (inline
+    packs with ``deny`` predicates); a resume that cannot reinstate every recorded pack is
+    refused before the claim with :class:`~prism_core.AgentRunStateError` naming the pack.
     """
     validate_resume_input(resume)
     request = _request(
@@ -122,50 +160,10 @@ async def resume_agent_run(
         on_session=on_session,
         fencing_token=fencing_token,
         force=force,
+        signal=signal,
+        guardrail_packs=guardrail_packs,
     )
-    return await _finish(await prepare_resume(agent, ref, resume, request))
-
-
-class ResumeEventStream(DriverStream):
-    """The events of one resume: ``agent_denied`` or ``agent_suspended`` for runs that do not
-    claim, else ``agent_started``, ``agent_resumed`` and the resumed run's events. Leaving
-    early aborts only the resumed execution. ``result`` is set once it has ended."""
-
-    def __init__(self, prepare: Callable[[], Awaitable[Prepared | Settled]]) -> None:
-        super().__init__()
-        self._prepare = prepare
-        self._settled: list[AgentEvent] | None = None
-        self._settled_result: AgentRunResult | None = None
-
-    @property
-    def result(self) -> AgentRunResult | None:
-        """The resume's result once it has ended, else ``None``."""
-        if self._settled is not None:
-            return self._settled_result
-        return self._driver.execution.result if self._driver is not None else None
-
-    async def _start(self) -> RunDriver:
-        # __anext__ prepares the resume itself, since a deny or a partial batch has no run.
-        raise AssertionError("a resume stream prepares its run in __anext__")
-
-    async def __anext__(self) -> AgentEvent:
-        if self._driver is None and self._settled is None and not self._done:
-            try:
-                prepared = await self._prepare()
-            except BaseException:
-                self._done = True
-                raise
-            if isinstance(prepared, Settled):
-                self._settled = list(prepared.events)
-                self._settled_result = prepared.result
-            else:
-                self._driver = prepared.driver
-        if self._settled is not None:
-            if not self._settled:
-                self._done = True
-                raise StopAsyncIteration
-            return self._settled.pop(0)
-        return await super().__anext__()
+    return await _finish(await _prepare(ref, lambda: prepare_resume(agent, ref, resume, request)))
 
 
 def resume_agent_run_stream(
@@ -182,17 +180,22 @@ def resume_agent_run_stream(
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
+    signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
     max_queued_events: int = 1024,
     overflow: OverflowPolicy = "close",
     fencing_token: int | None = None,
     force: bool = False,
 ) -> ResumeEventStream:
-    """Like :func:`resume_agent_run`, as an async iterator over the resume's events.
+    """Like :func:`resume_agent_run`, as an async iterator over the resume's events, queued
+    under ``max_queued_events``/``overflow`` as ``session.subscribe`` queues them.
 
     Malformed input raises :class:`~prism_core.AgentDecisionError` here, at once.
     """
     validate_resume_input(resume)
-    validate_subscribe_options(max_queued_events, overflow)
+    check_stream_options(max_queued_events, overflow)
+
+    # Built now, so every malformed option is refused at the call, before any store access.
     request = _request(
         checkpoints=checkpoints,
         definition_revision=definition_revision,
@@ -205,8 +208,20 @@ def resume_agent_run_stream(
         on_session=on_session,
         fencing_token=fencing_token,
         force=force,
+        signal=signal,
+        guardrail_packs=guardrail_packs,
     )
-    return ResumeEventStream(lambda: prepare_resume(agent, ref, resume, request))
+
+    def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
+        observed = attrs.evolve(request, on_session=observe)
+        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, observed))
+
+    return ResumeEventStream(
+        prepare,
+        on_session=on_session,
+        max_queued_events=max_queued_events,
+        overflow=overflow,
+    )
 
 
 _REQUEST_KEYS = (
@@ -220,6 +235,8 @@ _REQUEST_KEYS = (
     "on_session",
     "fencing_token",
     "force",
+    "signal",
+    "guardrail_packs",
 )
 
 
@@ -245,7 +262,10 @@ class AgentRunLifecycle:
     ) -> AgentRunStatus | None:
         """The run's state, version and metadata; ``None`` when absent, foreign, or owned by
         another agent than ``agent_id``."""
-        found = await load_agent_run_state(self.checkpoints, ref, ownership=ownership)
+        if agent_id is not None and not isinstance(agent_id, str):
+            raise AgentRunStateError(f"agent_id must be a string, got {type(agent_id).__name__}")
+        with reading_run_record(_run_id(ref)):
+            found = await load_agent_run_state(self.checkpoints, ref, ownership=ownership)
         if found is None or (agent_id is not None and found.state.agent_id != agent_id):
             return None
         return found
@@ -255,7 +275,7 @@ class AgentRunLifecycle:
     ) -> Prepared | Settled:
         unknown = sorted(set(request) - set(_REQUEST_KEYS))
         if unknown:
-            raise AgentRunStateError(f"unknown resume request keys {unknown}")
+            raise AgentRunStateError(f"unknown resume request keys {echo(unknown, 200)}")
         found = await self.status(
             ref, agent_id=request.get("agent_id"), ownership=request.get("ownership")
         )
@@ -279,7 +299,7 @@ class AgentRunLifecycle:
         resume_request = _request(
             checkpoints=self.checkpoints,
             definition_revision=revision,
-            restore_hooks=tuple(request.get("restore_hooks", ())),
+            restore_hooks=request.get("restore_hooks", ()),
             restore_hook_timeout_ms=request.get(
                 "restore_hook_timeout_ms", self.restore_hook_timeout_ms
             ),
@@ -290,6 +310,8 @@ class AgentRunLifecycle:
             on_session=request.get("on_session"),
             fencing_token=request.get("fencing_token"),
             force=request.get("force", False),
+            signal=request.get("signal"),
+            guardrail_packs=request.get("guardrail_packs"),
         )
         return await prepare_resume(
             agent, ref, resume, resume_request, lifecycle_hooks=self.restore_hooks
@@ -299,7 +321,7 @@ class AgentRunLifecycle:
         """Resume through the same pipeline as :func:`resume_agent_run`."""
         validate_resume_input(resume)
         coerce_run_ref(ref)
-        return await _finish(await self._prepare(ref, resume, request))
+        return await _finish(await _prepare(ref, lambda: self._prepare(ref, resume, request)))
 
     def resume_stream(self, ref: Any, resume: Any, **request: Any) -> ResumeEventStream:
         """Resume as a stream (see :func:`resume_agent_run_stream`)."""
@@ -307,8 +329,17 @@ class AgentRunLifecycle:
         coerce_run_ref(ref)
         max_queued = request.pop("max_queued_events", 1024)
         overflow = request.pop("overflow", "close")
-        validate_subscribe_options(max_queued, overflow)
-        return ResumeEventStream(lambda: self._prepare(ref, resume, request))
+        check_stream_options(max_queued, overflow)
+        on_session = request.pop("on_session", None)
+
+        def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
+            return _prepare(
+                ref, lambda: self._prepare(ref, resume, {**request, "on_session": observe})
+            )
+
+        return ResumeEventStream(
+            prepare, on_session=on_session, max_queued_events=max_queued, overflow=overflow
+        )
 
 
 def create_agent_run_lifecycle(
@@ -320,10 +351,10 @@ def create_agent_run_lifecycle(
 ) -> AgentRunLifecycle:
     """A lifecycle adapter over ``checkpoints`` (see :class:`AgentRunLifecycle`)."""
     if not callable(resolve_agent):
-        raise TypeError("resolve_agent must be callable(agent_id)")
+        raise AgentRunStateError("resolve_agent must be callable(agent_id)")
     return AgentRunLifecycle(
         checkpoints=checkpoints,
         resolve_agent=resolve_agent,
-        restore_hooks=tuple(restore_hooks),
+        restore_hooks=coerce_hooks(restore_hooks),
         restore_hook_timeout_ms=restore_hook_timeout_ms,
     )

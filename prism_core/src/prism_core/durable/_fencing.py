@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._echo import echo
 from ..errors import AgentRunStateError, CheckpointConflictError
 from ._checkpoints import CheckpointRecord
 
@@ -25,10 +26,10 @@ def validate_claim_options(fencing_token: Any, force: Any) -> None:
         isinstance(fencing_token, bool) or not isinstance(fencing_token, int) or fencing_token < 0
     ):
         raise AgentRunStateError(
-            f"fencing_token must be a non-negative integer, got {fencing_token!r}"
+            f"fencing_token must be a non-negative integer, got {echo(fencing_token)}"
         )
     if not isinstance(force, bool):
-        raise AgentRunStateError(f"force must be a bool, got {force!r}")
+        raise AgentRunStateError(f"force must be a bool, got {echo(force)}")
 
 
 def claim_token(record: CheckpointRecord, requested: int | None) -> int:

@@ -26,10 +26,10 @@ write, so a superseded worker cannot extend a lease it no longer holds.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from ..errors import AgentRunStateError
 from ._checkpoints import CheckpointRecord
+from ._options import MAX_LEASE_MS, MIN_LEASE_MS, validate_lease_ms
 from ._state import AgentRunState
 
 __all__ = (
@@ -48,8 +48,6 @@ __all__ = (
 
 #: How far a reader trusts a writer's clock: a lease is live until expiry plus this.
 LEASE_CLOCK_SKEW_MS = 2000
-MIN_LEASE_MS = 100
-MAX_LEASE_MS = 86_400_000
 
 LEASED = (
     "The run is leased by a live worker; wait until its lease expires or resume with force=True"
@@ -59,22 +57,6 @@ LEASED = (
 def now_ms() -> int:
     """The wall clock in milliseconds since the epoch (the unit of ``lease_expires_at``)."""
     return int(time.time() * 1000)
-
-
-def validate_lease_ms(value: Any) -> int | None:
-    """``value`` if it is ``None`` or an integer in ``MIN_LEASE_MS..MAX_LEASE_MS``, else
-    :class:`AgentRunStateError`."""
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not MIN_LEASE_MS <= value <= MAX_LEASE_MS
-    ):
-        raise AgentRunStateError(
-            f"lease_ms must be an integer in {MIN_LEASE_MS}..{MAX_LEASE_MS}, got {value!r}"
-        )
-    return value
 
 
 def lease_expires_at(state: AgentRunState) -> int | None:

@@ -2,8 +2,9 @@
 
 Order: input shape → ownership-scoped load → revision and fingerprint → version, status and
 clean frontier → guardrail packs → session rebuild (``continue`` keeps completed rounds) and
-skills → ``on_session`` → decisions (``deny`` and partial batches settle here) → counters,
-limits and loop state → restore hooks → compare-and-swap claim → the resumed run. Every
+skills → ``on_session`` → decisions (``deny`` and partial batches settle here), or for
+``continue`` the in-doubt calls' resolutions → counters, limits and loop state → restore hooks
+→ compare-and-swap claim → ``reconcile`` of in-doubt calls → the resumed run. Every
 refusal before the claim writes nothing and runs nothing.
 
 The steps live in their own modules, in pipeline order: ``_resume_checks`` (request, load,
@@ -22,6 +23,7 @@ import attrs
 from ..content import Message
 from ..errors import AgentRunStateError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
+from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..results import AgentRunResult
 from ._decisions import AgentRunRef, coerce_run_ref, validate_resume_input
@@ -40,8 +42,10 @@ from ._resume_checks import (
     load_agent_run_state,
 )
 from ._resume_decide import Decided, resolve_decisions
+from ._resume_doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
 from ._resume_ports import ResumableAgent, ResumedSession
 from ._resume_session import rebuild_session
+from ._resume_signal import bridge_signal, check_signal
 from ._resumed import ResumePlan, attach_durable, resumed_execution
 from ._run import RunStateInfo
 from ._state import AgentRunState, Interruption, parse_state
@@ -91,6 +95,8 @@ async def prepare_resume(
     plan = validate_resume_input(resume)
     run_ref: AgentRunRef = coerce_run_ref(ref)
     check_request(agent, request)
+    signal = request.signal
+    check_signal(signal, "the checkpoint load")
     record = await retry_transient(
         lambda: request.checkpoints.load(
             AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=request.ownership
@@ -106,8 +112,10 @@ async def prepare_resume(
     check_lease(state, force=request.force)
     token = claim_token(record, request.fencing_token)
 
-    rebuilt = await rebuild_session(agent, state, plan)
+    check_signal(signal, "the session rebuild")
+    rebuilt = await rebuild_session(agent, state, plan, request.guardrail_packs)
     session, state, calls = rebuilt.session, rebuilt.state, rebuilt.calls
+    check_signal(signal, "on_session")
     if request.on_session is not None:
         outcome = request.on_session(session)
         if hasattr(outcome, "__await__"):
@@ -124,13 +132,25 @@ async def prepare_resume(
         metadata_source=request.checkpoint_metadata,
         version=record.version,
         metadata=metadata,
+        middleware=agent.middleware,
+        context=lambda point: MiddlewareContext(
+            point=point,
+            session_id=state.session_id,
+            run_id=state.run_id,
+            agent_id=agent.id,
+            agent_name=agent.name,
+        ),
         lease_ms=state.lease_ms,
     )
 
+    check_signal(signal, "the decisions")
     if plan.decision == "deny":
         return await _settle_denied(session, state, writer, reason=None)
     decided = None
-    if plan.decision != "continue":
+    settlement = None
+    if plan.decision == "continue":
+        settlement = settle_in_doubt(agent, state, plan, calls, version=record.version)
+    else:
         decided = await resolve_decisions(agent, session, state, plan, calls)
         if decided.input_rejected is not None:
             return await _settle_denied(session, state, writer, reason=decided.input_rejected)
@@ -141,19 +161,31 @@ async def prepare_resume(
         pending_input: tuple[Message, ...] = ()
     else:
         pending_input = state.pending_input
+    if decided is not None:
+        claim_pending: tuple[Any, ...] = tuple(decided.pending_calls)
+    else:
+        claim_pending = settlement.pending_calls if settlement is not None else ()
     claimed = attrs.evolve(
         state,
         status="running",
         interruption=None,
-        pending_calls=tuple(decided.pending_calls) if decided is not None else (),
+        pending_calls=claim_pending,
+        resolutions=(*state.resolutions, *(settlement.resolutions if settlement else ())),
         sticky_decisions=tuple(decided.sticky) if decided is not None else state.sticky_decisions,
         # Approved input rides the claim until the resumed run has stored it.
         pending_input=pending_input,
     )
+    check_claim_size(claimed, writer.max_state_bytes)
     plan_for_run = ResumePlan(
-        state=state, calls=calls, pending_input=pending_input, resumed_event=None
+        state=state,
+        calls=calls,
+        pending_input=pending_input,
+        resumed_event=None,
+        fresh=rebuilt.fresh,
     )
-    execution = resumed_execution(session, state, plan_for_run)
+    execution = resumed_execution(
+        session, attrs.evolve(state, counters=rebuilt.counters), plan_for_run
+    )
 
     hooks = (*lifecycle_hooks, *agent.plugin_host.restore_hooks(), *request.restore_hooks)
     context = CheckpointRestoreContext(
@@ -164,13 +196,41 @@ async def prepare_resume(
         metadata=metadata,
         checkpoint=record,
     )
-    audit = await run_restore_hooks(hooks, context, request.restore_hook_timeout_ms)
+    check_signal(signal, "the restore hooks")
+    limiter = agent.thread_limiter
+    audit = await run_restore_hooks(
+        hooks,
+        context,
+        request.restore_hook_timeout_ms,
+        signal=signal,
+        redactor=agent.redactor,
+        limiter=limiter,
+    )
+    check_signal(signal, "the claim")
     try:
         await writer.save(claimed)
     except BaseException:
         # Another resume won the claim: put the restored layers back as they were.
-        await compensate_all(hooks, context)
+        await compensate_all(hooks, context, redactor=agent.redactor, limiter=limiter)
         raise
+    if settlement is not None and settlement.to_reconcile:
+        try:
+            reconciled, audits = await reconcile_in_doubt(
+                agent,
+                state,
+                claimed.pending_calls,
+                calls,
+                settlement.to_reconcile,
+                version=writer.version,
+            )
+        except BaseException:
+            # The run stays in doubt as claimed: nothing ran, so the restored layers go back.
+            await compensate_all(hooks, context, redactor=agent.redactor, limiter=limiter)
+            raise
+        # Written with the next checkpoint; a crash before it reconciles again.
+        claimed = attrs.evolve(
+            claimed, pending_calls=tuple(reconciled), resolutions=(*claimed.resolutions, *audits)
+        )
 
     execution.resume = attrs.evolve(
         plan_for_run,
@@ -180,9 +240,11 @@ async def prepare_resume(
             version=writer.version,
             decision=plan.decision or "decisions",
             restore=audit,
+            checkpoint_metadata=metadata,
         ),
     )
     driver = attach_durable(execution, session, state, claimed, request, record, writer)
+    bridge_signal(signal, driver.execution)
     return Prepared(driver=driver, session=session)
 
 
@@ -204,8 +266,7 @@ async def _settle_denied(
         ),
         session.agent.redactor,
     )
-    session._broadcaster.publish(event)
-    session._broadcaster.close_run_subscribers()
+    _publish(session, writer, event)
     result = AgentRunResult(
         session_id=state.session_id,
         run_id=state.run_id,
@@ -245,8 +306,7 @@ async def _settle_partial(
         ),
         session.agent.redactor,
     )
-    session._broadcaster.publish(event)
-    session._broadcaster.close_run_subscribers()
+    _publish(session, writer, event)
     result = AgentRunResult(
         session_id=state.session_id,
         run_id=state.run_id,
@@ -259,3 +319,11 @@ async def _settle_partial(
         stop_reason="suspended",
     )
     return Settled(events=(event,), result=result, session=session)
+
+
+def _publish(session: ResumedSession, writer: CheckpointWriter, event: AgentEvent) -> None:
+    """Publish a settled resume's last event to subscribers and ``event`` observers."""
+    session._broadcaster.publish(event)
+    session._broadcaster.close_run_subscribers()
+    if writer.middleware is not None and writer.context is not None:
+        writer.middleware.observe("event", event, writer.context("event"))

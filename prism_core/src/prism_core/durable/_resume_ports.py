@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..guardrails import CompiledGuardrailPacks, GuardrailConfig, GuardrailPack
+from ..middleware import MiddlewareChain
 from ..plugins import PluginHost
 from ..redaction import Redactor
 from ..runs._ports import RunSession
@@ -49,6 +50,16 @@ class ResumableAgent(FingerprintedAgent, Protocol):
         ...
 
     @property
+    def run_state(self) -> Any:
+        """The agent's own durable configuration (``run_state=``), or ``None``."""
+        ...
+
+    @property
+    def thread_limiter(self) -> Any:
+        """The limiter of the worker threads host callables run in (``None``: anyio's)."""
+        ...
+
+    @property
     def pack_catalogue(self) -> dict[str, GuardrailPack]:
         """The guardrail packs this host knows."""
         ...
@@ -71,6 +82,11 @@ class ResumableAgent(FingerprintedAgent, Protocol):
     @property
     def validate(self) -> ToolValidator | None:
         """The host's tool-call validator."""
+        ...
+
+    @property
+    def middleware(self) -> MiddlewareChain:
+        """The agent's middleware (the claim's checkpoint write is observed through it)."""
         ...
 
     @property

@@ -18,11 +18,14 @@ import attrs
 from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
+from ..guardrails._pack_identity import checkpoint_rows
 from ..tools import ToolDefinition
 from ._checkpoints import CheckpointStoreUnavailableError
 from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._state import (
+    MAX_SKILL_BODIES_BYTES,
+    MAX_SKILL_BODY_BYTES,
     AgentRunState,
     DecisionKind,
     DecisionScope,
@@ -30,6 +33,7 @@ from ._state import (
     LoopStateRecord,
     PendingCall,
     PendingDecision,
+    ResolutionRecord,
     RunCountersState,
     RunStatus,
     SessionStateRecord,
@@ -50,9 +54,8 @@ __all__ = (
 
 STORE_UNAVAILABLE = CheckpointStoreUnavailableError.code
 
-#: Bounds on the loaded-skill bodies that ride a checkpoint with ``include_skill_bodies``.
-MAX_SKILL_BODY_BYTES = 262144
-MAX_SKILL_BODIES_BYTES = 1048576
+#: Most resolution audits a checkpoint keeps (the newest).
+MAX_RESOLUTION_RECORDS = 64
 
 
 @attrs.frozen(kw_only=True)
@@ -123,6 +126,13 @@ class DurableRun:
         self.every_turn = options.checkpoint_policy == "every-turn"
         self.sticky: list[StickyDecision] = list(sticky)
         self.pending_calls: list[PendingCall] = []
+        #: How this run's in-doubt calls were settled (rides every later checkpoint).
+        self.resolutions: list[ResolutionRecord] = []
+        #: The session leaf and counters at the start of the current tool round. Dispatch
+        #: marks record these, not the live leaf, so a continue after a crash walks the whole
+        #: round from its assistant message and sees which calls never got a result.
+        self.anchor_leaf: str | None = None
+        self.anchor_counters: RunCountersState | None = None
         #: The session leaf a resume claimed at (the claim is a running checkpoint there).
         self.claimed_leaf: str | object | None = _UNCLAIMED
         self.writer = CheckpointWriter(
@@ -139,6 +149,8 @@ class DurableRun:
             metadata=metadata,
             lease_ms=options.lease_ms,
             deadline=lambda: execution.deadline,
+            middleware=agent.middleware,
+            context=execution.mw_context,
         )
 
     @property
@@ -211,7 +223,7 @@ class DurableRun:
         if packs is None:
             return None
         try:
-            return {"packs": packs.persistable_refs(), "state": packs.snapshot_state()}
+            return {"packs": checkpoint_rows(packs), "state": packs.snapshot_state()}
         except GuardrailPackError as exc:
             raise AgentRunStateError(f"guardrail packs cannot ride the checkpoint: {exc}") from exc
 
@@ -228,11 +240,18 @@ class DurableRun:
         interruption: Interruption | None = None,
         pending_input: tuple[Message, ...] = (),
         error: ErrorInfo | None = None,
+        at_anchor: bool = False,
     ) -> AgentRunState:
-        """The run's current frontier as a state with ``status``."""
+        """The run's current frontier as a state with ``status`` (``at_anchor``: at the
+        start of the current tool round, as a dispatch mark records it)."""
         execution = self.execution
-        counters = execution.counters
         terminal = status in ("succeeded", "failed", "aborted", "denied")
+        leaf = self.anchor_leaf if at_anchor else execution.session.leaf_id
+        counters_state = (
+            self.anchor_counters
+            if at_anchor and self.anchor_counters is not None
+            else self._counters()
+        )
         return AgentRunState(
             status=status,
             run_id=execution.run_id,
@@ -240,14 +259,8 @@ class DurableRun:
             agent_id=self.agent_id,
             definition_revision=self.options.definition_revision,
             fingerprint=self.fingerprint,
-            leaf_id=execution.session.leaf_id,
-            counters=RunCountersState(
-                turns=counters.turns,
-                provider_attempts=counters.provider_attempts,
-                tool_rounds=counters.tool_rounds,
-                tool_calls=counters.tool_calls,
-                usage=counters.usage if counters.usage_reported else None,
-            ),
+            leaf_id=leaf,
+            counters=counters_state,
             limits=attrs.asdict(execution.limits),
             wall_deadline=self._wall_deadline(),
             checkpoint_policy="every-turn" if self.every_turn else None,
@@ -261,7 +274,23 @@ class DurableRun:
             tool_names=execution.tool_names,
             session_state=self._session_state(),
             error=error,
+            resolutions=tuple(self.resolutions[-MAX_RESOLUTION_RECORDS:]),
         )
+
+    def _counters(self) -> RunCountersState:
+        counters = self.execution.counters
+        return RunCountersState(
+            turns=counters.turns,
+            provider_attempts=counters.provider_attempts,
+            tool_rounds=counters.tool_rounds,
+            tool_calls=counters.tool_calls,
+            usage=counters.usage if counters.usage_reported else None,
+        )
+
+    def set_anchor(self) -> None:
+        """Remember the session leaf and counters where the next tool round starts."""
+        self.anchor_leaf = self.execution.session.leaf_id
+        self.anchor_counters = self._counters()
 
     # -- writes -------------------------------------------------------------------------
 
@@ -269,7 +298,9 @@ class DurableRun:
         """Under ``every-turn``, write a running checkpoint before the next provider request.
 
         Right after a claim that changed nothing since, the claim already is that checkpoint.
+        Under any policy, this is where the next tool round's dispatch marks are anchored.
         """
+        self.set_anchor()
         if not self.every_turn:
             return
         claimed_leaf, self.claimed_leaf = self.claimed_leaf, _UNCLAIMED
@@ -327,13 +358,31 @@ class DurableRun:
         )
         return interruption
 
-    async def mark_dispatched(self, tool_call_id: str) -> None:
-        """Record that ``tool_call_id``'s side effect is about to start."""
-        self.pending_calls = [
-            attrs.evolve(call, status="dispatched") if call.tool_call_id == tool_call_id else call
-            for call in self.pending_calls
-        ]
-        await self.writer.save(self.state("running"))
+    async def mark_dispatched(self, call: ToolCallContent) -> None:
+        """Record that ``call``'s side effect is about to start (written right before it does).
+
+        The mark is written at the round's anchor (see :attr:`anchor_leaf`): from there, a
+        continue sees the round's assistant message and every result stored since.
+        """
+        if any(pending.tool_call_id == call.id for pending in self.pending_calls):
+            self.pending_calls = [
+                attrs.evolve(pending, status="dispatched")
+                if pending.tool_call_id == call.id
+                else pending
+                for pending in self.pending_calls
+            ]
+        else:
+            self.pending_calls.append(
+                PendingCall(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    arguments_hash=arguments_hash(call.arguments),
+                    status="dispatched",
+                )
+            )
+        if self.anchor_leaf is None:
+            self.set_anchor()
+        await self.writer.save(self.state("running", at_anchor=True))
 
     def settle_pending(self, tool_call_id: str) -> None:
         """Forget a pending call once its result is in the session store."""
@@ -385,7 +434,14 @@ class DurableRun:
                 # ``writer.lost`` holds the cause; the run learns of it at its next write.
                 return
 
-    async def finish(self, status: RunStatus, error: ErrorInfo | None = None) -> None:
+    async def finish(
+        self,
+        status: RunStatus,
+        error: ErrorInfo | None = None,
+        *,
+        stop_reason: str | None = None,
+        stop_detail: str | None = None,
+    ) -> None:
         """Write the terminal state, when the run has a record (a clean run writes nothing).
 
         A run that lost its record (superseded by a claim, or the store stayed unreachable)
@@ -397,7 +453,10 @@ class DurableRun:
             return
         if self.has_record:
             self.pending_calls = []
-            await self.writer.save(self.state(status, error=error))
+            state = self.state(status, error=error)
+            if stop_reason is not None:
+                state = attrs.evolve(state, stop_reason=stop_reason, stop_detail=stop_detail)
+            await self.writer.save(state)
 
     def sticky_for(self, scope: DecisionScope) -> StickyDecision | None:
         """A sticky decision matching ``scope`` exactly, if any."""

@@ -4,10 +4,14 @@ Every save is a compare-and-swap on the previous version carrying the writer's f
 retried on transient store faults (:mod:`._faults`). A save that loses its compare-and-swap or
 its fencing check, or that the store never answers, marks the writer ``lost``: the run no
 longer owns its record and writes nothing more (not even a terminal ``failed``).
+
+Middleware sees each write twice: ``checkpoint_metadata`` may extend the sidecar map before
+the save, and ``checkpoint_written`` observes the save (version, bytes, duration) after it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,7 +19,8 @@ import anyio
 import attrs
 
 from ..codec import dumps
-from ..errors import AgentRunStateError, CheckpointConflictError
+from ..errors import AgentRunStateError, CanonicalJsonError, CheckpointConflictError
+from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
 from ..redaction import Redactor, redact_value
 from ._checkpoints import CheckpointRecord, CheckpointStore, CheckpointStoreUnavailableError
 from ._faults import retry_transient
@@ -24,6 +29,7 @@ from ._options import (
     AGENT_RUN_NAMESPACE,
     MAX_AGENT_RUN_METADATA_BYTES,
     CheckpointMetadataSource,
+    read_string_map,
 )
 from ._state import AgentRunState, check_state_bounds, state_to_json
 
@@ -34,20 +40,29 @@ def resolve_metadata(
     source: CheckpointMetadataSource, redactor: Redactor | None
 ) -> dict[str, str] | None:
     """Resolve ``source`` (calling it when it is callable), redact it, and check it is a
-    ``dict[str, str]`` of at most 4096 bytes of canonical JSON. Anything else fails the write
-    with :class:`AgentRunStateError`."""
+    ``dict[str, str]`` of valid UTF-8 text and at most 4096 bytes of canonical JSON. Anything
+    else, including a callable that raises, fails the write with :class:`AgentRunStateError`
+    before the store is reached."""
     if source is None:
         return None
-    value: Any = source() if callable(source) else source
+    value: Any = source
+    if callable(source):
+        try:
+            value = source()
+        except Exception as exc:  # host code; the write must fail typed
+            raise AgentRunStateError(
+                f"checkpoint_metadata callable raised {type(exc).__name__}"
+            ) from exc
     if value is None:
         return None
     if not isinstance(value, Mapping):
         raise AgentRunStateError("checkpoint_metadata must resolve to a mapping of strings")
-    for key, item in value.items():
-        if not isinstance(key, str) or not isinstance(item, str):
-            raise AgentRunStateError("checkpoint_metadata keys and values must be strings")
-    redacted: dict[str, str] = redact_value(dict(value), redactor)
-    size = len(dumps(redacted))
+    plain = read_string_map(value, "checkpoint_metadata")
+    redacted: dict[str, str] = redact_value(plain, redactor)
+    try:
+        size = len(dumps(redacted))
+    except CanonicalJsonError as exc:
+        raise AgentRunStateError(f"checkpoint_metadata is not JSON text: {exc}") from exc
     if size > MAX_AGENT_RUN_METADATA_BYTES:
         raise AgentRunStateError(
             f"checkpoint_metadata is {size} bytes; the limit is {MAX_AGENT_RUN_METADATA_BYTES}"
@@ -56,18 +71,18 @@ def resolve_metadata(
 
 
 def read_metadata(record: CheckpointRecord) -> dict[str, str] | None:
-    """A record's sidecar map, or ``None`` when absent, legacy or malformed (never a failure)."""
+    """A record's sidecar map, or ``None`` when absent, legacy or malformed (never a failure):
+    not a map of strings, not UTF-8, or over 4096 bytes of canonical JSON."""
     value = record.metadata
     if not isinstance(value, Mapping):
         return None
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        return None
     try:
-        if len(dumps(dict(value))) > MAX_AGENT_RUN_METADATA_BYTES:
+        plain = read_string_map(value, "checkpoint metadata")
+        if len(dumps(plain)) > MAX_AGENT_RUN_METADATA_BYTES:
             return None
-    except (TypeError, ValueError):
+    except (AgentRunStateError, CanonicalJsonError):
         return None
-    return dict(value)
+    return plain
 
 
 @attrs.define
@@ -92,6 +107,8 @@ class CheckpointWriter:
     lost: BaseException | None = None
     last_state: AgentRunState | None = None
     _lock: anyio.Lock = attrs.field(factory=anyio.Lock, eq=False, repr=False)
+    middleware: MiddlewareChain | None = None
+    context: Callable[[str], MiddlewareContext] | None = None
 
     async def save(self, state: AgentRunState) -> int:
         """Write ``state`` as the next version; return that version.
@@ -156,9 +173,19 @@ class CheckpointWriter:
             raise self.lost
         state = self._stamp(state)
         data = redact_value(state_to_json(state), self.redactor)
-        check_state_bounds(data, self.max_state_bytes)
+        encoded = check_state_bounds(data, self.max_state_bytes)
+        metadata = self.metadata
         if self.metadata_source is not None:
-            self.metadata = resolve_metadata(self.metadata_source, self.redactor)
+            metadata = resolve_metadata(self.metadata_source, self.redactor)
+        middleware, context = self.middleware, self.context
+        if middleware is None or context is None:
+            middleware = None
+        elif middleware.handles("checkpoint_metadata"):
+            extended = await middleware.run(
+                "checkpoint_metadata", dict(metadata or {}), context("checkpoint_metadata")
+            )
+            metadata = resolve_metadata(extended, self.redactor) or None
+        self.metadata = metadata
         version = self.version + 1
 
         async def attempt() -> CheckpointRecord:
@@ -171,7 +198,7 @@ class CheckpointWriter:
                     expected_version=self.version,
                     ownership=self.ownership,
                     fencing_token=self.fencing_token,
-                    metadata=self.metadata,
+                    metadata=metadata,
                     category="agent-run",
                 )
             except CheckpointConflictError:
@@ -193,6 +220,7 @@ class CheckpointWriter:
                     return record
                 raise
 
+        started = time.perf_counter()
         try:
             record = await retry_transient(attempt, deadline=self.deadline())
         except (CheckpointConflictError, CheckpointStoreUnavailableError) as exc:
@@ -201,4 +229,17 @@ class CheckpointWriter:
         self.version = record.version
         self.writes += 1
         self.last_state = state
+        if (
+            middleware is not None
+            and context is not None
+            and middleware.handles("checkpoint_written")
+        ):
+            write = CheckpointWrite(
+                run_id=self.run_id,
+                version=record.version,
+                status=state.status,
+                bytes=len(encoded),
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+            await middleware.inform("checkpoint_written", write, context("checkpoint_written"))
         return record.version

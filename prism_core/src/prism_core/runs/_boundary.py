@@ -12,14 +12,21 @@ import inspect
 
 import anyio
 
-from ..content import ToolCallContent
+from ..content import Message, ToolCallContent
 from ..durable._boundary import Gate, new_approval_id, scope_for
 from ..events import AgentEvent, SteerRejectedEvent
 from ..guardrails import first_decisive
 from ..redaction import redact_value
 from ._failures import AbortRequested
-from ._guarding import act_on_run_stage, decision_event, evaluate, interrupt_unavailable
+from ._guarding import (
+    act_on_run_stage,
+    decision_event,
+    evaluate,
+    interrupt_unavailable,
+    strongest,
+)
 from ._state import RunState
+from ._turn_policy import TurnPolicy, TurnPolicyContext, decide
 
 __all__ = (
     "append_input",
@@ -27,6 +34,7 @@ __all__ = (
     "auto_compact",
     "check_input",
     "has_pending_steers",
+    "recheck_approved_input",
     "turn_boundary",
 )
 
@@ -54,6 +62,30 @@ async def check_input(run: RunState) -> list[AgentEvent]:
     return events
 
 
+async def recheck_approved_input(run: RunState, messages: tuple[Message, ...]) -> list[AgentEvent]:
+    """Run the input guardrails again over input a human approved, before it is stored.
+
+    The approval answers an ``interrupt`` only: every guard is consulted (an ask never
+    outranks a later block), and a guard that now blocks or trips fails the run with a
+    :class:`~prism_core.errors.GuardrailError` cause before anything else of the run happens.
+    """
+    guards = run.guardrails.for_stage("input")
+    events: list[AgentEvent] = []
+    remaining = guards
+    while remaining:
+        records = await evaluate(run, "input", remaining, messages)
+        events.extend(run.emit(decision_event(run, record)) for record in records)
+        decisive = strongest(records)
+        if decisive is None:
+            break
+        if decisive.action != "interrupt":
+            act_on_run_stage(decisive, "input (approved)")
+        if run.guardrails.max_concurrency > 1:
+            break
+        remaining = remaining[len(records) :]
+    return events
+
+
 async def append_input(run: RunState) -> None:
     """Store the run's input (after a ``model_change`` entry when the model changed)."""
     session = run.session
@@ -65,14 +97,39 @@ async def append_input(run: RunState) -> None:
 
 
 async def turn_boundary(run: RunState) -> list[AgentEvent]:
-    """A provider-turn boundary: stop on abort, apply steers, then the durable checkpoint."""
+    """A provider-turn boundary: stop on abort, consult the turn policy, apply steers, then
+    the durable checkpoint.
+
+    Every turn passes a checkpoint of the event loop, so a run whose provider, tools and
+    stores never really await still lets cancellation and other tasks through."""
+    await anyio.lowlevel.checkpoint()
     if run.signal.aborted:
         await anyio.lowlevel.checkpoint()
         raise AbortRequested()
+    if run.turn_policy is not None:
+        await consult_turn_policy(run, run.turn_policy)
     events = await apply_pending_steers(run)
     if run.durable is not None:
         await run.durable.turn_boundary()
     return events
+
+
+async def consult_turn_policy(run: RunState, policy: TurnPolicy) -> None:
+    """Ask the turn policy whether the run goes on (it raises ``RunStopped`` to end it)."""
+    counters = run.counters
+    context = TurnPolicyContext(
+        session_id=run.session_id,
+        run_id=run.run_id,
+        turns=counters.turns,
+        provider_attempts=counters.provider_attempts,
+        tool_rounds=counters.tool_rounds,
+        tool_calls=counters.tool_calls,
+        usage=counters.usage if counters.usage_reported else None,
+        last_message=run.last_message,
+        pending_steers=len(run.session._steers),
+        metadata=run.metadata,
+    )
+    await decide(policy, context, run.redactor)
 
 
 def has_pending_steers(run: RunState) -> bool:
