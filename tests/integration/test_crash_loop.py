@@ -99,6 +99,10 @@ def crash_loop(url: str, kills: int, work: Path, seed: int) -> Figures:
                         lines(process)
                         figures.kills += 1
                         to_kill -= 1
+                        # A worker killed after its claim has settled the calls its
+                        # resolutions named; naming them again would be refused as calls the
+                        # run no longer owes. The next refusal names what is in doubt now.
+                        resolutions = None
                         continue
                 out = lines(process)
                 process.wait(timeout=60)
