@@ -201,3 +201,52 @@ async def test_expired_lease_is_recoverable_and_the_claim_leases_again() -> None
     assert final is not None
     assert final.value["status"] == "succeeded"
     assert "lease_expires_at" not in final.value
+
+
+@pytest.mark.anyio
+async def test_dispatched_mark_carries_the_lease() -> None:
+    """A side-effecting call's dispatched mark is a checkpoint write like any other: it takes
+    the lease, so while the tool runs the record holds the mark and a live lease, and a
+    continue is refused as leased before the in-doubt rules are consulted."""
+    from prism_core import ToolDefinition
+    from prism_core.durable import in_doubt_calls
+
+    store, sessions = CountingStore(), create_memory_session_store()
+    seen: list[Any] = []
+
+    async def echo(args: dict[str, Any], context: Any) -> Any:
+        record = await store.inner.load(AGENT_RUN_NAMESPACE, context.run_id)
+        assert record is not None
+        seen.append((in_doubt_calls(record.value), record_lease(record)))
+        with pytest.raises(AgentRunStateError) as refused:
+            await resume_agent_run(
+                worker(sessions, []),
+                ref(context.run_id, "s"),
+                {"expected_version": record.version, "decision": "continue"},
+                checkpoints=store,
+                definition_revision=REVISION,
+            )
+        seen.append(refused.value.code)
+        assert record.value["status"] == "running"
+        return {"echo": args}
+
+    result = await (
+        worker(sessions, [], tools=[ToolDefinition("echo", echo)])
+        .create_session(id="s")
+        .run(
+            "go",
+            run_state=RunStateOptions(
+                store, REVISION, checkpoint_policy="every-turn", lease_ms=30_000
+            ),
+        )
+    )
+    assert result.status == "succeeded"
+    assert [entry if isinstance(entry, str) else entry[0] for entry in seen] == [
+        ("c1",),
+        "ERR_PRISM_RUN_LEASED",
+        ("c2",),
+        "ERR_PRISM_RUN_LEASED",
+    ]
+    for _doubt, expires in (seen[0], seen[2]):
+        assert expires is not None
+        assert expires > now_ms() + 20_000
