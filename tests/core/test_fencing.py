@@ -252,3 +252,72 @@ async def test_two_continues_of_one_version_claim_once() -> None:
     ]
     assert sorted(map(len, logs)) == [0, 1]
     assert first == [("echo", {"n": 1})]
+
+
+@pytest.mark.anyio
+async def test_pre_dispatch_check_stops_a_superseded_read_only_call() -> None:
+    """A read-only call gets no dispatched mark, so no write stands between a superseded
+    worker and the tool: the pre-dispatch check does. A stalls after its turn checkpoint,
+    just before dispatching c2 (in ``tool_call`` middleware); B continues and finishes; A
+    wakes up, fails its check and never runs c2."""
+    import anyio
+
+    from prism_core import AgentRunError, RunStateOptions, create_agent
+    from tests.core.fencing_support import TURNS, scripted
+    from tests.core.helpers import echo_tool
+
+    store, sessions = CountingStore(), create_memory_session_store()
+    entered, release = anyio.Event(), anyio.Event()
+
+    class HoldBeforeC2:
+        async def tool_call(self, call: Any, ctx: Any) -> Any:
+            if call.id == "c2":
+                entered.set()
+                await release.wait()
+            return call
+
+    a_log: list[Any] = []
+    b_log: list[Any] = []
+    a_error: list[AgentRunError] = []
+    agent_a = create_agent(
+        id="fenced",
+        model={"provider": "mock", "model": "demo"},
+        provider=scripted(TURNS),
+        tools=[echo_tool(log=a_log, effect="read")],
+        store=sessions,
+        middleware=[HoldBeforeC2()],
+    )
+
+    async def run_a() -> None:
+        try:
+            await agent_a.create_session(id="s").run(
+                "go", run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn")
+            )
+        except AgentRunError as exc:
+            a_error.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run_a)
+        with anyio.fail_after(30):
+            await entered.wait()
+        page = await store.list(AGENT_RUN_NAMESPACE)
+        run_id = page.records[0].key
+        status = await load_agent_run_state(store, ref(run_id, "s"))
+        assert status is not None
+        done = await resume_agent_run(
+            worker(sessions, b_log, tools=[echo_tool(log=b_log, effect="read")]),
+            ref(run_id, "s"),
+            {"expected_version": status.version, "decision": "continue"},
+            checkpoints=store,
+            definition_revision=REVISION,
+        )
+        loads_before = store.loads
+        release.set()
+    assert done.status == "succeeded"
+    assert b_log == [("echo", {"n": 2})]
+    assert a_log == [("echo", {"n": 1})]
+    assert [e.code for e in a_error] == ["ERR_PRISM_CHECKPOINT_CONFLICT"]
+    assert store.loads == loads_before + 1  # A's one check
+    record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
+    assert record is not None
+    assert (record.value["status"], record.fencing_token) == ("succeeded", 1)
