@@ -170,6 +170,10 @@ def test_per_call_decisions_with_reasons(capsys: Any, host: Any, url: str) -> No
     run_id = seed(url, host, "s-1", how="suspended")
     app = f"{host.__name__}:resolve_agent"
     base = ("--store", url, "--app", app)
+    code, out, err = cli(capsys, "runs", "approve", run_id, *base, "--call", "c9")
+    assert (code, out) == (1, "")
+    assert "refused (ERR_PRISM_DECISION_UNKNOWN)" in err
+    assert stored(url, run_id) == (1, "suspended")
     code, out, _ = cli(capsys, "runs", "approve", run_id, *base, "--call", "c1", "--reason", "ok")
     assert code == 0
     assert out.startswith(f"run {run_id}: suspended")
