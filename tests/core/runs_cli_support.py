@@ -100,9 +100,10 @@ def refunds(host: Any) -> list[str]:
 
 
 def _plugins() -> list[object]:
+    import prism_store_redis
     import prism_store_sql
 
-    return [prism_store_sql.plugin]
+    return [prism_store_sql.plugin, prism_store_redis.plugin]
 
 
 def seed(url: str, host: Any, session_id: str, *, how: str, owner: Any = None) -> str:
