@@ -30,15 +30,13 @@ from .durable import (
     load_agent_run_state,
     summarize_run,
 )
+from .durable._listing import RUN_STATUSES
 from .durable._options import AGENT_RUN_NAMESPACE
 from .durable._resume_checks import NOT_FOUND
 from .durable._state import RunStatus
 from .errors import AgentRunStateError, PrismError
 
 __all__ = ("add_runs_parser", "parse_resolution", "run_runs")
-
-_STATUSES = ("running", "suspended", "succeeded", "failed", "aborted", "denied")
-
 
 class _Usage(Exception):
     """A usage mistake found after parsing (exit code 2)."""
@@ -102,7 +100,7 @@ def add_runs_parser(commands: Any) -> None:
 
     listing = actions.add_parser("list", help="the runs in the store, as a table or JSON lines")
     common(listing)
-    listing.add_argument("--status", choices=_STATUSES, help="only runs of this status")
+    listing.add_argument("--status", choices=RUN_STATUSES, help="only runs of this status")
     listing.add_argument(
         "--recoverable", action="store_true", help="only running runs no worker holds"
     )
