@@ -38,6 +38,7 @@ from .errors import AgentRunStateError, PrismError
 
 __all__ = ("add_runs_parser", "parse_resolution", "run_runs")
 
+
 class _Usage(Exception):
     """A usage mistake found after parsing (exit code 2)."""
 
