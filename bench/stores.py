@@ -1,33 +1,27 @@
-"""Store latency next to the raw driver round trip, on SQLite, PostgreSQL and Redis.
+"""Store latency next to the plain driver doing the same durable work, per backend.
 
-For each backend this measures, in one run and interleaved iteration by iteration:
+For each backend this measures, in one run, interleaved iteration by iteration and repeated:
 
-- checkpoint ``save``: a realistic ~2 KB agent-run state, compare-and-swap on the previous
-  version (``version=v+1, expected_version=v``), as every-turn checkpointing writes it;
+- checkpoint ``save``: a realistic ~2 KB agent-run state with different bytes every time,
+  compare-and-swap on the previous version, as every-turn checkpointing writes it;
 - checkpoint ``load`` of that record;
 - session ``append`` of a ~2 KB tool-result entry;
-- session ``read_branch_path`` of a 40-entry branch;
+- session ``read_branch_path`` of a 40- and a 400-entry branch, and the *continue floor*: that
+  branch read plus one checkpoint save, the store work a ``continue`` cannot avoid;
 
-and next to each, the same bytes through the same connection without the store:
+and beside each, the same work through the plain synchronous driver on its own connection,
+never through our store or its engine (see ``bench/_raw.py``): stdlib ``sqlite3`` in WAL with
+``synchronous=FULL`` (an upsert of the row and a commit; the branch as rows read and
+JSON-decoded), psycopg 3 in autocommit, redis-py with a pipelined ``SET`` + ``HSET``.
 
-- SQL (``raw``): SQLAlchemy Core ``text()`` on an ``AsyncConnection`` from the store's own
-  engine: a bare ``INSERT … ON CONFLICT (namespace, key) DO UPDATE`` with the same
-  parameters inside ``engine.begin()``, a plain ``SELECT`` by key, a bare ``INSERT`` of the
-  entry row, a ``SELECT`` of the session's 40 rows;
-- SQL (``driver``): the same statements on the engine's raw asyncpg / aiosqlite connection
-  (no SQLAlchemy at all), as the floor;
-- Redis (``raw``): ``SET`` / ``GET`` of the same bytes, ``SET`` of the entry, ``MGET`` of 40
-  entries, on the same client.
-
-It prints the median and p95 of each, the ratio store/raw, and PASS/FAIL against the target
-ratio (≤ 1.5) for ``save`` and ``load``. A backend whose service is unreachable prints a
-``skipped: <reason>`` row.
+It prints the median (over the repeats' medians) and p95 of each, the raw figure beside ours,
+the ratio prism/raw, and PASS/FAIL against the target ratio for the gated rows. A backend
+whose service is unreachable prints a ``skipped: <reason>`` row.
 
 Run it with ``make bench`` or::
 
     .venv/bin/python bench/stores.py
-    .venv/bin/python bench/stores.py --iterations 500 --backends sqlite,redis \\
-        --postgres-url postgresql://postgres@127.0.0.1:5432/test --redis-url redis://127.0.0.1:6379/0
+    .venv/bin/python bench/stores.py --iterations 200 --repeats 3 --backends sqlite,redis
 
 Every run works under its own table prefix / key prefix (``bench_<random>_``) and drops its
 tables and deletes its keys at the end, also when it fails or is interrupted, so it can share
@@ -39,6 +33,7 @@ from __future__ import annotations
 import argparse
 import gc
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -49,6 +44,7 @@ from typing import Any
 
 import anyio
 import attrs
+from _raw import RawPostgres, RawRedis, RawSqlite
 from _support import (
     AGENT_ID,
     DEFAULT_POSTGRES_URL,
@@ -58,7 +54,6 @@ from _support import (
     delete_redis_keys,
     drop_sql_tables,
     format_table,
-    median_ms,
     p95_ms,
     probe_postgres,
     probe_redis,
@@ -73,7 +68,7 @@ from prism_core import (
     create_agent,
     create_memory_session_store,
 )
-from prism_core.codec import dumps, unstructure
+from prism_core.codec import dumps
 from prism_core.durable import (
     AgentRunState,
     DecisionScope,
@@ -90,7 +85,7 @@ from prism_core.sessions import new_entry_id
 
 TARGET_RATIO = 1.5
 WARMUP = 30
-BRANCH_LENGTH = 40
+BRANCH_LENGTHS = (40, 400)
 BACKENDS = ("sqlite", "postgres", "redis")
 
 Op = Callable[[], Awaitable[Any]]
@@ -98,14 +93,13 @@ Op = Callable[[], Awaitable[Any]]
 
 @dataclass
 class Row:
-    """One operation on one backend: the store's samples and its baselines'."""
+    """One operation on one backend: our store's samples and the plain driver's."""
 
     backend: str
     operation: str
-    store: list[float] = field(default_factory=list)
-    raw: list[float] = field(default_factory=list)
+    store: Sampled | None = None
+    raw: Sampled | None = None
     raw_label: str = ""
-    driver: list[float] | None = None
     gated: bool = False
     skipped: str | None = None
 
@@ -216,15 +210,6 @@ def fresh(entry: SessionEntry, session_id: str, parent_id: str | None) -> Sessio
     return attrs.evolve(entry, id=new_entry_id(), session_id=session_id, parent_id=parent_id)
 
 
-_ENTRY_COLUMNS = ("id", "session_id", "parent_id", "kind", "run_id", "timestamp")
-
-
-def entry_payload(entry: SessionEntry) -> str:
-    """The JSON payload column the SQL session store writes for ``entry``."""
-    data = unstructure(entry)
-    return dumps({k: v for k, v in data.items() if k not in _ENTRY_COLUMNS}).decode()
-
-
 @dataclass
 class Payloads:
     """The bytes every backend writes and reads."""
@@ -241,314 +226,226 @@ class Payloads:
 # -- measuring --------------------------------------------------------------------------------
 
 
-async def measure(ops: Sequence[tuple[str, Op]], iterations: int) -> dict[str, list[float]]:
-    """Warm every op up, then time them interleaved (rotating the order each iteration)."""
+@dataclass
+class Sampled:
+    """Every sample of one op, and the median of each repeat."""
+
+    samples: list[float] = field(default_factory=list)
+    medians: list[float] = field(default_factory=list)
+
+
+async def measure(
+    ops: Sequence[tuple[str, Op]], iterations: int, repeats: int
+) -> dict[str, Sampled]:
+    """Warm every op up, then time them interleaved (rotating the order each iteration),
+    ``repeats`` times over; each repeat contributes its median."""
     for _ in range(WARMUP):
         for _, op in ops:
             await op()
-    gc.collect()
-    samples: dict[str, list[float]] = {name: [] for name, _ in ops}
+    out: dict[str, Sampled] = {name: Sampled() for name, _ in ops}
     count = len(ops)
     clock = time.perf_counter
-    for i in range(iterations):
-        for j in range(count):
-            name, op = ops[(i + j) % count]
-            start = clock()
-            await op()
-            samples[name].append(clock() - start)
-    return samples
+    for _ in range(repeats):
+        gc.collect()
+        batch: dict[str, list[float]] = {name: [] for name, _ in ops}
+        for i in range(iterations):
+            for j in range(count):
+                name, op = ops[(i + j) % count]
+                start = clock()
+                await op()
+                batch[name].append(clock() - start)
+        for name, samples in batch.items():
+            out[name].samples += samples
+            out[name].medians.append(statistics.median(samples))
+    return out
+
+
+def sync(call: Callable[[], Any]) -> Op:
+    """A synchronous baseline call as an op (run inline: the plain driver blocks)."""
+
+    async def op() -> None:
+        call()
+
+    return op
+
+
+def make_row(
+    backend: str, operation: str, sampled: dict[str, Sampled], label: str, *, gated: bool
+) -> Row:
+    """A table row from the ``"prism"`` and ``"raw"`` samples of one measurement."""
+    return Row(
+        backend=backend,
+        operation=operation,
+        store=sampled["prism"],
+        raw=sampled["raw"],
+        raw_label=label,
+        gated=gated,
+    )
 
 
 # -- SQL --------------------------------------------------------------------------------------
 
 
-def sql_statements(prefix: str, paramstyle: str) -> dict[str, str]:
-    """The baseline statements, with ``:name`` (SQLAlchemy), ``$n`` (asyncpg) or ``?``."""
-    cp, se = f'"{prefix}checkpoints"', f'"{prefix}session_entries"'
-    cp_cols = (
-        "namespace",
-        "key",
-        "owner",
-        "version",
-        "fencing_token",
-        "category",
-        "value",
-        "metadata",
-        "created_at",
-        "updated_at",
-    )
-    se_cols = ("id", "session_id", "parent_id", "seq", "kind", "payload", "run_id", "timestamp")
-
-    def marks(names: Sequence[str]) -> str:
-        if paramstyle == "named":
-            return ", ".join(f":{n}" for n in names)
-        if paramstyle == "numeric":
-            return ", ".join(f"${i}" for i in range(1, len(names) + 1))
-        return ", ".join("?" for _ in names)
-
-    def where(names: Sequence[str]) -> str:
-        if paramstyle == "named":
-            return " AND ".join(f'"{n}" = :{n}' for n in names)
-        if paramstyle == "numeric":
-            return " AND ".join(f'"{n}" = ${i}' for i, n in enumerate(names, 1))
-        return " AND ".join(f'"{n}" = ?' for n in names)
-
-    quoted = ", ".join(f'"{c}"' for c in cp_cols)
-    updated = ", ".join(
-        f'"{c}" = excluded."{c}"'
-        for c in ("version", "fencing_token", "category", "value", "metadata", "updated_at")
-    )
-    return {
-        "save": (
-            f"INSERT INTO {cp} ({quoted}) VALUES ({marks(cp_cols)}) "
-            f'ON CONFLICT ("namespace", "key") DO UPDATE SET {updated} RETURNING "created_at"'
-        ),
-        "load": f"SELECT {quoted} FROM {cp} WHERE {where(('namespace', 'key', 'owner'))}",
-        "append": (
-            f"INSERT INTO {se} ({', '.join(f'{chr(34)}{c}{chr(34)}' for c in se_cols)}) "
-            f"VALUES ({marks(se_cols)})"
-        ),
-        "branch": (
-            f'SELECT "id", "session_id", "parent_id", "kind", "payload", "run_id", "timestamp" '
-            f'FROM {se} WHERE {where(("session_id",))} ORDER BY "seq"'
-        ),
-    }
-
-
 async def bench_sql(
-    backend: str, url: str, prefix: str, iterations: int, payloads: Payloads
+    backend: str, url: str, prefix: str, args: argparse.Namespace, payloads: Payloads
 ) -> list[Row]:
-    """The four operations on a SQL backend (``sqlite`` or ``postgres``)."""
-    from sqlalchemy import text
-
+    """The store operations on a SQL backend (``sqlite`` or ``postgres``) beside the plain
+    driver: stdlib ``sqlite3`` (WAL, ``synchronous=FULL``) or psycopg 3 (autocommit)."""
     from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store
 
+    raw: Any
+    if backend == "sqlite":
+        raw = RawSqlite(url.removeprefix("sqlite:///"))
+    else:
+        raw = RawPostgres(url, prefix)
     checkpoints = create_sql_checkpoint_store(url, table_prefix=prefix)
-    engine = checkpoints.engine
-    sessions = create_sql_session_store(engine, table_prefix=prefix)
-    held: Any = None
+    sessions = create_sql_session_store(url, table_prefix=prefix)
     try:
-        state = payloads.state
-        state_json = dumps(state).decode()
-        harvested = payloads.entries
-        result_entry = payloads.result_entry
-
-        # Schema, a first record and the 40-entry branch (all untimed).
-        version = 0
-        await checkpoints.save(
-            NAMESPACE, "run-store", state, version=1, expected_version=0, category="agent-run"
-        )
-        version = 1
-        parent: str | None = None
-        for entry in harvested[:BRANCH_LENGTH]:
-            stored = await sessions.append(fresh(entry, "sess-branch", parent))
-            parent = stored.id
-        branch_leaf = parent
-        append_parent: str | None = None
-
-        named = sql_statements(prefix, "named")
-        is_pg = engine.dialect.name == "postgresql"
-        native = sql_statements(prefix, "numeric" if is_pg else "qmark")
-
-        # The driver baseline holds one pooled connection's raw driver connection.
-        held = await engine.connect()
-        raw_connection = await held.get_raw_connection()
-        driver = raw_connection.driver_connection
-
-        raw_version = 0
-        driver_version = 0
-        raw_seq = 0
-        driver_seq = 0
-        raw_parent: str | None = None
-        driver_parent: str | None = None
-
-        def cp_params(key: str, next_version: int) -> dict[str, Any]:
-            now = time.time()
-            return {
-                "namespace": NAMESPACE,
-                "key": key,
-                "owner": "",
-                "version": next_version,
-                "fencing_token": None,
-                "category": "agent-run",
-                "value": state_json,
-                "metadata": None,
-                "created_at": now,
-                "updated_at": now,
-            }
-
-        def se_params(session_id: str, seq: int, parent_id: str | None) -> dict[str, Any]:
-            entry = fresh(result_entry, session_id, parent_id)
-            return {
-                "id": entry.id,
-                "session_id": session_id,
-                "parent_id": parent_id,
-                "seq": seq,
-                "kind": entry.kind,
-                "payload": entry_payload(entry),
-                "run_id": entry.run_id,
-                "timestamp": entry.timestamp,
-            }
-
-        async def driver_write(sql: str, params: dict[str, Any], fetch: bool) -> Any:
-            values = list(params.values())
-            if is_pg:
-                if fetch:
-                    return await driver.fetchrow(sql, *values)
-                return await driver.execute(sql, *values)
-            rows = await driver.execute_fetchall(sql, values)
-            if driver.in_transaction:
-                await driver.commit()
-            return rows
-
-        async def driver_read(sql: str, values: list[Any]) -> Any:
-            if is_pg:
-                return await driver.fetch(sql, *values)
-            return await driver.execute_fetchall(sql, values)
-
-        # save
-        async def store_save() -> None:
-            nonlocal version
-            await checkpoints.save(
-                NAMESPACE,
-                "run-store",
-                state,
-                version=version + 1,
-                expected_version=version,
-                category="agent-run",
-            )
-            version += 1
-
-        async def raw_save() -> None:
-            nonlocal raw_version
-            raw_version += 1
-            async with engine.begin() as connection:
-                result = await connection.execute(
-                    text(named["save"]), cp_params("run-raw", raw_version)
-                )
-                result.first()
-
-        async def driver_save() -> None:
-            nonlocal driver_version
-            driver_version += 1
-            await driver_write(native["save"], cp_params("run-driver", driver_version), True)
-
-        # load
-        async def store_load() -> None:
-            record = await checkpoints.load(NAMESPACE, "run-store")
-            assert record is not None
-
-        load_params = {"namespace": NAMESPACE, "key": "run-raw", "owner": ""}
-
-        async def raw_load() -> None:
-            async with engine.connect() as connection:
-                result = await connection.execute(text(named["load"]), load_params)
-                assert result.first() is not None
-
-        async def driver_load() -> None:
-            rows = await driver_read(native["load"], [NAMESPACE, "run-driver", ""])
-            assert rows
-
-        # append
-        async def store_append() -> None:
-            nonlocal append_parent
-            stored = await sessions.append(fresh(result_entry, "sess-append", append_parent))
-            append_parent = stored.id
-
-        async def raw_append() -> None:
-            nonlocal raw_seq, raw_parent
-            raw_seq += 1
-            params = se_params("sess-raw", raw_seq, raw_parent)
-            async with engine.begin() as connection:
-                await connection.execute(text(named["append"]), params)
-            raw_parent = params["id"]
-
-        async def driver_append() -> None:
-            nonlocal driver_seq, driver_parent
-            driver_seq += 1
-            params = se_params("sess-driver", driver_seq, driver_parent)
-            await driver_write(native["append"], params, False)
-            driver_parent = params["id"]
-
-        # branch: the raw baselines read a 40-row session of the same entries
-        for i, entry in enumerate(harvested[:BRANCH_LENGTH], 1):
-            params = {
-                "id": new_entry_id(),
-                "session_id": "sess-raw-branch",
-                "parent_id": None,
-                "seq": i,
-                "kind": entry.kind,
-                "payload": entry_payload(entry),
-                "run_id": entry.run_id,
-                "timestamp": entry.timestamp,
-            }
-            async with engine.begin() as connection:
-                await connection.execute(text(named["append"]), params)
-
-        async def store_branch() -> None:
-            path = await sessions.read_branch_path("sess-branch", branch_leaf)
-            assert len(path) == BRANCH_LENGTH
-
-        async def raw_branch() -> None:
-            async with engine.connect() as connection:
-                result = await connection.execute(
-                    text(named["branch"]), {"session_id": "sess-raw-branch"}
-                )
-                assert len(result.all()) == BRANCH_LENGTH
-
-        async def driver_branch() -> None:
-            rows = await driver_read(native["branch"], ["sess-raw-branch"])
-            assert len(rows) == BRANCH_LENGTH
-
-        txn = "text() in engine.begin()"
-        specs = [
-            ("save", store_save, raw_save, driver_save, f"INSERT…ON CONFLICT DO UPDATE, {txn}"),
-            ("load", store_load, raw_load, driver_load, "SELECT by key, text() on connect()"),
-            ("append", store_append, raw_append, driver_append, f"INSERT entry row, {txn}"),
-            (
-                f"branch({BRANCH_LENGTH})",
-                store_branch,
-                raw_branch,
-                driver_branch,
-                f"SELECT {BRANCH_LENGTH} rows by session, text()",
-            ),
-        ]
-        rows: list[Row] = []
-        for name, store_op, raw_op, driver_op, label in specs:
-            samples = await measure(
-                [("store", store_op), ("raw", raw_op), ("driver", driver_op)], iterations
-            )
-            rows.append(
-                Row(
-                    backend=backend,
-                    operation=name,
-                    store=samples["store"],
-                    raw=samples["raw"],
-                    raw_label=label,
-                    driver=samples["driver"],
-                    gated=name in ("save", "load"),
-                )
-            )
-        return rows
+        return await _sql_rows(backend, raw, checkpoints, sessions, args, payloads)
     finally:
         with anyio.CancelScope(shield=True):
-            if held is not None:
-                await held.close()
-            if is_postgres(url):
-                await drop_sql_tables(engine, prefix)
+            if backend == "postgres":
+                from sqlalchemy.ext.asyncio import create_async_engine
+
+                from prism_store_sql._engine import async_url
+
+                engine = create_async_engine(async_url(url))
+                try:
+                    await drop_sql_tables(engine, prefix)
+                finally:
+                    await engine.dispose()
+            raw.close()
             await sessions.aclose()
             await checkpoints.aclose()
 
 
-def is_postgres(url: str) -> bool:
-    return url.split(":", 1)[0].split("+", 1)[0].lower() == "postgresql"
+async def _sql_rows(
+    backend: str,
+    raw: Any,
+    checkpoints: Any,
+    sessions: Any,
+    args: argparse.Namespace,
+    payloads: Payloads,
+) -> list[Row]:
+    state = payloads.state
+    state_json = dumps(state).decode()
+    entry_json = dumps(payloads.result_entry).decode()
+    counter = 0
+    version = 1
+    await checkpoints.save(
+        NAMESPACE, "run-store", state, version=1, expected_version=0, category="agent-run"
+    )
+    raw.write("cp", state_json)
+
+    async def store_save() -> None:
+        nonlocal version, counter
+        counter += 1
+        await checkpoints.save(
+            NAMESPACE,
+            "run-store",
+            {**state, "bench_counter": counter},
+            version=version + 1,
+            expected_version=version,
+            category="agent-run",
+        )
+        version += 1
+
+    async def store_load() -> None:
+        assert await checkpoints.load(NAMESPACE, "run-store") is not None
+
+    append_parent: str | None = None
+
+    async def store_append() -> None:
+        nonlocal append_parent
+        stored = await sessions.append(fresh(payloads.result_entry, "sess-append", append_parent))
+        append_parent = stored.id
+
+    rows: list[Row] = []
+    specs: list[tuple[str, Op, Op, str, bool]] = [
+        ("save", store_save, sync(lambda: raw.write("cp", state_json)), "upsert + commit", True),
+        ("load", store_load, sync(lambda: raw.read("cp")), "SELECT by key + JSON decode", True),
+        (
+            "append",
+            store_append,
+            sync(lambda: raw.write(new_entry_id(), entry_json)),
+            "insert of the entry + commit",
+            False,
+        ),
+    ]
+    for name, prism_op, raw_op, label, gated in specs:
+        sampled = await measure(
+            [("prism", prism_op), ("raw", raw_op)], args.iterations, args.repeats
+        )
+        rows.append(make_row(backend, name, sampled, f"{raw.label}: {label}", gated=gated))
+
+    # Branch reads and the continue floor: the branch read plus one durable write.
+    for length in BRANCH_LENGTHS:
+        session_id = f"sess-branch-{length}"
+        parent: str | None = None
+        entries = [payloads.entries[i % len(payloads.entries)] for i in range(length)]
+        for entry in entries:
+            parent = (await sessions.append(fresh(entry, session_id, parent))).id
+        leaf = parent
+        can_branch = isinstance(raw, RawSqlite)
+        if can_branch:
+            raw.fill_branch(session_id, [dumps(e).decode() for e in entries])
+
+        async def store_branch(
+            session_id: str = session_id, leaf: Any = leaf, length: int = length
+        ) -> None:
+            assert len(await sessions.read_branch_path(session_id, leaf)) == length
+
+        async def store_floor(session_id: str = session_id, leaf: Any = leaf) -> None:
+            await store_branch(session_id, leaf)
+            await store_save()
+
+        def raw_branch(session_id: str = session_id, length: int = length) -> None:
+            assert len(raw.read_branch(session_id)) == length
+
+        def raw_floor(session_id: str = session_id) -> None:
+            raw_branch(session_id)
+            raw.write("cp", state_json)
+
+        # Long branches take ~10x longer per read: fewer iterations keep `make bench` short.
+        iterations = max(5, args.iterations * 40 // length)
+        if not can_branch:
+            sampled = await measure([("prism", store_branch)], iterations, args.repeats)
+            rows.append(Row(backend, f"branch({length})", sampled["prism"], None, "-", gated=False))
+            continue
+        sampled = await measure(
+            [("prism", store_branch), ("raw", sync(raw_branch))], iterations, args.repeats
+        )
+        rows.append(
+            make_row(
+                backend,
+                f"branch({length})",
+                sampled,
+                f"{raw.label}: SELECT {length} rows + JSON decode",
+                gated=False,
+            )
+        )
+        sampled = await measure(
+            [("prism", store_floor), ("raw", sync(raw_floor))], iterations, args.repeats
+        )
+        rows.append(
+            make_row(
+                backend,
+                f"continue floor({length})",
+                sampled,
+                f"{raw.label}: branch read + decode + one durable write",
+                gated=True,
+            )
+        )
+    return rows
 
 
 # -- Redis ------------------------------------------------------------------------------------
 
 
-async def bench_redis(url: str, prefix: str, iterations: int, payloads: Payloads) -> list[Row]:
-    """The four operations on Redis, against SET / GET / SET / MGET of the same bytes."""
+async def bench_redis(
+    url: str, prefix: str, args: argparse.Namespace, payloads: Payloads
+) -> list[Row]:
+    """The store operations on Redis beside a plain redis-py client's pipelined SET/HSET."""
     import redis.asyncio as aioredis
 
     from prism_store_redis import create_redis_checkpoint_store, create_redis_session_store
@@ -556,90 +453,63 @@ async def bench_redis(url: str, prefix: str, iterations: int, payloads: Payloads
     client = aioredis.Redis.from_url(url)
     checkpoints = create_redis_checkpoint_store(client, prefix=prefix)
     sessions = create_redis_session_store(client, prefix=prefix)
+    raw = RawRedis(url, prefix)
     try:
         state = payloads.state
-        state_bytes = dumps(state)
-        harvested = payloads.entries
-        result_entry = payloads.result_entry
-
+        state_json = dumps(state).decode()
+        entry_json = dumps(payloads.result_entry).decode()
         await checkpoints.save(
             NAMESPACE, "run-store", state, version=1, expected_version=0, category="agent-run"
         )
+        raw.write("cp", state_json)
         version = 1
-        parent: str | None = None
-        branch_keys: list[str] = []
-        for entry in harvested[:BRANCH_LENGTH]:
-            stored = await sessions.append(fresh(entry, "sess-branch", parent))
-            parent = stored.id
-            raw_key = f"{prefix}:raw:branch:{stored.id}"
-            await client.set(raw_key, dumps(stored))
-            branch_keys.append(raw_key)
-        branch_leaf = parent
+        counter = 0
         append_parent: str | None = None
-        raw_count = 0
 
         async def store_save() -> None:
-            nonlocal version
+            nonlocal version, counter
+            counter += 1
             await checkpoints.save(
                 NAMESPACE,
                 "run-store",
-                state,
+                {**state, "bench_counter": counter},
                 version=version + 1,
                 expected_version=version,
                 category="agent-run",
             )
             version += 1
 
-        async def raw_save() -> None:
-            await client.set(f"{prefix}:raw:cp", state_bytes)
-
         async def store_load() -> None:
             assert await checkpoints.load(NAMESPACE, "run-store") is not None
 
-        async def raw_load() -> None:
-            assert await client.get(f"{prefix}:raw:cp") is not None
-
         async def store_append() -> None:
             nonlocal append_parent
-            stored = await sessions.append(fresh(result_entry, "sess-append", append_parent))
+            stored = await sessions.append(
+                fresh(payloads.result_entry, "sess-append", append_parent)
+            )
             append_parent = stored.id
 
-        async def raw_append() -> None:
-            nonlocal raw_count
-            raw_count += 1
-            entry = fresh(result_entry, "sess-raw", None)
-            await client.set(f"{prefix}:raw:se:{raw_count}", dumps(entry))
-
-        async def store_branch() -> None:
-            path = await sessions.read_branch_path("sess-branch", branch_leaf)
-            assert len(path) == BRANCH_LENGTH
-
-        async def raw_branch() -> None:
-            values = await client.mget(branch_keys)
-            assert len(values) == BRANCH_LENGTH
-
-        specs = [
-            ("save", store_save, raw_save, "SET of the same bytes"),
-            ("load", store_load, raw_load, "GET of the same bytes"),
-            ("append", store_append, raw_append, "SET of the entry's bytes"),
-            (f"branch({BRANCH_LENGTH})", store_branch, raw_branch, f"MGET of {BRANCH_LENGTH}"),
+        specs: list[tuple[str, Op, Op, str, bool]] = [
+            ("save", store_save, sync(lambda: raw.write("cp", state_json)), "SET+HSET", True),
+            ("load", store_load, sync(lambda: raw.read("cp")), "GET + JSON decode", True),
+            (
+                "append",
+                store_append,
+                sync(lambda: raw.write(new_entry_id(), entry_json)),
+                "SET+HSET of the entry",
+                False,
+            ),
         ]
         rows: list[Row] = []
-        for name, store_op, raw_op, label in specs:
-            samples = await measure([("store", store_op), ("raw", raw_op)], iterations)
-            rows.append(
-                Row(
-                    backend="redis",
-                    operation=name,
-                    store=samples["store"],
-                    raw=samples["raw"],
-                    raw_label=label,
-                    gated=name in ("save", "load"),
-                )
+        for name, prism_op, raw_op, label, gated in specs:
+            sampled = await measure(
+                [("prism", prism_op), ("raw", raw_op)], args.iterations, args.repeats
             )
+            rows.append(make_row("redis", name, sampled, f"redis-py: {label}", gated=gated))
         return rows
     finally:
         with anyio.CancelScope(shield=True):
+            raw.close()
             await delete_redis_keys(client, prefix)
             await sessions.aclose()
             await checkpoints.aclose()
@@ -649,52 +519,62 @@ async def bench_redis(url: str, prefix: str, iterations: int, payloads: Payloads
 # -- main -------------------------------------------------------------------------------------
 
 
+def _median(sampled: Sampled) -> float:
+    return statistics.median(sampled.medians) * 1000.0
+
+
 def render(rows: Sequence[Row]) -> str:
+    """The results table."""
     headers = (
         "backend",
         "operation",
-        "store med ms",
-        "store p95",
+        "prism med ms",
+        "prism p95",
         "raw med ms",
         "raw p95",
-        "store/raw",
+        "prism/raw",
         "target",
         "result",
-        "driver med ms",
-        "store/driver",
+        "repeat medians prism (ms)",
         "raw baseline",
     )
     lines: list[list[str]] = []
     for row in rows:
-        if row.skipped is not None:
+        if row.skipped is not None or row.store is None:
+            lines.append(
+                [row.backend, row.operation, *["-"] * 6, "SKIP", "-", f"skipped: {row.skipped}"]
+            )
+            continue
+        store = _median(row.store)
+        spread = " ".join(f"{m * 1000:.3f}" for m in row.store.medians)
+        if row.raw is None:
             lines.append(
                 [
                     row.backend,
                     row.operation,
-                    *["-"] * 6,
-                    "SKIP",
-                    "-",
-                    "-",
-                    f"skipped: {row.skipped}",
+                    f"{store:.3f}",
+                    f"{p95_ms(row.store.samples):.3f}",
+                    *["-"] * 4,
+                    "info",
+                    spread,
+                    "no plain-driver baseline",
                 ]
             )
             continue
-        store, raw = median_ms(row.store), median_ms(row.raw)
+        raw = _median(row.raw)
         ratio = store / raw
-        driver = median_ms(row.driver) if row.driver else None
         lines.append(
             [
                 row.backend,
                 row.operation,
                 f"{store:.3f}",
-                f"{p95_ms(row.store):.3f}",
+                f"{p95_ms(row.store.samples):.3f}",
                 f"{raw:.3f}",
-                f"{p95_ms(row.raw):.3f}",
+                f"{p95_ms(row.raw.samples):.3f}",
                 f"{ratio:.2f}",
                 f"<= {TARGET_RATIO}" if row.gated else "-",
                 ("PASS" if ratio <= TARGET_RATIO else "FAIL") if row.gated else "info",
-                f"{driver:.3f}" if driver is not None else "-",
-                f"{store / driver:.2f}" if driver is not None else "-",
+                spread,
                 row.raw_label,
             ]
         )
@@ -709,16 +589,14 @@ async def run(args: argparse.Namespace) -> int:
         return 2
     prefix = unique_prefix()
     print(
-        f"prism store benchmark: {args.iterations} timed iterations per operation after "
-        f"{WARMUP} warm-up, interleaved; python {platform.python_version()}, "
-        f"prefix {prefix}"
+        f"prism store benchmark: {args.repeats} repeats x {args.iterations} timed iterations "
+        f"per operation after {WARMUP} warm-up, prism and raw interleaved; python "
+        f"{platform.python_version()}, prefix {prefix}"
     )
     payloads = Payloads(realistic_state(), await harvest_entries())
-    branch = payloads.entries[:BRANCH_LENGTH]
     print(
         f"checkpoint value {len(dumps(payloads.state))} B of canonical JSON; appended entry "
-        f"{len(dumps(payloads.result_entry))} B; {BRANCH_LENGTH}-entry branch "
-        f"{sum(len(dumps(e)) for e in branch)} B"
+        f"{len(dumps(payloads.result_entry))} B"
     )
     started = time.perf_counter()
     rows: list[Row] = []
@@ -728,23 +606,19 @@ async def run(args: argparse.Namespace) -> int:
             if backend == "sqlite":
                 with tempfile.TemporaryDirectory(prefix="prism-bench-") as tmp:
                     url = f"sqlite:///{Path(tmp) / 'bench.db'}"
-                    rows += await bench_sql("sqlite", url, prefix, args.iterations, payloads)
+                    rows += await bench_sql("sqlite", url, prefix, args, payloads)
             elif backend == "postgres":
                 reason = await probe_postgres(args.postgres_url)
                 if reason is not None:
                     rows.append(Row("postgres", "all", skipped=reason))
                     continue
-                rows += await bench_sql(
-                    "postgres", args.postgres_url, prefix, args.iterations, payloads
-                )
+                rows += await bench_sql("postgres", args.postgres_url, prefix, args, payloads)
             else:
                 reason = await probe_redis(args.redis_url)
                 if reason is not None:
                     rows.append(Row("redis", "all", skipped=reason))
                     continue
-                rows += await bench_redis(
-                    args.redis_url, prefix.rstrip("_"), args.iterations, payloads
-                )
+                rows += await bench_redis(args.redis_url, prefix.rstrip("_"), args, payloads)
         except Exception as exc:
             rows.append(Row(backend, "all", skipped=f"failed: {type(exc).__name__}: {exc}"))
             continue
@@ -752,12 +626,17 @@ async def run(args: argparse.Namespace) -> int:
     print()
     print(render(rows))
     print()
-    gated = [r for r in rows if r.gated and r.skipped is None]
-    failed = [r for r in gated if median_ms(r.store) / median_ms(r.raw) > TARGET_RATIO]
+    gated = [r for r in rows if r.gated and r.store is not None and r.raw is not None]
+    failed = [
+        r
+        for r in gated
+        if r.store is not None
+        and r.raw is not None
+        and _median(r.store) / _median(r.raw) > TARGET_RATIO
+    ]
     skipped = [r.backend for r in rows if r.skipped is not None]
     print(
-        f"save/load ratio target <= {TARGET_RATIO}: {len(gated) - len(failed)} of {len(gated)} "
-        f"pass"
+        f"prism/raw target <= {TARGET_RATIO}: {len(gated) - len(failed)} of {len(gated)} pass"
         + (
             f"; failing: {', '.join(f'{r.backend} {r.operation}' for r in failed)}"
             if failed
@@ -765,26 +644,22 @@ async def run(args: argparse.Namespace) -> int:
         )
         + (f"; skipped: {', '.join(skipped)}" if skipped else "")
     )
-    print(
-        "raw = the same statement through the store's engine with SQLAlchemy text() (SQL) or "
-        "the same bytes with SET/GET/MGET (Redis); driver = the engine's bare asyncpg/aiosqlite "
-        "connection, no SQLAlchemy."
-    )
     print(f"total {time.perf_counter() - started:.1f} s")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--iterations", type=int, default=300, help="timed iterations per op")
+    parser.add_argument("--iterations", type=int, default=100, help="timed iterations per repeat")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats (each gives a median)")
     parser.add_argument(
         "--backends", default=",".join(BACKENDS), help="comma-separated: sqlite,postgres,redis"
     )
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
     parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
     args = parser.parse_args(argv)
-    if args.iterations < 1:
-        parser.error("--iterations must be at least 1")
+    if args.iterations < 1 or args.repeats < 1:
+        parser.error("--iterations and --repeats must be at least 1")
     try:
         return anyio.run(run, args, backend="asyncio")
     except KeyboardInterrupt:

@@ -437,13 +437,14 @@ async def test_resume_metadata_replaces_and_malformed_metadata_reads_as_absent()
 
 @pytest.mark.anyio
 async def test_metadata_bounds_fail_the_write() -> None:
-    """Over 4096 bytes, or a non-string value, fails the write (the run fails, nothing saved)."""
-    from prism_core import AgentRunError
+    """Over 4096 bytes fails the write (the run fails, nothing saved); a fixed map with a
+    non-string value is refused with the options, before the run starts."""
+    from prism_core import AgentRunError, AgentRunStateError
 
     for bad in ({"big": "x" * 5000}, {"n": 1}):
         world = World()
         agent = world.agent(investigation(1), tools=[probe_tool([])])
-        with pytest.raises(AgentRunError) as info:
+        with pytest.raises((AgentRunError, AgentRunStateError)) as info:
             await agent.create_session(id="s1").run(
                 "go",
                 run_state=world.run_state(checkpoint_policy="every-turn", checkpoint_metadata=bad),
@@ -494,7 +495,8 @@ async def test_restore_hooks_run_in_order_with_audit() -> None:
 @pytest.mark.anyio
 async def test_restore_hook_failure_and_timeout_claim_nothing_and_compensate() -> None:
     """The first failing hook aborts; later hooks never run; completed layers are compensated
-    in reverse order starting with the failing one; the record is unchanged."""
+    in reverse order starting with the failing one, until a compensation raises (recorded in
+    ``error.compensation``); the record is unchanged."""
     world, log = World(), []
     run_id = await crash(world, log)
     status = await load_agent_run_state(world.checkpoints, ref(run_id))
@@ -537,8 +539,8 @@ async def test_restore_hook_failure_and_timeout_claim_nothing_and_compensate() -
         "restore c",
         "compensate c",
         "compensate b",
-        "compensate a",
     ]
+    assert error.compensation == {"ran": ["c"], "failed": {"hook": "b", "reason": "cannot undo"}}
     assert [name for name, _ in error.compensation_errors] == ["b"]
     assert await world.checkpoints.raw(run_id) == before
 

@@ -49,6 +49,20 @@ def test_sigkilled_worker_is_continued_on_sqlite(tmp_path: Path, kill_at_turn: i
     assert (tmp_path / "prism-demo.db").exists()
 
 
+def test_sigkilled_trio_worker_is_continued_on_sqlite(tmp_path: Path) -> None:
+    """Workers on trio: the SQLite store runs there too; the same crash and continue."""
+    report = run_crash_demo(
+        directory=str(tmp_path), kill_at_turn=2, think_seconds=0.25, backend="trio"
+    )
+    check_report(report, 2)
+
+
+def test_trio_workers_need_the_sqlite_store() -> None:
+    """Asking for trio workers on an asyncio-only store fails before any process starts."""
+    with pytest.raises(ValueError, match="SQLite store only"):
+        run_crash_demo(REDIS_URL, backend="trio")
+
+
 @pytest.mark.services
 def test_sigkilled_worker_is_continued_on_postgresql(tmp_path: Path) -> None:
     """PostgreSQL: the same crash and continue, in prefixed tables that are dropped after."""
@@ -82,6 +96,16 @@ def test_prism_demo_command_prints_the_timeline(
     assert out.count("ran 1x") == len(STEPS)
     assert out.rstrip().endswith("every tool ran exactly once and the run finished.")
     assert os.path.exists(tmp_path / "prism-demo.db")
+
+
+def test_prism_demo_runs_its_workers_on_trio(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`prism demo --backend trio` runs both workers on trio and still finishes cleanly."""
+    assert main(["demo", "--dir", str(tmp_path), "--no-color", "--backend", "trio"]) == 0
+    out = capsys.readouterr().out
+    assert "workers on trio" in out
+    assert out.count("ran 1x") == len(STEPS)
 
 
 def test_demo_rejects_a_bad_kill_turn() -> None:

@@ -11,8 +11,10 @@ import anyio
 import pytest
 
 from prism_core import AgentRunError, ModelConfig, ProviderError, ProviderRequest
+from prism_core import provider_errors as pe
+from prism_core.provider_errors import retry_after_ms
 from prism_core.signals import AbortSignal
-from prism_provider_anthropic import create_anthropic_provider, retry_after_ms
+from prism_provider_anthropic import create_anthropic_provider
 from tests.fake_http import Reply, named_sse, serve
 
 from .support import API_KEY, agent_for, error_reply, stream_reply, transcript
@@ -63,7 +65,7 @@ async def test_overloaded_error_event_before_output_is_retried() -> None:
         events = [e async for e in agent.create_session().stream("hi")]
     retries = [e for e in events if e.type == "retry_scheduled"]
     assert len(retries) == 1
-    assert retries[0].error.code == "provider_overloaded"
+    assert retries[0].error.code == pe.PROVIDER_OVERLOADED
     assert retries[0].error.retryable is True
     assert "Overloaded" in retries[0].error.message
     assert events[-1].type == "agent_finished"
@@ -85,7 +87,7 @@ async def test_error_event_after_output_fails_the_run() -> None:
         agent = agent_for(server.base_url, retry=RETRY)
         with pytest.raises(AgentRunError) as caught:
             await agent.create_session().run("hi")
-    assert caught.value.result.error.code == "provider_overloaded"
+    assert caught.value.result.error.code == pe.PROVIDER_OVERLOADED
     assert len(server.requests) == 1
 
 
@@ -102,7 +104,7 @@ async def test_rate_limit_waits_for_retry_after_then_succeeds() -> None:
         elapsed = time.monotonic() - started
     (retry,) = [e for e in events if e.type == "retry_scheduled"]
     assert retry.delay_ms == 1000
-    assert retry.error.code == "provider_rate_limited"
+    assert retry.error.code == pe.PROVIDER_RATE_LIMITED
     assert retry.error.retry_after_ms == 1000
     assert elapsed >= 1.0
     assert events[-1].type == "agent_finished"
@@ -115,9 +117,9 @@ async def test_rate_limit_waits_for_retry_after_then_succeeds() -> None:
 @pytest.mark.parametrize(
     ("status", "kind", "code"),
     [
-        (529, "overloaded_error", "provider_overloaded"),
-        (500, "api_error", "provider_server_error"),
-        (503, "api_error", "provider_server_error"),
+        (529, "overloaded_error", pe.PROVIDER_OVERLOADED),
+        (500, "api_error", pe.PROVIDER_SERVER),
+        (503, "api_error", pe.PROVIDER_SERVER),
     ],
 )
 async def test_server_side_failures_are_retryable(status: int, kind: str, code: str) -> None:
@@ -142,7 +144,7 @@ async def test_authentication_failure_shows_the_server_message_never_the_key() -
         with pytest.raises(AgentRunError) as caught:
             await agent.create_session().run("hi")
     error = caught.value.result.error
-    assert error.code == "provider_authentication"
+    assert error.code == pe.PROVIDER_AUTH
     assert error.retryable is False
     assert "invalid x-api-key" in error.message
     assert "401" in error.message
@@ -159,7 +161,7 @@ async def test_bad_request_is_final_with_the_server_message() -> None:
     with serve(error_reply(400, "invalid_request_error", message)) as server:
         (event,) = await one_turn(server.base_url)
     assert isinstance(event, ProviderError)
-    assert event.error.code == "provider_invalid_request"
+    assert event.error.code == pe.PROVIDER_REQUEST
     assert event.error.retryable is False
     assert message in event.error.message
 
@@ -177,7 +179,7 @@ async def test_a_stalled_stream_hits_the_read_timeout() -> None:
         elapsed = time.monotonic() - started
         assert await anyio.to_thread.run_sync(server.wait_for_disconnect, 5)
     error = caught.value.result.error
-    assert error.code == "provider_timeout"
+    assert error.code == pe.PROVIDER_TIMEOUT
     assert error.retryable is True
     assert 0.4 <= elapsed < 5
 
@@ -189,7 +191,7 @@ async def test_a_stream_cut_before_message_stop_is_a_retryable_error() -> None:
         events = await one_turn(server.base_url)
     error = events[-1]
     assert isinstance(error, ProviderError)
-    assert (error.error.code, error.error.retryable) == ("provider_stream_truncated", True)
+    assert (error.error.code, error.error.retryable) == (pe.PROVIDER_STREAM, True)
 
 
 def slow_stream() -> tuple[bytes | float, ...]:
@@ -276,7 +278,7 @@ async def test_no_credentials_is_a_final_configuration_error(
             async with provider:
                 (event,) = [e async for e in provider.generate(request)]
             assert isinstance(event, ProviderError)
-            assert (event.error.code, event.error.retryable) == ("provider_configuration", False)
+            assert (event.error.code, event.error.retryable) == (pe.PROVIDER_CONFIG, False)
             assert "ANTHROPIC_API_KEY" in event.error.message
     assert server.requests == []
 
@@ -292,7 +294,7 @@ async def test_a_refused_connection_is_a_retryable_connection_error() -> None:
     with anyio.fail_after(10):
         (event,) = await one_turn(f"http://127.0.0.1:{port}", timeout={"connect": 2.0})
     assert isinstance(event, ProviderError)
-    assert (event.error.code, event.error.retryable) == ("provider_connection", True)
+    assert (event.error.code, event.error.retryable) == (pe.PROVIDER_CONNECTION, True)
 
 
 @pytest.mark.anyio
@@ -307,6 +309,6 @@ async def test_an_unknown_thinking_level_is_refused_before_any_request() -> None
         async with create_anthropic_provider(api_key=API_KEY, base_url=server.base_url) as p:
             (event,) = [e async for e in p.generate(request)]
     assert isinstance(event, ProviderError)
-    assert (event.error.code, event.error.retryable) == ("ERR_PRISM_ANTHROPIC_REQUEST", False)
+    assert (event.error.code, event.error.retryable) == (pe.PROVIDER_OPTIONS, False)
     assert "galaxy-brain" in event.error.message
     assert server.requests == []

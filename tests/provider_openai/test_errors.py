@@ -9,6 +9,7 @@ import pytest
 
 import prism_provider_openai as oa
 from prism_core import AgentRunError, Message, ModelConfig, ProviderRequest, create_agent
+from prism_core import provider_errors as pe
 from prism_core.signals import AbortSignal
 from tests.fake_http import Reply, serve, sse
 
@@ -42,7 +43,7 @@ async def test_rate_limit_waits_for_retry_after_then_succeeds() -> None:
     assert stream.result.text == "The capital of France is Paris."
     (scheduled,) = [e for e in events if e.type == "retry_scheduled"]
     assert scheduled.delay_ms == 1000
-    assert scheduled.error.code == oa.RATE_LIMITED
+    assert scheduled.error.code == pe.PROVIDER_RATE_LIMITED
     assert scheduled.error.retryable is True
     assert scheduled.error.retry_after_ms == 1000
     assert "Rate limit reached" in scheduled.error.message
@@ -53,14 +54,14 @@ async def test_rate_limit_waits_for_retry_after_then_succeeds() -> None:
 @pytest.mark.parametrize(
     ("status", "code", "retryable"),
     [
-        (500, oa.SERVER, True),
-        (502, oa.SERVER, True),
-        (503, oa.OVERLOADED, True),
-        (529, oa.OVERLOADED, True),
-        (400, oa.REQUEST, False),
-        (404, oa.REQUEST, False),
-        (422, oa.REQUEST, False),
-        (403, oa.AUTH, False),
+        (500, pe.PROVIDER_SERVER, True),
+        (502, pe.PROVIDER_SERVER, True),
+        (503, pe.PROVIDER_OVERLOADED, True),
+        (529, pe.PROVIDER_OVERLOADED, True),
+        (400, pe.PROVIDER_REQUEST, False),
+        (404, pe.PROVIDER_REQUEST, False),
+        (422, pe.PROVIDER_REQUEST, False),
+        (403, pe.PROVIDER_AUTH, False),
     ],
 )
 async def test_http_errors_are_retried_only_when_waiting_can_help(
@@ -94,7 +95,7 @@ async def test_quota_exhaustion_is_not_retried() -> None:
             await agent.create_session().run("hi")
     error = raised.value.result.error
     assert error is not None
-    assert (error.code, error.retryable) == (oa.RATE_LIMITED, False)
+    assert (error.code, error.retryable) == (pe.PROVIDER_RATE_LIMITED, False)
     assert len(server.requests) == 1
 
 
@@ -110,7 +111,7 @@ async def test_unauthorized_shows_the_server_message_but_never_the_key() -> None
     assert result is not None
     assert result.status == "failed"
     assert result.error is not None
-    assert result.error.code == oa.AUTH
+    assert result.error.code == pe.PROVIDER_AUTH
     assert "HTTP 401" in result.error.message
     assert "Incorrect API key provided" in result.error.message
     shown = repr(events) + repr(result)
@@ -132,7 +133,7 @@ async def test_an_error_event_mid_stream_fails_the_run_after_the_text_so_far() -
     assert result is not None
     assert result.status == "failed"
     assert result.error is not None
-    assert result.error.code == oa.STREAM
+    assert result.error.code == pe.PROVIDER_STREAM
     assert "The server had an error while processing your request" in result.error.message
     assert types(events)[-1] == "error"
     assert len(server.requests) == 1
@@ -150,7 +151,7 @@ async def test_an_error_event_before_any_output_is_retried() -> None:
     assert stream.result is not None
     assert stream.result.status == "succeeded"
     (scheduled,) = [e for e in events if e.type == "retry_scheduled"]
-    assert scheduled.error.code == oa.STREAM
+    assert scheduled.error.code == pe.PROVIDER_STREAM
     assert "overloaded, try again" in scheduled.error.message
     assert len(server.requests) == 2
 
@@ -164,7 +165,7 @@ async def test_a_stream_cut_before_the_finish_reason_is_an_error() -> None:
             await agent.create_session().run("hi")
     error = raised.value.result.error
     assert error is not None
-    assert (error.code, error.retryable) == (oa.STREAM, True)
+    assert (error.code, error.retryable) == (pe.PROVIDER_STREAM, True)
     assert len(server.requests) == 1
 
 
@@ -178,7 +179,7 @@ async def test_content_filter_finish_is_a_refusal() -> None:
             await agent.create_session().run("hi")
     error = raised.value.result.error
     assert error is not None
-    assert (error.code, error.retryable) == (oa.CONTENT_FILTER, False)
+    assert (error.code, error.retryable) == (pe.PROVIDER_CONTENT_FILTER, False)
     assert len(server.requests) == 1
 
 
@@ -195,7 +196,7 @@ async def test_a_stalled_stream_times_out() -> None:
         assert server.wait_for_disconnect(5)
     error = raised.value.result.error
     assert error is not None
-    assert (error.code, error.retryable) == (oa.TIMEOUT, True)
+    assert (error.code, error.retryable) == (pe.PROVIDER_TIMEOUT, True)
     assert 0.25 <= elapsed < 5
 
 
@@ -209,7 +210,7 @@ async def test_an_unreachable_server_is_a_retryable_connection_error() -> None:
         await agent.create_session().run("hi")
     error = raised.value.result.error
     assert error is not None
-    assert (error.code, error.retryable) == (oa.CONNECTION, True)
+    assert (error.code, error.retryable) == (pe.PROVIDER_CONNECTION, True)
 
 
 async def test_abort_mid_stream_closes_the_connection_at_once() -> None:

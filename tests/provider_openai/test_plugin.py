@@ -24,7 +24,8 @@ from prism_core import (
     create_agent,
     discover_plugins,
 )
-from prism_provider_openai._errors import redact_key, retry_after_ms
+from prism_core.provider_errors import PROVIDER_CONFIG, retry_after_ms
+from prism_provider_openai._errors import redact_key
 from prism_provider_openai._request import build_params
 from tests.fake_http import serve
 
@@ -86,7 +87,7 @@ async def test_a_missing_key_fails_the_run_with_a_clear_message(
         assert server.requests == []
     error = raised.value.result.error
     assert error is not None
-    assert error.code == oa.CONFIG
+    assert error.code == PROVIDER_CONFIG
     assert "OPENAI_API_KEY" in error.message
 
 
@@ -112,7 +113,7 @@ def test_a_client_and_a_key_together_are_refused() -> None:
     client = openai.AsyncOpenAI(api_key=API_KEY, base_url="http://127.0.0.1:9/v1")
     with pytest.raises(oa.OpenAIRequestError) as raised:
         oa.create_openai_provider(client=client, api_key="other")
-    assert raised.value.code == oa.CONFIG
+    assert raised.value.code == PROVIDER_CONFIG
 
 
 def _request(*messages: Message, **options: object) -> ProviderRequest:

@@ -1,9 +1,10 @@
 """Fixtures for the SQL store tests: SQLite files and an isolated PostgreSQL table prefix.
 
-SQLAlchemy's async engine, aiosqlite and asyncpg are asyncio libraries, so these tests (and
-the SQL stores) run on anyio's asyncio backend only; one test checks that trio gets a clear
-error instead. PostgreSQL tests write under a table prefix unique to this test session
-(``prism_t<hex>_``) and drop every table with that prefix when the session ends.
+SQLAlchemy's async engine, aiosqlite and asyncpg are asyncio libraries, so these tests run on
+anyio's asyncio backend unless they say otherwise; the thread-driven SQLite stores
+(``sqlite:///``) also run their tests on trio, and one test checks that trio gets a clear error
+from the engine-driven stores. PostgreSQL tests write under a table prefix unique to this test
+session (``prism_t<hex>_``) and drop every table with that prefix when the session ends.
 """
 
 from __future__ import annotations
@@ -29,8 +30,14 @@ T = TypeVar("T")
 
 @pytest.fixture
 def anyio_backend() -> str:
-    """The SQL stores are asyncio-only (SQLAlchemy's async engine and its drivers are)."""
+    """The engine-driven SQL stores are asyncio-only (SQLAlchemy's async engine and its
+    drivers are); tests of the thread-driven SQLite stores override this with both."""
     return "asyncio"
+
+
+def aiosqlite_url(url: str) -> str:
+    """A plain ``sqlite:`` URL as the explicit SQLAlchemy ``sqlite+aiosqlite:`` URL."""
+    return url.replace("sqlite:", "sqlite+aiosqlite:", 1) if url.startswith("sqlite:") else url
 
 
 def run_in_fresh_loop(make: Callable[[], Awaitable[T]]) -> T:
@@ -115,10 +122,13 @@ def sqlite_target(tmp_path: Path) -> Target:
     return Target("sqlite", f"sqlite:///{tmp_path / 'prism.db'}", "prism_")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "aiosqlite", "postgresql"])
 def fresh_target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
-    """An empty database location on each backend (tables not created yet)."""
+    """An empty database location on each backend (tables not created yet): SQLite through
+    the thread-driven backend (``sqlite:///``) and through SQLAlchemy (``+aiosqlite``)."""
     if request.param == "sqlite":
         return Target("sqlite", f"sqlite:///{tmp_path / 'prism.db'}", "prism_")
+    if request.param == "aiosqlite":
+        return Target("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'prism.db'}", "prism_")
     server: PostgresServer = request.getfixturevalue("postgres_server")
     return server.fresh()

@@ -29,14 +29,12 @@ from prism_store_sql import (
 )
 from prism_store_sql._engine import async_url
 
-from .conftest import PostgresServer, Target
+from .conftest import PostgresServer, Target, aiosqlite_url
 
 
 @pytest.mark.parametrize(
     ("url", "drivername"),
     [
-        ("sqlite:///run.db", "sqlite+aiosqlite"),
-        ("sqlite://", "sqlite+aiosqlite"),
         ("sqlite+aiosqlite:///run.db", "sqlite+aiosqlite"),
         ("postgresql://postgres@localhost/prism", "postgresql+asyncpg"),
         ("postgresql+asyncpg://postgres@localhost/prism", "postgresql+asyncpg"),
@@ -82,7 +80,7 @@ def test_a_password_is_never_echoed() -> None:
 @pytest.mark.parametrize(
     ("url", "module", "hint"),
     [
-        ("sqlite:///run.db", "aiosqlite", "pip install 'prism-runtime[sql]'"),
+        ("sqlite+aiosqlite:///run.db", "aiosqlite", "pip install 'prism-runtime[sql]'"),
         (
             "postgresql://postgres@localhost/prism",
             "asyncpg",
@@ -134,7 +132,7 @@ async def test_a_host_engine_outlives_the_stores(sqlite_target: Target) -> None:
 @pytest.mark.anyio
 async def test_a_store_disposes_the_engine_it_created(sqlite_target: Target) -> None:
     """``aclose`` returns the store's own pooled connections; a second call is harmless."""
-    store = create_sql_checkpoint_store(sqlite_target.url)
+    store = create_sql_checkpoint_store(aiosqlite_url(sqlite_target.url))
     await store.save("ns", "k", 1, version=1)
     assert store.engine.pool.checkedin() >= 1  # type: ignore[attr-defined]
     await store.aclose()
@@ -148,7 +146,7 @@ async def test_a_store_disposes_the_engine_it_created(sqlite_target: Target) -> 
 @pytest.mark.anyio
 async def test_sqlite_connections_use_wal_and_a_busy_timeout(sqlite_target: Target) -> None:
     """Engines created from a SQLite URL switch to WAL and wait 5 s for locks."""
-    store = create_sql_checkpoint_store(sqlite_target.url)
+    store = create_sql_checkpoint_store(aiosqlite_url(sqlite_target.url))
     async with store, store.engine.connect() as connection:
         mode = await connection.scalar(sa.text("PRAGMA journal_mode"))
         timeout = await connection.scalar(sa.text("PRAGMA busy_timeout"))
@@ -242,11 +240,13 @@ async def test_failed_appends_leave_the_head_where_it_was(sqlite_target: Target)
 @pytest.mark.parametrize("anyio_backend", ["trio"])
 @pytest.mark.anyio
 async def test_trio_gets_a_clear_error(sqlite_target: Target) -> None:
-    """Under trio, a call fails with ``SqlStoreDriverError`` naming asyncio; closing works."""
-    checkpoints: SqlCheckpointStore = create_sql_checkpoint_store(sqlite_target.url)
-    sessions: SqlSessionStore = create_sql_session_store(sqlite_target.url)
-    with pytest.raises(SqlStoreDriverError, match="asyncio"):
+    """Under trio, a call on an engine-driven store fails with ``SqlStoreDriverError`` naming
+    asyncio and the store that works under trio; closing works."""
+    checkpoints: SqlCheckpointStore = create_sql_checkpoint_store(aiosqlite_url(sqlite_target.url))
+    sessions: SqlSessionStore = create_sql_session_store(aiosqlite_url(sqlite_target.url))
+    with pytest.raises(SqlStoreDriverError, match="asyncio") as info:
         await checkpoints.load("ns", "k")
+    assert "sqlite:///" in str(info.value)
     with pytest.raises(SqlStoreDriverError, match="asyncio"):
         await sessions.list("s")
     await checkpoints.aclose()

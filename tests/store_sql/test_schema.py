@@ -9,6 +9,7 @@ import time
 import anyio
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from prism_store_sql import (
@@ -59,7 +60,9 @@ async def test_missing_schema_names_the_command_that_fixes_it(fresh_target: Targ
         command = next(
             line.strip() for line in message.splitlines() if "-m prism_store_sql migrate" in line
         )
-        assert command == migrate_command(async_url(fresh_target.url), fresh_target.prefix)
+        shown = fresh_target.url
+        expected = make_url(shown) if shown.startswith("sqlite:") else async_url(shown)
+        assert command == migrate_command(expected, fresh_target.prefix)
         assert "create_schema=True" in message
         argv = shlex.split(command)
         assert argv[:3] == ["python", "-m", "prism_store_sql"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -23,26 +24,35 @@ from prism_store_sql import (
     create_sql_session_store,
 )
 
-from .conftest import Target
+from .conftest import PostgresServer, Target, aiosqlite_url
 
 NS = "statements"
 
 
+@pytest.fixture(params=["aiosqlite", "postgresql"])
+def engine_target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    """A fresh database behind a SQLAlchemy engine (these tests watch the engine)."""
+    if request.param == "aiosqlite":
+        return Target("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'prism.db'}", "prism_")
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.fresh()
+
+
 @pytest.fixture
-async def store(fresh_target: Target) -> AsyncIterator[SqlCheckpointStore]:
-    """A checkpoint store on a fresh database of each backend, its schema created."""
+async def store(engine_target: Target) -> AsyncIterator[SqlCheckpointStore]:
+    """A checkpoint store on a fresh database of each engine backend, its schema created."""
     async with create_sql_checkpoint_store(
-        fresh_target.url, table_prefix=fresh_target.prefix
+        engine_target.url, table_prefix=engine_target.prefix
     ) as opened:
         await opened.load(NS, "warm-up")
         yield opened
 
 
 @pytest.fixture
-async def sessions(fresh_target: Target) -> AsyncIterator[SqlSessionStore]:
-    """A session store on a fresh database of each backend, its schema created."""
+async def sessions(engine_target: Target) -> AsyncIterator[SqlSessionStore]:
+    """A session store on a fresh database of each engine backend, its schema created."""
     async with create_sql_session_store(
-        fresh_target.url, table_prefix=fresh_target.prefix
+        engine_target.url, table_prefix=engine_target.prefix
     ) as opened:
         await opened.list("warm-up")
         yield opened
@@ -100,7 +110,7 @@ async def test_calls_never_switch_the_isolation_level_on_sqlite(
     """On SQLite a switch is a trip to the driver thread each way, so calls make none
     (asyncpg switches without a round trip, so PostgreSQL keeps autocommit)."""
     async with create_sql_checkpoint_store(
-        sqlite_target.url, table_prefix=sqlite_target.prefix
+        aiosqlite_url(sqlite_target.url), table_prefix=sqlite_target.prefix
     ) as store:
         await store.load(NS, "warm-up")
         await _never_switches(store, monkeypatch)

@@ -42,6 +42,7 @@ from .durable import (
     InvalidCheckpointError,
     MemoryCheckpointStore,
     PendingDecision,
+    ResumeAbortedError,
     ResumeEventStream,
     ResumeInput,
     RunDecision,
@@ -61,6 +62,7 @@ from .errors import (
     AgentLoopStateError,
     AgentRunError,
     AgentRunStateError,
+    CanonicalJsonError,
     CheckpointConflictError,
     CheckpointRestoreError,
     GuardrailError,
@@ -105,7 +107,7 @@ from .guardrails import (
     GuardrailRecord,
 )
 from .limits import HARD_MAX_PROVIDER_BYTES, RunLimitBreach, RunLimits
-from .middleware import MIDDLEWARE_POINTS, MiddlewareContext
+from .middleware import MIDDLEWARE_POINTS, CheckpointWrite, MiddlewareContext
 from .models import ModelConfig
 from .plugins import PluginError, create_plugin_manager, discover_plugins
 from .providers import (
@@ -136,6 +138,7 @@ from .redaction import REDACTED, SecretRedactor, create_secret_redactor
 from .results import AgentRunResult, RunStatus
 from .retry import RetryConfig, RetryDecision
 from .runs import (
+    MAX_STOP_DETAIL_BYTES,
     AgentLoopStrategy,
     EventSubscription,
     GenerateValidateReviseLoop,
@@ -143,6 +146,10 @@ from .runs import (
     LoopContext,
     RunEventStream,
     SingleShotLoop,
+    StopHookContext,
+    TurnPolicy,
+    TurnPolicyContext,
+    TurnPolicyError,
 )
 from .runs._compaction import CompactionConfig, CompactionContext, CompactionResult
 from .sessions import (
@@ -185,6 +192,7 @@ __all__ = (
     "HARD_MAX_PROVIDER_BYTES",
     "MAX_AGENT_RUN_METADATA_BYTES",
     "MAX_CHECKPOINT_PAGE_SIZE",
+    "MAX_STOP_DETAIL_BYTES",
     "MIDDLEWARE_POINTS",
     "REDACTED",
     "STORE_INSTALL_HINTS",
@@ -210,6 +218,7 @@ __all__ = (
     "AgentSession",
     "AgentStartedEvent",
     "AgentSuspendedEvent",
+    "CanonicalJsonError",
     "CheckpointConflictError",
     "CheckpointLimitError",
     "CheckpointPage",
@@ -219,6 +228,7 @@ __all__ = (
     "CheckpointStatusIndex",
     "CheckpointStore",
     "CheckpointStoreError",
+    "CheckpointWrite",
     "CompactionConfig",
     "CompactionContext",
     "CompactionFinishedEvent",
@@ -271,6 +281,7 @@ __all__ = (
     "ProviderToolCallDelta",
     "ProviderToolSpec",
     "ProviderUsage",
+    "ResumeAbortedError",
     "ResumeEventStream",
     "ResumeInput",
     "RetryConfig",
@@ -294,6 +305,7 @@ __all__ = (
     "Skill",
     "SkillRegistry",
     "SteerRejectedEvent",
+    "StopHookContext",
     "StickyDecision",
     "TextContent",
     "ThinkingContent",
@@ -305,6 +317,9 @@ __all__ = (
     "ToolExecutionBlockedEvent",
     "ToolExecutionContext",
     "ToolExecutionErrorEvent",
+    "TurnPolicy",
+    "TurnPolicyContext",
+    "TurnPolicyError",
     "ToolExecutionFinishedEvent",
     "ToolExecutionProgressEvent",
     "ToolExecutionStartedEvent",

@@ -42,6 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     chat.add_argument("--base-url", metavar="URL", help="the provider's base URL (local servers)")
     chat.add_argument("--system", metavar="TEXT", help="the system prompt")
+    demo.add_argument(
+        "--backend", choices=("asyncio", "trio"), default="asyncio", help="the workers' event loop"
+    )
     add_runs_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "plugins":
@@ -54,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             directory=args.dir,
             kill_at_turn=args.kill_at_turn,
             color=not args.no_color and sys.stdout.isatty(),
+            backend=args.backend,
         )
     if args.command == "chat":
         from ._chat import run_chat

@@ -208,7 +208,7 @@ async def _worker(args: dict[str, Any]) -> int:
 def worker_main(argv: list[str]) -> int:
     """Entry point of a demo worker process (``python -m prism_core._demo worker …``)."""
     args = json.loads(argv[0])
-    return anyio.run(_worker, args)
+    return anyio.run(_worker, args, backend=args.get("backend", "asyncio"))
 
 
 # -- the orchestrator --------------------------------------------------------------------
@@ -268,10 +268,22 @@ def run_crash_demo(
     think_seconds: float = 0.4,
     prefix: str | None = None,
     on_event: Any = None,
+    backend: str = "asyncio",
 ) -> DemoReport:
-    """Run the whole demo and return what happened (no printing; see :func:`run_demo`)."""
+    """Run the whole demo and return what happened (no printing; see :func:`run_demo`).
+
+    ``backend`` is the anyio backend of both workers: ``"asyncio"`` or ``"trio"`` (trio
+    needs the SQLite store, the only one that runs on it).
+    """
     if not 1 <= kill_at_turn <= len(STEPS):
         raise ValueError(f"kill_at_turn must be in 1..{len(STEPS)}")
+    if backend not in ("asyncio", "trio"):
+        raise ValueError(f"backend must be 'asyncio' or 'trio', got {backend!r}")
+    if backend == "trio" and store_url is not None and not store_url.startswith("sqlite:///"):
+        raise ValueError(
+            "the workers can run on trio with the SQLite store only (sqlite:///path.db); "
+            "PostgreSQL and Redis stores run on asyncio"
+        )
     work = Path(directory or tempfile.mkdtemp(prefix="prism-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     url = store_url or f"sqlite:///{work / 'prism-demo.db'}"
@@ -282,6 +294,7 @@ def run_crash_demo(
         "session": f"{SESSION_ID}-{uuid.uuid4().hex[:6]}",
         "tool_log": str(tool_log),
         "think": think_seconds,
+        "backend": backend,
     }
     timeline: list[dict[str, Any]] = []
     first = _spawn({**common, "mode": "start"})
@@ -442,12 +455,15 @@ def run_demo(
     directory: str | None = None,
     kill_at_turn: int = 3,
     color: bool = False,
+    backend: str = "asyncio",
 ) -> int:
     """Run the crash-recovery demo, print its timeline and verdict; returns an exit code."""
     printer = _Printer(color)
     where = store or "embedded SQLite"
-    print(f"Prism crash-recovery demo ({where}, every-turn checkpoints)\n")
-    report = run_crash_demo(store, directory=directory, kill_at_turn=kill_at_turn, on_event=printer)
+    print(f"Prism crash-recovery demo ({where}, every-turn checkpoints, workers on {backend})\n")
+    report = run_crash_demo(
+        store, directory=directory, kill_at_turn=kill_at_turn, on_event=printer, backend=backend
+    )
     print()
     print(
         f"run {report.run_id}: killed worker pid {report.killed_pid} at turn "

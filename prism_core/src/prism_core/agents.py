@@ -25,6 +25,7 @@ from .redaction import Redactor
 from .retry import RetryConfig, coerce_retry
 from .runs._compaction import coerce_compaction
 from .runs._loops import SingleShotLoop, coerce_loop
+from .runs._turn_policy import TurnPolicy, coerce_stop_hooks, coerce_turn_policy
 from .sessions._memory import create_memory_session_store
 from .sessions._session import DEFAULT_SNAPSHOT_CACHE_TTL_MS, AgentSession
 from .sessions._store import SessionStore
@@ -74,6 +75,8 @@ class Agent:
         context_window: int | None = None,
         trust: ToolPolicy | None = None,
         permission: ToolPolicy | None = None,
+        turn_policy: Any = None,
+        stop_hooks: Any = None,
     ) -> None:
         self.model = coerce_model(model)
         for label, value in (("id", id), ("name", name), ("instructions", instructions)):
@@ -145,6 +148,8 @@ class Agent:
         self.provider_request_policies: tuple[Callable[..., Any], ...] = tuple(
             provider_request_policies
         )
+        self.turn_policy: TurnPolicy | None = coerce_turn_policy(turn_policy)
+        self.stop_hooks: tuple[Any, ...] = coerce_stop_hooks(stop_hooks)
 
     @property
     def label(self) -> str:

@@ -12,6 +12,9 @@ from typing import Any, TypeVar
 import attrs
 import cattrs
 
+from ._echo import clip
+from ._error_base import CanonicalJsonError
+
 __all__ = ("dumps", "json_size_bound", "loads", "structure", "unstructure")
 
 T = TypeVar("T")
@@ -32,16 +35,33 @@ def structure(data: Any, cls: type[T]) -> T:
 def dumps(value: Any) -> bytes:
     """Canonical JSON bytes of ``value`` (attrs values are unstructured first).
 
-    Raises ``ValueError`` for values JSON cannot carry (NaN, cycles, unknown objects).
+    Raises :class:`~prism_core.errors.CanonicalJsonError` (a ``ValueError`` and a
+    ``TypeError``) for values JSON cannot carry: NaN, cycles, nesting too deep, lone
+    surrogates, unknown objects.
     """
-    return json.dumps(
-        value,
-        default=_unstructure_for_json,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    ).encode("utf-8")
+    try:
+        return json.dumps(
+            value,
+            default=_unstructure_for_json,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        ).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CanonicalJsonError(
+            "value has no canonical JSON form: a string holds a lone surrogate (not UTF-8)"
+        ) from exc
+    except (TypeError, ValueError, RecursionError) as exc:
+        if isinstance(exc, CanonicalJsonError):
+            raise
+        raise CanonicalJsonError(f"value has no canonical JSON form: {_reason(exc)}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to encode"
+    return clip(str(exc), 200) or type(exc).__name__
 
 
 def _unstructure_for_json(value: Any) -> Any:
@@ -49,7 +69,7 @@ def _unstructure_for_json(value: Any) -> Any:
     # metadata map) is encoded without a cattrs pass.
     if attrs.has(type(value)):
         return _converter.unstructure(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    raise CanonicalJsonError(f"an object of type {type(value).__name__} is not JSON data")
 
 
 def json_size_bound(value: Any) -> int:

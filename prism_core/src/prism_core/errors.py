@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._error_base import CanonicalJsonError, PrismError
+
 if TYPE_CHECKING:
     from .results import AgentRunResult
 
@@ -12,6 +14,7 @@ __all__ = (
     "AgentLoopStateError",
     "AgentRunError",
     "AgentRunStateError",
+    "CanonicalJsonError",
     "CheckpointConflictError",
     "CheckpointRestoreError",
     "GuardrailError",
@@ -21,22 +24,6 @@ __all__ = (
     "PrismError",
     "ToolDefinitionError",
 )
-
-
-class PrismError(Exception):
-    """Base class of every error Prism raises; ``code`` is stable across releases."""
-
-    code: str = "ERR_PRISM"
-
-    def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-
-    @property
-    def message(self) -> str:
-        """The human-readable message (the first argument)."""
-        return str(self.args[0]) if self.args else ""
 
 
 class AgentRunError(PrismError):
@@ -71,7 +58,12 @@ class CheckpointConflictError(PrismError):
 
 
 class CheckpointRestoreError(PrismError):
-    """A restore hook failed or timed out; nothing was claimed."""
+    """A restore hook failed or timed out; nothing was claimed.
+
+    ``compensation`` is ``{"ran": [...], "failed"?: {"hook", "reason"}}`` when compensation
+    ran (hooks most recent first; it stops at the first compensation that raises), else
+    ``None``.
+    """
 
     code = "ERR_PRISM_CHECKPOINT_RESTORE"
 
@@ -86,6 +78,7 @@ class CheckpointRestoreError(PrismError):
         super().__init__(message, code=code)
         self.hook = hook
         self.compensation_errors = compensation_errors
+        self.compensation: dict[str, Any] | None = None
 
 
 class AgentLoopStateError(PrismError):

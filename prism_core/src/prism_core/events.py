@@ -97,6 +97,9 @@ class MessageFinishedEvent:
     session_id: str
     run_id: str
     message: Message
+    #: The provider's finish reason for this turn (``"stop"``, ``"tool_calls"``, ``"length"``
+    #: ...), when it gave one.
+    finish_reason: str | None = None
     type: Literal["message_finished"] = "message_finished"
 
 
@@ -183,6 +186,12 @@ class AgentFinishedEvent:
     text: str = ""
     usage: Usage | None = None
     leaf_id: str | None = None
+    #: The last provider turn's finish reason (``"stop"``, ``"length"``, ...), when it gave one.
+    finish_reason: str | None = None
+    #: Why the run ended: ``"completed"``, ``"host_policy"`` or ``"max_turns"``.
+    stop_reason: str | None = None
+    #: The finish reason of a completed run, or a turn policy's bounded reason.
+    stop_detail: str | None = None
     type: Literal["agent_finished"] = "agent_finished"
 
 
@@ -285,13 +294,15 @@ class AgentSuspendedEvent:
 
 @attrs.frozen(kw_only=True)
 class AgentResumedEvent:
-    """A durable run was claimed and resumes; ``restore`` audits restore hooks when any ran."""
+    """A durable run was claimed and resumes; ``restore`` audits restore hooks when any ran;
+    ``checkpoint_metadata`` is the sidecar map of the checkpoint it resumed from."""
 
     session_id: str
     run_id: str
     version: int
     decision: str | None = None
     restore: Any = None
+    checkpoint_metadata: dict[str, str] | None = None
     type: Literal["agent_resumed"] = "agent_resumed"
 
 

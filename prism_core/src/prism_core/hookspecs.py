@@ -86,6 +86,7 @@ def prism_middleware() -> Any:
 
     Called once per agent, when the agent is created. Receives nothing. Return a sequence of
     middleware objects (methods named after middleware points such as ``session_start``,
-    ``provider_request``, ``tool_call``); they run after the agent's own ``middleware`` in
-    plugin registration order. ``None`` declares none.
+    ``provider_request``, ``tool_call``, or the observer points ``event`` and
+    ``checkpoint_written``, see :mod:`prism_core.middleware`); they run after the agent's own
+    ``middleware`` in plugin registration order. ``None`` declares none.
     """

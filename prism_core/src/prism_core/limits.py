@@ -22,6 +22,7 @@ _POLICY_AXES = (
     "max_output_tokens",
     "max_total_tokens",
     "max_cost",
+    "max_stop_continuations",
 )
 _BYTE_AXES = ("max_request_bytes", "max_response_bytes")
 
@@ -32,6 +33,7 @@ class RunLimits:
 
     ``max_request_bytes``/``max_response_bytes`` cannot be disabled and never exceed
     :data:`HARD_MAX_PROVIDER_BYTES`. ``max_cost`` is in ``cost_currency`` when given.
+    ``max_stop_continuations`` bounds how often stop hooks may continue a finishing run.
     """
 
     max_turns: int | None = None
@@ -46,6 +48,7 @@ class RunLimits:
     max_total_tokens: int | None = None
     max_cost: float | None = None
     cost_currency: str | None = None
+    max_stop_continuations: int | None = None
 
     def narrowed(self, run: RunLimits | Mapping[str, Any] | None) -> RunLimits:
         """The effective limits when a run asks for ``run``: every axis may only narrow."""

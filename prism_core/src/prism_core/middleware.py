@@ -7,15 +7,29 @@ A middleware object defines any of these methods (sync or async):
 - ``tool_call(call, context)``: before tool-input guardrails and dispatch;
 - ``tool_result(result, context)``: after tool-output guardrails;
 - ``retry(decision, context)``: after the retry policy decided, before ``retry_scheduled``;
-- ``compaction(result, context)``: after a compaction strategy returned, before the append.
+- ``compaction(result, context)``: after a compaction strategy returned, before the append;
+- ``checkpoint_metadata(metadata, context)``: before each checkpoint write of a durable run,
+  with the sidecar map (``dict[str, str]``) about to be written; a returned mapping replaces
+  it and is checked like the host's ``checkpoint_metadata`` (strings, at most 4096 bytes).
 
-A value-returning point may return a replacement value, or ``None`` to keep it unchanged.
-A mapping of point name to callable works as a middleware object too.
+Two observer points see what happened and cannot change it:
+
+- ``event(event, context)``: every event a run emits, as subscribers receive it (redacted),
+  at the moment it is emitted. It must be synchronous (``async def`` is refused when the
+  middleware is composed);
+- ``checkpoint_written(write, context)``: after each checkpoint write of a durable run, with a
+  :class:`CheckpointWrite` (version, status, bytes, duration).
+
+An observer's exception is logged on the ``prism_core.middleware`` logger (its type only)
+and dropped: observing never fails a run. A value-returning point may return a replacement
+value, or ``None`` to keep it unchanged. A mapping of point name to callable works as a
+middleware object too.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -23,9 +37,11 @@ import attrs
 
 from .signals import AbortSignal
 
-__all__ = ("MIDDLEWARE_POINTS", "MiddlewareChain", "MiddlewareContext")
+__all__ = ("MIDDLEWARE_POINTS", "CheckpointWrite", "MiddlewareChain", "MiddlewareContext")
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 MIDDLEWARE_POINTS = (
     "session_start",
@@ -35,7 +51,13 @@ MIDDLEWARE_POINTS = (
     "tool_result",
     "retry",
     "compaction",
+    "checkpoint_metadata",
+    "event",
+    "checkpoint_written",
 )
+
+#: The observer points that must be synchronous (they run inside ``emit``).
+_SYNC_POINTS = ("event",)
 
 
 @attrs.frozen(kw_only=True)
@@ -47,6 +69,23 @@ class MiddlewareContext:
     run_id: str | None = None
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     signal: AbortSignal | None = attrs.field(default=None, eq=False, repr=False)
+    agent_id: str | None = None
+    agent_name: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointWrite:
+    """One checkpoint write of a durable run, as ``checkpoint_written`` middleware sees it.
+
+    ``bytes`` is the size of the state's canonical JSON, ``duration_ms`` the time the store
+    took to save it, ``status`` the run status the checkpoint records.
+    """
+
+    run_id: str
+    version: int
+    status: str
+    bytes: int
+    duration_ms: float
 
 
 def _handler(middleware: Any, point: str) -> Any:
@@ -62,14 +101,22 @@ class MiddlewareChain:
         for item in middleware:
             if item is None or isinstance(item, str | bytes):
                 raise TypeError(f"middleware must be an object or a mapping, got {item!r}")
+            for point in _SYNC_POINTS:
+                if inspect.iscoroutinefunction(_handler(item, point)):
+                    raise TypeError(f"middleware point {point!r} must be synchronous")
         self._items = tuple(middleware)
+        self._handled: dict[str, bool] = {}
 
     def __len__(self) -> int:
         return len(self._items)
 
     def handles(self, point: str) -> bool:
         """Whether any middleware defines ``point``."""
-        return any(_handler(m, point) is not None for m in self._items)
+        handled = self._handled.get(point)
+        if handled is None:
+            handled = any(_handler(m, point) is not None for m in self._items)
+            self._handled[point] = handled
+        return handled
 
     async def notify(self, point: str, context: MiddlewareContext) -> None:
         """Call ``point(context)`` on each middleware that defines it."""
@@ -93,3 +140,27 @@ class MiddlewareChain:
             if outcome is not None:
                 value = outcome
         return value
+
+    def observe(self, point: str, value: Any, context: MiddlewareContext) -> None:
+        """Call the synchronous observer ``point(value, context)`` of each middleware."""
+        for item in self._items:
+            handler = _handler(item, point)
+            if handler is None:
+                continue
+            try:
+                handler(value, context)
+            except Exception as exc:
+                logger.warning("middleware %s observer raised %s", point, type(exc).__name__)
+
+    async def inform(self, point: str, value: Any, context: MiddlewareContext) -> None:
+        """Call the observer ``point(value, context)`` (sync or async) of each middleware."""
+        for item in self._items:
+            handler = _handler(item, point)
+            if handler is None:
+                continue
+            try:
+                outcome = handler(value, context)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception as exc:
+                logger.warning("middleware %s observer raised %s", point, type(exc).__name__)

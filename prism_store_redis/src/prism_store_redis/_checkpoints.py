@@ -21,6 +21,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from prism_core._echo import echo
 from prism_core.codec import dumps, loads
 
 # The kernel's own name check, so every store refuses a bad namespace or key identically.
@@ -29,11 +30,16 @@ from prism_core.durable import (
     CheckpointPage,
     CheckpointRecord,
     CheckpointStoreError,
+    InvalidCheckpointError,
     check_name,
     check_status,
     conflict,
+    corrupt_record,
+    decode_stored_metadata,
+    decode_stored_value,
     indexed_status,
     normalise_ownership,
+    stored_int,
     validate_list,
     validate_save,
 )
@@ -59,31 +65,76 @@ def _positive(value: Any, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive integer or None, got {value!r}")
+        raise InvalidCheckpointError(
+            f"{what} must be a positive integer or None, got {echo(value)}"
+        )
     return value
 
 
 def _fields(reply: Sequence[Any]) -> dict[str, str]:
     """A stored hash as text, from a script's flat ``HGETALL`` field list."""
-    return {text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)}
+    try:
+        return {text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)}
+    except UnicodeDecodeError:
+        raise corrupt_record("?", "?", "a text field is not UTF-8") from None
 
 
 def _record(fields: Mapping[str, str]) -> CheckpointRecord:
-    owner = fields["owner"]
-    fence = fields.get("fence")
-    meta = fields.get("meta")
-    return CheckpointRecord(
-        namespace=fields["ns"],
-        key=fields["key"],
-        version=int(fields["v"]),
-        value=loads(fields["value"]),
-        metadata=None if meta is None else loads(meta),
-        ownership=loads(owner) if owner else None,
-        fencing_token=None if fence is None else int(fence),
-        category=fields.get("cat"),
-        created_at=float(fields["created"]),
-        updated_at=float(fields["updated"]),
+    namespace, key = fields.get("ns"), fields.get("key")
+    if namespace is None or key is None:
+        raise corrupt_record(namespace or "?", key or "?", "its namespace or key is missing")
+    owner = fields.get("owner") or ""
+    ownership = decode_stored_metadata(owner) if owner else None
+    if owner and ownership is None:
+        raise corrupt_record(namespace, key, "its owner is not a map of strings")
+    return _build(
+        namespace,
+        key,
+        ownership,
+        (
+            fields.get("v"),
+            fields.get("value"),
+            fields.get("fence"),
+            fields.get("meta"),
+            fields.get("cat"),
+            fields.get("created"),
+            fields.get("updated"),
+        ),
     )
+
+
+def _build(
+    namespace: str, key: str, ownership: dict[str, str] | None, stored: Sequence[Any]
+) -> CheckpointRecord:
+    """A record from its stored fields (version, value, fence, meta, category, created,
+    updated), each checked: a field Redis holds that cannot be read is a corrupt record."""
+    version, value, fence, meta, category, created, updated = stored
+    return CheckpointRecord(
+        namespace=namespace,
+        key=key,
+        version=stored_int(version, namespace, key, "version"),
+        value=decode_stored_value(value, namespace, key),
+        metadata=decode_stored_metadata(meta),
+        ownership=ownership,
+        fencing_token=None if fence is None else stored_int(fence, namespace, key, "fence"),
+        category=None if category is None else _stored_text(category, namespace, key),
+        created_at=_stored_time(created, namespace, key),
+        updated_at=_stored_time(updated, namespace, key),
+    )
+
+
+def _stored_text(value: bytes | str, namespace: str, key: str) -> str:
+    try:
+        return text(value)
+    except UnicodeDecodeError:
+        raise corrupt_record(namespace, key, "a text field is not UTF-8") from None
+
+
+def _stored_time(value: Any, namespace: str, key: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise corrupt_record(namespace, key, "its timestamps are not numbers") from None
 
 
 class RedisCheckpointStore:
@@ -131,20 +182,11 @@ class RedisCheckpointStore:
         with self._connection.guard("load a checkpoint") as client:
             reply: list[Any] = await client.hmget(record_key, _LOAD_FIELDS)
         owner, version, value, fence, meta, category, created, updated = reply
-        if owner is None or text(owner) != self._keys.owner_text(owner_map):
+        if owner is None or _stored_text(owner, namespace, key) != self._keys.owner_text(owner_map):
             return None
         # The caller's names and ownership are what the record key and owner check matched.
-        return CheckpointRecord(
-            namespace=namespace,
-            key=key,
-            version=int(version),
-            value=loads(value),
-            metadata=None if meta is None else loads(meta),
-            ownership=owner_map,
-            fencing_token=None if fence is None else int(fence),
-            category=None if category is None else text(category),
-            created_at=float(created),
-            updated_at=float(updated),
+        return _build(
+            namespace, key, owner_map, (version, value, fence, meta, category, created, updated)
         )
 
     async def save(
@@ -362,7 +404,7 @@ def create_redis_checkpoint_store(
     The store is asyncio-only (redis-py's client is); opening it does no I/O.
     """
     if not isinstance(prefix, str) or not prefix:
-        raise ValueError("prefix must be a non-empty string")
+        raise InvalidCheckpointError("prefix must be a non-empty string")
     finished_ttl_seconds = _positive(finished_ttl_seconds, "finished_ttl_seconds")
     max_records = _positive(max_records, "max_records")
     max_value_bytes = _positive(max_value_bytes, "max_value_bytes")

@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, RedisError
 
+from prism_core._echo import echo
 from prism_core.errors import PrismError
 
 __all__ = ("REDIS_SCHEMES", "RedisConnection", "run_script", "split_store_url", "text")
@@ -48,7 +49,7 @@ def split_store_url(url: str) -> tuple[str, str | None]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefixes = [value for name, value in query if name == "prefix"]
     if len(prefixes) > 1 or (prefixes and not prefixes[0]):
-        raise ValueError(f"store URL {url!r}: give ?prefix= once, with a non-empty value")
+        raise ValueError(f"store URL {echo(url)}: give ?prefix= once, with a non-empty value")
     # redis-py unquotes with ``unquote`` (not ``unquote_plus``), so spaces must stay %20.
     rest = urlencode([(n, v) for n, v in query if n != "prefix"], quote_via=quote)
     return urlunsplit(parts._replace(query=rest)), (prefixes[0] if prefixes else None)
@@ -65,8 +66,8 @@ class RedisConnection:
             scheme = urlsplit(url_or_client).scheme
             if scheme not in REDIS_SCHEMES:
                 raise ValueError(
-                    f"expected a redis:// or rediss:// URL, got scheme {scheme!r} "
-                    f"in {url_or_client!r}"
+                    f"expected a redis:// or rediss:// URL, got scheme {echo(scheme)} "
+                    f"in {echo(url_or_client)}"
                 )
             # Creating the client opens nothing: redis-py connects on the first command.
             self.client = aioredis.Redis.from_url(url_or_client)
@@ -99,7 +100,8 @@ class RedisConnection:
         except RuntimeError:
             raise self.error(
                 f"cannot {action}: the Redis store runs on asyncio only (redis-py's client "
-                "is asyncio-based); run this host on anyio's asyncio backend"
+                "is asyncio-based); run this host on anyio's asyncio backend, or under trio "
+                "use the SQLite store (prism_store_sql, sqlite:///path.db), which works on both"
             ) from None
 
     async def aclose(self) -> None:

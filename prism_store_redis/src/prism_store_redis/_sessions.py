@@ -8,6 +8,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from prism_core._echo import echo
 from prism_core.codec import dumps, loads, structure
 from prism_core.errors import PrismError
 from prism_core.sessions import (
@@ -98,13 +99,13 @@ class RedisSessionStore:
             outcome = text(await run_script(self._append, keys=keys, args=args))
         if outcome == "moved":
             raise SessionConflictError(
-                f"session {entry.session_id!r} moved: its head is no longer the expected leaf"
+                f"session {echo(entry.session_id)} moved: its head is no longer the expected leaf"
             )
         if outcome == "duplicate":
-            raise SessionConflictError(f"entry id {entry.id!r} already exists")
+            raise SessionConflictError(f"entry id {echo(entry.id)} already exists")
         if outcome == "parent":
             raise SessionEntryNotFoundError(
-                f"parent entry {entry.parent_id!r} is not in session {entry.session_id!r}"
+                f"parent entry {echo(entry.parent_id)} is not in session {echo(entry.session_id)}"
             )
         return _entry(data)
 
@@ -140,7 +141,7 @@ class RedisSessionStore:
             )
         if text(reply[0]) != "ok":
             raise SessionEntryNotFoundError(
-                f"session {session_id!r} has no entry {text(reply[1])!r}"
+                f"session {echo(session_id)} has no entry {echo(text(reply[1]))}"
             )
         return [_entry(data) for data in reply[1:]]
 

@@ -1,7 +1,10 @@
-"""Prism checkpoint and session stores on SQLAlchemy 2 async: SQLite and PostgreSQL.
+"""Prism checkpoint and session stores on SQLite and PostgreSQL.
 
-``sqlite:///run.db`` is the embedded default (aiosqlite, WAL mode); ``postgresql://…``
-(asyncpg) is for stores shared by many workers. The stores run on asyncio.
+``sqlite:///run.db`` is the embedded default: one stdlib ``sqlite3`` connection in WAL mode,
+driven from a worker thread, on asyncio and trio. ``postgresql://…`` (asyncpg, through
+SQLAlchemy 2 async) is for stores shared by many workers, as are explicit SQLAlchemy URLs
+(``sqlite+aiosqlite://``) and engines; those run on asyncio. ``open_sql_stores(url)`` opens
+both stores on one connection, able to commit session entries and a checkpoint together.
 """
 
 from ._checkpoints import SqlCheckpointStore, create_sql_checkpoint_store
@@ -16,6 +19,9 @@ from ._migrations import SCHEMA_VERSION, migrate, read_schema_version
 from ._plugin import SqlStorePlugin, plugin
 from ._schema import DEFAULT_TABLE_PREFIX
 from ._sessions import SqlSessionStore, create_sql_session_store
+from ._shared import SqlStores, open_sql_stores
+from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
+from ._transaction import SqlTransaction
 
 __all__ = (
     "DEFAULT_TABLE_PREFIX",
@@ -23,6 +29,10 @@ __all__ = (
     "STORE_SCHEMES",
     "SqlCheckpointStore",
     "SqlSessionStore",
+    "SqlStores",
+    "SqlTransaction",
+    "SqliteCheckpointStore",
+    "SqliteSessionStore",
     "SqlStoreConfigError",
     "SqlStoreDriverError",
     "SqlStoreMigrationError",
@@ -31,6 +41,7 @@ __all__ = (
     "create_sql_checkpoint_store",
     "create_sql_session_store",
     "migrate",
+    "open_sql_stores",
     "plugin",
     "read_schema_version",
 )

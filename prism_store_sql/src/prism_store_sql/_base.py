@@ -51,6 +51,16 @@ class SqlStoreBase:
         return self._tables.prefix
 
     @property
+    def tables(self) -> Tables:
+        """The table definitions of this store's prefix."""
+        return self._tables
+
+    @property
+    def creates_schema(self) -> bool:
+        """Whether this store creates or upgrades its tables on first use."""
+        return self._create_schema
+
+    @property
     def closed(self) -> bool:
         """``True`` once :meth:`aclose` was called."""
         return self._closed

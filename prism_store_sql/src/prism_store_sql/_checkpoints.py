@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import sqlalchemy as sa
@@ -34,15 +34,23 @@ from prism_core.durable import (
     SaveRequest,
     check_name,
     conflict,
+    corrupt_record,
+    decode_stored_metadata,
+    decode_stored_value,
     encode_cursor,
     list_arguments,
     normalise_ownership,
+    stored_int,
     validate_save,
 )
 
 from ._base import SqlStoreBase
 from ._engine import EngineHandle, open_engine
 from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables
+from ._sqlite import SqliteDatabase, sqlite_path
+
+if TYPE_CHECKING:
+    from ._transaction import SqlTransaction
 
 __all__ = ("SqlCheckpointStore", "create_sql_checkpoint_store")
 
@@ -64,6 +72,50 @@ def _check_range(req: SaveRequest) -> None:
     ):
         if number is not None and number > _MAX_BIGINT:
             raise InvalidCheckpointError(f"{what} must be at most {_MAX_BIGINT} in a SQL store")
+
+
+def _stored_time(value: Any, namespace: str, key: str) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise corrupt_record(namespace, key, "its timestamps are not numbers")
+
+
+def _validated(namespace: Any, key: Any, value: Any, **options: Any) -> SaveRequest:
+    req = validate_save(namespace, key, value, **options)
+    _check_range(req)
+    return req
+
+
+def save_params(req: SaveRequest, now: float) -> dict[str, Any]:
+    """The bound parameters of every save statement for ``req`` written at ``now``."""
+    return {
+        "ns": req.namespace,
+        "k": req.key,
+        "owner_scope": _owner_scope(req.ownership),
+        "new_version": req.version,
+        "expected": req.expected_version,
+        "token": req.fencing_token,
+        "cat": req.category,
+        "val": req.value_json,
+        "meta": dumps(req.metadata).decode("utf-8") if req.metadata is not None else None,
+        "now": now,
+    }
+
+
+def saved_record(req: SaveRequest, created_at: float, now: float) -> CheckpointRecord:
+    """The record a successful save of ``req`` wrote."""
+    return CheckpointRecord(
+        namespace=req.namespace,
+        key=req.key,
+        version=req.version,
+        value=loads(req.value_json),
+        metadata=dict(req.metadata) if req.metadata is not None else None,
+        ownership=dict(req.ownership) if req.ownership is not None else None,
+        fencing_token=req.fencing_token,
+        category=req.category,
+        created_at=created_at,
+        updated_at=now,
+    )
 
 
 @attrs.frozen
@@ -143,17 +195,22 @@ class SqlCheckpointStore(SqlStoreBase):
         self._sql = _build_statements(tables.checkpoints, handle.backend)
 
     def _record(self, row: sa.Row[Any], ownership: dict[str, str] | None) -> CheckpointRecord:
+        namespace, key = row.namespace, row.key
+        fence = row.fencing_token
+        category = row.category
+        if category is not None and not isinstance(category, str):
+            raise corrupt_record(namespace, key, "its category is not text")
         return CheckpointRecord(
-            namespace=row.namespace,
-            key=row.key,
-            version=row.version,
-            value=loads(row.value),
-            metadata=loads(row.metadata) if row.metadata is not None else None,
+            namespace=namespace,
+            key=key,
+            version=stored_int(row.version, namespace, key, "version"),
+            value=decode_stored_value(row.value, namespace, key),
+            metadata=decode_stored_metadata(row.metadata),
             ownership=dict(ownership) if ownership is not None else None,
-            fencing_token=row.fencing_token,
-            category=row.category,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
+            fencing_token=None if fence is None else stored_int(fence, namespace, key, "fence"),
+            category=category,
+            created_at=_stored_time(row.created_at, namespace, key),
+            updated_at=_stored_time(row.updated_at, namespace, key),
         )
 
     async def load(
@@ -172,6 +229,22 @@ class SqlCheckpointStore(SqlStoreBase):
         if req.expected_version is None:
             return self._sql.upsert
         return self._sql.create if req.expected_version == 0 else self._sql.update
+
+    def shared_transaction(self, sessions: object) -> SqlTransaction | None:
+        """One transaction over this store and ``sessions`` (see
+        :func:`prism_core.durable.shared_transaction`), or ``None`` unless ``sessions`` is a
+        SQL session store on the same engine and table prefix."""
+        from ._sessions import SqlSessionStore
+        from ._transaction import EngineTransaction
+
+        if (
+            type(sessions) is SqlSessionStore
+            and type(self) is SqlCheckpointStore
+            and sessions.engine is self.engine
+            and sessions.table_prefix == self.table_prefix
+        ):
+            return EngineTransaction(self, sessions)
+        return None
 
     async def save(
         self,
@@ -192,7 +265,7 @@ class SqlCheckpointStore(SqlStoreBase):
         (before any I/O) and :class:`~prism_core.durable.CheckpointStoreError` when the
         database fails; a failed save writes nothing.
         """
-        req = validate_save(
+        req = _validated(
             namespace,
             key,
             value,
@@ -203,37 +276,15 @@ class SqlCheckpointStore(SqlStoreBase):
             metadata=metadata,
             category=category,
         )
-        _check_range(req)
         now = time.time()
-        params = {
-            "ns": req.namespace,
-            "k": req.key,
-            "owner_scope": _owner_scope(req.ownership),
-            "new_version": req.version,
-            "expected": req.expected_version,
-            "token": req.fencing_token,
-            "cat": req.category,
-            "val": req.value_json,
-            "meta": dumps(req.metadata).decode("utf-8") if req.metadata is not None else None,
-            "now": now,
-        }
         async with self._write("save a checkpoint") as connection:
-            row = (await connection.execute(self._save_statement(req), params)).first()
+            row = (
+                await connection.execute(self._save_statement(req), save_params(req, now))
+            ).first()
         if row is None:
             logger.debug("checkpoint save %s/%s lost its conditional write", req.namespace, req.key)
             raise conflict(req.namespace, req.key)
-        return CheckpointRecord(
-            namespace=req.namespace,
-            key=req.key,
-            version=req.version,
-            value=loads(req.value_json),
-            metadata=dict(req.metadata) if req.metadata is not None else None,
-            ownership=dict(req.ownership) if req.ownership is not None else None,
-            fencing_token=req.fencing_token,
-            category=req.category,
-            created_at=row.created_at,
-            updated_at=now,
-        )
+        return saved_record(req, row.created_at, now)
 
     async def delete(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
@@ -283,14 +334,20 @@ def create_sql_checkpoint_store(
 ) -> SqlCheckpointStore:
     """A checkpoint store on SQLite or PostgreSQL.
 
-    ``url_or_engine`` is ``sqlite:///path.db``, ``postgresql://user@host/db`` (the async
-    driver is chosen for you), an explicit async URL (``sqlite+aiosqlite://…``,
-    ``postgresql+asyncpg://…``) or a SQLAlchemy ``AsyncEngine``. An engine passed in is never
-    disposed of by the store. With ``create_schema=True`` the tables are created or upgraded
-    on first use; with ``False`` a missing or old schema raises
-    :class:`~prism_store_sql.SqlStoreSchemaError` naming the migrate command. Building the
-    store opens no connection. Raises :class:`~prism_store_sql.SqlStoreDriverError` when
-    the driver is not installed.
+    ``url_or_engine`` is ``sqlite:///path.db`` (the thread-driven SQLite backend: one stdlib
+    ``sqlite3`` connection, asyncio and trio), ``postgresql://user@host/db`` (asyncpg), an
+    explicit async URL (``sqlite+aiosqlite://…``, ``postgresql+asyncpg://…``) or a SQLAlchemy
+    ``AsyncEngine`` (both asyncio only). An engine passed in is never disposed of by the
+    store. With ``create_schema=True`` the tables are created or upgraded on first use; with
+    ``False`` a missing or old schema raises :class:`~prism_store_sql.SqlStoreSchemaError`
+    naming the migrate command. Building the store opens no connection. Raises
+    :class:`~prism_store_sql.SqlStoreDriverError` when the driver is not installed.
     """
     tables = build_tables(table_prefix)
+    target = sqlite_path(url_or_engine)
+    if target is not None:
+        from ._sqlite_stores import SqliteCheckpointStore
+
+        path, url = target
+        return SqliteCheckpointStore(SqliteDatabase(path, url, tables, create_schema=create_schema))
     return SqlCheckpointStore(open_engine(url_or_engine), tables, create_schema=create_schema)

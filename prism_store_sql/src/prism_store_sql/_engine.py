@@ -19,6 +19,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from prism_core._echo import echo
 from prism_core.durable import CheckpointStoreError
 
 from ._errors import SqlStoreConfigError, SqlStoreDriverError
@@ -80,7 +81,7 @@ def async_url(url: str | URL) -> URL:
     backend = parsed.get_backend_name()
     if backend not in STORE_SCHEMES:
         raise SqlStoreConfigError(
-            f"SQL stores open sqlite and postgresql URLs, not {backend!r} "
+            f"SQL stores open sqlite and postgresql URLs, not {echo(backend)} "
             "(expected sqlite:///path.db or postgresql://user@host/db)"
         )
     if parsed.drivername == backend:
@@ -122,12 +123,12 @@ def _create_engine(url: str | URL) -> AsyncEngine:
         dialect = parsed.get_dialect(_is_async=True)
     except exc.NoSuchModuleError as error:
         raise SqlStoreConfigError(
-            f"SQLAlchemy has no {parsed.drivername!r} dialect; use {backend}:// (the default "
+            f"SQLAlchemy has no {echo(parsed.drivername)} dialect; use {backend}:// (the default "
             f"async driver) or {backend}+{default}://"
         ) from error
     if not dialect.is_async:
         raise SqlStoreConfigError(
-            f"{parsed.drivername!r} is not an async driver; use {backend}:// or "
+            f"{echo(parsed.drivername)} is not an async driver; use {backend}:// or "
             f"{backend}+{default}://"
         )
     try:
@@ -135,7 +136,7 @@ def _create_engine(url: str | URL) -> AsyncEngine:
     except ImportError as error:
         hint = INSTALL_HINTS[backend] if driver == default else f"pip install {driver}"
         raise SqlStoreDriverError(
-            f"the {driver!r} driver for {backend} is not installed; install it with: {hint}"
+            f"the {echo(driver)} driver for {backend} is not installed; install it with: {hint}"
         ) from error
     if backend == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
@@ -165,7 +166,7 @@ def open_engine(url_or_engine: str | URL | AsyncEngine) -> EngineHandle:
         backend = url_or_engine.dialect.name
         if backend not in STORE_SCHEMES:
             raise SqlStoreConfigError(
-                f"SQL stores run on sqlite and postgresql engines, not {backend!r}"
+                f"SQL stores run on sqlite and postgresql engines, not {echo(backend)}"
             )
         return EngineHandle(url_or_engine, owned=False)
     if isinstance(url_or_engine, str | URL):
@@ -181,9 +182,11 @@ def require_asyncio() -> None:
         asyncio.get_running_loop()
     except RuntimeError:
         raise SqlStoreDriverError(
-            "SQL stores run on asyncio only (SQLAlchemy's async engine, aiosqlite and asyncpg "
-            "are asyncio libraries); call them from asyncio, e.g. anyio.run(main, "
-            "backend='asyncio'), or use a memory or Redis store under trio"
+            "SQL stores on a SQLAlchemy engine (postgresql://, sqlite+aiosqlite://, a host's "
+            "AsyncEngine) run on asyncio only: SQLAlchemy's async engine, aiosqlite and asyncpg "
+            "are asyncio libraries. Call them from asyncio (e.g. anyio.run(main, "
+            "backend='asyncio')), or under trio use the SQLite store on a plain "
+            "sqlite:///path.db URL, which runs on its own thread and works on both"
         ) from None
 
 

@@ -21,7 +21,9 @@ from collections.abc import Callable
 import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from prism_core._echo import echo
 
 from ._engine import (
     async_url,
@@ -39,11 +41,15 @@ __all__ = (
     "SCHEMA_VERSION",
     "Migration",
     "apply_migrations",
+    "check_sqlite_directory",
     "migrate",
     "migrate_command",
     "missing_database",
+    "migrate_connection",
     "read_schema_version",
     "require_schema",
+    "schema_missing_error",
+    "too_new_error",
 )
 
 
@@ -85,35 +91,36 @@ def _lock_key(prefix: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-async def _lock(connection: AsyncConnection, tables: Tables) -> None:
+def _lock(connection: sa.Connection, tables: Tables) -> None:
     if connection.dialect.name == "sqlite":
         # Takes the write lock now (waiting out the busy timeout), so the version read
         # below cannot go stale before the DDL.
-        await connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
     else:
-        await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(tables.prefix))))
+        connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_key(tables.prefix))))
 
 
-async def _recorded_version(connection: AsyncConnection, tables: Tables) -> int:
+def _recorded_version(connection: sa.Connection, tables: Tables) -> int:
     log = tables.schema_version
-    result = await connection.execute(sa.select(sa.func.max(log.c.version)))
-    value = result.scalar()
+    value = connection.execute(sa.select(sa.func.max(log.c.version))).scalar()
     return int(value) if value is not None else 0
 
 
-def _too_new(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
+def too_new_error(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
+    """The error for a database whose schema is newer than this release."""
     return SqlStoreSchemaError(
-        f"the SQL store schema (prefix {tables.prefix!r}) in {public_url(url)} is at version "
+        f"the SQL store schema (prefix {echo(tables.prefix)}) in {public_url(url)} is at version "
         f"{found}, newer than this release of prism-runtime-sql understands (version "
         f"{SCHEMA_VERSION}); upgrade it with: pip install --upgrade prism-runtime-sql"
     )
 
 
-def _check_sqlite_directory(url: URL) -> None:
+def check_sqlite_directory(url: URL) -> None:
+    """Refuse a SQLite URL whose file's directory does not exist, naming both (SQLite itself
+    only says "unable to open database file")."""
     path = sqlite_file(url)
     if path is None or path.parent.is_dir():
         return
-    # SQLite itself only says "unable to open database file", which names neither.
     raise SqlStoreMigrationError(
         f"cannot create the SQLite database {str(path)!r}: its directory "
         f"{str(path.parent)!r} does not exist. Create it first (mkdir -p "
@@ -134,6 +141,41 @@ def missing_database(url_or_engine: str | URL | AsyncEngine) -> str | None:
     return str(path)
 
 
+def migrate_connection(connection: sa.Connection, tables: Tables, url: URL) -> int:
+    """Apply every missing step on a synchronous ``connection`` and commit; the version.
+
+    The one migration runner: the async engines call it through ``run_sync``, the SQLite
+    thread-driven stores on their own connection. Raises :class:`SqlStoreSchemaError` when
+    a step fails or the database is newer than this release.
+    """
+    _lock(connection, tables)
+    tables.schema_version.create(connection, checkfirst=True)
+    current = _recorded_version(connection, tables)
+    if current > SCHEMA_VERSION:
+        raise too_new_error(url, tables, current)
+    for step in MIGRATIONS:
+        if step.version <= current:
+            continue
+        try:
+            step.apply(connection, tables)
+        except sa.exc.DBAPIError as error:
+            if error.connection_invalidated:
+                raise
+            raise SqlStoreSchemaError(
+                f"migrating the SQL store (prefix {echo(tables.prefix)}) in "
+                f"{public_url(url)} to version {step.version} failed: "
+                f"{error.orig}. Tables with these names but no recorded schema "
+                "version belong to something else; choose another table_prefix."
+            ) from error
+        connection.execute(
+            sa.insert(tables.schema_version).values(
+                version=step.version, description=step.description, applied_at=time.time()
+            )
+        )
+    connection.commit()
+    return max(current, SCHEMA_VERSION)
+
+
 async def apply_migrations(engine: AsyncEngine, tables: Tables) -> int:
     """Apply every missing step to ``engine`` for ``tables.prefix``; the resulting version.
 
@@ -141,43 +183,40 @@ async def apply_migrations(engine: AsyncEngine, tables: Tables) -> int:
     :class:`SqlStoreSchemaError` when a step fails or the database is newer than this
     release, and ``CheckpointStoreError`` when the database cannot be reached.
     """
-    _check_sqlite_directory(engine.url)
+    check_sqlite_directory(engine.url)
     with translate_errors("migrate the schema"):
         async with engine.connect() as connection:
-            await _lock(connection, tables)
-            await connection.run_sync(tables.schema_version.create, checkfirst=True)
-            current = await _recorded_version(connection, tables)
-            if current > SCHEMA_VERSION:
-                raise _too_new(engine.url, tables, current)
-            for step in MIGRATIONS:
-                if step.version <= current:
-                    continue
-                try:
-                    await connection.run_sync(step.apply, tables)
-                except sa.exc.DBAPIError as error:
-                    if error.connection_invalidated:
-                        raise
-                    raise SqlStoreSchemaError(
-                        f"migrating the SQL store (prefix {tables.prefix!r}) in "
-                        f"{public_url(engine.url)} to version {step.version} failed: "
-                        f"{error.orig}. Tables with these names but no recorded schema "
-                        "version belong to something else; choose another table_prefix."
-                    ) from error
-                await connection.execute(
-                    sa.insert(tables.schema_version).values(
-                        version=step.version, description=step.description, applied_at=time.time()
-                    )
-                )
-            await connection.commit()
-    return max(current, SCHEMA_VERSION)
+            return await connection.run_sync(migrate_connection, tables, engine.url)
 
 
 async def _read_version(engine: AsyncEngine, tables: Tables) -> int:
     name = tables.schema_version.name
+
+    def read(sync: sa.Connection) -> int:
+        return _recorded_version(sync, tables) if sa.inspect(sync).has_table(name) else 0
+
     with translate_errors("read the schema version"):
         async with engine.connect() as connection:
-            exists = await connection.run_sync(lambda sync: sa.inspect(sync).has_table(name))
-            return await _recorded_version(connection, tables) if exists else 0
+            return await connection.run_sync(read)
+
+
+def schema_missing_error(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
+    """The error for tables that are missing or older than this release; it names the exact
+    command that creates or upgrades them."""
+    if found > SCHEMA_VERSION:
+        return too_new_error(url, tables, found)
+    state = "do not exist" if found == 0 else f"are at schema version {found}"
+    lines = [
+        f"the SQL store tables with prefix {echo(tables.prefix)} in {public_url(url)} "
+        f"{state}; this release needs schema version {SCHEMA_VERSION}. Run:",
+        f"    {migrate_command(url, tables.prefix)}",
+    ]
+    if url.password:
+        lines.append("(with the real password in place of ***)")
+    lines.append(
+        "or await prism_store_sql.migrate(url), or open the store with create_schema=True."
+    )
+    return SqlStoreSchemaError("\n".join(lines))
 
 
 async def require_schema(engine: AsyncEngine, tables: Tables) -> None:
@@ -186,21 +225,8 @@ async def require_schema(engine: AsyncEngine, tables: Tables) -> None:
     The message names the exact command that creates or upgrades it.
     """
     found = await _read_version(engine, tables)
-    if found > SCHEMA_VERSION:
-        raise _too_new(engine.url, tables, found)
-    if found < SCHEMA_VERSION:
-        state = "do not exist" if found == 0 else f"are at schema version {found}"
-        lines = [
-            f"the SQL store tables with prefix {tables.prefix!r} in {public_url(engine.url)} "
-            f"{state}; this release needs schema version {SCHEMA_VERSION}. Run:",
-            f"    {migrate_command(engine.url, tables.prefix)}",
-        ]
-        if engine.url.password:
-            lines.append("(with the real password in place of ***)")
-        lines.append(
-            "or await prism_store_sql.migrate(url), or open the store with create_schema=True."
-        )
-        raise SqlStoreSchemaError("\n".join(lines))
+    if found != SCHEMA_VERSION:
+        raise schema_missing_error(engine.url, tables, found)
 
 
 async def migrate(
@@ -209,9 +235,22 @@ async def migrate(
     """Create or upgrade the SQL store tables for ``table_prefix``; returns the schema version.
 
     Idempotent and safe to run from several processes at once. An engine passed in is used
-    and left open; an engine created from a URL is disposed of before returning.
+    and left open; an engine created from a URL is disposed of before returning. A plain
+    ``sqlite:///`` URL is migrated on a stdlib ``sqlite3`` connection (asyncio or trio).
     """
     tables = build_tables(check_table_prefix(table_prefix))
+    from ._sqlite import SqliteDatabase, sqlite_path
+
+    target = sqlite_path(url_or_engine)
+    if target is not None:
+        database = SqliteDatabase(*target, tables, create_schema=True)
+        database.acquire()
+        try:
+            # Opening the connection checks the version row and applies any missing step.
+            await database.run("migrate the schema", lambda connection: None)
+        finally:
+            await database.release()
+        return SCHEMA_VERSION
     handle = open_engine(url_or_engine)
     try:
         require_asyncio()
@@ -231,6 +270,11 @@ async def read_schema_version(
     tables = build_tables(check_table_prefix(table_prefix))
     if missing_database(url_or_engine) is not None:
         return 0
+    from ._sqlite import read_sqlite_version, sqlite_path
+
+    target = sqlite_path(url_or_engine)
+    if target is not None:
+        return await read_sqlite_version(target[0], tables)
     handle = open_engine(url_or_engine)
     try:
         require_asyncio()

@@ -13,6 +13,8 @@ import re
 import attrs
 import sqlalchemy as sa
 
+from prism_core._echo import echo
+
 from ._errors import SqlStoreConfigError
 
 __all__ = ("DEFAULT_TABLE_PREFIX", "Tables", "build_tables", "check_table_prefix")
@@ -31,7 +33,7 @@ def check_table_prefix(prefix: object) -> str:
     if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
         raise SqlStoreConfigError(
             "table_prefix must start with a letter or '_', contain only letters, digits "
-            f"and '_', and be at most 40 characters; got {prefix!r}"
+            f"and '_', and be at most 40 characters; got {echo(prefix)}"
         )
     return prefix
 

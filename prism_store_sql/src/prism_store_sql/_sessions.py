@@ -26,14 +26,18 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from prism_core._echo import echo
 from prism_core.codec import dumps, loads, structure, unstructure
 from prism_core.sessions import UNSET, SessionConflictError, SessionEntry, SessionEntryNotFoundError
 
 from ._base import SqlStoreBase
+from ._checkpoints import SqlCheckpointStore
 from ._engine import EngineHandle, open_engine
+from ._errors import SqlStoreConfigError
 from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables
+from ._sqlite import SqliteDatabase, sqlite_path
 
 __all__ = ("SqlSessionStore", "create_sql_session_store")
 
@@ -47,7 +51,7 @@ def _payload_json(entry: SessionEntry) -> str:
     try:
         return dumps(payload).decode("utf-8")
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"session entry {entry.id!r} cannot be stored as JSON: {exc}") from exc
+        raise ValueError(f"session entry {echo(entry.id)} cannot be stored as JSON: {exc}") from exc
 
 
 def _entry(row: sa.Row[Any]) -> SessionEntry:
@@ -61,6 +65,42 @@ def _entry(row: sa.Row[Any]) -> SessionEntry:
         timestamp=row.timestamp,
     )
     return structure(data, SessionEntry)
+
+
+def append_params(entry: SessionEntry, expected_leaf_id: Any) -> dict[str, Any]:
+    """The bound parameters of an append of ``entry``; raises ``TypeError`` for a non-entry
+    and ``ValueError`` for a payload that is not JSON (before any I/O)."""
+    if not isinstance(entry, SessionEntry):
+        raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
+    return {
+        "entry_id": entry.id,
+        "session": entry.session_id,
+        "parent": entry.parent_id,
+        "leaf": expected_leaf_id if isinstance(expected_leaf_id, str) else None,
+        "entry_kind": entry.kind,
+        "entry_payload": _payload_json(entry),
+        "entry_run": entry.run_id,
+        "entry_time": entry.timestamp,
+    }
+
+
+def head_moved(entry: SessionEntry) -> SessionConflictError:
+    """The error for an append whose expected leaf is no longer the head."""
+    return SessionConflictError(
+        f"session {echo(entry.session_id)} moved: its head is no longer the expected leaf"
+    )
+
+
+def not_inserted(
+    entry: SessionEntry, *, taken: bool
+) -> SessionConflictError | SessionEntryNotFoundError:
+    """The error for an entry row that was not inserted: its id is ``taken``, or its parent
+    is not an entry of the session."""
+    if taken:
+        return SessionConflictError(f"entry id {echo(entry.id)} already exists")
+    return SessionEntryNotFoundError(
+        f"parent entry {echo(entry.parent_id)} is not in session {echo(entry.session_id)}"
+    )
 
 
 @attrs.frozen
@@ -170,37 +210,33 @@ class SqlSessionStore(SqlStoreBase):
         :class:`~prism_core.sessions.SessionEntryNotFoundError` for a parent outside the
         session. Nothing is written when it raises.
         """
-        if not isinstance(entry, SessionEntry):
-            raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
-        params = {
-            "entry_id": entry.id,
-            "session": entry.session_id,
-            "parent": entry.parent_id,
-            "leaf": expected_leaf_id if isinstance(expected_leaf_id, str) else None,
-            "entry_kind": entry.kind,
-            "entry_payload": _payload_json(entry),
-            "entry_run": entry.run_id,
-            "entry_time": entry.timestamp,
-        }
-        head = self._head_statement(expected_leaf_id)
+        params = append_params(entry, expected_leaf_id)
         async with self._transaction("append a session entry") as connection:
-            seq = None if head is None else (await connection.execute(head, params)).scalar()
-            if seq is None:
-                raise SessionConflictError(
-                    f"session {entry.session_id!r} moved: its head is no longer the expected leaf"
-                )
-            params["next_seq"] = seq
-            try:
-                inserted = (await connection.execute(self._sql.insert_entry, params)).first()
-            except sa.exc.IntegrityError as exc:
-                raise SessionConflictError(f"entry id {entry.id!r} already exists") from exc
-            if inserted is None:
-                if (await connection.execute(self._sql.entry_exists, params)).first():
-                    raise SessionConflictError(f"entry id {entry.id!r} already exists")
-                raise SessionEntryNotFoundError(
-                    f"parent entry {entry.parent_id!r} is not in session {entry.session_id!r}"
-                )
+            await self.append_on(connection, entry, expected_leaf_id, params)
         return entry
+
+    async def append_on(
+        self,
+        connection: AsyncConnection,
+        entry: SessionEntry,
+        expected_leaf_id: Any,
+        params: dict[str, Any],
+    ) -> None:
+        """Append inside the transaction open on ``connection`` (``params`` from
+        :func:`append_params`); raises like :meth:`append` and leaves the rollback to the
+        transaction's owner."""
+        head = self._head_statement(expected_leaf_id)
+        seq = None if head is None else (await connection.execute(head, params)).scalar()
+        if seq is None:
+            raise head_moved(entry)
+        params["next_seq"] = seq
+        try:
+            inserted = (await connection.execute(self._sql.insert_entry, params)).first()
+        except sa.exc.IntegrityError as exc:
+            raise SessionConflictError(f"entry id {echo(entry.id)} already exists") from exc
+        if inserted is None:
+            taken = (await connection.execute(self._sql.entry_exists, params)).first()
+            raise not_inserted(entry, taken=taken is not None)
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of the session, in append order."""
@@ -228,16 +264,18 @@ class SqlSessionStore(SqlStoreBase):
         async with self._read("read a session branch") as connection:
             rows = (await connection.execute(self._sql.branch, params)).all()
         if not rows:
-            raise SessionEntryNotFoundError(f"session {session_id!r} has no entry {leaf_id!r}")
+            raise SessionEntryNotFoundError(
+                f"session {echo(session_id)} has no entry {echo(leaf_id)}"
+            )
         if rows[0].parent_id is not None:
             raise SessionEntryNotFoundError(
-                f"session {session_id!r} has no entry {rows[0].parent_id!r}"
+                f"session {echo(session_id)} has no entry {echo(rows[0].parent_id)}"
             )
         return [_entry(row) for row in rows]
 
 
 def create_sql_session_store(
-    url_or_engine: str | URL | AsyncEngine,
+    url_or_engine: str | URL | AsyncEngine | SqlCheckpointStore,
     *,
     create_schema: bool = True,
     table_prefix: str = DEFAULT_TABLE_PREFIX,
@@ -246,7 +284,32 @@ def create_sql_session_store(
 
     Accepts the same URLs and engines as
     :func:`~prism_store_sql.create_sql_checkpoint_store`, never disposes of an engine it was
-    handed, and creates (``create_schema=True``) or requires the tables on first use.
+    handed, and creates (``create_schema=True``) or requires the tables on first use. Given a
+    SQL checkpoint store instead, it shares that store's connection (SQLite) or engine and
+    table prefix, so the two can commit together (see
+    :func:`~prism_store_sql.open_sql_stores`).
     """
+    if isinstance(url_or_engine, SqlCheckpointStore):
+        return _sharing(url_or_engine)
     tables = build_tables(table_prefix)
+    target = sqlite_path(url_or_engine)
+    if target is not None:
+        from ._sqlite_stores import SqliteSessionStore
+
+        path, url = target
+        return SqliteSessionStore(SqliteDatabase(path, url, tables, create_schema=create_schema))
     return SqlSessionStore(open_engine(url_or_engine), tables, create_schema=create_schema)
+
+
+def _sharing(checkpoints: SqlCheckpointStore) -> SqlSessionStore:
+    from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
+
+    if checkpoints.closed:
+        raise SqlStoreConfigError("the checkpoint store to share is closed")
+    if isinstance(checkpoints, SqliteCheckpointStore):
+        return SqliteSessionStore(checkpoints.database)
+    return SqlSessionStore(
+        EngineHandle(checkpoints.engine, owned=False),
+        checkpoints.tables,
+        create_schema=checkpoints.creates_schema,
+    )

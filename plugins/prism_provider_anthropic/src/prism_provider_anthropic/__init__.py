@@ -9,7 +9,7 @@ build one with :func:`create_anthropic_provider` and pass it as ``provider=``.
 from __future__ import annotations
 
 from . import plugin
-from ._errors import error_info, retry_after_ms
+from ._errors import error_info
 from ._provider import AnthropicProvider, create_anthropic_provider
 from ._request import (
     DEFAULT_MAX_TOKENS,
@@ -29,5 +29,4 @@ __all__ = (
     "create_anthropic_provider",
     "error_info",
     "plugin",
-    "retry_after_ms",
 )

@@ -9,8 +9,6 @@ own retries are turned off.
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,59 +16,37 @@ import anthropic
 import httpx2
 
 from prism_core import ErrorInfo
+from prism_core.provider_errors import (
+    PROVIDER_AUTH,
+    PROVIDER_CONFIG,
+    PROVIDER_CONNECTION,
+    PROVIDER_OVERLOADED,
+    PROVIDER_RATE_LIMITED,
+    PROVIDER_REQUEST,
+    PROVIDER_SERVER,
+    PROVIDER_STREAM,
+    PROVIDER_TIMEOUT,
+    http_error_info,
+    redact_credentials,
+    retry_after_ms,
+)
 
-__all__ = ("error_info", "retry_after_ms")
+__all__ = ("error_info",)
 
-_RETRYABLE_STATUSES = frozenset({408, 409, 429})
-# ``error.type`` values of the API's error bodies (also sent as stream ``error`` events).
-_RETRYABLE_TYPES = frozenset({"rate_limit_error", "overloaded_error", "api_error", "timeout_error"})
-_CODES_BY_TYPE = {
-    "rate_limit_error": "provider_rate_limited",
-    "overloaded_error": "provider_overloaded",
-    "api_error": "provider_server_error",
-    "timeout_error": "provider_timeout",
-    "authentication_error": "provider_authentication",
-    "permission_error": "provider_permission_denied",
-    "invalid_request_error": "provider_invalid_request",
-    "not_found_error": "provider_not_found",
-    "request_too_large": "provider_request_too_large",
-    "billing_error": "provider_billing",
+# ``error.type`` values of the API's error bodies (also sent as stream ``error`` events),
+# mapped onto the shared provider codes: (code, retryable).
+_BY_TYPE: dict[str, tuple[str, bool]] = {
+    "rate_limit_error": (PROVIDER_RATE_LIMITED, True),
+    "overloaded_error": (PROVIDER_OVERLOADED, True),
+    "api_error": (PROVIDER_SERVER, True),
+    "timeout_error": (PROVIDER_TIMEOUT, True),
+    "authentication_error": (PROVIDER_AUTH, False),
+    "permission_error": (PROVIDER_AUTH, False),
+    "invalid_request_error": (PROVIDER_REQUEST, False),
+    "not_found_error": (PROVIDER_REQUEST, False),
+    "request_too_large": (PROVIDER_REQUEST, False),
+    "billing_error": (PROVIDER_REQUEST, False),
 }
-_CODES_BY_STATUS = {
-    400: "provider_invalid_request",
-    401: "provider_authentication",
-    403: "provider_permission_denied",
-    404: "provider_not_found",
-    408: "provider_timeout",
-    409: "provider_conflict",
-    413: "provider_request_too_large",
-    429: "provider_rate_limited",
-    529: "provider_overloaded",
-}
-
-
-def retry_after_ms(headers: Mapping[str, str] | None) -> float | None:
-    """The wait a response asks for: ``retry-after-ms``, else ``retry-after`` (seconds, date)."""
-    if not headers:
-        return None
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value) * 1000)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when.timestamp() - time.time()) * 1000)
 
 
 def _body_error(body: Any) -> tuple[str | None, str | None]:
@@ -86,33 +62,25 @@ def _body_error(body: Any) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _redact(message: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            message = message.replace(secret, "[REDACTED]")
-    return message
-
-
 def _status_info(exc: anthropic.APIStatusError) -> ErrorInfo:
     status = exc.status_code
     kind, server_message = _body_error(exc.body)
     mid_stream = status < 400  # an ``error`` event after a 200 response
-    if mid_stream:
-        retryable = kind in _RETRYABLE_TYPES
-        where = "Anthropic stream error"
-    else:
-        retryable = status in _RETRYABLE_STATUSES or status >= 500
-        where = f"Anthropic API error {status}"
-    code = _CODES_BY_TYPE.get(kind or "") or _CODES_BY_STATUS.get(status)
-    if code is None:
-        code = "provider_server_error" if status >= 500 else "provider_error"
+    where = "Anthropic stream error" if mid_stream else f"Anthropic API error {status}"
     detail = server_message or (exc.body if isinstance(exc.body, str) else None) or exc.message
     label = f" ({kind})" if kind else ""
-    return ErrorInfo(
-        f"{where}{label}: {detail}",
-        code=code,
-        retryable=retryable,
-        retry_after_ms=retry_after_ms(exc.response.headers) if retryable else None,
+    message = f"{where}{label}: {detail}"
+    if mid_stream:
+        code, retryable = _BY_TYPE.get(kind or "", (PROVIDER_STREAM, False))
+        wait = retry_after_ms(exc.response.headers) if retryable else None
+        return ErrorInfo(message, code, retryable, wait)
+    known = _BY_TYPE.get(kind or "")
+    return http_error_info(
+        status,
+        message,
+        headers=exc.response.headers,
+        code=known[0] if known else None,
+        retryable=known[1] if known else None,
     )
 
 
@@ -125,33 +93,27 @@ def error_info(exc: BaseException, *, secrets: Iterable[str] = ()) -> ErrorInfo:
             "Anthropic request timed out (no data within the read timeout, or no connection "
             "within the connect timeout); raise timeout= on create_anthropic_provider if the "
             "model needs longer",
-            code="provider_timeout",
+            code=PROVIDER_TIMEOUT,
             retryable=True,
         )
     elif isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
         cause = exc.__cause__ if isinstance(exc, anthropic.APIConnectionError) else exc
         reason = f": {cause}" if cause is not None and str(cause) else ""
         info = ErrorInfo(
-            f"Could not reach the Anthropic API{reason}", code="provider_connection", retryable=True
+            f"Could not reach the Anthropic API{reason}", code=PROVIDER_CONNECTION, retryable=True
         )
     elif isinstance(exc, TypeError | anthropic.CredentialsError):
         info = ErrorInfo(
             f"The Anthropic client is not configured: {exc}. Set ANTHROPIC_API_KEY or pass "
             "api_key= (or client=) to create_anthropic_provider",
-            code="provider_configuration",
+            code=PROVIDER_CONFIG,
             retryable=False,
         )
     else:
         info = ErrorInfo(
             f"Anthropic provider failed: {exc}" if str(exc) else type(exc).__name__,
-            code="provider_error",
+            code=PROVIDER_CONFIG,
             retryable=False,
         )
-    message = _redact(info.message, secrets)
-    return (
-        info
-        if message == info.message
-        else ErrorInfo(
-            message, code=info.code, retryable=info.retryable, retry_after_ms=info.retry_after_ms
-        )
-    )
+    message = redact_credentials(info.message, secrets)
+    return ErrorInfo(message, info.code, info.retryable, info.retry_after_ms)

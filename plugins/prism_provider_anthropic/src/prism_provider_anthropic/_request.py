@@ -16,6 +16,7 @@ from prism_core import (
     ToolResultContent,
 )
 from prism_core.errors import PrismError
+from prism_core.provider_errors import PROVIDER_OPTIONS
 
 __all__ = (
     "DEFAULT_MAX_TOKENS",
@@ -63,10 +64,10 @@ _SDK_EXTRAS = {"extra_headers": "extra_headers", "headers": "extra_headers"}
 
 
 class AnthropicRequestError(PrismError):
-    """A request option the Anthropic provider cannot send (``ERR_PRISM_ANTHROPIC_REQUEST``)."""
+    """A request option the Anthropic provider cannot send (``ERR_PRISM_PROVIDER_OPTIONS``)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, code="ERR_PRISM_ANTHROPIC_REQUEST")
+        super().__init__(message, code=PROVIDER_OPTIONS)
 
 
 def _tool_result_content(block: ToolResultContent) -> str:

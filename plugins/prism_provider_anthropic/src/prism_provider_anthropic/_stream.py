@@ -17,6 +17,7 @@ from prism_core import (
     provider_thinking_delta,
     provider_tool_call_delta,
 )
+from prism_core.provider_errors import PROVIDER_STREAM
 
 __all__ = ("FINISH_REASONS", "StreamDecoder")
 
@@ -157,7 +158,7 @@ class StreamDecoder:
         return provider_error(
             ErrorInfo(
                 "The Anthropic stream ended before message_stop (the connection was cut)",
-                code="provider_stream_truncated",
+                code=PROVIDER_STREAM,
                 retryable=True,
             )
         )

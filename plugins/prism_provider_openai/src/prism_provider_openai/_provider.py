@@ -13,6 +13,7 @@ import anyio
 import openai
 
 from prism_core import ErrorInfo, Usage
+from prism_core.provider_errors import PROVIDER_CONFIG, PROVIDER_CONTENT_FILTER, PROVIDER_STREAM
 from prism_core.providers import (
     ProviderEvent,
     ProviderRequest,
@@ -24,7 +25,7 @@ from prism_core.providers import (
 )
 from prism_core.signals import AbortSignal
 
-from ._errors import CONFIG, CONTENT_FILTER, STREAM, error_info
+from ._errors import error_info
 from ._request import OpenAIRequestError, build_params
 
 __all__ = ("PROVIDER_ID", "OpenAIProvider", "create_openai_provider")
@@ -168,7 +169,7 @@ class OpenAIProvider:
                 "No API key for the OpenAI-compatible provider: set OPENAI_API_KEY or pass "
                 "create_openai_provider(api_key=...). Local servers that ignore keys (Ollama, "
                 "vLLM, LM Studio) accept any value, e.g. OPENAI_API_KEY=local.",
-                code=CONFIG,
+                code=PROVIDER_CONFIG,
             )
         # A client per turn: its connection pool belongs to the event loop of this turn, and
         # nothing outlives the turn that the host did not ask for.
@@ -251,14 +252,16 @@ class OpenAIProvider:
             yield provider_error(
                 ErrorInfo(
                     "The model server ended the stream before finishing the answer",
-                    STREAM,
+                    PROVIDER_STREAM,
                     True,
                 )
             )
         elif finish == "content_filter":
             yield provider_error(
                 ErrorInfo(
-                    "The model server stopped the answer (content_filter)", CONTENT_FILTER, False
+                    "The model server stopped the answer (content_filter)",
+                    PROVIDER_CONTENT_FILTER,
+                    False,
                 )
             )
         else:
@@ -310,7 +313,7 @@ def create_openai_provider(
         raise OpenAIRequestError(
             "pass either client= or api_key=/base_url=, not both: a host-owned client "
             "already carries its key and base URL",
-            code=CONFIG,
+            code=PROVIDER_CONFIG,
         )
     return OpenAIProvider(
         api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),

@@ -14,6 +14,7 @@ from prism_core import (
     ToolResultContent,
 )
 from prism_core.errors import PrismError
+from prism_core.provider_errors import PROVIDER_OPTIONS
 from prism_core.providers import ProviderRequest, ProviderToolSpec
 
 __all__ = (
@@ -75,7 +76,7 @@ _EFFORTS = {
 class OpenAIRequestError(PrismError):
     """A request option has a value this provider cannot send."""
 
-    code = "ERR_PRISM_PROVIDER_OPTIONS"
+    code = PROVIDER_OPTIONS
 
 
 def build_params(request: ProviderRequest, *, preserve_thinking: bool) -> dict[str, Any]:

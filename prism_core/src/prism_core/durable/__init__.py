@@ -8,6 +8,7 @@ from ._api import (
     resume_agent_run_stream,
 )
 from ._checkpoints import (
+    CORRUPT_CHECKPOINT_CODE,
     MAX_CHECKPOINT_PAGE_SIZE,
     CheckpointLimitError,
     CheckpointPage,
@@ -18,13 +19,18 @@ from ._checkpoints import (
     SaveRequest,
     check_name,
     conflict,
+    corrupt_record,
     decode_cursor,
+    decode_stored_metadata,
+    decode_stored_value,
     encode_cursor,
     list_arguments,
     normalise_ownership,
+    stored_int,
     validate_list,
     validate_save,
 )
+from ._commit import SharedCommitStore, StoreTransaction, shared_transaction
 from ._decisions import (
     MAX_APPROVAL_ID_CHARS,
     MAX_DECISION_BATCH,
@@ -72,6 +78,7 @@ from ._resume_checks import (
     AgentRunStatus,
     load_agent_run_state,
 )
+from ._resume_signal import ResumeAbortedError
 from ._run import (
     RunStateInfo,
 )
@@ -86,6 +93,9 @@ from ._state import (
 )
 
 __all__ = (
+    "SharedCommitStore",
+    "StoreTransaction",
+    "shared_transaction",
     "AGENT_RUN_NAMESPACE",
     "DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS",
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",
@@ -116,6 +126,7 @@ __all__ = (
     "AgentRunRef",
     "AgentRunState",
     "AgentRunStatus",
+    "CORRUPT_CHECKPOINT_CODE",
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
@@ -130,6 +141,7 @@ __all__ = (
     "MemoryCheckpointStore",
     "PendingCall",
     "PendingDecision",
+    "ResumeAbortedError",
     "ResumeEventStream",
     "ResumeInput",
     "RunDecision",
@@ -142,7 +154,10 @@ __all__ = (
     "arguments_hash",
     "coerce_run_ref",
     "conflict",
+    "corrupt_record",
     "decode_cursor",
+    "decode_stored_metadata",
+    "decode_stored_value",
     "encode_cursor",
     "list_arguments",
     "create_agent_run_lifecycle",
@@ -151,6 +166,7 @@ __all__ = (
     "normalise_ownership",
     "resume_agent_run",
     "resume_agent_run_stream",
+    "stored_int",
     "validate_list",
     "validate_resume_input",
     "validate_save",

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._echo import echo
 from ..errors import AgentRunStateError
-from ..events import AgentEvent
 from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy, validate_subscribe_options
-from ..runs._stream import DriverStream
+from ..signals import AbortSignal
+from ._checkpoints import reading_run_record
 from ._decisions import coerce_run_ref, validate_resume_input
 from ._options import DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS, CheckpointMetadataSource
 from ._resume import (
@@ -24,10 +25,10 @@ from ._resume import (
     load_agent_run_state,
     prepare_resume,
 )
+from ._resume_stream import ResumeEventStream
 
 if TYPE_CHECKING:
     from ..agents import Agent
-    from ..runs._driver import RunDriver
     from ..sessions._session import AgentSession
     from ._checkpoints import CheckpointStore
 
@@ -51,18 +52,59 @@ def _request(
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
+    signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
 ) -> ResumeRequest:
     return ResumeRequest(
         checkpoints=checkpoints,
         definition_revision=definition_revision,
-        restore_hooks=tuple(restore_hooks),
+        restore_hooks=_restore_hooks(restore_hooks),
         restore_hook_timeout_ms=restore_hook_timeout_ms,
         checkpoint_metadata=checkpoint_metadata,
         persist_session_state=persist_session_state,
         include_skill_bodies=include_skill_bodies,
         ownership=ownership,
         on_session=on_session,
+        signal=signal,
+        guardrail_packs=_packs(guardrail_packs),
     )
+
+
+def _restore_hooks(value: Any) -> tuple[Any, ...]:
+    """``restore_hooks`` as a tuple; anything but a sequence of hooks is refused typed."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise AgentRunStateError(
+            f"restore_hooks must be a sequence of restore hooks, got {type(value).__name__}"
+        )
+    try:
+        return tuple(value)
+    except Exception as exc:  # the caller's sequence failed to iterate
+        raise AgentRunStateError(
+            f"restore_hooks could not be read as a sequence ({type(exc).__name__})"
+        ) from exc
+
+
+def _run_id(ref: Any) -> str:
+    try:
+        return coerce_run_ref(ref).run_id
+    except Exception:  # a malformed ref is refused by the pipeline itself
+        return "?"
+
+
+async def _prepare(
+    ref: Any, prepare: Callable[[], Awaitable[Prepared | Settled]]
+) -> Prepared | Settled:
+    # A record the store cannot read is reported as this run's unreadable state.
+    with reading_run_record(_run_id(ref)):
+        return await prepare()
+
+
+def _packs(value: Sequence[Any] | None) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise AgentRunStateError("guardrail_packs must be a list of pack refs")
+    return tuple(value)
 
 
 async def _finish(prepared: Prepared | Settled) -> AgentRunResult:
@@ -91,6 +133,8 @@ async def resume_agent_run(
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
+    signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
 ) -> AgentRunResult:
     """Resume a durable run with ``{"expected_version", "decision" | "decisions"}``.
 
@@ -100,6 +144,13 @@ async def resume_agent_run(
     :class:`~prism_core.AgentRunStateError` for a stale, foreign, mismatched or unclean
     checkpoint, :class:`~prism_core.CheckpointRestoreError` when a restore hook fails, and
     :class:`~prism_core.AgentRunError` when the resumed run fails or is aborted.
+
+    ``signal`` (an :class:`~prism_core.AbortSignal`) is checked before each preparation step:
+    fired before the claim, the resume raises :class:`~prism_core.ResumeAbortedError` having
+    claimed and run nothing; fired after it, the resumed run aborts like a live run.
+    ``guardrail_packs`` supplies again the packs the checkpoint records by identity (inline
+    packs with ``deny`` predicates); a resume that cannot reinstate every recorded pack is
+    refused before the claim with :class:`~prism_core.AgentRunStateError` naming the pack.
     """
     validate_resume_input(resume)
     request = _request(
@@ -112,50 +163,10 @@ async def resume_agent_run(
         include_skill_bodies=include_skill_bodies,
         ownership=ownership,
         on_session=on_session,
+        signal=signal,
+        guardrail_packs=guardrail_packs,
     )
-    return await _finish(await prepare_resume(agent, ref, resume, request))
-
-
-class ResumeEventStream(DriverStream):
-    """The events of one resume: ``agent_denied`` or ``agent_suspended`` for runs that do not
-    claim, else ``agent_started``, ``agent_resumed`` and the resumed run's events. Leaving
-    early aborts only the resumed execution. ``result`` is set once it has ended."""
-
-    def __init__(self, prepare: Callable[[], Awaitable[Prepared | Settled]]) -> None:
-        super().__init__()
-        self._prepare = prepare
-        self._settled: list[AgentEvent] | None = None
-        self._settled_result: AgentRunResult | None = None
-
-    @property
-    def result(self) -> AgentRunResult | None:
-        """The resume's result once it has ended, else ``None``."""
-        if self._settled is not None:
-            return self._settled_result
-        return self._driver.execution.result if self._driver is not None else None
-
-    async def _start(self) -> RunDriver:
-        # __anext__ prepares the resume itself, since a deny or a partial batch has no run.
-        raise AssertionError("a resume stream prepares its run in __anext__")
-
-    async def __anext__(self) -> AgentEvent:
-        if self._driver is None and self._settled is None and not self._done:
-            try:
-                prepared = await self._prepare()
-            except BaseException:
-                self._done = True
-                raise
-            if isinstance(prepared, Settled):
-                self._settled = list(prepared.events)
-                self._settled_result = prepared.result
-            else:
-                self._driver = prepared.driver
-        if self._settled is not None:
-            if not self._settled:
-                self._done = True
-                raise StopAsyncIteration
-            return self._settled.pop(0)
-        return await super().__anext__()
+    return await _finish(await _prepare(ref, lambda: prepare_resume(agent, ref, resume, request)))
 
 
 def resume_agent_run_stream(
@@ -172,27 +183,41 @@ def resume_agent_run_stream(
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
     on_session: Callable[[AgentSession], Any] | None = None,
+    signal: AbortSignal | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
     max_queued_events: int = 1024,
     overflow: OverflowPolicy = "close",
 ) -> ResumeEventStream:
-    """Like :func:`resume_agent_run`, as an async iterator over the resume's events.
+    """Like :func:`resume_agent_run`, as an async iterator over the resume's events, queued
+    under ``max_queued_events``/``overflow`` as ``session.subscribe`` queues them.
 
     Malformed input raises :class:`~prism_core.AgentDecisionError` here, at once.
     """
     validate_resume_input(resume)
     validate_subscribe_options(max_queued_events, overflow)
-    request = _request(
-        checkpoints=checkpoints,
-        definition_revision=definition_revision,
-        restore_hooks=restore_hooks,
-        restore_hook_timeout_ms=restore_hook_timeout_ms,
-        checkpoint_metadata=checkpoint_metadata,
-        persist_session_state=persist_session_state,
-        include_skill_bodies=include_skill_bodies,
-        ownership=ownership,
+
+    def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
+        request = _request(
+            checkpoints=checkpoints,
+            definition_revision=definition_revision,
+            restore_hooks=restore_hooks,
+            restore_hook_timeout_ms=restore_hook_timeout_ms,
+            checkpoint_metadata=checkpoint_metadata,
+            persist_session_state=persist_session_state,
+            include_skill_bodies=include_skill_bodies,
+            ownership=ownership,
+            on_session=observe,
+            signal=signal,
+            guardrail_packs=guardrail_packs,
+        )
+        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, request))
+
+    return ResumeEventStream(
+        prepare,
         on_session=on_session,
+        max_queued_events=max_queued_events,
+        overflow=overflow,
     )
-    return ResumeEventStream(lambda: prepare_resume(agent, ref, resume, request))
 
 
 _REQUEST_KEYS = (
@@ -204,6 +229,8 @@ _REQUEST_KEYS = (
     "persist_session_state",
     "include_skill_bodies",
     "on_session",
+    "signal",
+    "guardrail_packs",
 )
 
 
@@ -229,7 +256,10 @@ class AgentRunLifecycle:
     ) -> AgentRunStatus | None:
         """The run's state, version and metadata; ``None`` when absent, foreign, or owned by
         another agent than ``agent_id``."""
-        found = await load_agent_run_state(self.checkpoints, ref, ownership=ownership)
+        if agent_id is not None and not isinstance(agent_id, str):
+            raise AgentRunStateError(f"agent_id must be a string, got {type(agent_id).__name__}")
+        with reading_run_record(_run_id(ref)):
+            found = await load_agent_run_state(self.checkpoints, ref, ownership=ownership)
         if found is None or (agent_id is not None and found.state.agent_id != agent_id):
             return None
         return found
@@ -239,7 +269,7 @@ class AgentRunLifecycle:
     ) -> Prepared | Settled:
         unknown = sorted(set(request) - set(_REQUEST_KEYS))
         if unknown:
-            raise AgentRunStateError(f"unknown resume request keys {unknown}")
+            raise AgentRunStateError(f"unknown resume request keys {echo(unknown, 200)}")
         found = await self.status(
             ref, agent_id=request.get("agent_id"), ownership=request.get("ownership")
         )
@@ -263,7 +293,7 @@ class AgentRunLifecycle:
         resume_request = _request(
             checkpoints=self.checkpoints,
             definition_revision=revision,
-            restore_hooks=tuple(request.get("restore_hooks", ())),
+            restore_hooks=_restore_hooks(request.get("restore_hooks", ())),
             restore_hook_timeout_ms=request.get(
                 "restore_hook_timeout_ms", self.restore_hook_timeout_ms
             ),
@@ -272,6 +302,8 @@ class AgentRunLifecycle:
             include_skill_bodies=request.get("include_skill_bodies"),
             ownership=request.get("ownership"),
             on_session=request.get("on_session"),
+            signal=request.get("signal"),
+            guardrail_packs=request.get("guardrail_packs"),
         )
         return await prepare_resume(
             agent, ref, resume, resume_request, lifecycle_hooks=self.restore_hooks
@@ -281,7 +313,7 @@ class AgentRunLifecycle:
         """Resume through the same pipeline as :func:`resume_agent_run`."""
         validate_resume_input(resume)
         coerce_run_ref(ref)
-        return await _finish(await self._prepare(ref, resume, request))
+        return await _finish(await _prepare(ref, lambda: self._prepare(ref, resume, request)))
 
     def resume_stream(self, ref: Any, resume: Any, **request: Any) -> ResumeEventStream:
         """Resume as a stream (see :func:`resume_agent_run_stream`)."""
@@ -290,7 +322,16 @@ class AgentRunLifecycle:
         max_queued = request.pop("max_queued_events", 1024)
         overflow = request.pop("overflow", "close")
         validate_subscribe_options(max_queued, overflow)
-        return ResumeEventStream(lambda: self._prepare(ref, resume, request))
+        on_session = request.pop("on_session", None)
+
+        def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
+            return _prepare(
+                ref, lambda: self._prepare(ref, resume, {**request, "on_session": observe})
+            )
+
+        return ResumeEventStream(
+            prepare, on_session=on_session, max_queued_events=max_queued, overflow=overflow
+        )
 
 
 def create_agent_run_lifecycle(

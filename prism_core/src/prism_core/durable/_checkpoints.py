@@ -14,6 +14,10 @@ them):
 - ``metadata`` is a ``dict[str, str]`` sidecar stored beside the value, replaced on every
   save. ``value`` must be JSON; stores keep it as canonical JSON.
 - ``list`` pages by ``(namespace, key)`` order with an opaque ``cursor``.
+- A stored record that cannot be read back (its value is not JSON, a number field is not an
+  integer) raises :class:`CheckpointStoreError` with code ``ERR_PRISM_CHECKPOINT_CORRUPT``
+  (build it with :func:`corrupt_record`); sidecar metadata that is not a JSON map of strings
+  reads as absent (``None``), never as a failure.
 """
 
 from __future__ import annotations
@@ -21,14 +25,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from .._echo import echo
 from ..errors import CheckpointConflictError, PrismError
 
 __all__ = (
+    "CORRUPT_CHECKPOINT_CODE",
     "MAX_CHECKPOINT_PAGE_SIZE",
     "CheckpointLimitError",
     "CheckpointPage",
@@ -39,19 +46,29 @@ __all__ = (
     "SaveRequest",
     "check_name",
     "conflict",
+    "corrupt_record",
     "decode_cursor",
+    "decode_stored_metadata",
+    "decode_stored_value",
     "encode_cursor",
     "list_arguments",
     "normalise_ownership",
+    "reading_run_record",
+    "stored_int",
     "validate_list",
     "validate_save",
 )
 
 MAX_CHECKPOINT_PAGE_SIZE = 1000
+#: The ``code`` of the :class:`CheckpointStoreError` a store raises for a record it cannot read.
+CORRUPT_CHECKPOINT_CODE = "ERR_PRISM_CHECKPOINT_CORRUPT"
 
 
 class CheckpointStoreError(PrismError):
-    """The backing store failed (connection lost, server error); nothing was half-written."""
+    """The backing store failed (connection lost, server error); nothing was half-written.
+
+    With ``code == "ERR_PRISM_CHECKPOINT_CORRUPT"``: a stored record cannot be read back.
+    """
 
     code = "ERR_PRISM_CHECKPOINT_STORE"
 
@@ -143,18 +160,37 @@ class CheckpointStore(Protocol):
 def normalise_ownership(ownership: Mapping[str, str] | None) -> dict[str, str] | None:
     """``None`` for unowned (``None`` or ``{}``), else a plain ``dict[str, str]``.
 
-    Raises :class:`InvalidCheckpointError` for anything that is not a string-to-string map.
+    Raises :class:`InvalidCheckpointError` for anything that is not a string-to-string map of
+    valid UTF-8 text (a lone surrogate cannot be stored).
     """
     if ownership is None:
         return None
     if not isinstance(ownership, Mapping):
         raise InvalidCheckpointError("ownership must be a mapping of strings to strings")
+    try:
+        items = list(ownership.items())
+    except Exception as exc:  # the caller's mapping failed to iterate
+        raise InvalidCheckpointError("ownership could not be read as a mapping") from exc
     out: dict[str, str] = {}
-    for k, v in ownership.items():
+    for k, v in items:
         if not isinstance(k, str) or not isinstance(v, str):
             raise InvalidCheckpointError("ownership must be a mapping of strings to strings")
+        k, v = str.__str__(k), str.__str__(v)
+        if not _is_utf8(k) or not _is_utf8(v):
+            raise InvalidCheckpointError("ownership must be valid UTF-8 text")
         out[k] = v
     return out or None
+
+
+def _is_utf8(text: str) -> bool:
+    # ASCII is the common case and needs no encoding pass.
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def conflict(namespace: str, key: str) -> CheckpointConflictError:
@@ -162,17 +198,83 @@ def conflict(namespace: str, key: str) -> CheckpointConflictError:
     return CheckpointConflictError(f"Checkpoint conflict on {namespace}/{key}")
 
 
+def corrupt_record(namespace: str, key: str, problem: str) -> CheckpointStoreError:
+    """The error for a stored record that cannot be read back (``problem`` says why)."""
+    return CheckpointStoreError(
+        f"checkpoint {echo(namespace)}/{echo(key)} is corrupt: {problem}",
+        code=CORRUPT_CHECKPOINT_CODE,
+    )
+
+
+@contextmanager
+def reading_run_record(run_id: str) -> Iterator[None]:
+    """Turn a corrupt-record :class:`CheckpointStoreError` raised inside the block into an
+    :class:`~prism_core.AgentRunStateError` naming the run ``run_id``."""
+    from ..errors import AgentRunStateError
+
+    try:
+        yield
+    except CheckpointStoreError as exc:
+        if exc.code != CORRUPT_CHECKPOINT_CODE:
+            raise
+        raise AgentRunStateError(f"agent run {echo(run_id)} cannot be read: {exc.message}") from exc
+
+
+def decode_stored_value(text: Any, namespace: str, key: str) -> Any:
+    """The JSON value of a stored record, or the :func:`corrupt_record` error when the stored
+    text is missing, truncated, empty or not JSON."""
+    from ..codec import loads
+
+    if not isinstance(text, str | bytes):
+        raise corrupt_record(namespace, key, "its value is missing")
+    try:
+        return loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise corrupt_record(namespace, key, "its value is not JSON") from exc
+
+
+def decode_stored_metadata(text: Any) -> dict[str, str] | None:
+    """A stored sidecar map, or ``None`` when it is absent or not a JSON map of strings."""
+    from ..codec import loads
+
+    if not isinstance(text, str | bytes):
+        return None
+    try:
+        data = loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        return None
+    return data
+
+
+def stored_int(value: Any, namespace: str, key: str, what: str) -> int:
+    """A stored integer field (an ``int``, or the decimal text Redis keeps), else the
+    :func:`corrupt_record` error naming ``what``."""
+    if isinstance(value, bytes | str):
+        text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+        if text.isascii() and text.lstrip("-").isdigit() and len(text) <= 20:
+            return int(text)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise corrupt_record(namespace, key, f"its {what} is not an integer")
+
+
 def check_name(value: Any, what: str) -> str:
     """``value`` if it is a non-empty string, else :class:`InvalidCheckpointError` naming
     ``what`` (``"namespace"``, ``"key"``)."""
     if not isinstance(value, str) or not value:
         raise InvalidCheckpointError(f"{what} must be a non-empty string")
+    if not _is_utf8(value):
+        raise InvalidCheckpointError(f"{what} must be valid UTF-8 text")
     return value
 
 
 def _check_int(value: Any, what: str, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidCheckpointError(f"{what} must be an integer >= {minimum}, got {value!r}")
+        raise InvalidCheckpointError(f"{what} must be an integer >= {minimum}, got {echo(value)}")
     return value
 
 
@@ -218,15 +320,16 @@ def validate_save(
         _check_int(expected_version, "expected_version", minimum=0)
     if fencing_token is not None:
         _check_int(fencing_token, "fencing_token", minimum=0)
-    if category is not None and not isinstance(category, str):
-        raise InvalidCheckpointError("category must be a string")
+    if category is not None and (not isinstance(category, str) or not _is_utf8(category)):
+        raise InvalidCheckpointError("category must be a string of valid UTF-8 text")
     meta: dict[str, str] | None = None
     if metadata is not None:
-        if not isinstance(metadata, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
-        ):
-            raise InvalidCheckpointError("metadata must be a mapping of strings to strings")
-        meta = dict(metadata)
+        try:
+            meta = normalise_ownership(metadata) or {}
+        except InvalidCheckpointError:
+            raise InvalidCheckpointError(
+                "metadata must be a mapping of strings to strings (valid UTF-8 text)"
+            ) from None
     try:
         encoded = dumps(value)
     except (TypeError, ValueError, RecursionError) as exc:

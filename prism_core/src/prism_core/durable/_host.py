@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from ..content import Usage
 from ..guardrails import CompiledGuardrailPacks
 from ..limits import RunLimits
+from ..middleware import MiddlewareChain, MiddlewareContext
 from ..redaction import Redactor
 from ..skills import LoadedSkillSet
 
@@ -29,6 +30,11 @@ class HostAgent(Protocol):
     @property
     def name(self) -> str | None:
         """The agent's name."""
+        ...
+
+    @property
+    def middleware(self) -> MiddlewareChain:
+        """The agent's middleware (checkpoint writes are observed through it)."""
         ...
 
 
@@ -136,4 +142,8 @@ class HostRun(Protocol):
     @property
     def tool_names(self) -> tuple[str, ...] | None:
         """The tools the run may call (``None``: all)."""
+        ...
+
+    def mw_context(self, point: str) -> MiddlewareContext:
+        """The middleware context for ``point`` in this run."""
         ...

@@ -9,13 +9,15 @@ from typing import Any
 
 import attrs
 
-from ..codec import loads
+from .._echo import echo
 from ._checkpoints import (
     CheckpointLimitError,
     CheckpointPage,
     CheckpointRecord,
+    InvalidCheckpointError,
     check_name,
     conflict,
+    decode_stored_value,
     encode_cursor,
     list_arguments,
     normalise_ownership,
@@ -46,7 +48,7 @@ class _Stored:
             namespace=self.namespace,
             key=self.key,
             version=self.version,
-            value=loads(self.value_json),
+            value=decode_stored_value(self.value_json, self.namespace, self.key),
             metadata=dict(self.metadata) if self.metadata is not None else None,
             ownership=dict(self.ownership) if self.ownership is not None else None,
             fencing_token=self.fencing_token,
@@ -60,7 +62,9 @@ def _check_limit(value: int | None, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive integer or None, got {value!r}")
+        raise InvalidCheckpointError(
+            f"{what} must be a positive integer or None, got {echo(value)}"
+        )
     return value
 
 

@@ -7,8 +7,9 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from .._echo import echo
 from ..errors import AgentRunStateError
-from ._checkpoints import CheckpointStore, normalise_ownership
+from ._checkpoints import CheckpointStore
 
 __all__ = (
     "AGENT_RUN_NAMESPACE",
@@ -64,63 +65,125 @@ def _fail(message: str) -> AgentRunStateError:
     return AgentRunStateError(message)
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be stored: a lone surrogate (``"\\ud800"``) has no UTF-8 form."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_revision(value: Any) -> str:
-    """A non-blank ``definition_revision``, or :class:`AgentRunStateError`."""
-    if not isinstance(value, str) or not value.strip():
+    """A non-blank UTF-8 ``definition_revision``, or :class:`AgentRunStateError`."""
+    if not isinstance(value, str) or not str.strip(value):
         raise _fail("definition_revision must be a non-blank string")
-    return value
+    if not is_utf8(value):
+        raise _fail("definition_revision must be valid UTF-8 text (it holds a lone surrogate)")
+    return str.__str__(value)
 
 
 def check_store(value: Any) -> CheckpointStore:
     """Something that looks like a :class:`CheckpointStore`."""
     for method in ("load", "save", "delete", "list"):
-        if not callable(getattr(value, method, None)):
+        try:
+            found = callable(getattr(value, method, None))
+        except Exception:  # a hostile __getattr__ is a malformed option too
+            found = False
+        if not found:
             raise _fail("checkpoints must be a CheckpointStore (load/save/delete/list)")
     return value  # type: ignore[no-any-return]
 
 
+def read_string_map(value: Any, what: str) -> dict[str, str]:
+    """A plain ``dict[str, str]`` copy of the mapping ``value``, every string valid UTF-8.
+
+    Anything else, including a mapping whose iteration raises, is an
+    :class:`AgentRunStateError` naming ``what``.
+    """
+    if not isinstance(value, Mapping):
+        raise _fail(f"{what} must be a mapping of strings, got {type(value).__name__}")
+    try:
+        items = list(value.items())
+    except Exception as exc:  # the caller's mapping failed to iterate
+        raise _fail(f"{what} could not be read as a mapping ({type(exc).__name__})") from exc
+    out: dict[str, str] = {}
+    for key, item in items:
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise _fail(f"{what} keys and values must be strings, got {echo(key)}: {echo(item)}")
+        key, item = str.__str__(key), str.__str__(item)
+        if not is_utf8(key) or not is_utf8(item):
+            raise _fail(f"{what} must be valid UTF-8 text (a lone surrogate in {echo(key)})")
+        out[key] = item
+    return out
+
+
+def _read_options_mapping(value: Mapping[Any, Any]) -> dict[str, Any]:
+    try:
+        items = list(value.items())
+    except Exception as exc:  # the caller's mapping failed to iterate
+        raise _fail(f"run_state could not be read as a mapping ({type(exc).__name__})") from exc
+    data: dict[str, Any] = {}
+    for key, item in items:
+        if not isinstance(key, str):
+            raise _fail(f"run_state keys must be strings, got {echo(key)}")
+        data[str.__str__(key)] = item
+    known = {f.name for f in attrs.fields(RunStateOptions)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise _fail(f"unknown run_state keys {echo(unknown, 200)}; known: {sorted(known)}")
+    if "checkpoints" not in data or "definition_revision" not in data:
+        raise _fail("run_state needs checkpoints and definition_revision")
+    return data
+
+
+def _check_int(value: Any, *, low: int, high: int | None) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int)
+        and low <= value
+        and (high is None or value <= high)
+    )
+
+
 def coerce_run_state_options(value: Any) -> RunStateOptions | None:
-    """Validate ``run_state=`` (a :class:`RunStateOptions` or a mapping of its fields)."""
+    """Validate ``run_state=`` (a :class:`RunStateOptions` or a mapping of its fields).
+
+    Every malformed field is an :class:`AgentRunStateError` whose message quotes at most a
+    short prefix of the offending value; nothing is written or called before it.
+    """
     if value is None:
         return None
     if isinstance(value, RunStateOptions):
         data = attrs.asdict(value, recurse=False)
     elif isinstance(value, Mapping):
-        data = dict(value)
-        known = {f.name for f in attrs.fields(RunStateOptions)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise _fail(f"unknown run_state keys {unknown}; known: {sorted(known)}")
-        if "checkpoints" not in data or "definition_revision" not in data:
-            raise _fail("run_state needs checkpoints and definition_revision")
+        data = _read_options_mapping(value)
     else:
         raise _fail(f"run_state must be RunStateOptions or a mapping, got {type(value).__name__}")
     check_store(data["checkpoints"])
-    check_revision(data["definition_revision"])
+    data["definition_revision"] = check_revision(data["definition_revision"])
     policy = data.get("checkpoint_policy", "decision")
-    if policy not in ("decision", "every-turn"):
-        raise _fail(f"checkpoint_policy must be 'decision' or 'every-turn', got {policy!r}")
+    if not isinstance(policy, str) or str.__str__(policy) not in ("decision", "every-turn"):
+        raise _fail(f"checkpoint_policy must be 'decision' or 'every-turn', got {echo(policy)}")
     size = data.get("max_state_bytes", DEFAULT_MAX_AGENT_RUN_STATE_BYTES)
-    if (
-        isinstance(size, bool)
-        or not isinstance(size, int)
-        or not 1 <= size <= HARD_MAX_AGENT_RUN_STATE_BYTES
-    ):
+    if not _check_int(size, low=1, high=HARD_MAX_AGENT_RUN_STATE_BYTES):
         raise _fail(
             f"max_state_bytes must be an integer in 1..{HARD_MAX_AGENT_RUN_STATE_BYTES}, "
-            f"got {size!r}"
+            f"got {echo(size)}"
         )
     for flag in ("interrupt_before_tool", "persist_session_state", "include_skill_bodies"):
         if not isinstance(data.get(flag, False), bool):
-            raise _fail(f"run_state.{flag} must be a bool")
-    try:
-        data["ownership"] = normalise_ownership(data.get("ownership"))
-    except ValueError as exc:
-        raise _fail(str(exc)) from exc
+            raise _fail(f"run_state.{flag} must be a bool, got {echo(data.get(flag))}")
+    ownership = data.get("ownership")
+    if ownership is not None:
+        data["ownership"] = read_string_map(ownership, "ownership") or None
     token = data.get("fencing_token")
-    if token is not None and (isinstance(token, bool) or not isinstance(token, int) or token < 0):
-        raise _fail("fencing_token must be a non-negative integer")
+    if token is not None and not _check_int(token, low=0, high=None):
+        raise _fail(f"fencing_token must be a non-negative integer, got {echo(token)}")
     metadata = data.get("checkpoint_metadata")
-    if metadata is not None and not callable(metadata) and not isinstance(metadata, Mapping):
+    if isinstance(metadata, Mapping):
+        # A fixed map is checked (and copied) now, so a malformed one fails before any write.
+        data["checkpoint_metadata"] = read_string_map(metadata, "checkpoint_metadata")
+    elif metadata is not None and not callable(metadata):
         raise _fail("checkpoint_metadata must be a mapping of strings or a callable returning one")
     return RunStateOptions(**data)

@@ -22,6 +22,7 @@ import attrs
 from ..content import Message
 from ..errors import AgentRunStateError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
+from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..results import AgentRunResult
 from ._decisions import AgentRunRef, coerce_run_ref, validate_resume_input
@@ -39,6 +40,7 @@ from ._resume_checks import (
 from ._resume_decide import Decided, resolve_decisions
 from ._resume_ports import ResumableAgent, ResumedSession
 from ._resume_session import rebuild_session
+from ._resume_signal import bridge_signal, check_signal
 from ._resumed import ResumePlan, attach_durable, resumed_execution
 from ._run import RunStateInfo
 from ._state import AgentRunState, Interruption, parse_state
@@ -88,6 +90,8 @@ async def prepare_resume(
     plan = validate_resume_input(resume)
     run_ref: AgentRunRef = coerce_run_ref(ref)
     check_request(agent, request)
+    signal = request.signal
+    check_signal(signal, "the checkpoint load")
     record = await request.checkpoints.load(
         AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=request.ownership
     )
@@ -101,8 +105,10 @@ async def prepare_resume(
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
 
-    rebuilt = await rebuild_session(agent, state, plan)
+    check_signal(signal, "the session rebuild")
+    rebuilt = await rebuild_session(agent, state, plan, request.guardrail_packs)
     session, state, calls = rebuilt.session, rebuilt.state, rebuilt.calls
+    check_signal(signal, "on_session")
     if request.on_session is not None:
         outcome = request.on_session(session)
         if hasattr(outcome, "__await__"):
@@ -119,8 +125,17 @@ async def prepare_resume(
         metadata_source=request.checkpoint_metadata,
         version=record.version,
         metadata=metadata,
+        middleware=agent.middleware,
+        context=lambda point: MiddlewareContext(
+            point=point,
+            session_id=state.session_id,
+            run_id=state.run_id,
+            agent_id=agent.id,
+            agent_name=agent.name,
+        ),
     )
 
+    check_signal(signal, "the decisions")
     if plan.decision == "deny":
         return await _settle_denied(session, state, writer, reason=None)
     decided = None
@@ -158,12 +173,20 @@ async def prepare_resume(
         metadata=metadata,
         checkpoint=record,
     )
-    audit = await run_restore_hooks(hooks, context, request.restore_hook_timeout_ms)
+    check_signal(signal, "the restore hooks")
+    audit = await run_restore_hooks(
+        hooks,
+        context,
+        request.restore_hook_timeout_ms,
+        signal=signal,
+        redactor=agent.redactor,
+    )
+    check_signal(signal, "the claim")
     try:
         await writer.save(claimed)
     except BaseException:
         # Another resume won the claim: put the restored layers back as they were.
-        await compensate_all(hooks, context)
+        await compensate_all(hooks, context, redactor=agent.redactor)
         raise
 
     execution.resume = attrs.evolve(
@@ -174,9 +197,11 @@ async def prepare_resume(
             version=writer.version,
             decision=plan.decision or "decisions",
             restore=audit,
+            checkpoint_metadata=metadata,
         ),
     )
     driver = attach_durable(execution, session, state, claimed, request, record, writer)
+    bridge_signal(signal, driver.execution)
     return Prepared(driver=driver, session=session)
 
 
@@ -198,8 +223,7 @@ async def _settle_denied(
         ),
         session.agent.redactor,
     )
-    session._broadcaster.publish(event)
-    session._broadcaster.close_run_subscribers()
+    _publish(session, writer, event)
     result = AgentRunResult(
         session_id=state.session_id,
         run_id=state.run_id,
@@ -239,8 +263,7 @@ async def _settle_partial(
         ),
         session.agent.redactor,
     )
-    session._broadcaster.publish(event)
-    session._broadcaster.close_run_subscribers()
+    _publish(session, writer, event)
     result = AgentRunResult(
         session_id=state.session_id,
         run_id=state.run_id,
@@ -253,3 +276,11 @@ async def _settle_partial(
         stop_reason="suspended",
     )
     return Settled(events=(event,), result=result, session=session)
+
+
+def _publish(session: ResumedSession, writer: CheckpointWriter, event: AgentEvent) -> None:
+    """Publish a settled resume's last event to subscribers and ``event`` observers."""
+    session._broadcaster.publish(event)
+    session._broadcaster.close_run_subscribers()
+    if writer.middleware is not None and writer.context is not None:
+        writer.middleware.observe("event", event, writer.context("event"))

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from ..errors import AgentRunStateError
-from ._checkpoints import CheckpointRecord, CheckpointStore
+from ._checkpoints import CheckpointRecord, CheckpointStore, reading_run_record
 from ._decisions import ResumeInput, coerce_run_ref
 from ._fingerprint import agent_fingerprint
 from ._options import (
@@ -26,6 +26,7 @@ from ._options import (
 )
 from ._restore import check_hooks
 from ._resume_ports import ResumableAgent
+from ._resume_signal import coerce_signal
 from ._state import AgentRunState, parse_state
 from ._writer import read_metadata
 
@@ -73,6 +74,10 @@ class ResumeRequest:
     include_skill_bodies: bool | None = None
     ownership: Mapping[str, str] | None = None
     on_session: Callable[[Any], Any] | None = attrs.field(default=None, eq=False)
+    #: The caller's abort signal (see ``_resume_signal``).
+    signal: Any = attrs.field(default=None, eq=False)
+    #: Packs the host supplies again, matched by identity to the checkpoint's records.
+    guardrail_packs: tuple[Any, ...] = attrs.field(default=(), eq=False)
 
 
 async def load_agent_run_state(
@@ -81,10 +86,13 @@ async def load_agent_run_state(
     """The run's state, version and metadata, or ``None`` when absent or foreign."""
     run_ref = coerce_run_ref(ref)
     check_store(checkpoints)
-    record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=ownership)
+    with reading_run_record(run_ref.run_id):
+        record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=ownership)
     if record is None:
         return None
-    state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES)
+    state = parse_state(
+        record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES, run_id=run_ref.run_id
+    )
     if run_ref.session_id is not None and state.session_id != run_ref.session_id:
         return None
     return AgentRunStatus(state=state, version=record.version, metadata=read_metadata(record))
@@ -99,6 +107,7 @@ def check_request(agent: ResumableAgent, request: ResumeRequest) -> None:
         raise AgentRunStateError("restore_hook_timeout_ms must be a positive number")
     try:
         check_hooks(request.restore_hooks)
+        coerce_signal(request.signal)
     except TypeError as exc:
         raise AgentRunStateError(str(exc)) from exc
     if not (agent.id or agent.name):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..guardrails import CompiledGuardrailPacks, GuardrailConfig, GuardrailPack
+from ..middleware import MiddlewareChain
 from ..plugins import PluginHost
 from ..redaction import Redactor
 from ..runs._ports import RunSession
@@ -71,6 +72,11 @@ class ResumableAgent(FingerprintedAgent, Protocol):
     @property
     def validate(self) -> ToolValidator | None:
         """The host's tool-call validator."""
+        ...
+
+    @property
+    def middleware(self) -> MiddlewareChain:
+        """The agent's middleware (the claim's checkpoint write is observed through it)."""
         ...
 
     @property

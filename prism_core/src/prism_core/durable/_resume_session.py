@@ -16,6 +16,7 @@ import attrs
 from ..content import ToolCallContent
 from ..errors import AgentRunStateError, GuardrailPackError
 from ..guardrails import CompiledGuardrailPacks, compile_guardrail_packs
+from ..guardrails._pack_identity import reinstate_refs
 from ..skills import Skill, SkillRegistry
 from ._decisions import ResumeInput
 from ._resume_checks import AMBIGUOUS
@@ -36,11 +37,16 @@ class Rebuilt:
 
 
 async def rebuild_session(
-    agent: ResumableAgent, state: AgentRunState, plan: ResumeInput
+    agent: ResumableAgent,
+    state: AgentRunState,
+    plan: ResumeInput,
+    supplied_packs: Sequence[Any] = (),
 ) -> Rebuilt:
-    """The session at the checkpoint's leaf, with its history, packs and skills."""
+    """The session at the checkpoint's leaf, with its history, packs and skills.
+
+    ``supplied_packs`` are the packs the host supplies again (those recorded by identity)."""
     assert agent.store is not None
-    compiled = _compile_packs(agent, state)
+    compiled = _compile_packs(agent, state, supplied_packs)
     session = agent.create_session(id=state.session_id, leaf_id=state.leaf_id)
     session.compiled_packs = compiled
     if plan.decision == "continue":
@@ -68,15 +74,31 @@ async def rebuild_session(
     return Rebuilt(session=session, state=state, calls=calls)
 
 
-def _compile_packs(agent: ResumableAgent, state: AgentRunState) -> CompiledGuardrailPacks | None:
+def _compile_packs(
+    agent: ResumableAgent, state: AgentRunState, supplied: Sequence[Any]
+) -> CompiledGuardrailPacks | None:
     block = state.session_state.guardrail_packs if state.session_state is not None else None
     if block is None:
+        if supplied:
+            raise AgentRunStateError(
+                "guardrail packs were supplied but the checkpoint records none"
+            )
         return None
+
+    def compile_one(ref: Any) -> Mapping[str, Any]:
+        one = compile_guardrail_packs(
+            [ref], catalogue=agent.pack_catalogue, can_suspend=True, redactor=agent.redactor
+        )
+        return one.refs[0]
+
     try:
         if not isinstance(block, Mapping) or set(block) - {"packs", "state"}:
             raise GuardrailPackError("malformed guardrail pack block")
+        rows = block.get("packs") or []
+        if not isinstance(rows, Sequence):
+            raise GuardrailPackError("malformed guardrail pack rows")
         compiled = compile_guardrail_packs(
-            block.get("packs") or [],
+            reinstate_refs(rows, supplied, compile_one),
             catalogue=agent.pack_catalogue,
             can_suspend=True,
             redactor=agent.redactor,

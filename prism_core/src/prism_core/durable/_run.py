@@ -17,10 +17,13 @@ import attrs
 from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
+from ..guardrails._pack_identity import checkpoint_rows
 from ..tools import ToolDefinition
 from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._state import (
+    MAX_SKILL_BODIES_BYTES,
+    MAX_SKILL_BODY_BYTES,
     AgentRunState,
     DecisionKind,
     DecisionScope,
@@ -38,10 +41,6 @@ from ._state import (
 from ._writer import CheckpointWriter
 
 __all__ = ("DurableRun", "Gate", "RunStateInfo", "new_approval_id", "scope_for")
-
-#: Bounds on the loaded-skill bodies that ride a checkpoint with ``include_skill_bodies``.
-MAX_SKILL_BODY_BYTES = 262144
-MAX_SKILL_BODIES_BYTES = 1048576
 
 
 @attrs.frozen(kw_only=True)
@@ -120,6 +119,8 @@ class DurableRun:
             else options.checkpoint_metadata,
             version=version,
             metadata=metadata,
+            middleware=agent.middleware,
+            context=execution.mw_context,
         )
 
     @property
@@ -187,7 +188,7 @@ class DurableRun:
         if packs is None:
             return None
         try:
-            return {"packs": packs.persistable_refs(), "state": packs.snapshot_state()}
+            return {"packs": checkpoint_rows(packs), "state": packs.snapshot_state()}
         except GuardrailPackError as exc:
             raise AgentRunStateError(f"guardrail packs cannot ride the checkpoint: {exc}") from exc
 
@@ -315,11 +316,21 @@ class DurableRun:
         """Forget a pending call once its result is in the session store."""
         self.pending_calls = [c for c in self.pending_calls if c.tool_call_id != tool_call_id]
 
-    async def finish(self, status: RunStatus, error: ErrorInfo | None = None) -> None:
+    async def finish(
+        self,
+        status: RunStatus,
+        error: ErrorInfo | None = None,
+        *,
+        stop_reason: str | None = None,
+        stop_detail: str | None = None,
+    ) -> None:
         """Write the terminal state, when the run has a record (a clean run writes nothing)."""
         if self.has_record:
             self.pending_calls = []
-            await self.writer.save(self.state(status, error=error))
+            state = self.state(status, error=error)
+            if stop_reason is not None:
+                state = attrs.evolve(state, stop_reason=stop_reason, stop_detail=stop_detail)
+            await self.writer.save(state)
 
     def sticky_for(self, scope: DecisionScope) -> StickyDecision | None:
         """A sticky decision matching ``scope`` exactly, if any."""

@@ -6,18 +6,27 @@ state), never its transcript: messages live once in the session store.
 
 from __future__ import annotations
 
+import collections.abc
+import functools
 import hashlib
+import types
+import typing
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
 import cattrs
 
+from .._echo import clip, echo
 from ..codec import converter, dumps
 from ..content import ErrorInfo, Message, Usage
 from ..errors import AgentRunStateError
+from ..skills import MAX_LOADED_SKILLS
 
 __all__ = (
+    "MAX_SKILL_BODIES_BYTES",
+    "MAX_SKILL_BODY_BYTES",
+    "MAX_SKILL_NAME_CHARS",
     "MAX_STATE_DEPTH",
     "MAX_STATE_PROPERTIES",
     "SCHEMA_VERSION",
@@ -42,6 +51,10 @@ __all__ = (
 SCHEMA_VERSION = 1
 MAX_STATE_DEPTH = 32
 MAX_STATE_PROPERTIES = 256
+#: Bounds of the skills a checkpoint carries (what a run can load, never more).
+MAX_SKILL_NAME_CHARS = 256
+MAX_SKILL_BODY_BYTES = 262144
+MAX_SKILL_BODIES_BYTES = 1048576
 
 RunStatus: TypeAlias = Literal["running", "suspended", "succeeded", "failed", "aborted", "denied"]
 DecisionKind: TypeAlias = Literal["tool_approval", "input_guardrail", "elicitation"]
@@ -179,6 +192,8 @@ class AgentRunState:
     tool_names: tuple[str, ...] | None = None
     session_state: SessionStateRecord | None = None
     error: ErrorInfo | None = None
+    stop_reason: str | None = None
+    stop_detail: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -188,10 +203,12 @@ class AgentRunState:
 
 
 def state_to_json(state: AgentRunState) -> dict[str, Any]:
-    """The JSON form of ``state`` (``checkpoint_policy`` appears only for ``every-turn``)."""
+    """The JSON form of ``state`` (``checkpoint_policy`` appears only for ``every-turn``,
+    ``stop_reason``/``stop_detail`` only on a terminal state that has them)."""
     data: dict[str, Any] = converter().unstructure(state)
-    if data.get("checkpoint_policy") is None:
-        data.pop("checkpoint_policy", None)
+    for key in ("checkpoint_policy", "stop_reason", "stop_detail"):
+        if data.get(key) is None:
+            data.pop(key, None)
     return data
 
 
@@ -228,20 +245,221 @@ def check_state_bounds(data: Any, max_bytes: int) -> bytes:
     return encoded
 
 
-def parse_state(data: Any, *, max_bytes: int) -> AgentRunState:
-    """Validate and structure a stored state; anything malformed is an
-    :class:`AgentRunStateError`."""
-    if not isinstance(data, dict):
-        raise AgentRunStateError("agent run state must be a JSON object")
-    check_state_bounds(data, max_bytes)
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise AgentRunStateError(
-            f"unsupported agent run state schema_version {data.get('schema_version')!r}"
+def _malformed(detail: str) -> AgentRunStateError:
+    return AgentRunStateError(f"Malformed agent run state: {detail}")
+
+
+_SEQUENCES = (tuple, list, collections.abc.Sequence)
+_MAPPINGS = (dict, collections.abc.Mapping)
+
+
+@functools.cache
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _shape(raw: Any, kind: Any, path: str) -> None:
+    """Check that every container in ``raw`` has the JSON type ``kind`` asks for (a list for a
+    tuple, an object for a mapping or a record), before cattrs sees it: cattrs would iterate a
+    string where a list belongs and fail once per character."""
+    if raw is None:
+        return
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+        if len(options) == 1:
+            _shape(raw, options[0], path)
+        elif options and all(attrs.has(arg) for arg in options) and not isinstance(raw, dict):
+            raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
+        return
+    if origin in _SEQUENCES:
+        if not isinstance(raw, list):
+            raise _malformed(f"{path} must be a list, got {type(raw).__name__}")
+        args = typing.get_args(kind)
+        if args:
+            for index, item in enumerate(raw):
+                _shape(item, args[0], f"{path}[{index}]")
+        return
+    if origin in _MAPPINGS:
+        if not isinstance(raw, dict):
+            raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
+        return
+    if isinstance(kind, type) and attrs.has(kind):
+        if not isinstance(raw, dict):
+            raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
+        hints = _hints(kind)
+        for field in attrs.fields(kind):
+            if field.name in raw:
+                _shape(raw[field.name], hints[field.name], f"{path}.{field.name}")
+
+
+def _same(raw: Any, built: Any, path: str) -> None:
+    """Refuse any value cattrs had to coerce: structuring and unstructuring again must give
+    back exactly what was stored (a string stays a string, never a list of its characters;
+    an integer is never a bool or a float)."""
+    if isinstance(raw, dict):
+        if not isinstance(built, Mapping):
+            raise _malformed(f"{path} must not be an object")
+        for name, item in raw.items():
+            if name in built:
+                _same(item, built[name], f"{path}.{name}")
+        return
+    if isinstance(raw, list):
+        if not isinstance(built, list | tuple) or len(built) != len(raw):
+            raise _malformed(f"{path} must not be a list")
+        for index, item in enumerate(raw):
+            _same(item, built[index], f"{path}[{index}]")
+        return
+    if type(raw) is type(built) and raw == built:
+        return
+    # JSON has one number type: an integer stored for a float field is the same number.
+    if type(raw) is int and type(built) is float and raw == built:
+        return
+    raise _malformed(f"{path} has the wrong type: {echo(raw)}")
+
+
+def _count(value: int, path: str, *, high: int | None = None) -> None:
+    if value < 0 or (high is not None and value > high):
+        bound = f"0..{high}" if high is not None else "a non-negative integer"
+        raise _malformed(f"{path} must be {bound}, got {echo(value)}")
+
+
+def _check_limits(limits: Mapping[str, Any]) -> None:
+    from ..limits import HARD_MAX_PROVIDER_BYTES, RunLimits
+
+    fields = {f.name: f for f in attrs.fields(RunLimits)}
+    for name, value in limits.items():
+        field = fields.get(name)
+        path = f"limits.{echo(name, 40)}"
+        if field is None:
+            raise _malformed(f"{path} is not a run limit")
+        kind = str(field.type)
+        if value is None:
+            if "None" not in kind:
+                raise _malformed(f"{path} cannot be null")
+        elif kind.startswith("str"):
+            if not isinstance(value, str):
+                raise _malformed(f"{path} must be a string, got {echo(value)}")
+        elif kind.startswith("int"):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise _malformed(f"{path} must be an integer, got {echo(value)}")
+            high = HARD_MAX_PROVIDER_BYTES if "bytes" in name else None
+            _count(value, path, high=high)
+        elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise _malformed(f"{path} must be a non-negative number, got {echo(value)}")
+
+
+def _check_session_state(record: SessionStateRecord) -> None:
+    names = record.loaded_skill_names
+    if len(names) > MAX_LOADED_SKILLS:
+        raise _malformed(
+            f"session_state.loaded_skill_names holds {len(names)} names; "
+            f"the limit is {MAX_LOADED_SKILLS}"
         )
+    bodies = record.loaded_skill_bodies or ()
+    if len(bodies) > MAX_LOADED_SKILLS:
+        raise _malformed(
+            f"session_state.loaded_skill_bodies holds {len(bodies)} bodies; "
+            f"the limit is {MAX_LOADED_SKILLS}"
+        )
+    for name in (*names, *(body.name for body in bodies)):
+        if not name or len(name) > MAX_SKILL_NAME_CHARS:
+            raise _malformed(
+                f"a loaded skill name must be 1..{MAX_SKILL_NAME_CHARS} characters, got {len(name)}"
+            )
+    total = 0
+    for body in bodies:
+        size = len(body.instructions.encode("utf-8"))
+        total += size
+        if size > MAX_SKILL_BODY_BYTES:
+            raise _malformed(
+                f"the body of skill {echo(body.name)} is {size} bytes; "
+                f"the limit is {MAX_SKILL_BODY_BYTES}"
+            )
+    if total > MAX_SKILL_BODIES_BYTES:
+        raise _malformed(
+            f"loaded skill bodies total {total} bytes; the limit is {MAX_SKILL_BODIES_BYTES}"
+        )
+
+
+def _check_fields(state: AgentRunState) -> None:
+    from ._options import (
+        HARD_MAX_AGENT_RUN_STATE_BYTES,
+        HARD_MAX_PENDING_DECISIONS,
+        HARD_MAX_STICKY_DECISIONS,
+    )
+
+    for name in ("run_id", "session_id", "agent_id", "definition_revision", "fingerprint"):
+        if not getattr(state, name):
+            raise _malformed(f"{name} must be a non-empty string")
+    counters = state.counters
+    for name in ("turns", "provider_attempts", "tool_rounds", "tool_calls"):
+        _count(getattr(counters, name), f"counters.{name}")
+    if counters.usage is not None:
+        for name in ("input_tokens", "output_tokens", "total_tokens"):
+            _count(getattr(counters.usage, name), f"counters.usage.{name}")
+        for name in ("cache_read_tokens", "cache_write_tokens"):
+            _count(getattr(counters.usage, name), f"counters.usage.{name}")
+    size = state.max_state_bytes
+    if size is not None and not 1 <= size <= HARD_MAX_AGENT_RUN_STATE_BYTES:
+        raise _malformed(
+            f"max_state_bytes must be in 1..{HARD_MAX_AGENT_RUN_STATE_BYTES}, got {echo(size)}"
+        )
+    if state.limits is not None:
+        _check_limits(state.limits)
+    if state.interruption is not None:
+        decisions = state.interruption.pending_decisions
+        if len(decisions) > HARD_MAX_PENDING_DECISIONS:
+            raise _malformed(
+                f"interruption holds {len(decisions)} pending decisions; "
+                f"the limit is {HARD_MAX_PENDING_DECISIONS}"
+            )
+    if len(state.sticky_decisions) > HARD_MAX_STICKY_DECISIONS:
+        raise _malformed(
+            f"sticky_decisions holds {len(state.sticky_decisions)} decisions; "
+            f"the limit is {HARD_MAX_STICKY_DECISIONS}"
+        )
+    if state.session_state is not None:
+        _check_session_state(state.session_state)
+
+
+def parse_state(data: Any, *, max_bytes: int, run_id: str | None = None) -> AgentRunState:
+    """Validate and structure a stored state; anything malformed is an
+    :class:`AgentRunStateError` ("Malformed agent run state …", naming ``run_id`` when given).
+
+    Parsing never coerces: a field of the wrong JSON type (a string for a list, a bool or a
+    float for an integer) is refused, as is a counter below zero, a limit that is not a run
+    limit, or more skills, decisions or bytes than a run ever writes.
+    """
+    try:
+        return _parse(data, max_bytes)
+    except AgentRunStateError as exc:
+        if run_id is None:
+            raise
+        raise AgentRunStateError(f"agent run {echo(run_id)}: {exc.message}") from exc
+
+
+def _parse(data: Any, max_bytes: int) -> AgentRunState:
+    if not isinstance(data, dict):
+        raise _malformed(f"it must be a JSON object, got {type(data).__name__}")
+    check_state_bounds(data, max_bytes)
+    version = data.get("schema_version")
+    if type(version) is not int or version != SCHEMA_VERSION:
+        raise AgentRunStateError(f"unsupported agent run state schema_version {echo(version)}")
+    _shape(data, AgentRunState, "state")
     try:
         state = converter().structure(data, AgentRunState)
-    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
-        raise AgentRunStateError(f"malformed agent run state: {exc}") from exc
+    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise _malformed(clip(_describe(exc), 300)) from exc
     if state.status not in ("running", "suspended", *TERMINAL_STATUSES):
-        raise AgentRunStateError(f"unknown agent run status {state.status!r}")
+        raise AgentRunStateError(f"unknown agent run status {echo(state.status)}")
+    _same(data, converter().unstructure(state), "state")
+    _check_fields(state)
     return state
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, cattrs.BaseValidationError):
+        notes = cattrs.transform_error(exc)
+        return "; ".join(notes) if notes else type(exc).__name__
+    return f"{type(exc).__name__}: {exc}"

@@ -5,8 +5,11 @@ from ._counters import RunCounters
 from ._driver import RunEventStream
 from ._loops import AgentLoopStrategy, GenerateValidateReviseLoop, LoopContext, SingleShotLoop
 from ._options import RUN_OPTION_KEYS, InvalidOptionsError, RunOptions
+from ._stop_hooks import StopHookContext
+from ._turn_policy import MAX_STOP_DETAIL_BYTES, TurnPolicy, TurnPolicyContext, TurnPolicyError
 
 __all__ = (
+    "MAX_STOP_DETAIL_BYTES",
     "RUN_OPTION_KEYS",
     "AgentLoopStrategy",
     "EventBroadcaster",
@@ -19,4 +22,8 @@ __all__ = (
     "RunEventStream",
     "RunOptions",
     "SingleShotLoop",
+    "StopHookContext",
+    "TurnPolicy",
+    "TurnPolicyContext",
+    "TurnPolicyError",
 )

@@ -20,6 +20,7 @@ from ..redaction import redact_value
 from ._failures import AbortRequested
 from ._guarding import act_on_run_stage, decision_event, evaluate, interrupt_unavailable
 from ._state import RunState
+from ._turn_policy import TurnPolicy, TurnPolicyContext, decide
 
 __all__ = (
     "append_input",
@@ -65,14 +66,35 @@ async def append_input(run: RunState) -> None:
 
 
 async def turn_boundary(run: RunState) -> list[AgentEvent]:
-    """A provider-turn boundary: stop on abort, apply steers, then the durable checkpoint."""
+    """A provider-turn boundary: stop on abort, consult the turn policy, apply steers, then
+    the durable checkpoint."""
     if run.signal.aborted:
         await anyio.lowlevel.checkpoint()
         raise AbortRequested()
+    if run.turn_policy is not None:
+        await consult_turn_policy(run, run.turn_policy)
     events = await apply_pending_steers(run)
     if run.durable is not None:
         await run.durable.turn_boundary()
     return events
+
+
+async def consult_turn_policy(run: RunState, policy: TurnPolicy) -> None:
+    """Ask the turn policy whether the run goes on (it raises ``RunStopped`` to end it)."""
+    counters = run.counters
+    context = TurnPolicyContext(
+        session_id=run.session_id,
+        run_id=run.run_id,
+        turns=counters.turns,
+        provider_attempts=counters.provider_attempts,
+        tool_rounds=counters.tool_rounds,
+        tool_calls=counters.tool_calls,
+        usage=counters.usage if counters.usage_reported else None,
+        last_message=run.last_message,
+        pending_steers=len(run.session._steers),
+        metadata=run.metadata,
+    )
+    await decide(policy, context, run.redactor)
 
 
 def has_pending_steers(run: RunState) -> bool:

@@ -29,6 +29,8 @@ class RunCounters:
     provider_attempts: int = 0
     tool_rounds: int = 0
     tool_calls: int = 0
+    #: How often stop hooks continued the run instead of letting it finish.
+    stop_continuations: int = 0
     usage: Usage = attrs.field(factory=Usage)
     usage_reported: bool = False
 

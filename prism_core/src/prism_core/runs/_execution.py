@@ -30,7 +30,9 @@ from ._failures import AbortRequested, RunFailure, RunSuspended
 from ._provider_turn import TurnState, assistant_message, finish_message, stream_turn
 from ._request import assemble_request, request_bytes, resolve_provider
 from ._state import RunState
+from ._stop_hooks import consult_stop_hooks
 from ._tool_round import resume_pending, tool_call
+from ._turn_policy import RunStopped
 
 __all__ = ("RunExecution",)
 
@@ -77,6 +79,8 @@ class RunExecution(RunState):
             yield await _terminals.succeed(self)
         except AbortRequested:
             raise
+        except RunStopped as stopped:
+            yield await _terminals.succeed(self, stopped.reason, stopped.detail)
         except RunSuspended as suspension:
             yield _terminals.suspended(self, suspension.interruption)
         except RunFailure as failure:
@@ -140,7 +144,11 @@ class RunExecution(RunState):
             if calls and gates:
                 assert self.durable is not None
                 raise RunSuspended(await self.durable.suspend(gates))
-            if not calls and not _boundary.has_pending_steers(self):
+            if (
+                not calls
+                and not _boundary.has_pending_steers(self)
+                and not await consult_stop_hooks(self)
+            ):
                 return
 
     # -- what loop strategies, the driver and the session call ------------------------------

@@ -9,6 +9,7 @@ import attrs
 
 from ..errors import PrismError
 from ..models import ModelConfig, coerce_model
+from ._turn_policy import coerce_stop_hooks, coerce_turn_policy
 
 __all__ = ("RUN_OPTION_KEYS", "InvalidOptionsError", "RunOptions", "coerce_run_options")
 
@@ -32,6 +33,8 @@ RUN_OPTION_KEYS = (
     "skills",
     "activate_all_skills",
     "skills_disclosure",
+    "turn_policy",
+    "stop_hooks",
 )
 
 
@@ -64,6 +67,8 @@ class RunOptions:
     skills: Any = None
     activate_all_skills: bool | None = None
     skills_disclosure: str | None = None
+    turn_policy: Any = None
+    stop_hooks: Any = None
 
 
 def _names(value: Any, key: str) -> tuple[str, ...]:
@@ -117,4 +122,10 @@ def coerce_run_options(options: Mapping[str, Any]) -> RunOptions:
     disclosure = data.get("skills_disclosure")
     if disclosure is not None and disclosure not in ("progressive", "eager"):
         raise InvalidOptionsError("skills_disclosure must be 'progressive' or 'eager'")
+    try:
+        data["turn_policy"] = coerce_turn_policy(data.get("turn_policy"))
+        if data.get("stop_hooks") is not None:
+            data["stop_hooks"] = coerce_stop_hooks(data["stop_hooks"])
+    except (TypeError, ValueError) as exc:
+        raise InvalidOptionsError(str(exc)) from exc
     return RunOptions(**data)

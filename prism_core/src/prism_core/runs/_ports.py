@@ -61,6 +61,8 @@ class RunAgent(Protocol):
     provider_options: dict[str, Any]
     thinking_level: str | None
     provider_request_policies: tuple[Callable[..., Any], ...]
+    turn_policy: Any
+    stop_hooks: tuple[Any, ...]
 
 
 class RunIdentity(Protocol):

@@ -78,6 +78,7 @@ async def stream_turn(
     assert run.provider is not None
     attempt = 0
     buffering = bool(run.guardrails.for_stage("output"))
+    run.finish_reason = None
     while True:
         attempt += 1
         run.counters.provider_attempts += 1
@@ -103,6 +104,7 @@ async def stream_turn(
                     error = provider_event.error
                     break
                 if isinstance(provider_event, ProviderDone):
+                    run.finish_reason = provider_event.finish_reason
                     if provider_event.usage is not None:
                         state.usage = provider_event.usage
                     break
@@ -251,7 +253,12 @@ async def finish_message(run: RunState, message: Message, state: TurnState) -> l
     run.last_message = message
     events.append(
         run.emit(
-            MessageFinishedEvent(session_id=run.session_id, run_id=run.run_id, message=message)
+            MessageFinishedEvent(
+                session_id=run.session_id,
+                run_id=run.run_id,
+                message=message,
+                finish_reason=run.finish_reason,
+            )
         )
     )
     if state.usage is not None and state.usage.input_tokens > 0:

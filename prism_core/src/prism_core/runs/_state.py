@@ -35,6 +35,7 @@ from ._loops import coerce_loop
 from ._options import InvalidOptionsError, RunOptions
 from ._ports import RunSession
 from ._setup import compose_system_prompt, resolve_skills, start_durable
+from ._turn_policy import TurnPolicy
 
 __all__ = ("RunState",)
 
@@ -63,9 +64,10 @@ class RunState:
         try:
             self.limits = agent.limits.narrowed(options.limits)
             self.retry = agent.retry if options.retry is None else coerce_retry(options.retry)
-            guardrails = agent.guardrails.merged(coerce_guardrails(options.guardrails))
+            guardrails = agent.guardrails
             packs = session.compiled_packs
             if packs is not None:
+                # Pack guards run after the agent's tool-input guards and before the run's.
                 # Pack observers see every result first, so a blocking guard cannot hide a
                 # validation failure from pack state.
                 guardrails = attrs.evolve(
@@ -73,7 +75,7 @@ class RunState:
                     tool_input=guardrails.tool_input + packs.tool_input,
                     tool_output=packs.tool_output + guardrails.tool_output,
                 )
-            self.guardrails = guardrails
+            self.guardrails = guardrails.merged(coerce_guardrails(options.guardrails))
             self.system = compose_system_prompt(
                 agent.instructions, agent.system_prompt, options.system_prompt
             )
@@ -111,6 +113,14 @@ class RunState:
             if isinstance(exc, InvalidOptionsError):
                 raise
             raise InvalidOptionsError(str(exc)) from exc
+        self.turn_policy: TurnPolicy | None = (
+            options.turn_policy if options.turn_policy is not None else agent.turn_policy
+        )
+        self.stop_hooks: tuple[Any, ...] = (
+            options.stop_hooks if options.stop_hooks is not None else agent.stop_hooks
+        )
+        #: The ``finish_reason`` of the last provider turn (``None`` when it gave none).
+        self.finish_reason: str | None = None
         self.active_skills = resolve_skills(agent, options)
         self.skills_disclosure: SkillDisclosure = (
             options.skills_disclosure or agent.skills_disclosure  # type: ignore[assignment]
@@ -150,6 +160,9 @@ class RunState:
         """Redact ``event`` and publish it to the session's subscribers; return what was sent."""
         redacted = redact_value(event, self.redactor)
         self.session._broadcaster.publish(redacted)
+        middleware = self.agent.middleware
+        if middleware.handles("event"):
+            middleware.observe("event", redacted, self.mw_context("event"))
         return redacted
 
     def mw_context(self, point: str) -> MiddlewareContext:
@@ -160,6 +173,8 @@ class RunState:
             run_id=self.run_id,
             metadata=self.metadata,
             signal=self.signal,
+            agent_id=self.agent.id,
+            agent_name=self.agent.name,
         )
 
     def load_skill(self, name: str) -> Skill:

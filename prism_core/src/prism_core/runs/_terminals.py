@@ -75,14 +75,25 @@ def suspended(run: RunState, interruption: Interruption) -> AgentEvent:
     )
 
 
-async def succeed(run: RunState) -> AgentEvent:
-    """End the run as succeeded (a durable run with a record writes its terminal state)."""
+async def succeed(
+    run: RunState, stop_reason: str = "completed", stop_detail: str | None = None
+) -> AgentEvent:
+    """End the run as succeeded (a durable run with a record writes its terminal state).
+
+    A run that completed on its own has ``stop_reason="completed"`` and, as ``stop_detail``,
+    the last provider turn's ``finish_reason``; a turn policy passes its own reason and detail.
+    """
+    if stop_reason == "completed" and stop_detail is None:
+        stop_detail = run.finish_reason
     run_state = None
     if run.durable is not None:
-        await run.durable.finish("succeeded")
+        await run.durable.finish("succeeded", stop_reason=stop_reason, stop_detail=stop_detail)
         run_state = run.durable.info("succeeded") if run.durable.has_record else None
     run.result = AgentRunResult(
-        **_base_result(run, "succeeded"), stop_reason="completed", run_state=run_state
+        **_base_result(run, "succeeded"),
+        stop_reason=stop_reason,
+        stop_detail=stop_detail,
+        run_state=run_state,
     )
     return run.emit(
         AgentFinishedEvent(
@@ -91,16 +102,25 @@ async def succeed(run: RunState) -> AgentEvent:
             text=run.result.text,
             usage=run.result.usage,
             leaf_id=run.result.leaf_id,
+            finish_reason=run.finish_reason,
+            stop_reason=stop_reason,
+            stop_detail=stop_detail,
         )
     )
 
 
-async def _save_terminal(run: RunState, status: Any, error: ErrorInfo | None) -> ErrorInfo | None:
+async def _save_terminal(
+    run: RunState,
+    status: Any,
+    error: ErrorInfo | None,
+    stop_reason: str | None = None,
+    stop_detail: str | None = None,
+) -> ErrorInfo | None:
     """Write the terminal state of a durable run; a failed write is added to ``error``."""
     if run.durable is None:
         return error
     try:
-        await run.durable.finish(status, error)
+        await run.durable.finish(status, error, stop_reason=stop_reason, stop_detail=stop_detail)
     except Exception as exc:
         note = f"the terminal checkpoint could not be written: {exc}"
         if error is None:
@@ -111,7 +131,12 @@ async def _save_terminal(run: RunState, status: Any, error: ErrorInfo | None) ->
 
 async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
     """End the run as failed with ``failure``."""
-    failure.error = await _save_terminal(run, "failed", failure.error) or failure.error
+    stop_reason = "limit" if failure.limit is not None else "error"
+    stop_detail = failure.limit.axis if failure.limit is not None else failure.error.code
+    failure.error = (
+        await _save_terminal(run, "failed", failure.error, stop_reason, stop_detail)
+        or failure.error
+    )
     events: list[AgentEvent] = []
     if failure.limit is not None:
         events.append(
@@ -129,8 +154,8 @@ async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
         **_base_result(run, "failed"),
         error=error,
         limit=failure.limit,
-        stop_reason="limit" if failure.limit is not None else "error",
-        stop_detail=failure.limit.axis if failure.limit is not None else error.code,
+        stop_reason=stop_reason,
+        stop_detail=stop_detail,
     )
     return events
 
@@ -140,7 +165,7 @@ async def abort_terminal(run: RunState, reason: Any) -> list[AgentEvent]:
     run with a checkpoint records ``aborted``."""
     run.signal.abort(reason)
     error = ErrorInfo(f"Run aborted: {run.signal.reason}", code="ERR_PRISM_ABORTED")
-    error = await _save_terminal(run, "aborted", error) or error
+    error = await _save_terminal(run, "aborted", error, "aborted") or error
     return _aborted(run, error)
 
 

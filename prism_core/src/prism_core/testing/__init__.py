@@ -16,6 +16,10 @@ module) so pytest rewrites the suites' assertions, then subclass the suites::
             # Another instance on the same backend, as a second worker would open it.
             return create_my_store
 
+``SharedCommitConformance`` is for checkpoint stores that offer the optional shared commit
+(``prism_core.durable.shared_transaction``); its fixture ``shared_stores`` yields
+``(checkpoints, sessions)``.
+
 Each test is an ``@pytest.mark.anyio`` coroutine that runs on the backends the
 ``anyio_backend`` fixture in scope selects. The suite classes have no ``Test`` prefix, so
 pytest collects only their subclasses. This plugin is never registered by entry point:
@@ -29,12 +33,14 @@ import pytest
 # Registered before the suites are imported so pytest can still rewrite their assertions.
 pytest.register_assert_rewrite(
     "prism_core.testing._checkpoint_suite",
+    "prism_core.testing._commit_suite",
     "prism_core.testing._session_suite",
     "prism_core.testing._races",
     "prism_core.testing._status_index_suite",
 )
 
 from ._checkpoint_suite import CheckpointStoreConformance  # noqa: E402
+from ._commit_suite import SharedCommitConformance  # noqa: E402
 from ._session_suite import SessionStoreConformance  # noqa: E402
 from ._status_index_suite import CheckpointStatusIndexConformance  # noqa: E402
 
@@ -42,4 +48,5 @@ __all__ = (
     "CheckpointStatusIndexConformance",
     "CheckpointStoreConformance",
     "SessionStoreConformance",
+    "SharedCommitConformance",
 )

@@ -1,0 +1,124 @@
+"""The event stream of one resume, bounded like ``session.subscribe``.
+
+The stream subscribes to the rebuilt session before the resume emits anything (through the
+``on_session`` seam, ahead of the host's observer), then steps the resumed run only while its
+bounded queue is empty. Events a step publishes (a tool's progress events, the terminal
+events) queue there under ``max_queued_events``/``overflow`` exactly as a subscriber's do: the
+``close`` policy clears the queue, delivers one ``event_subscriber_overflow`` notice and ends
+the stream, which then aborts the resumed execution as leaving early does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..events import AgentEvent
+from ..results import AgentRunResult
+from ..runs._broadcast import EventSubscription, OverflowPolicy
+from ..runs._stream import DriverStream, StepDriver
+from ._resume import Prepared, Settled
+
+__all__ = ("ResumeEventStream",)
+
+#: ``prepare(on_session)`` runs the resume pipeline with ``on_session`` as its observer.
+Prepare = Callable[[Callable[[Any], Any]], Awaitable[Prepared | Settled]]
+
+
+class ResumeEventStream(DriverStream):
+    """The events of one resume: ``agent_denied`` or ``agent_suspended`` for runs that do not
+    claim, else ``agent_started``, ``agent_resumed`` and the resumed run's events. Leaving
+    early (or an overflow under the ``close`` policy) aborts only the resumed execution.
+    ``result`` is set once it has ended."""
+
+    def __init__(
+        self,
+        prepare: Prepare,
+        *,
+        on_session: Callable[[Any], Any] | None = None,
+        max_queued_events: int = 1024,
+        overflow: OverflowPolicy = "close",
+    ) -> None:
+        super().__init__()
+        self._prepare = prepare
+        self._host_on_session = on_session
+        self._max_queued_events = max_queued_events
+        self._overflow: OverflowPolicy = overflow
+        self._subscription: EventSubscription | None = None
+        self._prepared = False
+        self._settled_result: AgentRunResult | None = None
+
+    @property
+    def result(self) -> AgentRunResult | None:
+        """The resume's result once it has ended, else ``None``."""
+        if self._settled_result is not None:
+            return self._settled_result
+        return self._driver.execution.result if self._driver is not None else None
+
+    async def _start(self) -> StepDriver:
+        # __anext__ prepares the resume itself, since a deny or a partial batch has no run.
+        raise AssertionError("a resume stream prepares its run in __anext__")
+
+    async def _observe(self, session: Any) -> None:
+        self._subscription = session.subscribe(
+            max_queued_events=self._max_queued_events, overflow=self._overflow
+        )
+        if self._host_on_session is not None:
+            outcome = self._host_on_session(session)
+            if hasattr(outcome, "__await__"):
+                await outcome
+
+    async def _ensure_prepared(self) -> None:
+        if self._prepared:
+            return
+        self._prepared = True
+        try:
+            prepared = await self._prepare(self._observe)
+        except BaseException:
+            self._done = True
+            if self._subscription is not None:
+                self._subscription.close()
+            raise
+        if isinstance(prepared, Settled):
+            self._settled_result = prepared.result
+        else:
+            self._driver = prepared.driver
+
+    async def __anext__(self) -> AgentEvent:
+        if self._done:
+            raise StopAsyncIteration
+        await self._ensure_prepared()
+        subscription = self._subscription
+        assert subscription is not None
+        while True:
+            if subscription.ready:
+                return await subscription.__anext__()
+            if subscription.closed:
+                await self._finish()
+                raise StopAsyncIteration
+            driver = self._driver
+            assert driver is not None
+            try:
+                stepped = await driver.next()
+            except BaseException:
+                self._done = True
+                driver.abandon("cancelled")
+                subscription.close()
+                raise
+            if stepped is None:
+                # The run ended and settled: its run-scoped subscription is closed.
+                subscription.close()
+
+    async def _finish(self) -> None:
+        """The stream ended: an overflow that closed it aborts a run still going."""
+        self._done = True
+        driver = self._driver
+        if driver is not None and not driver.settled:
+            driver.execution.signal.abort("event_subscriber_overflow")
+            await driver.drain()
+
+    async def aclose(self) -> None:
+        """Stop consuming: abort the resumed run if it is still going and wait for it."""
+        if self._subscription is not None:
+            self._subscription.close()
+        await super().aclose()

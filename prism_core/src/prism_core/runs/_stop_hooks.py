@@ -1,0 +1,88 @@
+"""Stop hooks: when a run is about to finish, a hook may ask it to continue instead.
+
+A stop hook is ``hook(context)`` (sync or async) called, in order, when the provider returned
+no tool calls and no steered message waits. It answers ``None`` (or ``{"action": "finish"}``)
+to let the run finish, or ``{"action": "continue", "message": str}`` to append ``message``
+(redacted) as a user message and run another provider turn. ``limits.max_stop_continuations``
+bounds how often the hooks may do so: once it is reached, the hooks are not called again and
+the run finishes. A hook that raises or
+answers anything else fails the run closed with ``ERR_PRISM_TURN_POLICY``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..content import Message
+from ..redaction import redact_value
+from ._state import RunState
+from ._turn_policy import TurnPolicyError, bounded_detail
+
+__all__ = ("StopHookContext", "consult_stop_hooks")
+
+
+@attrs.frozen(kw_only=True)
+class StopHookContext:
+    """What a stop hook sees: the run, its last assistant message and ``finish_reason``,
+    its turns so far and how often the hooks already continued it."""
+
+    session_id: str
+    run_id: str
+    text: str
+    message: Message | None
+    finish_reason: str | None
+    turns: int
+    continuations: int
+    metadata: Mapping[str, Any]
+
+
+async def consult_stop_hooks(run: RunState) -> bool:
+    """Whether a stop hook continued the run (its message is then in the history)."""
+    if not run.stop_hooks:
+        return False
+    cap = run.limits.max_stop_continuations
+    counters = run.counters
+    if cap is not None and counters.stop_continuations >= cap:
+        return False
+    last = run.last_message
+    context = StopHookContext(
+        session_id=run.session_id,
+        run_id=run.run_id,
+        text=last.text if last is not None else "",
+        message=last,
+        finish_reason=run.finish_reason,
+        turns=counters.turns,
+        continuations=counters.stop_continuations,
+        metadata=run.metadata,
+    )
+    for hook in run.stop_hooks:
+        try:
+            verdict = hook(context)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except Exception as exc:
+            raise TurnPolicyError(
+                f"A stop hook raised {type(exc).__name__}: {bounded_detail(str(exc), run.redactor)}"
+            ) from exc
+        action = verdict.get("action") if isinstance(verdict, Mapping) else None
+        if verdict is None or action == "finish":
+            continue
+        if action != "continue":
+            raise TurnPolicyError(
+                "A stop hook must answer None, {'action': 'finish'} or "
+                "{'action': 'continue', 'message': str}"
+            )
+        assert isinstance(verdict, Mapping)
+        message = verdict.get("message")
+        if not isinstance(message, str) or not message:
+            raise TurnPolicyError("A stop hook's continue needs a non-empty string message")
+        counters.stop_continuations += 1
+        await run.session._append_message(
+            redact_value(Message.user(message), run.redactor), run.run_id
+        )
+        return True
+    return False

@@ -1,0 +1,165 @@
+"""Turn policies: the host decides, at every turn boundary, whether the run goes on.
+
+A turn policy has an optional ``stop(context)`` (sync or async) and an optional
+``max_turns``. ``stop`` is called once per turn boundary, before the next provider request,
+with the run's counters; it answers ``{"action": "continue"}`` (or ``None``) or
+``{"action": "stop", "reason": str}``. A stop ends the run ``succeeded`` with
+``stop_reason="host_policy"`` and ``stop_detail`` the (redacted, bounded) reason, having made
+exactly the provider requests made so far. ``max_turns`` ends the run the same way with
+``stop_reason="max_turns"`` once that many provider turns have run. A policy that raises or
+answers anything else fails the run closed with ``ERR_PRISM_TURN_POLICY``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..content import Message, Usage
+from ..errors import PrismError
+from ..redaction import Redactor, redact_value
+
+__all__ = (
+    "MAX_STOP_DETAIL_BYTES",
+    "RunStopped",
+    "TurnPolicy",
+    "TurnPolicyContext",
+    "TurnPolicyError",
+    "bounded_detail",
+    "coerce_stop_hooks",
+    "coerce_turn_policy",
+    "decide",
+)
+
+#: ``stop_detail`` (and a stop hook's or policy's reason) is cut to this many UTF-8 bytes.
+MAX_STOP_DETAIL_BYTES = 1024
+
+
+class TurnPolicyError(PrismError):
+    """A turn policy or stop hook raised, or answered something that is not a decision."""
+
+    code = "ERR_PRISM_TURN_POLICY"
+
+
+class RunStopped(Exception):
+    """Internal: the run ends ``succeeded`` at a turn boundary with ``reason``/``detail``."""
+
+    def __init__(self, reason: str, detail: str | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@attrs.frozen(kw_only=True)
+class TurnPolicyContext:
+    """What a turn policy sees at a turn boundary: the run and its counters so far.
+
+    ``turns`` is the number of provider turns already run (``0`` before the first);
+    ``pending_steers`` counts steered messages waiting for this boundary (a stop drops them).
+    """
+
+    session_id: str
+    run_id: str
+    turns: int
+    provider_attempts: int
+    tool_rounds: int
+    tool_calls: int
+    usage: Usage | None
+    last_message: Message | None
+    pending_steers: int
+    metadata: Mapping[str, Any]
+
+
+def _positive_int(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    return value
+
+
+@attrs.frozen
+class TurnPolicy:
+    """A host turn policy: ``stop(context)`` and/or ``max_turns`` (see the module doc)."""
+
+    stop: Callable[[TurnPolicyContext], Any] | None = None
+    max_turns: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.stop is not None and not callable(self.stop):
+            raise TypeError("turn_policy.stop must be callable(context)")
+        _positive_int(self.max_turns, "turn_policy.max_turns")
+
+
+def coerce_turn_policy(value: Any) -> TurnPolicy | None:
+    """A :class:`TurnPolicy` from ``None``, a policy, a mapping with ``stop``/``max_turns``, a
+    bare ``stop`` callable, or an object with ``stop``/``max_turns`` attributes."""
+    if value is None or isinstance(value, TurnPolicy):
+        return value
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - {"stop", "max_turns"})
+        if unknown:
+            raise ValueError(f"unknown turn_policy keys {unknown}; known: ['max_turns', 'stop']")
+        return TurnPolicy(value.get("stop"), value.get("max_turns"))
+    stop = getattr(value, "stop", None)
+    max_turns = getattr(value, "max_turns", None)
+    if stop is not None or max_turns is not None:
+        return TurnPolicy(stop, max_turns)
+    if callable(value):
+        return TurnPolicy(value)
+    raise TypeError("turn_policy must be a TurnPolicy, a mapping, or a stop(context) callable")
+
+
+def coerce_stop_hooks(value: Any) -> tuple[Callable[[Any], Any], ...]:
+    """A tuple of stop hooks from ``None``, one callable, or a sequence of callables."""
+    if value is None:
+        return ()
+    hooks: Sequence[Any] = (value,) if callable(value) else value
+    if isinstance(hooks, str | bytes) or not isinstance(hooks, Sequence):
+        raise TypeError("stop_hooks must be a callable or a sequence of callables")
+    for hook in hooks:
+        if not callable(hook):
+            raise TypeError(f"stop hook {hook!r} is not callable")
+    return tuple(hooks)
+
+
+def bounded_detail(text: str, redactor: Redactor | None) -> str:
+    """``text`` redacted, then cut to :data:`MAX_STOP_DETAIL_BYTES` UTF-8 bytes."""
+    redacted = redact_value(text, redactor)
+    data = redacted.encode("utf-8")
+    if len(data) <= MAX_STOP_DETAIL_BYTES:
+        return redacted
+    return data[:MAX_STOP_DETAIL_BYTES].decode("utf-8", errors="ignore")
+
+
+async def decide(policy: TurnPolicy, context: TurnPolicyContext, redactor: Redactor | None) -> None:
+    """Consult ``policy`` at a boundary; raise :class:`RunStopped` to end the run there."""
+    if policy.max_turns is not None and context.turns >= policy.max_turns:
+        raise RunStopped("max_turns", f"turn_policy.max_turns={policy.max_turns}")
+    if policy.stop is None:
+        return
+    try:
+        verdict = policy.stop(context)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+    except Exception as exc:
+        raise TurnPolicyError(
+            f"The turn policy raised {type(exc).__name__}: {bounded_detail(str(exc), redactor)}"
+        ) from exc
+    if verdict is None:
+        return
+    action = verdict.get("action") if isinstance(verdict, Mapping) else None
+    if action == "continue":
+        return
+    if action == "stop":
+        reason = verdict.get("reason")
+        if not isinstance(reason, str) or not reason:
+            raise TurnPolicyError("A turn policy stop needs a non-empty string reason")
+        raise RunStopped("host_policy", bounded_detail(reason, redactor))
+    raise TurnPolicyError(
+        "A turn policy must answer {'action': 'continue'} or {'action': 'stop', 'reason': str}, "
+        f"got {type(verdict).__name__}"
+    )

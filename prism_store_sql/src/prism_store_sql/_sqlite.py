@@ -1,0 +1,287 @@
+"""The thread-driven SQLite backend: one stdlib ``sqlite3`` connection, one hand-off per call.
+
+A ``sqlite:///path.db`` store runs every operation as one synchronous function on one
+dedicated connection, handed to a worker thread with ``anyio.to_thread.run_sync`` under a
+``CapacityLimiter(1)``: all statements of an operation (an append's head move and insert, a
+shared commit's entries and checkpoint) run in that one hand-off and end in one commit. So the
+stores work under asyncio and trio alike, and a call costs one thread round trip instead of
+one per statement.
+
+The connection runs in WAL mode with a busy timeout and ``synchronous=FULL`` (a commit is on
+disk when the call returns, also across a power cut; ``NORMAL`` would only survive a process
+crash). sqlite3 caches each statement's prepared form per connection. The schema version row
+is read once, when the connection opens; migrations run through SQLAlchemy on the same
+connection, exactly the steps the async engines run.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import StaticPool
+
+from prism_core._echo import echo
+from prism_core.durable import CheckpointStoreError
+
+from ._engine import BUSY_TIMEOUT_MS
+from ._errors import SqlStoreConfigError
+from ._migrations import (
+    SCHEMA_VERSION,
+    check_sqlite_directory,
+    migrate_connection,
+    schema_missing_error,
+)
+from ._schema import Tables
+
+__all__ = (
+    "SYNCHRONOUS_MODES",
+    "CompiledStatement",
+    "SqliteDatabase",
+    "compile_sqlite",
+    "read_sqlite_version",
+    "sqlite_path",
+)
+
+T = TypeVar("T")
+
+#: The values ``synchronous=`` accepts (SQLite's ``PRAGMA synchronous``).
+SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+_DIALECT = sqlite_dialect.dialect(paramstyle="named")
+
+
+class CompiledStatement:
+    """A SQLAlchemy statement compiled once to SQLite text with ``:name`` parameters."""
+
+    __slots__ = ("defaults", "text")
+
+    def __init__(self, statement: sa.Executable) -> None:
+        compiled = statement.compile(  # type: ignore[attr-defined]
+            dialect=_DIALECT, compile_kwargs={"render_postcompile": True}
+        )
+        self.text: str = compiled.string
+        # Literal values in the statement (e.g. a CTE's depth 0) are parameters too.
+        self.defaults: dict[str, Any] = {
+            name: value for name, value in compiled.params.items() if value is not None
+        }
+
+    def params(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` plus the statement's literal parameters."""
+        return {**self.defaults, **values} if self.defaults else dict(values)
+
+
+def sqlite_path(url_or_engine: object) -> tuple[str, URL] | None:
+    """``(path, url)`` when ``url_or_engine`` is a plain ``sqlite:`` URL (no ``+driver``),
+    which the thread-driven backend serves; ``None`` for anything else. ``sqlite://`` is an
+    in-memory database."""
+    if not isinstance(url_or_engine, str | URL):
+        return None
+    try:
+        url = make_url(url_or_engine)
+    except sa.exc.ArgumentError:
+        return None
+    if url.drivername.lower() != "sqlite":
+        return None
+    return (url.database or ":memory:"), url
+
+
+def compile_sqlite(statement: sa.Executable) -> CompiledStatement:
+    """``statement`` as SQLite text (see :class:`CompiledStatement`)."""
+    return CompiledStatement(statement)
+
+
+class _Row(tuple[Any, ...]):
+    """A result row whose columns are also attributes (like SQLAlchemy's ``Row``)."""
+
+    __slots__ = ()
+    _names: dict[str, int] = {}  # noqa: RUF012 - replaced per result shape
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[self._names[name]]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class SqliteDatabase:
+    """One SQLite connection shared by the stores built on it, driven from worker threads.
+
+    The connection opens (and the schema version is checked, or migrated with
+    ``create_schema=True``) on the first call, never at construction. Every store built on it
+    holds a reference; the last ``release`` closes the connection.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        url: URL,
+        tables: Tables,
+        *,
+        create_schema: bool,
+        synchronous: str = "FULL",
+    ) -> None:
+        mode = synchronous.upper() if isinstance(synchronous, str) else synchronous
+        if mode not in SYNCHRONOUS_MODES:
+            raise SqlStoreConfigError(
+                f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, "
+                f"got {echo(synchronous)}"
+            )
+        self.path = path
+        self.url = url
+        self.tables = tables
+        self.synchronous: str = mode
+        self._create_schema = create_schema
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()  # guards the connection across event loops
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._token: object = None
+        self._users = 0
+        self._closed = False
+        # Row types by result shape, made under the connection lock.
+        self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
+
+    @property
+    def closed(self) -> bool:
+        """``True`` once every store built on it was closed."""
+        return self._closed
+
+    def acquire(self) -> None:
+        """Count one more store on this connection."""
+        self._users += 1
+
+    def _thread_limiter(self) -> anyio.CapacityLimiter:
+        # A limiter belongs to one event loop; a host may run the stores from several in turn.
+        token = anyio.lowlevel.current_token()
+        if self._limiter is None or self._token != token:
+            self._limiter = anyio.CapacityLimiter(1)
+            self._token = token
+        return self._limiter
+
+    async def run(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``operation`` on the connection in one worker-thread hand-off.
+
+        A ``sqlite3.Error`` becomes :class:`~prism_core.durable.CheckpointStoreError` naming
+        ``action``; any failure rolls back an open transaction first, so nothing is
+        half-written. A cancelled caller waits for the operation to finish (it is not
+        abandoned midway), then sees the cancellation.
+        """
+        if self._closed:
+            raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
+        return await anyio.to_thread.run_sync(
+            self._call, action, operation, limiter=self._thread_limiter()
+        )
+
+    def _call(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if self._closed:
+                raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
+            connection = self._connection
+            try:
+                if connection is None:
+                    connection = self._connection = self._open()
+                return operation(connection)
+            except BaseException as error:
+                if connection is not None and connection.in_transaction:
+                    connection.rollback()
+                if isinstance(error, sqlite3.Error):
+                    raise CheckpointStoreError(
+                        f"SQL store failed to {action}: {type(error).__name__}: {error}"
+                    ) from error
+                raise
+
+    def _open(self) -> sqlite3.Connection:
+        check_sqlite_directory(self.url)
+        connection = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, cached_statements=64
+        )
+        try:
+            # The busy timeout first: switching a fresh file to WAL needs a lock too.
+            connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(f"PRAGMA synchronous={self.synchronous}")
+            self._check_schema(connection)
+        except BaseException:
+            connection.close()
+            raise
+        connection.row_factory = self._row
+        return connection
+
+    def _row(self, cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> _Row:
+        names = tuple(column[0] for column in cursor.description)
+        cls = self._row_classes.get(names)
+        if cls is None:
+            positions = {name: i for i, name in enumerate(names)}
+            cls = type("Row", (_Row,), {"__slots__": (), "_names": positions})
+            self._row_classes[names] = cls
+        return cls(row)
+
+    def _check_schema(self, connection: sqlite3.Connection) -> None:
+        found = _recorded_version(connection, self.tables)
+        if found == SCHEMA_VERSION:
+            return
+        if not self._create_schema or found > SCHEMA_VERSION:
+            raise schema_missing_error(self.url, self.tables, found)
+        # The same runner as the async engines, on this very connection (a ``:memory:``
+        # database exists only there).
+        engine = sa.create_engine("sqlite://", creator=lambda: connection, poolclass=StaticPool)
+        with engine.connect() as sa_connection:
+            migrate_connection(sa_connection, self.tables, self.url)
+
+    async def release(self) -> None:
+        """One store on this connection closed; the last one closes the connection."""
+        self._users -= 1
+        if self._users > 0 or self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+
+def _recorded_version(connection: sqlite3.Connection, tables: Tables) -> int:
+    name = tables.schema_version.name
+    exists = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = connection.execute(f'SELECT max(version) FROM "{name}"').fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+async def read_sqlite_version(path: str, tables: Tables) -> int:
+    """The schema version recorded in the SQLite file at ``path`` (``0``: no tables), read on
+    a short-lived connection in a worker thread."""
+
+    def read() -> int:
+        try:
+            connection = sqlite3.connect(path, isolation_level=None)
+        except sqlite3.Error as error:
+            raise CheckpointStoreError(
+                f"SQL store failed to read the schema version: {type(error).__name__}: {error}"
+            ) from error
+        try:
+            connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            return _recorded_version(connection, tables)
+        except sqlite3.Error as error:
+            raise CheckpointStoreError(
+                f"SQL store failed to read the schema version: {type(error).__name__}: {error}"
+            ) from error
+        finally:
+            connection.close()
+
+    return await anyio.to_thread.run_sync(read)

@@ -1,0 +1,357 @@
+"""The SQL stores on the thread-driven SQLite backend (``sqlite:///path.db``).
+
+The same tables, statements and rules as the SQLAlchemy stores they subclass: the statements
+are the same SQLAlchemy constructs, compiled once to SQLite text and run on one stdlib
+``sqlite3`` connection (see :mod:`prism_store_sql._sqlite`). Every call is one hand-off to a
+worker thread; an append's head move and insert run in that one hand-off and one commit.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from prism_core._echo import echo
+from prism_core.durable import (
+    CheckpointPage,
+    CheckpointRecord,
+    check_name,
+    conflict,
+    encode_cursor,
+    list_arguments,
+    normalise_ownership,
+)
+from prism_core.sessions import UNSET, SessionEntry, SessionEntryNotFoundError
+
+from ._checkpoints import (
+    SqlCheckpointStore,
+    _build_statements,
+    _owner_scope,
+    _validated,
+    save_params,
+    saved_record,
+)
+from ._errors import SqlStoreConfigError
+from ._sessions import (
+    SqlSessionStore,
+    _entry,
+    append_params,
+    head_moved,
+    not_inserted,
+)
+from ._sessions import _build_statements as _build_session_statements
+from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
+from ._transaction import SqliteTransaction, SqlTransaction
+
+__all__ = ("SqliteCheckpointStore", "SqliteSessionStore")
+
+
+def _no_engine() -> SqlStoreConfigError:
+    return SqlStoreConfigError(
+        "this SQLite store runs on its own sqlite3 connection and has no SQLAlchemy engine; "
+        "open it with a sqlite+aiosqlite:/// URL (or pass an AsyncEngine) for one"
+    )
+
+
+class _SqliteStore:
+    """What both thread-driven stores share: the database, the closed flag and ``aclose``."""
+
+    _db: SqliteDatabase
+    _closed: bool
+
+    @property
+    def database(self) -> SqliteDatabase:
+        """The connection this store runs on (shared with the stores built on it)."""
+        return self._db
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """Not available: this store has a ``sqlite3`` connection, not an engine."""
+        raise _no_engine()
+
+    @property
+    def closed(self) -> bool:
+        """``True`` once :meth:`aclose` was called."""
+        return self._closed
+
+    async def aclose(self) -> None:
+        """Close this store; the connection closes with the last store on it. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._db.release()
+
+
+class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
+    """Checkpoints in ``<prefix>checkpoints`` of a SQLite file, on asyncio and trio.
+
+    Build it with :func:`~prism_store_sql.create_sql_checkpoint_store` (``sqlite:///`` URL)
+    or :func:`~prism_store_sql.open_sql_stores`.
+    """
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        # No SqlStoreBase.__init__: there is no engine; the database checks the schema.
+        database.acquire()
+        self._db = database
+        self._tables = database.tables
+        self._closed = False
+        statements = _build_statements(database.tables.checkpoints, "sqlite")
+        self._sql = statements
+        self._load = compile_sqlite(statements.load)
+        self._create = compile_sqlite(statements.create)
+        self._update = compile_sqlite(statements.update)
+        self._upsert = compile_sqlite(statements.upsert)
+        self._delete = compile_sqlite(statements.delete)
+        self._lists: dict[tuple[bool, bool], CompiledStatement] = {}
+
+    def save_statement(self, expected_version: int | None) -> CompiledStatement:
+        """The compiled save statement for ``expected_version`` (``None``, ``0`` or ``n``)."""
+        if expected_version is None:
+            return self._upsert
+        return self._create if expected_version == 0 else self._update
+
+    def shared_transaction(self, sessions: object) -> SqlTransaction | None:
+        """One transaction over this store and ``sessions`` (one hand-off, one commit; see
+        :func:`prism_core.durable.shared_transaction`), or ``None`` unless ``sessions`` is a
+        SQLite session store on this very connection."""
+        if (
+            isinstance(sessions, SqliteSessionStore)
+            and sessions.database is self._db
+            and not (sessions.closed or self._closed)
+        ):
+            return SqliteTransaction(self, sessions)
+        return None
+
+    async def load(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointRecord | None:
+        """The record, or ``None`` when absent or owned by someone else."""
+        check_name(namespace, "namespace")
+        check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
+        text, values = self._load.text, self._load.params(params)
+
+        def load(connection: sqlite3.Connection) -> Any:
+            return connection.execute(text, values).fetchone()
+
+        row = await self._db.run("load a checkpoint", load)
+        return self._record(row, owner) if row is not None else None
+
+    async def save(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        expected_version: int | None = None,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+        category: str | None = None,
+    ) -> CheckpointRecord:
+        """Write the record in one conditional statement (one commit) or raise
+        ``CheckpointConflictError``; the rules of :meth:`SqlCheckpointStore.save`."""
+        req = _validated(
+            namespace,
+            key,
+            value,
+            version=version,
+            expected_version=expected_version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+            metadata=metadata,
+            category=category,
+        )
+        now = time.time()
+        compiled = self.save_statement(req.expected_version)
+        text, values = compiled.text, compiled.params(save_params(req, now))
+
+        def save(connection: sqlite3.Connection) -> Any:
+            # fetchall: the statement (and so its autocommit) completes inside the hand-off.
+            rows = connection.execute(text, values).fetchall()
+            return rows[0][0] if rows else None
+
+        created_at = await self._db.run("save a checkpoint", save)
+        if created_at is None:
+            raise conflict(req.namespace, req.key)
+        return saved_record(req, created_at, now)
+
+    async def delete(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> bool:
+        """Delete the record; ``False`` when absent or owned by someone else."""
+        check_name(namespace, "namespace")
+        check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
+        text, values = self._delete.text, self._delete.params(params)
+
+        def delete(connection: sqlite3.Connection) -> bool:
+            return bool(connection.execute(text, values).fetchall())
+
+        return await self._db.run("delete a checkpoint", delete)
+
+    def _list_statement(self, by_namespace: bool, after: bool) -> CompiledStatement:
+        compiled = self._lists.get((by_namespace, after))
+        if compiled is None:
+            table = self._tables.checkpoints
+            p = sa.bindparam
+            statement = sa.select(table).where(table.c.owner == p("owner_scope"))
+            if by_namespace:
+                statement = statement.where(table.c.namespace == p("ns"))
+            if after:
+                statement = statement.where(
+                    sa.tuple_(table.c.namespace, table.c.key)
+                    > sa.tuple_(p("after_ns", type_=sa.Text()), p("after_k", type_=sa.Text()))
+                )
+            statement = statement.order_by(table.c.namespace, table.c.key).limit(p("lim"))
+            compiled = self._lists[(by_namespace, after)] = compile_sqlite(statement)
+        return compiled
+
+    async def list(
+        self,
+        namespace: str | None = None,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
+        owner, after = list_arguments(namespace, ownership, limit, cursor)
+        compiled = self._list_statement(namespace is not None, after is not None)
+        params: dict[str, Any] = {"owner_scope": _owner_scope(owner), "lim": limit + 1}
+        if namespace is not None:
+            params["ns"] = namespace
+        if after is not None:
+            params["after_ns"], params["after_k"] = after
+        text, values = compiled.text, compiled.params(params)
+
+        def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
+            return connection.execute(text, values).fetchall()
+
+        rows = await self._db.run("list checkpoints", fetch)
+        records = tuple(self._record(row, owner) for row in rows[:limit])
+        next_cursor = None
+        if len(rows) > limit:
+            next_cursor = encode_cursor(records[-1].namespace, records[-1].key)
+        return CheckpointPage(records, next_cursor)
+
+
+class SqliteSessionStore(_SqliteStore, SqlSessionStore):
+    """Session entries in a SQLite file, on asyncio and trio; an append is one hand-off and
+    one commit. Build it with :func:`~prism_store_sql.create_sql_session_store`."""
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        database.acquire()
+        self._db = database
+        self._tables = database.tables
+        self._closed = False
+        statements = _build_session_statements(database.tables, "sqlite")
+        self._sql = statements
+        self._upsert_head = compile_sqlite(statements.upsert_head)
+        self._create_head = compile_sqlite(statements.create_head)
+        self._move_head = compile_sqlite(statements.move_head)
+        self._insert_entry = compile_sqlite(statements.insert_entry)
+        self._entry_exists = compile_sqlite(statements.entry_exists)
+        self._list = compile_sqlite(statements.list)
+        self._get = compile_sqlite(statements.get)
+        self._branch = compile_sqlite(statements.branch)
+
+    def _head_text(self, expected_leaf_id: Any) -> CompiledStatement | None:
+        if expected_leaf_id is UNSET:
+            return self._upsert_head
+        if expected_leaf_id is None:
+            return self._create_head
+        if isinstance(expected_leaf_id, str):
+            return self._move_head
+        # Like the memory store: a leaf that is not an id never matches the head.
+        return None
+
+    def append_in(
+        self,
+        connection: sqlite3.Connection,
+        entry: SessionEntry,
+        expected_leaf_id: Any,
+        params: dict[str, Any],
+    ) -> None:
+        """Append inside the transaction open on ``connection`` (worker thread only)."""
+        head = self._head_text(expected_leaf_id)
+        rows = [] if head is None else connection.execute(head.text, head.params(params)).fetchall()
+        if not rows:
+            raise head_moved(entry)
+        params["next_seq"] = rows[0][0]
+        insert = self._insert_entry
+        try:
+            inserted = connection.execute(insert.text, insert.params(params)).fetchall()
+        except sqlite3.IntegrityError as exc:
+            raise not_inserted(entry, taken=True) from exc
+        if not inserted:
+            exists = self._entry_exists
+            taken = connection.execute(exists.text, exists.params(params)).fetchone()
+            raise not_inserted(entry, taken=taken is not None)
+
+    async def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> SessionEntry:
+        """Append ``entry`` in one transaction; the rules of :meth:`SqlSessionStore.append`."""
+        params = append_params(entry, expected_leaf_id)
+
+        def append(connection: sqlite3.Connection) -> None:
+            connection.execute("BEGIN IMMEDIATE")
+            self.append_in(connection, entry, expected_leaf_id, params)
+            connection.execute("COMMIT")
+
+        await self._db.run("append a session entry", append)
+        return entry
+
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
+        """Every entry of the session, in append order."""
+        text, params = self._list.text, self._list.params({"session": session_id})
+
+        def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
+            return connection.execute(text, params).fetchall()
+
+        return [_entry(row) for row in await self._db.run("list session entries", fetch)]
+
+    async def get(self, entry_id: str) -> SessionEntry | None:
+        """One entry by id, or ``None``."""
+        text, params = self._get.text, self._get.params({"entry_id": entry_id})
+
+        def fetch(connection: sqlite3.Connection) -> Any:
+            return connection.execute(text, params).fetchone()
+
+        row = await self._db.run("read a session entry", fetch)
+        return _entry(row) if row is not None else None
+
+    async def read_branch_path(
+        self, session_id: str, leaf_id: str | None
+    ) -> builtins.list[SessionEntry]:
+        """Root-to-leaf entries of the branch ending at ``leaf_id``, in one recursive query.
+
+        Raises :class:`~prism_core.sessions.SessionEntryNotFoundError` when the session has
+        no such entry.
+        """
+        if leaf_id is None:
+            return []
+        text = self._branch.text
+        params = self._branch.params({"leaf": leaf_id, "session": session_id})
+
+        def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
+            return connection.execute(text, params).fetchall()
+
+        rows = await self._db.run("read a session branch", fetch)
+        if not rows:
+            raise SessionEntryNotFoundError(
+                f"session {echo(session_id)} has no entry {echo(leaf_id)}"
+            )
+        if rows[0].parent_id is not None:
+            raise SessionEntryNotFoundError(
+                f"session {echo(session_id)} has no entry {echo(rows[0].parent_id)}"
+            )
+        return [_entry(row) for row in rows]

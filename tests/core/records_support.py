@@ -1,0 +1,148 @@
+"""Corrupt stored records, checked through the public APIs on any checkpoint store.
+
+A backend's test seeds a good record with :func:`seed`, corrupts it with its own driver, and
+calls :func:`expect_corrupt` or :func:`expect_metadata_absent`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from prism_core import (
+    AGENT_RUN_NAMESPACE,
+    AgentRunStateError,
+    CheckpointStoreError,
+    create_agent,
+    create_agent_run_lifecycle,
+    create_memory_session_store,
+    create_mock_provider,
+    load_agent_run_state,
+    resume_agent_run,
+)
+from prism_core.durable import CORRUPT_CHECKPOINT_CODE, AgentRunState
+from prism_core.durable._state import state_to_json
+
+from .durable_support import REVISION
+from .helpers import text_turn
+
+RUN_ID = "run-corrupt"
+SESSION_ID = "s-corrupt"
+REF = {"run_id": RUN_ID, "session_id": SESSION_ID}
+
+#: Reads the stored record's raw fields with the backend's own driver.
+RawRead = Callable[[], Awaitable[Any]]
+
+
+def good_state(**changes: Any) -> dict[str, Any]:
+    """The JSON of a valid suspended schema-v1 state of run :data:`RUN_ID`."""
+    state = AgentRunState(
+        status="suspended",
+        run_id=RUN_ID,
+        session_id=SESSION_ID,
+        agent_id="investigator",
+        definition_revision=REVISION,
+        fingerprint="f" * 64,
+        leaf_id=None,
+    )
+    return {**state_to_json(state), **changes}
+
+
+_GOOD = object()
+
+
+async def seed(store: Any, value: Any = _GOOD, metadata: dict[str, str] | None = None) -> None:
+    """Save a record (version 1, a good state unless ``value`` is given) for :data:`RUN_ID`."""
+    await store.save(
+        AGENT_RUN_NAMESPACE,
+        RUN_ID,
+        good_state() if value is _GOOD else value,
+        version=1,
+        expected_version=0,
+        metadata=metadata if metadata is not None else {"git": "abc"},
+        category="agent-run",
+    )
+
+
+def _agent() -> Any:
+    return create_agent(
+        id="investigator",
+        model={"provider": "mock", "model": "demo"},
+        store=create_memory_session_store(),
+        provider=create_mock_provider([text_turn("done")]),
+    )
+
+
+def _lifecycle(store: Any) -> Any:
+    return create_agent_run_lifecycle(
+        checkpoints=store, resolve_agent=lambda agent_id: (_agent(), REVISION)
+    )
+
+
+async def expect_corrupt(store: Any, raw: RawRead) -> None:
+    """The store refuses the record as corrupt; the durable layer names the run; nothing is
+    written (the raw record is unchanged)."""
+    before = await raw()
+    with pytest.raises(CheckpointStoreError) as loaded:
+        await store.load(AGENT_RUN_NAMESPACE, RUN_ID)
+    assert loaded.value.code == CORRUPT_CHECKPOINT_CODE
+    assert RUN_ID in loaded.value.message
+    with pytest.raises(AgentRunStateError, match=RUN_ID) as direct:
+        await load_agent_run_state(store, REF)
+    assert direct.value.code == "ERR_PRISM_AGENT_RUN_STATE"
+    assert isinstance(direct.value.__cause__, CheckpointStoreError)
+    lifecycle = _lifecycle(store)
+    with pytest.raises(AgentRunStateError, match=RUN_ID) as status:
+        await lifecycle.status(REF)
+    assert status.value.code == "ERR_PRISM_AGENT_RUN_STATE"
+    with pytest.raises(AgentRunStateError, match=RUN_ID):
+        await lifecycle.resume(REF, {"decision": "deny", "expected_version": 1})
+    with pytest.raises(AgentRunStateError, match=RUN_ID):
+        await resume_agent_run(
+            _agent(),
+            REF,
+            {"decision": "deny", "expected_version": 1},
+            checkpoints=store,
+            definition_revision=REVISION,
+        )
+    assert await raw() == before
+
+
+async def expect_not_a_state(store: Any, raw: RawRead) -> None:
+    """A record whose value is JSON but not a run state: the store returns it as saved, and
+    every durable entry point refuses it as a malformed state without writing."""
+    before = await raw()
+    record = await store.load(AGENT_RUN_NAMESPACE, RUN_ID)
+    assert record is not None
+    with pytest.raises(AgentRunStateError, match=r"(?i)agent run state"):
+        await load_agent_run_state(store, REF)
+    with pytest.raises(AgentRunStateError, match=r"(?i)agent run state"):
+        await _lifecycle(store).status(REF)
+    with pytest.raises(AgentRunStateError, match=r"(?i)agent run state"):
+        await resume_agent_run(
+            _agent(),
+            REF,
+            {"decision": "deny", "expected_version": 1},
+            checkpoints=store,
+            definition_revision=REVISION,
+        )
+    assert await raw() == before
+
+
+async def expect_metadata_absent(store: Any, *, from_store: bool = True) -> None:
+    """Sidecar metadata that cannot be read comes back as absent, never as a failure: from the
+    store itself (``from_store``) and in any case from the durable layer."""
+    record = await store.load(AGENT_RUN_NAMESPACE, RUN_ID)
+    assert record is not None
+    if from_store:
+        assert record.metadata is None
+    assert record.value["run_id"] == RUN_ID
+    status = await load_agent_run_state(store, REF)
+    assert status is not None
+    assert status.metadata is None
+    assert status.state.status == "suspended"
+    found = await _lifecycle(store).status(REF)
+    assert found is not None
+    assert found.metadata is None

@@ -1,0 +1,341 @@
+"""Resume cancellation, bounded resume streams and the restore audit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from prism_core import (
+    AGENT_RUN_NAMESPACE,
+    AbortSignal,
+    AgentRunError,
+    CheckpointRestoreError,
+    ResumeAbortedError,
+    ToolDefinition,
+    create_agent,
+    create_agent_run_lifecycle,
+    create_secret_redactor,
+    load_agent_run_state,
+    resume_agent_run,
+    resume_agent_run_stream,
+)
+
+from .durable_support import REVISION, World
+from .test_crash_recovery import crash, investigation, probe_tool, ref
+
+pytestmark = pytest.mark.anyio
+
+
+async def crashed(world: World, log: list[int], **kw: Any) -> tuple[str, int]:
+    """A crashed every-turn run (tools 0 and 1 ran) and its checkpoint version."""
+    run_id = await crash(world, log, **kw)
+    status = await load_agent_run_state(world.checkpoints, ref(run_id))
+    assert status is not None
+    return run_id, status.version
+
+
+def continue_input(version: int) -> dict[str, Any]:
+    return {"expected_version": version, "decision": "continue"}
+
+
+async def test_an_aborted_signal_claims_nothing_and_runs_no_tool() -> None:
+    """Aborted before the call: no store access at all, no tool, the record unchanged."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    before = await world.checkpoints.raw(run_id)
+    calls = world.checkpoints.calls
+    signal = AbortSignal()
+    signal.abort("operator cancelled")
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+    with pytest.raises(ResumeAbortedError, match="operator cancelled") as caught:
+        await resume_agent_run(
+            agent, ref(run_id), continue_input(version), signal=signal, **world.resume_options()
+        )
+    assert caught.value.code == "ERR_PRISM_ABORTED"
+    assert world.checkpoints.calls == calls
+    assert log == [0, 1]
+    assert await world.checkpoints.raw(run_id) == before
+
+
+async def test_an_abort_during_preparation_stops_at_the_next_step() -> None:
+    """Fired by the on_session observer: the decisions, hooks and claim never happen."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    before = await world.checkpoints.raw(run_id)
+    saves = world.checkpoints.saves
+    signal = AbortSignal()
+    hooks: list[str] = []
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+    with pytest.raises(ResumeAbortedError):
+        await resume_agent_run(
+            agent,
+            ref(run_id),
+            continue_input(version),
+            signal=signal,
+            on_session=lambda session: signal.abort("stop"),
+            restore_hooks=[lambda cp: hooks.append("restored")],
+            **world.resume_options(),
+        )
+    assert (world.checkpoints.saves, hooks, log) == (saves, [], [0, 1])
+    assert await world.checkpoints.raw(run_id) == before
+
+
+async def test_an_abort_during_the_restore_pass_stops_it_and_skips_compensation() -> None:
+    """The hook in flight is cancelled, later hooks never run, nothing is compensated."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    before = await world.checkpoints.raw(run_id)
+    signal = AbortSignal()
+    calls: list[str] = []
+
+    class Layer:
+        def __init__(self, id: str, slow: bool = False) -> None:
+            self.id, self.slow = id, slow
+
+        async def restore(self, ctx: Any) -> None:
+            calls.append(f"restore {self.id}")
+            if self.slow:
+                signal.abort("deploy")
+                await anyio.sleep(5)
+                calls.append("slow finished")
+
+        def compensate(self, ctx: Any) -> None:
+            calls.append(f"compensate {self.id}")
+
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+    with anyio.fail_after(2):
+        with pytest.raises(ResumeAbortedError):
+            await resume_agent_run(
+                agent,
+                ref(run_id),
+                continue_input(version),
+                signal=signal,
+                restore_hooks=[Layer("a"), Layer("b", slow=True), Layer("c")],
+                **world.resume_options(),
+            )
+    assert calls == ["restore a", "restore b"]
+    assert await world.checkpoints.raw(run_id) == before
+    assert log == [0, 1]
+
+
+async def test_a_cancelled_scope_before_the_claim_claims_nothing() -> None:
+    """A host's anyio timeout around the resume, fired in a restore hook, writes nothing."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    before = await world.checkpoints.raw(run_id)
+
+    async def slow(ctx: Any) -> None:
+        await anyio.sleep(5)
+
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+    with anyio.move_on_after(0.05) as scope:
+        await resume_agent_run(
+            agent,
+            ref(run_id),
+            continue_input(version),
+            restore_hooks=[slow],
+            **world.resume_options(),
+        )
+    assert scope.cancelled_caught
+    assert await world.checkpoints.raw(run_id) == before
+    assert log == [0, 1]
+
+
+async def test_a_live_resumed_turn_aborts_like_a_live_run() -> None:
+    """After the claim the signal aborts the resumed run: no later provider turn or tool."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    signal = AbortSignal()
+
+    def probe(args: dict[str, Any], context: Any) -> str:
+        log.append(args["step"])
+        signal.abort("shutting down")
+        return "ok"
+
+    agent = world.agent(investigation(4), tools=[ToolDefinition("probe", probe)])
+    with pytest.raises(AgentRunError) as caught:
+        await resume_agent_run(
+            agent, ref(run_id), continue_input(version), signal=signal, **world.resume_options()
+        )
+    result = caught.value.result
+    assert result.status == "aborted"
+    assert result.abort_reason == "shutting down"
+    assert log == [0, 1, 2]
+    status = await load_agent_run_state(world.checkpoints, ref(run_id))
+    assert status is not None
+    assert status.state.status == "aborted"
+
+
+async def test_the_lifecycle_takes_the_signal_too() -> None:
+    """resume(..., signal=...) on the lifecycle refuses before the claim."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    saves = world.checkpoints.saves
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+    lifecycle = create_agent_run_lifecycle(
+        checkpoints=world.checkpoints, resolve_agent=lambda agent_id: (agent, REVISION)
+    )
+    signal = AbortSignal()
+    signal.abort()
+    with pytest.raises(ResumeAbortedError):
+        await lifecycle.resume(ref(run_id), continue_input(version), signal=signal)
+    stream = lifecycle.resume_stream(ref(run_id), continue_input(version), signal=signal)
+    with pytest.raises(ResumeAbortedError):
+        await stream.__anext__()
+    assert (world.checkpoints.saves, log) == (saves, [0, 1])
+
+
+def chatty_probe(log: list[int], reports: int) -> ToolDefinition:
+    """A probe that reports progress ``reports`` times."""
+
+    def probe(args: dict[str, Any], context: Any) -> str:
+        log.append(args["step"])
+        for n in range(reports):
+            context.report_progress({"n": n})
+        return "ok"
+
+    return ToolDefinition("probe", probe)
+
+
+async def test_a_resume_stream_overflow_closes_it_and_aborts_the_resumed_run() -> None:
+    """Under the close policy a step that queues more than max_queued_events clears the queue,
+    delivers one event_subscriber_overflow notice, ends the stream and aborts the run."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    agent = world.agent(investigation(4), tools=[chatty_probe(log, 10)])
+    stream = resume_agent_run_stream(
+        agent,
+        ref(run_id),
+        continue_input(version),
+        max_queued_events=4,
+        **world.resume_options(),
+    )
+    events = [event async for event in stream]
+    names = [e.type for e in events]
+    assert names[-1] == "event_subscriber_overflow"
+    assert names.count("tool_execution_progress") < 4
+    assert events[-1].max_queued_events == 4
+    assert events[-1].dropped >= 1
+    # The resumed run was aborted: the later tool turns never ran.
+    assert log == [0, 1, 2]
+    status = await load_agent_run_state(world.checkpoints, ref(run_id))
+    assert status is not None
+    assert status.state.status == "aborted"
+    assert stream.result is not None
+    assert stream.result.status == "aborted"
+
+
+async def test_a_resume_stream_dropping_newest_keeps_going() -> None:
+    """drop_newest keeps what fit plus one notice, and the resumed run completes."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    agent = world.agent(investigation(4), tools=[chatty_probe(log, 10)])
+    stream = resume_agent_run_stream(
+        agent,
+        ref(run_id),
+        continue_input(version),
+        max_queued_events=4,
+        overflow="drop_newest",
+        **world.resume_options(),
+    )
+    names = [event.type async for event in stream]
+    assert names[-1] == "agent_finished"
+    assert "event_subscriber_overflow" in names
+    assert log == [0, 1, 2, 3]
+    assert stream.result is not None
+    assert stream.result.status == "succeeded"
+    # The default bound lets every event through.
+    world2, log2 = World(), []
+    run_id2, version2 = await crashed(world2, log2)
+    agent2 = world2.agent(investigation(4), tools=[chatty_probe(log2, 10)])
+    full = resume_agent_run_stream(
+        agent2, ref(run_id2), continue_input(version2), **world2.resume_options()
+    )
+    full_names = [event.type async for event in full]
+    assert full_names.count("tool_execution_progress") == 20
+    assert "event_subscriber_overflow" not in full_names
+
+
+async def test_unnamed_hooks_get_positional_names() -> None:
+    """A lambda is hook[i] in the audit and on the error, never <lambda>."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+    stream = resume_agent_run_stream(
+        agent,
+        ref(run_id),
+        continue_input(version),
+        restore_hooks=[lambda cp: None, lambda cp: None],
+        **world.resume_options(),
+    )
+    events = [event async for event in stream]
+    resumed = next(event for event in events if event.type == "agent_resumed")
+    assert [h["hook"] for h in resumed.restore["hooks"]] == ["hook[0]", "hook[1]"]
+
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+
+    def ok(cp: Any) -> None:
+        return None
+
+    def broken(cp: Any) -> None:
+        raise OSError("nope")
+
+    with pytest.raises(CheckpointRestoreError) as caught:
+        await resume_agent_run(
+            agent,
+            ref(run_id),
+            continue_input(version),
+            restore_hooks=[ok, lambda cp: broken(cp)],
+            **world.resume_options(),
+        )
+    assert caught.value.hook == "hook[1]"
+    # Function hooks have nothing to compensate: no compensation ran.
+    assert caught.value.compensation is None
+
+
+async def test_a_failed_compensation_reason_is_redacted_and_bounded() -> None:
+    """The recorded reason goes through the agent's redactor and is cut to 1024 bytes."""
+    secret = "tok-secret-42"
+    world, log = World(), []
+    run_id, version = await crashed(world, log, redactor=create_secret_redactor([secret]))
+
+    class Layer:
+        id = "git"
+
+        def restore(self, ctx: Any) -> None:
+            raise OSError("restore failed")
+
+        def compensate(self, ctx: Any) -> None:
+            raise RuntimeError(f"{secret} " + "x" * 5000)
+
+    agent = create_agent(
+        id="investigator",
+        model={"provider": "mock", "model": "demo"},
+        store=world.sessions,
+        tools=[probe_tool(log)],
+        redactor=create_secret_redactor([secret]),
+        provider=world.agent(investigation(4)).provider,
+    )
+    with pytest.raises(CheckpointRestoreError) as caught:
+        await resume_agent_run(
+            agent,
+            ref(run_id),
+            continue_input(version),
+            restore_hooks=[Layer()],
+            **world.resume_options(),
+        )
+    compensation = caught.value.compensation
+    assert compensation is not None
+    assert compensation["ran"] == []
+    failed = compensation["failed"]
+    assert failed["hook"] == "git"
+    assert secret not in failed["reason"]
+    assert failed["reason"].startswith("[REDACTED] xxx")
+    assert len(failed["reason"].encode("utf-8")) == 1024
+    record = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, run_id)
+    assert record is not None
+    assert record.value["status"] == "running"

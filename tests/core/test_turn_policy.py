@@ -1,0 +1,266 @@
+"""Turn policies, stop hooks, stop reasons and provider finish reasons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from prism_core import (
+    MAX_STOP_DETAIL_BYTES,
+    AgentRunError,
+    AgentRunStateError,
+    ToolDefinition,
+    TurnPolicy,
+    TurnPolicyContext,
+    create_secret_redactor,
+    provider_done,
+    provider_text_delta,
+    resume_agent_run,
+)
+from prism_core.durable import AGENT_RUN_NAMESPACE
+
+from .durable_support import World
+from .helpers import echo_tool, scripted_agent, text_turn, tool_turn
+
+pytestmark = pytest.mark.anyio
+
+LOOPING = [tool_turn(("c1", "echo", {"n": 1})), tool_turn(("c2", "echo", {"n": 2}))]
+
+
+async def test_a_policy_stop_ends_the_run_succeeded_with_exactly_the_requests_made() -> None:
+    """stop() is called once per boundary with the counters; a stop succeeds the run."""
+    seen: list[TurnPolicyContext] = []
+
+    def stop(context: TurnPolicyContext) -> Any:
+        seen.append(context)
+        if context.tool_calls >= 2:
+            return {"action": "stop", "reason": "budget reached"}
+        return {"action": "continue"}
+
+    log: list[Any] = []
+    agent = scripted_agent(LOOPING, tools=[echo_tool(log=log)], turn_policy={"stop": stop})
+    session = agent.create_session()
+    events: list[Any] = []
+    async for event in session.stream("go"):
+        events.append(event)
+    result = session_result = events[-1]
+    assert result.type == "agent_finished"
+    assert session_result.stop_reason == "host_policy"
+    assert session_result.stop_detail == "budget reached"
+    # Two provider turns ran, each called a tool; the third boundary stopped the run.
+    assert len(agent.provider.requests) == 2  # type: ignore[union-attr]
+    assert len(log) == 2
+    assert [c.turns for c in seen] == [0, 1, 2]
+    assert [c.tool_calls for c in seen] == [0, 1, 2]
+
+
+async def test_the_result_carries_the_policy_stop() -> None:
+    """run() returns succeeded with stop_reason/stop_detail (async policies work too)."""
+
+    async def stop(context: TurnPolicyContext) -> Any:
+        return {"action": "stop", "reason": "enough"} if context.turns == 1 else None
+
+    agent = scripted_agent(LOOPING, tools=[echo_tool()])
+    result = await agent.create_session().run("go", turn_policy=TurnPolicy(stop=stop))
+    assert (result.status, result.stop_reason, result.stop_detail) == (
+        "succeeded",
+        "host_policy",
+        "enough",
+    )
+    assert len(agent.provider.requests) == 1  # type: ignore[union-attr]
+
+
+async def test_max_turns_stops_gracefully_and_a_run_option_overrides_the_agent() -> None:
+    """turn_policy.max_turns ends the run succeeded after that many provider turns."""
+    agent = scripted_agent(LOOPING, tools=[echo_tool()], turn_policy={"max_turns": 5})
+    result = await agent.create_session().run("go", turn_policy={"max_turns": 3})
+    assert result.status == "succeeded"
+    assert (result.stop_reason, result.stop_detail) == ("max_turns", "turn_policy.max_turns=3")
+    assert len(agent.provider.requests) == 3  # type: ignore[union-attr]
+
+
+async def test_a_throwing_policy_fails_closed() -> None:
+    """A policy that raises (or answers nonsense) fails the run with ERR_PRISM_TURN_POLICY."""
+
+    def broken(context: TurnPolicyContext) -> Any:
+        if context.turns:
+            raise RuntimeError("policy backend down")
+        return None
+
+    agent = scripted_agent(LOOPING, tools=[echo_tool()], turn_policy=broken)
+    with pytest.raises(AgentRunError) as caught:
+        await agent.create_session().run("go")
+    assert caught.value.code == "ERR_PRISM_TURN_POLICY"
+    assert caught.value.result.stop_reason == "error"
+    assert caught.value.result.stop_detail == "ERR_PRISM_TURN_POLICY"
+    assert len(agent.provider.requests) == 1  # type: ignore[union-attr]
+
+    nonsense = scripted_agent(LOOPING, tools=[echo_tool()], turn_policy=lambda c: "stop")
+    with pytest.raises(AgentRunError) as caught:
+        await nonsense.create_session().run("go")
+    assert caught.value.code == "ERR_PRISM_TURN_POLICY"
+    assert nonsense.provider.requests == []  # type: ignore[union-attr]
+
+
+async def test_the_stop_detail_is_redacted_and_bounded() -> None:
+    """A policy reason is redacted, then cut to MAX_STOP_DETAIL_BYTES UTF-8 bytes."""
+    secret = "sk-live-123"
+    reason = f"{secret} " + "é" * 2000
+    agent = scripted_agent(
+        LOOPING,
+        tools=[echo_tool()],
+        redactor=create_secret_redactor([secret]),
+        turn_policy=lambda c: {"action": "stop", "reason": reason},
+    )
+    result = await agent.create_session().run("go")
+    assert result.stop_detail is not None
+    assert secret not in result.stop_detail
+    assert len(result.stop_detail.encode("utf-8")) <= MAX_STOP_DETAIL_BYTES
+    assert result.stop_detail.startswith("[REDACTED]")
+
+
+async def test_a_policy_stop_drops_pending_steers() -> None:
+    """The policy sees pending steers; a stop leaves them out of the history."""
+    box: list[Any] = []
+
+    def look(args: dict[str, Any], context: Any) -> str:
+        box[0].steer("and one more thing")
+        return "ok"
+
+    seen: list[int] = []
+
+    def stop(context: TurnPolicyContext) -> Any:
+        seen.append(context.pending_steers)
+        return {"action": "stop", "reason": "done"} if context.turns else None
+
+    agent = scripted_agent(
+        [tool_turn(("c1", "look", {})), text_turn("fine")],
+        tools=[ToolDefinition("look", look)],
+        turn_policy=stop,
+    )
+    session = agent.create_session()
+    box.append(session)
+    result = await session.run("go")
+    assert result.stop_reason == "host_policy"
+    assert seen == [0, 1]
+    texts = [e.message.text for e in await session.entries() if e.message is not None]
+    assert "and one more thing" not in texts
+
+
+async def test_finish_reason_reaches_agent_finished_and_the_result() -> None:
+    """The provider's finish_reason rides agent_finished and is a completed run's stop_detail."""
+    agent = scripted_agent([[provider_text_delta("cut"), provider_done(finish_reason="length")]])
+    events = [event async for event in agent.create_session().stream("hi")]
+    finished = events[-1]
+    assert finished.type == "agent_finished"
+    assert (finished.finish_reason, finished.stop_reason, finished.stop_detail) == (
+        "length",
+        "completed",
+        "length",
+    )
+    plain = scripted_agent([text_turn("ok")])
+    result = await plain.create_session().run("hi")
+    assert (result.stop_reason, result.stop_detail) == ("completed", None)
+
+
+async def test_stop_hooks_continue_a_finishing_run_within_the_bound() -> None:
+    """A stop hook's continue appends its message and runs another turn, at most
+    limits.max_stop_continuations times."""
+    calls: list[int] = []
+
+    def keep_going(context: Any) -> Any:
+        calls.append(context.continuations)
+        return {"action": "continue", "message": f"check again ({context.continuations})"}
+
+    agent = scripted_agent(
+        [text_turn("first"), text_turn("second"), text_turn("third")],
+        stop_hooks=[keep_going],
+        limits={"max_stop_continuations": 2},
+    )
+    session = agent.create_session()
+    result = await session.run("go")
+    assert result.status == "succeeded"
+    assert result.text == "third"
+    assert calls == [0, 1]
+    assert len(agent.provider.requests) == 3  # type: ignore[union-attr]
+    last_request = agent.provider.requests[-1]  # type: ignore[union-attr]
+    assert last_request.messages[-1].text == "check again (1)"
+
+
+async def test_stop_hooks_that_let_the_run_finish_and_a_broken_hook() -> None:
+    """None or finish lets the run end; a raising hook fails closed."""
+    agent = scripted_agent(
+        [text_turn("done")], stop_hooks=[lambda c: None, lambda c: {"action": "finish"}]
+    )
+    result = await agent.create_session().run("go")
+    assert (result.status, len(agent.provider.requests)) == ("succeeded", 1)  # type: ignore[union-attr]
+
+    def broken(context: Any) -> Any:
+        raise ValueError("no")
+
+    failing = scripted_agent([text_turn("done")], stop_hooks=broken)
+    with pytest.raises(AgentRunError) as caught:
+        await failing.create_session().run("go")
+    assert caught.value.code == "ERR_PRISM_TURN_POLICY"
+
+
+async def test_a_policy_stopped_durable_run_is_terminal_and_cannot_be_continued() -> None:
+    """The terminal checkpoint records the stop; a continue resume is refused, writing
+    nothing (the host starts a new run on the session instead)."""
+    world = World()
+    stop = {"stop": lambda c: {"action": "stop", "reason": "pause"} if c.turns else None}
+    agent = world.agent(LOOPING, tools=[echo_tool()], turn_policy=stop)
+    session = agent.create_session()
+    result = await session.run("go", run_state=world.run_state(checkpoint_policy="every-turn"))
+    assert (result.status, result.stop_reason) == ("succeeded", "host_policy")
+    record = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, result.run_id)
+    assert record is not None
+    assert record.value["status"] == "succeeded"
+    assert (record.value["stop_reason"], record.value["stop_detail"]) == ("host_policy", "pause")
+    saves = world.checkpoints.saves
+    with pytest.raises(AgentRunStateError):
+        await resume_agent_run(
+            agent,
+            {"run_id": result.run_id, "session_id": session.id},
+            {"decision": "continue", "expected_version": record.version},
+            **world.resume_options(),
+        )
+    assert world.checkpoints.saves == saves
+
+
+async def test_a_resumed_run_consults_the_agents_turn_policy() -> None:
+    """After an approval the resumed run's boundaries ask the agent's policy, with the
+    recorded counters."""
+    world = World()
+    seen: list[int] = []
+
+    def stop(context: TurnPolicyContext) -> Any:
+        seen.append(context.tool_calls)
+        return {"action": "stop", "reason": "two calls"} if context.tool_calls >= 2 else None
+
+    log: list[Any] = []
+    agent = world.agent(LOOPING, tools=[echo_tool(log=log)], turn_policy=stop)
+    session = agent.create_session(id="s1")
+    first = await session.run("go", run_state=world.run_state(interrupt_before_tool=True))
+    assert first.status == "suspended"
+    second = await resume_agent_run(
+        agent,
+        {"run_id": first.run_id, "session_id": "s1"},
+        {"decision": "approve", "expected_version": first.run_state.version},
+        **world.resume_options(),
+    )
+    assert second.status == "suspended"
+    third = await resume_agent_run(
+        agent,
+        {"run_id": first.run_id, "session_id": "s1"},
+        {"decision": "approve", "expected_version": second.run_state.version},
+        **world.resume_options(),
+    )
+    assert (third.status, third.stop_reason, third.stop_detail) == (
+        "succeeded",
+        "host_policy",
+        "two calls",
+    )
+    assert len(log) == 2
+    assert seen[-1] == 2

@@ -1,0 +1,296 @@
+"""The thread-driven SQLite backend: one connection, one hand-off and one commit per call,
+durable pragmas, the schema checked once, compatibility with the SQLAlchemy path, trio."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from prism_core.durable import CheckpointStoreError, shared_transaction
+from prism_core.errors import CheckpointConflictError
+from prism_core.sessions import create_session_entry
+from prism_store_sql import (
+    SCHEMA_VERSION,
+    SqliteCheckpointStore,
+    SqliteSessionStore,
+    SqlStoreConfigError,
+    SqlStoreSchemaError,
+    create_sql_checkpoint_store,
+    create_sql_session_store,
+    migrate,
+    open_sql_stores,
+    read_schema_version,
+)
+from prism_store_sql._sqlite import SqliteDatabase
+
+from .conftest import Target, aiosqlite_url
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The thread-driven stores run on both anyio backends."""
+    return str(request.param)
+
+
+class Tracer:
+    """Every statement the connection runs, and how many thread hand-offs were made."""
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self.database = database
+        self.statements: list[str] = []
+        self.handoffs = 0
+        original = database._call
+
+        def counting(action: str, operation: Any) -> Any:
+            self.handoffs += 1
+            return original(action, operation)
+
+        database._call = counting  # type: ignore[method-assign]
+
+    async def start(self) -> None:
+        def trace(connection: sqlite3.Connection) -> None:
+            connection.set_trace_callback(self.statements.append)
+
+        await self.database.run("trace", trace)
+        self.reset()
+
+    def reset(self) -> None:
+        self.statements.clear()
+        self.handoffs = 0
+
+    def words(self) -> list[str]:
+        return [s.split(None, 1)[0].upper() for s in self.statements]
+
+
+@pytest.fixture
+async def stores(sqlite_target: Target) -> AsyncIterator[tuple[Any, Any, Tracer]]:
+    """Both stores on one traced connection to a fresh file."""
+    async with open_sql_stores(sqlite_target.url) as opened:
+        assert isinstance(opened.checkpoints, SqliteCheckpointStore)
+        tracer = Tracer(opened.checkpoints.database)
+        await tracer.start()
+        yield opened.checkpoints, opened.sessions, tracer
+
+
+@pytest.mark.anyio
+async def test_each_call_is_one_handoff_and_at_most_one_commit(
+    stores: tuple[Any, Any, Tracer],
+) -> None:
+    """A save is one statement (its own commit); an append is one transaction of two; reads
+    are one statement; each call is one hand-off; the schema is not looked at again."""
+    checkpoints, sessions, tracer = stores
+    await checkpoints.save("ns", "k", {"v": 1}, version=1, expected_version=0)
+    assert (tracer.handoffs, tracer.words()) == (1, ["INSERT"])
+    tracer.reset()
+    await checkpoints.save("ns", "k", {"v": 2}, version=2, expected_version=1)
+    assert (tracer.handoffs, tracer.words()) == (1, ["UPDATE"])
+    tracer.reset()
+    assert await checkpoints.load("ns", "k") is not None
+    assert (tracer.handoffs, tracer.words()) == (1, ["SELECT"])
+    tracer.reset()
+    root = create_session_entry(session_id="s", kind="label", label="root")
+    await sessions.append(root, expected_leaf_id=None)
+    assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "INSERT", "INSERT", "COMMIT"])
+    tracer.reset()
+    child = create_session_entry(session_id="s", kind="label", label="c", parent_id=root.id)
+    await sessions.append(child, expected_leaf_id=root.id)
+    assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "UPDATE", "INSERT", "COMMIT"])
+    tracer.reset()
+    assert await sessions.read_branch_path("s", child.id) == [root, child]
+    assert (tracer.handoffs, tracer.words()) == (1, ["WITH"])
+    assert not any("sqlite_master" in s or "schema_version" in s for s in tracer.statements)
+
+
+@pytest.mark.anyio
+async def test_a_shared_commit_is_one_handoff_and_one_commit(
+    stores: tuple[Any, Any, Tracer],
+) -> None:
+    """Two appends and a checkpoint save: one hand-off, one BEGIN and one COMMIT."""
+    checkpoints, sessions, tracer = stores
+    first = create_session_entry(session_id="s", kind="label", label="1")
+    second = create_session_entry(session_id="s", kind="label", label="2", parent_id=first.id)
+    tx = shared_transaction(checkpoints, sessions)
+    assert tx is not None
+    async with tx as batch:
+        batch.append(first, expected_leaf_id=None)
+        batch.append(second, expected_leaf_id=first.id)
+        batch.save("ns", "run", {"leaf": second.id}, version=1, expected_version=0)
+    assert tracer.handoffs == 1
+    assert tracer.words() == ["BEGIN", "INSERT", "INSERT", "UPDATE", "INSERT", "INSERT", "COMMIT"]
+    assert await sessions.list("s") == [first, second]
+
+
+@pytest.mark.anyio
+async def test_stores_on_other_connections_do_not_commit_together(
+    sqlite_target: Target,
+) -> None:
+    """Stores opened separately share no connection, so no shared transaction is offered."""
+    async with (
+        create_sql_checkpoint_store(sqlite_target.url) as checkpoints,
+        create_sql_session_store(sqlite_target.url) as sessions,
+    ):
+        assert shared_transaction(checkpoints, sessions) is None
+        shared = create_sql_session_store(checkpoints)
+        async with shared:
+            assert isinstance(shared, SqliteSessionStore)
+            assert shared.database is checkpoints.database
+            assert shared_transaction(checkpoints, shared) is not None
+
+
+@pytest.mark.anyio
+async def test_the_connection_is_durable_and_waits_for_locks(sqlite_target: Target) -> None:
+    """WAL, ``synchronous=FULL`` (2) and a 5 s busy timeout by default; NORMAL on request."""
+
+    def pragmas(connection: sqlite3.Connection) -> tuple[Any, ...]:
+        return tuple(
+            connection.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("journal_mode", "synchronous", "busy_timeout")
+        )
+
+    async with open_sql_stores(sqlite_target.url) as stores:
+        database = stores.checkpoints.database  # type: ignore[attr-defined]
+        assert await database.run("read pragmas", pragmas) == ("wal", 2, 5000)
+    async with open_sql_stores(sqlite_target.url, synchronous="normal") as stores:
+        database = stores.checkpoints.database  # type: ignore[attr-defined]
+        assert await database.run("read pragmas", pragmas) == ("wal", 1, 5000)
+    with pytest.raises(SqlStoreConfigError, match="synchronous"):
+        open_sql_stores(sqlite_target.url, synchronous="sometimes")
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the engine path is asyncio-only
+@pytest.mark.anyio
+async def test_files_move_between_the_two_sqlite_paths(sqlite_target: Target) -> None:
+    """A file the SQLAlchemy path migrated and wrote opens on the thread-driven path with
+    ``create_schema=False``, and the other way round: same tables, same version row."""
+    engine_url = aiosqlite_url(sqlite_target.url)
+    async with create_sql_checkpoint_store(engine_url) as old:
+        await old.save("ns", "k", {"by": "engine"}, version=1)
+    async with create_sql_checkpoint_store(sqlite_target.url, create_schema=False) as new:
+        record = await new.load("ns", "k")
+        assert record is not None
+        assert record.value == {"by": "engine"}
+        await new.save("ns", "k", {"by": "thread"}, version=2, expected_version=1)
+    async with create_sql_checkpoint_store(engine_url, create_schema=False) as old:
+        record = await old.load("ns", "k")
+        assert record is not None
+        assert (record.version, record.value) == (2, {"by": "thread"})
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # migrate() runs on an async engine
+@pytest.mark.anyio
+async def test_a_fresh_file_is_migrated_like_the_engine_path_migrates_it(
+    tmp_path: Path,
+) -> None:
+    """The thread-driven path creates the same tables, indexes and version row as ``migrate``."""
+
+    def schema(path: Path) -> list[tuple[Any, ...]]:
+        connection = sqlite3.connect(path)
+        try:
+            tables = connection.execute(
+                "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+            ).fetchall()
+            versions = connection.execute(
+                "SELECT version, description FROM prism_schema_version"
+            ).fetchall()
+        finally:
+            connection.close()
+        return [*tables, *versions]
+
+    async with create_sql_session_store(f"sqlite:///{tmp_path / 'thread.db'}") as store:
+        await store.list("s")
+    await migrate(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}")
+    assert schema(tmp_path / "thread.db") == schema(tmp_path / "engine.db")
+
+
+@pytest.mark.anyio
+async def test_a_missing_schema_is_refused_until_migrated(sqlite_target: Target) -> None:
+    """``create_schema=False`` on an empty file names the migrate command; the failed check
+    is not remembered."""
+    async with create_sql_checkpoint_store(sqlite_target.url, create_schema=False) as store:
+        with pytest.raises(SqlStoreSchemaError, match="prism_store_sql migrate"):
+            await store.load("ns", "k")
+        async with create_sql_checkpoint_store(sqlite_target.url) as creator:
+            await creator.load("ns", "k")
+        assert await store.load("ns", "k") is None
+
+
+@pytest.mark.anyio
+async def test_an_in_memory_database_is_shared_by_both_stores() -> None:
+    """``sqlite://`` is one in-memory database, shared by the stores of ``open_sql_stores``."""
+    async with open_sql_stores("sqlite://") as (checkpoints, sessions):
+        async with shared_transaction(checkpoints, sessions) as tx:  # type: ignore[union-attr]
+            tx.append(create_session_entry(session_id="m", kind="label", label="x"))
+            tx.save("ns", "k", 1, version=1)
+        assert len(await sessions.list("m")) == 1
+        assert (await checkpoints.load("ns", "k")) is not None
+
+
+@pytest.mark.anyio
+async def test_closing_the_last_store_closes_the_connection(sqlite_target: Target) -> None:
+    """The connection stays open while a store uses it; calls on a closed store fail typed."""
+    checkpoints = create_sql_checkpoint_store(sqlite_target.url)
+    sessions = create_sql_session_store(checkpoints)
+    await checkpoints.save("ns", "k", 1, version=1)
+    await checkpoints.aclose()
+    await checkpoints.aclose()
+    assert not sessions.database.closed  # type: ignore[attr-defined]
+    assert await sessions.list("s") == []
+    await sessions.aclose()
+    assert sessions.database.closed  # type: ignore[attr-defined]
+    with pytest.raises(CheckpointStoreError, match="closed"):
+        await checkpoints.load("ns", "k")
+    with pytest.raises(SqlStoreConfigError, match="no SQLAlchemy engine"):
+        _ = checkpoints.engine
+
+
+@pytest.mark.anyio
+async def test_concurrent_writers_get_exactly_one_winner(sqlite_target: Target) -> None:
+    """Many tasks racing one compare-and-swap on one connection: one wins, the rest conflict."""
+    async with create_sql_checkpoint_store(sqlite_target.url) as store:
+        await store.save("ns", "k", 0, version=1)
+        outcomes: list[str] = []
+
+        async def attempt(i: int) -> None:
+            try:
+                await store.save("ns", "k", i, version=2, expected_version=1)
+                outcomes.append("won")
+            except CheckpointConflictError:
+                outcomes.append("lost")
+
+        async with anyio.create_task_group() as tg:
+            for i in range(8):
+                tg.start_soon(attempt, i)
+        assert sorted(outcomes) == ["lost"] * 7 + ["won"]
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_call_still_completes_its_write(sqlite_target: Target) -> None:
+    """Cancelling the caller never abandons a write midway: it is committed or not begun."""
+    async with create_sql_checkpoint_store(sqlite_target.url) as store:
+        await store.load("ns", "warm")
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await store.save("ns", "k", 1, version=1)
+        record = await store.load("ns", "k")
+        assert record is None or record.version == 1
+        saved = await store.save("ns", "k", 2, version=2)
+        assert saved.version == 2
+
+
+@pytest.mark.anyio
+async def test_migrate_and_status_run_on_sqlite3_under_either_backend(tmp_path: Path) -> None:
+    """``migrate`` and ``read_schema_version`` on a plain ``sqlite:///`` URL need no async
+    engine: they work under trio too, and a store opened after finds its schema."""
+    url = f"sqlite:///{tmp_path / 'migrated.db'}"
+    assert await read_schema_version(url) == 0
+    assert await migrate(url, table_prefix="app_") == SCHEMA_VERSION
+    assert await migrate(url, table_prefix="app_") == SCHEMA_VERSION
+    assert await read_schema_version(url, table_prefix="app_") == SCHEMA_VERSION
+    assert await read_schema_version(url) == 0
+    async with create_sql_checkpoint_store(url, table_prefix="app_", create_schema=False) as s:
+        assert await s.load("ns", "k") is None
