@@ -107,7 +107,8 @@ async def crash(
 
 @pytest.mark.anyio
 async def test_every_turn_writes_one_running_checkpoint_per_turn() -> None:
-    """Turn 1 included; each carries leaf, counters and the policy; terminal save at the end."""
+    """Turn 1 included; each carries leaf, counters and the policy; terminal save at the end.
+    A side-effecting call adds its dispatched mark, anchored at its turn's checkpoint."""
     world, log = World(), []
     agent = world.agent(investigation(3), tools=[probe_tool(log)])
     seen: list[dict[str, Any]] = []
@@ -122,11 +123,35 @@ async def test_every_turn_writes_one_running_checkpoint_per_turn() -> None:
         "go", run_state=world.run_state(checkpoint_policy="every-turn")
     )
     assert result.status == "succeeded"
-    assert [s["status"] for s in seen] == ["running"] * 4 + ["succeeded"]
-    assert [s["counters"]["turns"] for s in seen[:4]] == [0, 1, 2, 3]
+    assert [s["status"] for s in seen] == ["running"] * 7 + ["succeeded"]
+    turns, marks = seen[0:7:2], seen[1:7:2]
+    assert [s["counters"]["turns"] for s in turns] == [0, 1, 2, 3]
     assert {s["checkpoint_policy"] for s in seen} == {"every-turn"}
-    assert all(s["interruption"] is None and s["pending_calls"] == [] for s in seen)
-    assert result.run_state.version == 5
+    assert all(s["interruption"] is None and s["pending_calls"] == [] for s in turns)
+    for index, mark in enumerate(marks):
+        assert [(c["tool_call_id"], c["status"]) for c in mark["pending_calls"]] == [
+            (f"c{index}", "dispatched")
+        ]
+        assert (mark["leaf_id"], mark["counters"]) == (
+            turns[index]["leaf_id"],
+            turns[index]["counters"],
+        )
+    assert result.run_state.version == 8
+
+
+@pytest.mark.anyio
+async def test_read_only_and_idempotent_calls_write_no_dispatched_mark() -> None:
+    """``effect="read"`` and ``idempotent=True`` tools run without a mark: one write a turn."""
+    for options in ({"effect": "read"}, {"idempotent": True}):
+        world, log = World(), []
+        probe = attrs.evolve(probe_tool(log), **options)
+        agent = world.agent(investigation(3), tools=[probe])
+        result = await agent.create_session(id="s1").run(
+            "go", run_state=world.run_state(checkpoint_policy="every-turn")
+        )
+        assert result.status == "succeeded"
+        assert log == [0, 1, 2]
+        assert world.checkpoints.saves == 4 + 1
 
 
 @pytest.mark.anyio
@@ -196,7 +221,8 @@ async def test_continue_after_a_store_that_failed_at_the_crash() -> None:
             },
         )
     assert "connection reset" in str(info.value)
-    assert log == [0, 1, 2]
+    # The fourth write is step 1's dispatched mark: it failed, so step 1 never ran.
+    assert log == [0]
     run_id = info.value.result.run_id
     status = await load_agent_run_state(world.checkpoints, ref(run_id))
     assert status is not None
@@ -253,8 +279,9 @@ async def test_completed_round_after_the_checkpoint_is_not_redispatched() -> Non
 
 
 @pytest.mark.anyio
-async def test_crash_inside_a_tool_round_is_ambiguous_and_refused() -> None:
-    """A stored tool call without its result may have run: continue refuses, writes nothing."""
+async def test_crash_inside_a_tool_round_leaves_the_call_in_doubt_and_refused() -> None:
+    """A call marked dispatched without its result may have run: a continue without a
+    resolution refuses with ERR_PRISM_TOOL_IN_DOUBT naming it, and writes nothing."""
     world, log = World(), []
     from prism_core import create_agent
 
@@ -275,14 +302,19 @@ async def test_crash_inside_a_tool_round_is_ambiguous_and_refused() -> None:
     records = await world.checkpoints.inner.list(AGENT_RUN_NAMESPACE)
     run_id = records.records[0].key
     before = await world.checkpoints.raw(run_id)
-    with pytest.raises(AgentRunStateError, match="Ambiguous dispatched tool"):
+    entries = len(await world.sessions.list("s1"))
+    with pytest.raises(AgentRunStateError) as info:
         await resume_agent_run(
             world.agent(investigation(3), tools=[probe_tool(log)]),
             ref(run_id),
-            {"expected_version": 1, "decision": "continue"},
+            {"expected_version": 2, "decision": "continue"},
             **world.resume_options(),
         )
+    assert info.value.code == "ERR_PRISM_TOOL_IN_DOUBT"
+    assert info.value.in_doubt == ("c0",)
+    assert "resolutions" in str(info.value)
     assert await world.checkpoints.raw(run_id) == before
+    assert len(await world.sessions.list("s1")) == entries
     assert log == []
 
 
@@ -353,8 +385,9 @@ async def test_continued_run_keeps_counters_and_turn_checkpoints() -> None:
     assert final is not None
     assert final.state.status == "succeeded"
     assert final.state.counters.turns == recorded_turns + 3
-    # The claim is the first turn's checkpoint; two more turns, then the terminal save.
-    assert world.checkpoints.saves == 1 + 2 + 1
+    # The claim is the first turn's checkpoint; two more turns, then the terminal save; and
+    # a dispatched mark before each of the two probe calls that ran.
+    assert world.checkpoints.saves == 1 + 2 + 1 + 2
     assert result.status == "succeeded"
 
 

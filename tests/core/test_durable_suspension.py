@@ -458,7 +458,7 @@ async def test_fingerprint_covers_each_component() -> None:
 
 @pytest.mark.anyio
 async def test_dispatched_call_is_never_replayed() -> None:
-    """A crash after the dispatched mark leaves the run ambiguous; resume refuses."""
+    """A crash after the dispatched mark leaves the call in doubt; a continue refuses."""
     world = World()
     _, result = await suspended(world)
 
@@ -479,13 +479,15 @@ async def test_dispatched_call_is_never_replayed() -> None:
     status = await load_agent_run_state(world.checkpoints, ref(result))
     assert status is not None
     assert next(c.status for c in status.state.pending_calls) == "dispatched"
-    with pytest.raises(AgentRunStateError, match="Ambiguous dispatched tool"):
+    with pytest.raises(AgentRunStateError) as info:
         await resume_agent_run(
             world.agent(TWO_CALLS, tools=[echo_tool()]),
             ref(result),
             {"expected_version": status.version, "decision": "continue"},
             **world.resume_options(),
         )
+    assert info.value.code == "ERR_PRISM_TOOL_IN_DOUBT"
+    assert info.value.in_doubt == (next(c.tool_call_id for c in status.state.pending_calls),)
 
 
 @pytest.mark.anyio

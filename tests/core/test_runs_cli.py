@@ -77,7 +77,7 @@ def test_list_prints_a_table_and_json_lines(capsys: Any, host: Any, url: str) ->
     assert set(rows) == {first, crashed}
     assert rows[first][1:4] == ["billing", "suspended", "1"]
     assert rows[first][5:] == ["2", "-"]
-    assert rows[crashed][1:4] == ["billing", "running", "2"]
+    assert rows[crashed][1:4] == ["billing", "running", str(stored(url, crashed)[0])]  # type: ignore[index]
     assert rows[crashed][4].endswith("s")
 
     code, out, _ = cli(capsys, "runs", "list", "--store", url, "--json")
@@ -207,7 +207,9 @@ def test_deny_ends_the_run(capsys: Any, host: Any, url: str) -> None:
 def test_continue_finishes_a_crashed_run(capsys: Any, host: Any, url: str) -> None:
     """A run whose worker stopped between turns is continued to its end."""
     run_id = seed(url, host, "s-1", how="crashed")
-    assert stored(url, run_id) == (2, "running")
+    version, status = stored(url, run_id)  # type: ignore[misc]
+    assert status == "running"
+    assert version >= 2
     assert refunds(host) == ["A-1", "B-2"]
     app = f"{host.__name__}:resolve_agent"
     code, out, err = cli(capsys, "runs", "continue", run_id, "--store", url, "--app", app)
@@ -217,36 +219,47 @@ def test_continue_finishes_a_crashed_run(capsys: Any, host: Any, url: str) -> No
 
 
 def test_continue_of_an_in_doubt_run(capsys: Any, host: Any, url: str) -> None:
-    """An in-doubt call is never re-run blindly: a plain continue is refused with nothing
-    written; a resolution either settles it (the call is not run again) or, where the resume
-    input has no resolutions yet, is refused as invalid input with nothing written."""
+    """An in-doubt call is never re-run blindly: a plain continue is refused with its id and
+    nothing written; ``--resolve ID=completed:JSON`` stores that result without running the
+    call again, and the run goes on."""
     run_id = seed(url, host, "s-1", how="in-doubt")
     app = f"{host.__name__}:resolve_agent"
     code, out, err = cli(capsys, "runs", "continue", run_id, "--store", url, "--app", app)
     assert (code, out) == (1, "")
-    assert "refused (ERR_PRISM_" in err
+    assert "refused (ERR_PRISM_TOOL_IN_DOUBT)" in err
+    assert "c1" in err
     assert stored(url, run_id) == (2, "running")
+    resolution = 'c1=completed:{"refunded": "A-1"}'
     code, out, err = cli(
-        capsys,
-        "runs",
-        "continue",
-        run_id,
-        "--store",
-        url,
-        "--app",
-        app,
-        "--resolve",
-        'c1=completed:{"refunded": "A-1"}',
+        capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--resolve", resolution
     )
-    if code == 0:
-        assert out.startswith(f"run {run_id}: succeeded")
-        assert refunds(host) == ["B-2"]
-    else:
-        assert code == 1
-        assert "refused (ERR_PRISM_DECISION_INVALID)" in err
-        assert "unknown key" in err
-        assert stored(url, run_id) == (2, "running")
-        assert refunds(host) == []
+    assert (code, err) == (0, "")
+    assert out.startswith(f"run {run_id}: succeeded")
+    assert refunds(host) == ["B-2"]
+
+
+@pytest.mark.parametrize(
+    ("resolution", "ran"),
+    [("c1=not_started", ["A-1", "B-2"]), ("c1=failed:card declined", ["B-2"])],
+)
+def test_other_resolutions(
+    capsys: Any, host: Any, url: str, resolution: str, ran: list[str]
+) -> None:
+    """``not_started`` runs the call now; ``failed`` records the failure and never runs it."""
+    run_id = seed(url, host, "s-1", how="in-doubt")
+    app = f"{host.__name__}:resolve_agent"
+    code, out, err = cli(
+        capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--resolve", resolution
+    )
+    assert (code, err) == (0, "")
+    assert out.startswith(f"run {run_id}: succeeded")
+    assert refunds(host) == ran
+    code, out, err = cli(
+        capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--resolve", resolution
+    )
+    assert code == 1
+    assert "refused (" in err
+    assert refunds(host) == ran
 
 
 @pytest.mark.parametrize(

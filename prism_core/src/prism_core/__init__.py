@@ -174,6 +174,7 @@ from .skills import (
 )
 from .stores import STORE_INSTALL_HINTS, open_checkpoint_store, open_session_store
 from .tools import (
+    RECONCILE_NOT_STARTED,
     ToolDefinition,
     ToolExecutionContext,
     ToolRegistry,
@@ -191,6 +192,7 @@ __all__ = (
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
     "HARD_MAX_PROVIDER_BYTES",
     "MAX_AGENT_RUN_METADATA_BYTES",
+    "RECONCILE_NOT_STARTED",
     "MAX_CHECKPOINT_PAGE_SIZE",
     "MAX_STOP_DETAIL_BYTES",
     "MIDDLEWARE_POINTS",

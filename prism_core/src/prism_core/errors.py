@@ -37,9 +37,19 @@ class AgentRunError(PrismError):
 
 
 class AgentRunStateError(PrismError):
-    """A durable run state is malformed, oversized, stale or cannot be resumed."""
+    """A durable run state is malformed, oversized, stale or cannot be resumed.
+
+    ``in_doubt`` names the tool calls a refusal with code ``ERR_PRISM_TOOL_IN_DOUBT`` is about:
+    calls whose dispatched mark is stored and whose result is not.
+    """
 
     code = "ERR_PRISM_AGENT_RUN_STATE"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, in_doubt: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message, code=code)
+        self.in_doubt = tuple(in_doubt)
 
 
 class AgentDecisionError(PrismError):

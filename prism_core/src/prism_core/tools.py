@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -21,6 +22,7 @@ from .signals import AbortSignal
 
 __all__ = (
     "MAX_TOOL_ERROR_CHARS",
+    "RECONCILE_NOT_STARTED",
     "DispatchOutcome",
     "ToolDefinition",
     "ToolExecutionContext",
@@ -33,6 +35,7 @@ __all__ = (
     "create_tool_registry",
     "dispatch_tool_call",
     "execute_tool",
+    "idempotency_key",
     "run_tool_call",
 )
 
@@ -42,6 +45,40 @@ logger = logging.getLogger(__name__)
 MAX_TOOL_ERROR_CHARS = 500
 
 ToolExecute: TypeAlias = Callable[[dict[str, Any], "ToolExecutionContext"], Any]
+#: ``reconcile(call, context)`` (sync or async): for a call in doubt after a crash, a
+#: ``ToolResult`` or JSON value (the effect happened), ``RECONCILE_NOT_STARTED`` or ``None``.
+ToolReconcile: TypeAlias = Callable[[ToolCallContent, "ToolExecutionContext"], Any]
+
+
+class _NotStarted:
+    """The type of :data:`RECONCILE_NOT_STARTED`."""
+
+    _instance: _NotStarted | None = None
+
+    def __new__(cls) -> _NotStarted:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "RECONCILE_NOT_STARTED"
+
+    def __reduce__(self) -> str:
+        return "RECONCILE_NOT_STARTED"
+
+
+#: What ``reconcile`` returns when the call's side effect certainly never started: the call
+#: is dispatched again.
+RECONCILE_NOT_STARTED: Any = _NotStarted()
+
+
+def idempotency_key(run_id: str, tool_call_id: str) -> str:
+    """The key of one call of one run: equal across every attempt of that call, different
+    between runs even when providers repeat tool call ids."""
+    digest = hashlib.sha256(f"{run_id}\x00{tool_call_id}".encode()).hexdigest()
+    return f"idem_{digest[:40]}"
+
+
 #: ``policy(call, tool, context) -> None | str | ErrorInfo`` (trust, permission); non-``None``
 #: blocks dispatch with that reason.
 ToolPolicy: TypeAlias = Callable[[ToolCallContent, "ToolDefinition", "ToolExecutionContext"], Any]
@@ -78,6 +115,11 @@ def _short_signature(signature: inspect.Signature) -> str:
     return text if len(text) <= 120 else text[:119] + "…"
 
 
+def _check_reconcile(_: Any, __: Any, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError("a tool's reconcile must be callable (call, context) or None")
+
+
 def _check_schema(_: Any, attribute: Any, value: Any) -> None:
     if value is not None and not isinstance(value, Mapping):
         raise TypeError(f"a tool's {attribute.name} must be a JSON-schema mapping")
@@ -91,8 +133,11 @@ class ToolDefinition:
     ``parameters`` is a JSON schema checked before the side effect; ``effect`` names the
     kind of side effect (``"read"``, ``"write"`` …) for approval scopes; ``elicitation`` is
     the JSON schema of the answer a human may give instead of running the tool.
-    ``idempotent`` declares that calling it again with the same arguments has no further
-    effect (recorded on the definition for crash recovery).
+    ``idempotent`` declares that calling it again with the same arguments (and the same
+    ``context.idempotency_key``) has no further effect: a durable run writes no dispatched
+    mark for it, and a ``continue`` after a crash simply runs it again. ``reconcile(call,
+    context)`` answers, for a call left in doubt by a crash, whether its effect happened
+    (see ``docs/durable-runs.md``).
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -107,6 +152,9 @@ class ToolDefinition:
         default=None, kw_only=True, validator=_check_schema
     )
     idempotent: bool = attrs.field(default=False, kw_only=True)
+    reconcile: ToolReconcile | None = attrs.field(
+        default=None, kw_only=True, eq=False, repr=False, validator=_check_reconcile
+    )
     _parameters_schema: CompiledSchema | None = attrs.field(
         init=False, default=None, eq=False, repr=False
     )
@@ -124,6 +172,12 @@ class ToolDefinition:
             if value is not None:
                 compiled = compile_json_schema(value, where=f"tool {self.name!r} {label}")
                 object.__setattr__(self, field, compiled)
+
+    @property
+    def needs_dispatch_mark(self) -> bool:
+        """Whether a durable run records this tool's calls as ``dispatched`` before they
+        start: every tool but read-only (``effect == "read"``) and idempotent ones."""
+        return not (self.idempotent or self.effect == "read")
 
     def check_arguments(self, arguments: Any) -> str | None:
         """``None`` when ``arguments`` satisfy ``parameters`` (or there is no schema), else
@@ -143,12 +197,19 @@ class ToolDefinition:
 @attrs.define(kw_only=True)
 class ToolExecutionContext:
     """What a tool sees while it runs. ``report_progress(value)`` emits a progress event;
-    ``skills`` lets the ``load_skill`` tool load one of the run's active skills."""
+    ``skills`` lets the ``load_skill`` tool load one of the run's active skills;
+    ``idempotency_key`` is equal across every attempt of this call of this run (key host-side
+    effects on it: payments, tickets, emails)."""
 
     session_id: str
     run_id: str
     tool_call_id: str
     tool_name: str
+    idempotency_key: str = attrs.field(
+        default=attrs.Factory(
+            lambda self: idempotency_key(self.run_id, self.tool_call_id), takes_self=True
+        )
+    )
     signal: AbortSignal = attrs.field(factory=AbortSignal)
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     on_progress: Callable[[Any], None] | None = attrs.field(default=None, repr=False)

@@ -108,6 +108,7 @@ def tool(
     description: str | None = None,
     idempotent: bool = False,
     exclusive: bool = False,
+    reconcile: Callable[[Any, Any], Any] | None = None,
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
 
@@ -119,19 +120,27 @@ def tool(
     description: str | None = None,
     idempotent: bool = False,
     exclusive: bool = False,
+    reconcile: Callable[[Any, Any], Any] | None = None,
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Build a :class:`ToolDefinition` from a typed function, as ``@tool`` or ``@tool(...)``.
 
     ``name`` defaults to the function's name and ``description`` to its docstring's text
     before the first section; ``Args:``/``Parameters`` sections describe the parameters.
-    ``idempotent`` and ``exclusive`` are recorded on the definition. A parameter or hint
-    that cannot be described as JSON, ``*args`` or ``**kwargs`` raise ``TypeError`` here,
-    at decoration time. The original function stays reachable as
+    ``idempotent``, ``exclusive`` and ``reconcile`` are recorded on the definition. A
+    parameter or hint that cannot be described as JSON, ``*args`` or ``**kwargs`` raise
+    ``TypeError`` here, at decoration time. The original function stays reachable as
     ``definition.execute.__wrapped__``.
     """
 
     def decorate(function: Callable[..., Any]) -> ToolDefinition:
-        return _build(function, name, description, idempotent=idempotent, exclusive=exclusive)
+        return _build(
+            function,
+            name,
+            description,
+            idempotent=idempotent,
+            exclusive=exclusive,
+            reconcile=reconcile,
+        )
 
     if fn is None:
         return decorate
@@ -145,6 +154,7 @@ def _build(
     *,
     idempotent: bool,
     exclusive: bool,
+    reconcile: Callable[[Any, Any], Any] | None = None,
 ) -> ToolDefinition:
     if not callable(fn):
         raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
@@ -176,6 +186,7 @@ def _build(
         parameters=schema,
         exclusive=exclusive,
         idempotent=idempotent,
+        reconcile=reconcile,
     )
 
 

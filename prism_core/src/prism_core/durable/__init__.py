@@ -48,11 +48,11 @@ from ._decisions import (
 from ._fingerprint import (
     agent_fingerprint,
 )
+from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
 from ._index import MAX_INDEXED_STATUS_CHARS, CheckpointStatusIndex, check_status, indexed_status
 from ._listing import (
     AgentRunPage,
     AgentRunSummary,
-    in_doubt_calls,
     is_recoverable,
     lease_expires_at,
     list_agent_runs,
@@ -102,6 +102,7 @@ __all__ = (
     "DEFAULT_MAX_PENDING_DECISIONS",
     "DEFAULT_MAX_STICKY_DECISIONS",
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
+    "IN_DOUBT_CODE",
     "HARD_MAX_PENDING_DECISIONS",
     "HARD_MAX_STICKY_DECISIONS",
     "MAX_AGENT_RUN_METADATA_BYTES",
@@ -116,7 +117,6 @@ __all__ = (
     "AgentRunSummary",
     "CheckpointStatusIndex",
     "check_status",
-    "in_doubt_calls",
     "indexed_status",
     "is_recoverable",
     "lease_expires_at",
@@ -159,6 +159,8 @@ __all__ = (
     "decode_stored_metadata",
     "decode_stored_value",
     "encode_cursor",
+    "in_doubt_calls",
+    "in_doubt_error",
     "list_arguments",
     "create_agent_run_lifecycle",
     "create_memory_checkpoint_store",

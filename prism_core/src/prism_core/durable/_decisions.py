@@ -24,6 +24,7 @@ import attrs
 
 from .. import codec
 from ..errors import AgentDecisionError
+from ._resolutions import Resolution, ResolutionInputError, parse_resolutions
 
 __all__ = (
     "MAX_APPROVAL_ID_CHARS",
@@ -68,7 +69,7 @@ _MAX_RUN_REF_CHARS = 256
 # recursion limit keeps canonical JSON encoding and decoding safe.
 _MAX_PAYLOAD_DEPTH = 64
 
-_RESUME_KEYS = ("expected_version", "decision", "decisions")
+_RESUME_KEYS = ("expected_version", "decision", "decisions", "resolutions")
 _ENTRY_KEYS = ("approval_id", "outcome", "reason", "modified_arguments", "elicitation")
 _REF_KEYS = ("run_id", "session_id")
 _LEGACY_DECISIONS = ("approve", "deny", "continue")
@@ -113,12 +114,14 @@ class ResumeInput:
     """A validated resume request: exactly one of ``decision`` and ``decisions`` is set.
 
     ``expected_version`` is the run state version the caller saw; resume fails closed when the
-    stored version has moved on.
+    stored version has moved on. ``resolutions`` (with ``decision == "continue"`` only) settle
+    tool calls left in doubt by a crash.
     """
 
     expected_version: int
     decision: LegacyDecision | None = None
     decisions: tuple[RunDecision, ...] | None = None
+    resolutions: tuple[Resolution, ...] | None = None
 
 
 @attrs.frozen
@@ -156,7 +159,7 @@ def validate_resume_input(value: object) -> ResumeInput:
     """
     try:
         return _resume_input(value)
-    except _InputError as error:
+    except (_InputError, ResolutionInputError) as error:
         failure = _NEW_ERROR(AgentDecisionError, *error.args)
         failure.code = error.code
     except Exception:
@@ -284,9 +287,16 @@ def _resume_input(value: object) -> ResumeInput:
     if has_decision == has_decisions:
         which = "both" if has_decision else "neither"
         _fail(f"{where} gives {which} of decision and decisions; give exactly one")
+    resolutions = None
+    if "resolutions" in fields:
+        if fields.get("decision") != "continue":
+            _fail(f'{where} gives resolutions; they travel with decision "continue" only')
+        resolutions = parse_resolutions(fields["resolutions"])
     if has_decision:
         return ResumeInput(
-            expected_version=expected_version, decision=_legacy_decision(fields["decision"])
+            expected_version=expected_version,
+            decision=_legacy_decision(fields["decision"]),
+            resolutions=resolutions,
         )
     return ResumeInput(expected_version=expected_version, decisions=_batch(fields["decisions"]))
 

@@ -29,14 +29,14 @@ from ._checkpoints import (
     normalise_ownership,
     validate_list,
 )
+from ._in_doubt import in_doubt_calls
 from ._index import CheckpointStatusIndex
 from ._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES, check_store
-from ._state import AgentRunState, RunStatus, parse_state
+from ._state import RunStatus, parse_state
 
 __all__ = (
     "AgentRunPage",
     "AgentRunSummary",
-    "in_doubt_calls",
     "is_recoverable",
     "lease_expires_at",
     "list_agent_runs",
@@ -103,11 +103,6 @@ def lease_expires_at(record: CheckpointRecord) -> float | None:
     """
     del record
     return None
-
-
-def in_doubt_calls(state: AgentRunState) -> tuple[str, ...]:
-    """The tool call ids of ``state`` whose dispatched mark is stored without a result."""
-    return tuple(call.tool_call_id for call in state.pending_calls if call.status == "dispatched")
 
 
 def is_recoverable(summary: AgentRunSummary, *, now: float | None = None) -> bool:

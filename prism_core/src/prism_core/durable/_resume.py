@@ -2,8 +2,9 @@
 
 Order: input shape → ownership-scoped load → revision and fingerprint → version, status and
 clean frontier → guardrail packs → session rebuild (``continue`` keeps completed rounds) and
-skills → ``on_session`` → decisions (``deny`` and partial batches settle here) → counters,
-limits and loop state → restore hooks → compare-and-swap claim → the resumed run. Every
+skills → ``on_session`` → decisions (``deny`` and partial batches settle here), or for
+``continue`` the in-doubt calls' resolutions → counters, limits and loop state → restore hooks
+→ compare-and-swap claim → ``reconcile`` of in-doubt calls → the resumed run. Every
 refusal before the claim writes nothing and runs nothing.
 
 The steps live in their own modules, in pipeline order: ``_resume_checks`` (request, load,
@@ -38,6 +39,7 @@ from ._resume_checks import (
     load_agent_run_state,
 )
 from ._resume_decide import Decided, resolve_decisions
+from ._resume_doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
 from ._resume_ports import ResumableAgent, ResumedSession
 from ._resume_session import rebuild_session
 from ._resume_signal import bridge_signal, check_signal
@@ -139,7 +141,10 @@ async def prepare_resume(
     if plan.decision == "deny":
         return await _settle_denied(session, state, writer, reason=None)
     decided = None
-    if plan.decision != "continue":
+    settlement = None
+    if plan.decision == "continue":
+        settlement = settle_in_doubt(agent, state, plan, calls, version=record.version)
+    else:
         decided = await resolve_decisions(agent, session, state, plan, calls)
         if decided.input_rejected is not None:
             return await _settle_denied(session, state, writer, reason=decided.input_rejected)
@@ -150,19 +155,31 @@ async def prepare_resume(
         pending_input: tuple[Message, ...] = ()
     else:
         pending_input = state.pending_input
+    if decided is not None:
+        claim_pending: tuple[Any, ...] = tuple(decided.pending_calls)
+    else:
+        claim_pending = settlement.pending_calls if settlement is not None else ()
     claimed = attrs.evolve(
         state,
         status="running",
         interruption=None,
-        pending_calls=tuple(decided.pending_calls) if decided is not None else (),
+        pending_calls=claim_pending,
+        resolutions=(*state.resolutions, *(settlement.resolutions if settlement else ())),
         sticky_decisions=tuple(decided.sticky) if decided is not None else state.sticky_decisions,
         # Approved input rides the claim until the resumed run has stored it.
         pending_input=pending_input,
     )
+    check_claim_size(claimed, writer.max_state_bytes)
     plan_for_run = ResumePlan(
-        state=state, calls=calls, pending_input=pending_input, resumed_event=None
+        state=state,
+        calls=calls,
+        pending_input=pending_input,
+        resumed_event=None,
+        fresh=rebuilt.fresh,
     )
-    execution = resumed_execution(session, state, plan_for_run)
+    execution = resumed_execution(
+        session, attrs.evolve(state, counters=rebuilt.counters), plan_for_run
+    )
 
     hooks = (*lifecycle_hooks, *agent.plugin_host.restore_hooks(), *request.restore_hooks)
     context = CheckpointRestoreContext(
@@ -188,6 +205,24 @@ async def prepare_resume(
         # Another resume won the claim: put the restored layers back as they were.
         await compensate_all(hooks, context, redactor=agent.redactor)
         raise
+    if settlement is not None and settlement.to_reconcile:
+        try:
+            reconciled, audits = await reconcile_in_doubt(
+                agent,
+                state,
+                claimed.pending_calls,
+                calls,
+                settlement.to_reconcile,
+                version=writer.version,
+            )
+        except BaseException:
+            # The run stays in doubt as claimed: nothing ran, so the restored layers go back.
+            await compensate_all(hooks, context)
+            raise
+        # Written with the next checkpoint; a crash before it reconciles again.
+        claimed = attrs.evolve(
+            claimed, pending_calls=tuple(reconciled), resolutions=(*claimed.resolutions, *audits)
+        )
 
     execution.resume = attrs.evolve(
         plan_for_run,

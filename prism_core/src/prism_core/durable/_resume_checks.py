@@ -16,6 +16,7 @@ from ..errors import AgentRunStateError
 from ._checkpoints import CheckpointRecord, CheckpointStore, reading_run_record
 from ._decisions import ResumeInput, coerce_run_ref
 from ._fingerprint import agent_fingerprint
+from ._in_doubt import in_doubt_calls, in_doubt_error
 from ._options import (
     AGENT_RUN_NAMESPACE,
     DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS,
@@ -31,7 +32,6 @@ from ._state import AgentRunState, parse_state
 from ._writer import read_metadata
 
 __all__ = (
-    "AMBIGUOUS",
     "MISMATCH",
     "NOT_CLEAN",
     "NOT_FOUND",
@@ -47,7 +47,6 @@ __all__ = (
 STALE = "Stale or non-running agent run resume"
 MISMATCH = "Agent revision or fingerprint mismatch on resume"
 NOT_CLEAN = "Continue resume requires a running checkpoint with no pending decisions"
-AMBIGUOUS = "Ambiguous dispatched tool requires operator resolution"
 NOT_FOUND = "Agent run checkpoint not found"
 
 
@@ -128,13 +127,14 @@ def check_version_and_status(
     wanted = "running" if plan.decision == "continue" else "suspended"
     if state.status != wanted:
         raise AgentRunStateError(STALE)
-    dispatched = [c for c in state.pending_calls if c.status == "dispatched"]
-    ready = len(state.pending_calls) - len(dispatched)
-    # A continue may pass a dispatched call only when nothing else is pending; whether its
-    # result was stored is checked against the session (see ``advance_over_finished_work``).
-    if dispatched and (plan.decision != "continue" or ready):
-        raise AgentRunStateError(AMBIGUOUS)
-    if plan.decision == "continue" and (state.interruption is not None or ready):
+    in_doubt = in_doubt_calls(state)
+    # Only a continue settles in-doubt calls; whether their results were stored after all is
+    # checked against the session (see ``_resume_session``), their resolution in
+    # ``_resume_doubt``.
+    if in_doubt and plan.decision != "continue":
+        raise in_doubt_error(in_doubt, version=record.version)
+    undecided = any(c.status == "pending" for c in state.pending_calls)
+    if plan.decision == "continue" and (state.interruption is not None or undecided):
         raise AgentRunStateError(NOT_CLEAN)
 
 

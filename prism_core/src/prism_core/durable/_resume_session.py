@@ -1,8 +1,8 @@
 """Resume, step two: the session the resumed run continues, rebuilt from the checkpoint.
 
 Owns reinstating the run's guardrail packs and their state, rebuilding the session at the
-checkpoint's leaf (for ``continue``, past the crashed worker's completed tool rounds, refusing
-a round that may have started a side effect), the loaded skills, and finding the tool calls
+checkpoint's leaf (for ``continue``, past the crashed worker's completed tool rounds, up to the
+last result of a round the crash cut short), the loaded skills, and finding the tool calls
 the pending work refers to. It reads the session store; it writes nothing.
 """
 
@@ -19,9 +19,8 @@ from ..guardrails import CompiledGuardrailPacks, compile_guardrail_packs
 from ..guardrails._pack_identity import reinstate_refs
 from ..skills import Skill, SkillRegistry
 from ._decisions import ResumeInput
-from ._resume_checks import AMBIGUOUS
 from ._resume_ports import ResumableAgent, ResumedSession
-from ._state import AgentRunState, PendingCall, arguments_hash
+from ._state import AgentRunState, PendingCall, RunCountersState, arguments_hash
 
 __all__ = ("Rebuilt", "rebuild_session")
 
@@ -29,11 +28,20 @@ __all__ = ("Rebuilt", "rebuild_session")
 @attrs.frozen(kw_only=True)
 class Rebuilt:
     """The rebuilt session, the state the resume continues from (for ``continue``, advanced
-    past the kept rounds), and the tool calls the pending work refers to."""
+    past the kept rounds), and the tool calls the pending work refers to.
+
+    For ``continue`` after a crash inside a tool round, ``state`` is anchored where that round
+    starts (its leaf and counters, the calls still owed a result in ``pending_calls``) while
+    the session stands at the round's last stored entry; ``counters`` include the round;
+    ``fresh`` are the round's calls that were never marked ``dispatched`` (never started, or
+    read-only or idempotent) and have no result.
+    """
 
     session: ResumedSession
     state: AgentRunState
     calls: dict[str, ToolCallContent]
+    counters: RunCountersState
+    fresh: tuple[ToolCallContent, ...] = ()
 
 
 async def rebuild_session(
@@ -49,29 +57,38 @@ async def rebuild_session(
     compiled = _compile_packs(agent, state, supplied_packs)
     session = agent.create_session(id=state.session_id, leaf_id=state.leaf_id)
     session.compiled_packs = compiled
+    fresh: tuple[ToolCallContent, ...] = ()
+    counters = state.counters
     if plan.decision == "continue":
         advance = await _advance_over_finished_work(session, state)
         session.leaf_id, path = advance.leaf, advance.path
-        # The crashed worker's kept rounds are charged, and its stored input is not repeated.
-        counters = attrs.evolve(
-            state.counters,
-            turns=state.counters.turns + advance.rounds,
-            tool_rounds=state.counters.tool_rounds + advance.rounds,
-            tool_calls=state.counters.tool_calls + advance.calls,
-        )
+
+        def charged(rounds: int, calls: int) -> RunCountersState:
+            # The crashed worker's kept rounds are charged, and its stored input is not
+            # repeated.
+            return attrs.evolve(
+                state.counters,
+                turns=state.counters.turns + rounds,
+                tool_rounds=state.counters.tool_rounds + rounds,
+                tool_calls=state.counters.tool_calls + calls,
+            )
+
+        counters = charged(advance.rounds, advance.calls)
         state = attrs.evolve(
             state,
-            leaf_id=advance.leaf,
-            counters=counters,
-            pending_calls=(),
+            leaf_id=advance.anchor,
+            counters=charged(advance.anchor_rounds, advance.anchor_calls),
+            pending_calls=advance.owed,
             pending_input=() if advance.input_stored else state.pending_input,
         )
+        fresh = advance.fresh
     else:
         path = await session.store.read_branch_path(session.id, session.leaf_id)
     session._load_history(path)
     _restore_skills(agent, session, state)
-    calls = _find_calls(path, [c for c in state.pending_calls if c.status != "dispatched"])
-    return Rebuilt(session=session, state=state, calls=calls)
+    calls = _find_calls(path, list(state.pending_calls))
+    calls.update({call.id: call for call in fresh})
+    return Rebuilt(session=session, state=state, calls=calls, counters=counters, fresh=fresh)
 
 
 def _compile_packs(
@@ -138,6 +155,11 @@ class _Advance:
     rounds: int
     calls: int
     input_stored: bool
+    anchor: str | None
+    anchor_rounds: int
+    anchor_calls: int
+    owed: tuple[PendingCall, ...]
+    fresh: tuple[ToolCallContent, ...]
 
 
 async def _advance_over_finished_work(session: ResumedSession, state: AgentRunState) -> _Advance:
@@ -145,10 +167,12 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
 
     Entries the crashed worker appended after the checkpoint's leaf are kept when they form
     complete rounds (an assistant tool call with every result); a final answer it never
-    checkpointed is dropped so the turn is asked again. A round with a missing result may have
-    started a side effect, so it is refused as ambiguous; so is a call marked ``dispatched`` in
-    the checkpoint whose result was never stored. Returns the leaf, its branch (both from one
-    read of the session), the kept rounds and calls, and whether held input was stored.
+    checkpointed is dropped so the turn is asked again. A round cut short by the crash is kept
+    with the results it stored: its calls recorded in the checkpoint's pending calls stay
+    owed (``dispatched`` ones are in doubt), and its other calls never started a side effect
+    (they were never marked) and are run again. Returns the leaf, its branch (both from one
+    read of the session), the kept rounds and calls, whether held input was stored, and the
+    unfinished round's anchor, owed and fresh calls.
     """
     entries = await session.store.list(state.session_id)
     by_id = {entry.id: entry for entry in entries}
@@ -157,7 +181,11 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
         if entry.run_id == state.run_id:
             children.setdefault(entry.parent_id, []).append(entry)
     safe = current = state.leaf_id
-    outstanding = {c.tool_call_id for c in state.pending_calls if c.status == "dispatched"}
+    owed = {c.tool_call_id: c for c in state.pending_calls if c.status != "pending"}
+    outstanding = set(owed)
+    round_calls: list[ToolCallContent] = []
+    anchor, anchor_rounds, anchor_calls = safe, 0, 0
+    tail = safe
     rounds = calls = 0
     input_stored = False
     held = list(state.pending_input)
@@ -165,11 +193,16 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
         entry = children[current][-1]
         message = entry.message
         if message is not None and message.role == "assistant":
-            if not message.tool_calls or outstanding:
+            ids = {call.id for call in message.tool_calls}
+            # The owed calls of the checkpoint belong to the first round after its anchor.
+            if not message.tool_calls or not outstanding <= ids:
                 break
-            outstanding = {call.id for call in message.tool_calls}
+            anchor, anchor_rounds, anchor_calls = safe, rounds, calls
+            round_calls = list(message.tool_calls)
+            outstanding = ids
             rounds += 1
             calls += len(outstanding)
+            tail = entry.id
         elif message is not None and message.role == "user" and held and message == held[0]:
             held.pop(0)
             input_stored = not held
@@ -178,15 +211,23 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
         elif message is not None and message.role == "tool":
             for block in message.content:
                 outstanding.discard(getattr(block, "tool_call_id", ""))
+            tail = entry.id
             if not outstanding:
                 safe = entry.id
         elif not outstanding:
             safe = entry.id
         current = entry.id
+    leaf = safe
+    unsettled: tuple[PendingCall, ...] = ()
+    fresh: tuple[ToolCallContent, ...] = ()
     if outstanding:
-        raise AgentRunStateError(AMBIGUOUS)
+        leaf = tail
+        unsettled = tuple(c for c in state.pending_calls if c.tool_call_id in outstanding)
+        fresh = tuple(c for c in round_calls if c.id in outstanding and c.id not in owed)
+    else:
+        anchor, anchor_rounds, anchor_calls = safe, rounds, calls
     path: list[Any] = []
-    cursor = safe
+    cursor = leaf
     while cursor is not None:
         node = by_id.get(cursor)
         if node is None:
@@ -194,7 +235,18 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
         path.append(node)
         cursor = node.parent_id
     path.reverse()
-    return _Advance(leaf=safe, path=path, rounds=rounds, calls=calls, input_stored=input_stored)
+    return _Advance(
+        leaf=leaf,
+        path=path,
+        rounds=rounds,
+        calls=calls,
+        input_stored=input_stored,
+        anchor=anchor,
+        anchor_rounds=anchor_rounds,
+        anchor_calls=anchor_calls,
+        owed=unsettled,
+        fresh=fresh,
+    )
 
 
 def _find_calls(path: Sequence[Any], pending: Sequence[PendingCall]) -> dict[str, ToolCallContent]:

@@ -37,12 +37,14 @@ __all__ = ("ResumePlan", "attach_durable", "resumed_execution")
 @attrs.frozen(kw_only=True)
 class ResumePlan:
     """What a claimed resume hands the resumed run: the tool calls its pending work refers
-    to, input held by an input-guardrail suspension, and the ``agent_resumed`` event."""
+    to, input held by an input-guardrail suspension, the ``agent_resumed`` event, and
+    (``continue``) the calls of the crashed round that never started (``fresh``)."""
 
     state: AgentRunState
     calls: Mapping[str, ToolCallContent]
     pending_input: tuple[Message, ...]
     resumed_event: AgentResumedEvent | None
+    fresh: tuple[ToolCallContent, ...] = ()
 
 
 def resumed_execution(
@@ -152,6 +154,9 @@ def attach_durable(
         metadata_source=request.checkpoint_metadata,
     )
     durable.pending_calls = list(claimed.pending_calls)
+    durable.resolutions = list(claimed.resolutions)
+    durable.anchor_leaf = claimed.leaf_id
+    durable.anchor_counters = claimed.counters
     durable.claimed_leaf = session.leaf_id
     durable.writer.writes = writer.writes
     execution.durable = durable

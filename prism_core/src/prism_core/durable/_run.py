@@ -31,6 +31,7 @@ from ._state import (
     LoopStateRecord,
     PendingCall,
     PendingDecision,
+    ResolutionRecord,
     RunCountersState,
     RunStatus,
     SessionStateRecord,
@@ -41,6 +42,9 @@ from ._state import (
 from ._writer import CheckpointWriter
 
 __all__ = ("DurableRun", "Gate", "RunStateInfo", "new_approval_id", "scope_for")
+
+#: Most resolution audits a checkpoint keeps (the newest).
+MAX_RESOLUTION_RECORDS = 64
 
 
 @attrs.frozen(kw_only=True)
@@ -105,6 +109,13 @@ class DurableRun:
         self.every_turn = options.checkpoint_policy == "every-turn"
         self.sticky: list[StickyDecision] = list(sticky)
         self.pending_calls: list[PendingCall] = []
+        #: How this run's in-doubt calls were settled (rides every later checkpoint).
+        self.resolutions: list[ResolutionRecord] = []
+        #: The session leaf and counters at the start of the current tool round. Dispatch
+        #: marks record these, not the live leaf, so a continue after a crash walks the whole
+        #: round from its assistant message and sees which calls never got a result.
+        self.anchor_leaf: str | None = None
+        self.anchor_counters: RunCountersState | None = None
         #: The session leaf a resume claimed at (the claim is a running checkpoint there).
         self.claimed_leaf: str | object | None = _UNCLAIMED
         self.writer = CheckpointWriter(
@@ -205,11 +216,18 @@ class DurableRun:
         interruption: Interruption | None = None,
         pending_input: tuple[Message, ...] = (),
         error: ErrorInfo | None = None,
+        at_anchor: bool = False,
     ) -> AgentRunState:
-        """The run's current frontier as a state with ``status``."""
+        """The run's current frontier as a state with ``status`` (``at_anchor``: at the
+        start of the current tool round, as a dispatch mark records it)."""
         execution = self.execution
-        counters = execution.counters
         terminal = status in ("succeeded", "failed", "aborted", "denied")
+        leaf = self.anchor_leaf if at_anchor else execution.session.leaf_id
+        counters_state = (
+            self.anchor_counters
+            if at_anchor and self.anchor_counters is not None
+            else self._counters()
+        )
         return AgentRunState(
             status=status,
             run_id=execution.run_id,
@@ -217,14 +235,8 @@ class DurableRun:
             agent_id=self.agent_id,
             definition_revision=self.options.definition_revision,
             fingerprint=self.fingerprint,
-            leaf_id=execution.session.leaf_id,
-            counters=RunCountersState(
-                turns=counters.turns,
-                provider_attempts=counters.provider_attempts,
-                tool_rounds=counters.tool_rounds,
-                tool_calls=counters.tool_calls,
-                usage=counters.usage if counters.usage_reported else None,
-            ),
+            leaf_id=leaf,
+            counters=counters_state,
             limits=attrs.asdict(execution.limits),
             wall_deadline=self._wall_deadline(),
             checkpoint_policy="every-turn" if self.every_turn else None,
@@ -238,7 +250,23 @@ class DurableRun:
             tool_names=execution.tool_names,
             session_state=self._session_state(),
             error=error,
+            resolutions=tuple(self.resolutions[-MAX_RESOLUTION_RECORDS:]),
         )
+
+    def _counters(self) -> RunCountersState:
+        counters = self.execution.counters
+        return RunCountersState(
+            turns=counters.turns,
+            provider_attempts=counters.provider_attempts,
+            tool_rounds=counters.tool_rounds,
+            tool_calls=counters.tool_calls,
+            usage=counters.usage if counters.usage_reported else None,
+        )
+
+    def set_anchor(self) -> None:
+        """Remember the session leaf and counters where the next tool round starts."""
+        self.anchor_leaf = self.execution.session.leaf_id
+        self.anchor_counters = self._counters()
 
     # -- writes -------------------------------------------------------------------------
 
@@ -246,7 +274,9 @@ class DurableRun:
         """Under ``every-turn``, write a running checkpoint before the next provider request.
 
         Right after a claim that changed nothing since, the claim already is that checkpoint.
+        Under any policy, this is where the next tool round's dispatch marks are anchored.
         """
+        self.set_anchor()
         if not self.every_turn:
             return
         claimed_leaf, self.claimed_leaf = self.claimed_leaf, _UNCLAIMED
@@ -304,13 +334,31 @@ class DurableRun:
         )
         return interruption
 
-    async def mark_dispatched(self, tool_call_id: str) -> None:
-        """Record that ``tool_call_id``'s side effect is about to start."""
-        self.pending_calls = [
-            attrs.evolve(call, status="dispatched") if call.tool_call_id == tool_call_id else call
-            for call in self.pending_calls
-        ]
-        await self.writer.save(self.state("running"))
+    async def mark_dispatched(self, call: ToolCallContent) -> None:
+        """Record that ``call``'s side effect is about to start (written right before it does).
+
+        The mark is written at the round's anchor (see :attr:`anchor_leaf`): from there, a
+        continue sees the round's assistant message and every result stored since.
+        """
+        if any(pending.tool_call_id == call.id for pending in self.pending_calls):
+            self.pending_calls = [
+                attrs.evolve(pending, status="dispatched")
+                if pending.tool_call_id == call.id
+                else pending
+                for pending in self.pending_calls
+            ]
+        else:
+            self.pending_calls.append(
+                PendingCall(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    arguments_hash=arguments_hash(call.arguments),
+                    status="dispatched",
+                )
+            )
+        if self.anchor_leaf is None:
+            self.set_anchor()
+        await self.writer.save(self.state("running", at_anchor=True))
 
     def settle_pending(self, tool_call_id: str) -> None:
         """Forget a pending call once its result is in the session store."""

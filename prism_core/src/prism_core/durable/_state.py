@@ -37,6 +37,7 @@ __all__ = (
     "LoopStateRecord",
     "PendingCall",
     "PendingDecision",
+    "ResolutionRecord",
     "RunCountersState",
     "RunStatus",
     "SessionStateRecord",
@@ -107,17 +108,35 @@ class PendingCall:
 
     ``status``: ``pending`` (awaiting a decision), ``approved`` (ready to dispatch),
     ``rejected`` (answered with ``approval_rejected``), ``answered`` (an elicitation
-    payload stands in for the result), ``dispatched`` (its side effect may have started).
+    payload stands in for the result), ``dispatched`` (its side effect may have started: while
+    its result is not stored, the call is *in doubt*), ``resolved`` (an in-doubt call whose
+    outcome was settled: ``resolution`` is ``completed`` with ``result``, or ``failed`` with
+    ``reason``). An ``approved`` call with ``resolution == "not_started"`` is an in-doubt call
+    cleared to run again.
     """
 
     tool_call_id: str
     name: str
     arguments_hash: str
-    status: Literal["pending", "approved", "rejected", "answered", "dispatched"]
+    status: Literal["pending", "approved", "rejected", "answered", "dispatched", "resolved"]
     approval_id: str | None = None
     reason: str | None = None
     modified_arguments: Mapping[str, Any] | None = None
     answer: Mapping[str, Any] | None = None
+    resolution: Literal["completed", "not_started", "failed"] | None = None
+    result: Any = None
+
+
+@attrs.frozen(kw_only=True)
+class ResolutionRecord:
+    """The audit of how one in-doubt call was settled: ``outcome``, who settled it
+    (``source``: ``operator``, ``reconcile`` or ``idempotent``) and when (``at``, Unix
+    seconds). The result itself is not kept here, only in the session."""
+
+    tool_call_id: str
+    outcome: Literal["completed", "not_started", "failed"]
+    source: Literal["operator", "reconcile", "idempotent"]
+    at: float
 
 
 @attrs.frozen(kw_only=True)
@@ -194,6 +213,7 @@ class AgentRunState:
     error: ErrorInfo | None = None
     stop_reason: str | None = None
     stop_detail: str | None = None
+    resolutions: tuple[ResolutionRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     @property

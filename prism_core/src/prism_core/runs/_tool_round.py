@@ -36,7 +36,7 @@ from ..tools import (
     check_tool_call,
     execute_tool,
 )
-from ._failures import AbortRequested
+from ._failures import AbortRequested, RunSuspended
 from ._guarding import act_on_tool_stage, decision_event, evaluate, strongest
 from ._state import RunState
 
@@ -83,7 +83,8 @@ async def tool_call(
     """One call: middleware, tool-input guardrails, checks, the approval gate, dispatch.
 
     ``gates`` collects calls a durable run must hold for a decision; ``approved`` marks
-    a call a human already approved (it is marked ``dispatched`` before it runs).
+    a call a human already approved. In a durable run with a record, a call of a tool that
+    is neither read-only nor idempotent is marked ``dispatched`` right before it starts.
     """
     if run.signal.aborted:
         await anyio.lowlevel.checkpoint()
@@ -148,8 +149,10 @@ async def tool_call(
                 for event in await reject(run, call, sticky.reason):
                     yield event
                 return
-    if approved and run.durable is not None:
-        await run.durable.mark_dispatched(call.id)
+    marked = run.durable is not None and run.durable.has_record and checked.needs_dispatch_mark
+    if marked:
+        assert run.durable is not None
+        await run.durable.mark_dispatched(call)
     yield run.emit(
         ToolExecutionStartedEvent(
             session_id=run.session_id,
@@ -190,12 +193,14 @@ async def tool_call(
             )
     result = await run.agent.middleware.run("tool_result", result, run.mw_context("tool_result"))
     yield await deliver(run, call, result)
-    if approved and run.durable is not None:
+    if (approved or marked) and run.durable is not None:
         run.durable.settle_pending(call.id)
 
 
 async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
-    """Finish the decided work of a resumed suspension, in the order of the calls."""
+    """Finish the decided work of a resumed run, in the order of the calls: decided and
+    resolved calls first, then the calls of a crashed round that never started (checked and
+    gated like any call; held ones suspend the run)."""
     assert run.resume is not None
     assert run.durable is not None
     plan = run.resume
@@ -203,7 +208,18 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
         call = plan.calls[pending.tool_call_id]
         if pending.modified_arguments is not None:
             call = ToolCallContent(call.id, call.name, dict(pending.modified_arguments))
-        if pending.status == "rejected":
+        if pending.status == "resolved":
+            if pending.resolution == "failed":
+                error = ErrorInfo(
+                    f"Tool call outcome unknown after a crash; resolved as failed: "
+                    f"{pending.reason or ''}",
+                    code="tool_in_doubt_failed",
+                )
+                yield await deliver(run, call, ToolResult(call.id, call.name, error=error))
+            else:
+                yield await deliver(run, call, ToolResult(call.id, call.name, pending.result))
+            run.durable.settle_pending(call.id)
+        elif pending.status == "rejected":
             for event in await reject(run, call, pending.reason):
                 yield event
             run.durable.settle_pending(call.id)
@@ -218,6 +234,14 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
                     yield event
             # A call blocked on re-check never ran; it is settled all the same.
             run.durable.settle_pending(call.id)
+    gates: list[Gate] = []
+    for call in plan.fresh:
+        tool_events = tool_call(run, call, False, gates)
+        async with aclosing(tool_events):
+            async for event in tool_events:
+                yield event
+    if gates:
+        raise RunSuspended(await run.durable.suspend(gates))
     for message in plan.pending_input:
         await run.session._append_message(message, run.run_id)
 
