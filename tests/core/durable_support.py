@@ -9,6 +9,7 @@ from prism_core import (
     AGENT_RUN_NAMESPACE,
     Agent,
     CheckpointRecord,
+    MemoryCheckpointStore,
     ProviderEvent,
     ProviderRequest,
     RunStateOptions,
@@ -30,6 +31,13 @@ class CountingStore:
         self.saves = 0
         self.loads = 0
         self.calls = 0
+
+    @property
+    def process_local(self) -> bool:
+        """A wrapper lives as long as the store it wraps."""
+        return bool(getattr(self.inner, "process_local", False)) or isinstance(
+            self.inner, MemoryCheckpointStore
+        )
 
     async def load(self, *args: Any, **kw: Any) -> CheckpointRecord | None:
         self.calls += 1

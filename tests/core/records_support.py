@@ -17,13 +17,13 @@ from prism_core import (
     CheckpointStoreError,
     create_agent,
     create_agent_run_lifecycle,
-    create_memory_session_store,
     create_mock_provider,
     load_agent_run_state,
     resume_agent_run,
 )
 from prism_core.durable import CORRUPT_CHECKPOINT_CODE, AgentRunState
 from prism_core.durable._state import state_to_json
+from prism_core.sessions._memory import MemorySessionStore
 
 from .durable_support import REVISION
 from .helpers import text_turn
@@ -66,11 +66,18 @@ async def seed(store: Any, value: Any = _GOOD, metadata: dict[str, str] | None =
     )
 
 
+class _SessionsOfTheCheckpointBackend(MemorySessionStore):
+    """Stands in for a session store that lives as long as the checkpoint store under test
+    (every entry point refuses the corrupt record before it reads a session)."""
+
+    process_local = False
+
+
 def _agent() -> Any:
     return create_agent(
         id="investigator",
         model={"provider": "mock", "model": "demo"},
-        store=create_memory_session_store(),
+        store=_SessionsOfTheCheckpointBackend(),
         provider=create_mock_provider([text_turn("done")]),
     )
 

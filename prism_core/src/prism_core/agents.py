@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import anyio
 import attrs
 
 from .errors import PrismError
@@ -33,6 +34,22 @@ from .skills import Skill, SkillRegistry
 from .tools import ToolDefinition, ToolPolicy, ToolRegistry, ToolValidator, create_tool_registry
 
 __all__ = ("Agent", "create_agent", "create_agent_session", "create_secure_agent")
+
+
+def _check_session_store(store: Any) -> SessionStore:
+    if isinstance(store, str):
+        raise PrismError(
+            "store must be a SessionStore, not a URL: open it with "
+            "store=open_session_store(url, plugins=[...]) (the plugin that serves its scheme)",
+            code="ERR_PRISM_STORE_INVALID",
+        )
+    if not isinstance(store, SessionStore):
+        raise PrismError(
+            f"store must be a SessionStore (append/list/read_branch_path/...), got "
+            f"{type(store).__name__}",
+            code="ERR_PRISM_STORE_INVALID",
+        )
+    return store
 
 
 def _check_callable(value: Any, name: str) -> None:
@@ -77,6 +94,7 @@ class Agent:
         permission: ToolPolicy | None = None,
         turn_policy: Any = None,
         stop_hooks: Any = None,
+        thread_limiter: anyio.CapacityLimiter | None = None,
     ) -> None:
         self.model = coerce_model(model)
         for label, value in (("id", id), ("name", name), ("instructions", instructions)):
@@ -94,7 +112,16 @@ class Agent:
             system_prompt = (system_prompt,)
         self.system_prompt: tuple[Any, ...] = tuple(system_prompt)
         self.registry = tools if isinstance(tools, ToolRegistry) else create_tool_registry(tools)
-        self.store = store
+        # Without a store, the agent's sessions share one memory store of its own, so a run
+        # suspended on this agent object can be resumed on it.
+        self.store: SessionStore = (
+            _check_session_store(store) if store is not None else create_memory_session_store()
+        )
+        if thread_limiter is not None and not isinstance(thread_limiter, anyio.CapacityLimiter):
+            raise TypeError("thread_limiter must be an anyio.CapacityLimiter")
+        #: Bounds the worker threads of sync tools, guardrails, validators and restore hooks
+        #: (``None``: anyio's default limiter).
+        self.thread_limiter = thread_limiter
         self.guardrails: GuardrailConfig = coerce_guardrails(guardrails)
         self.plugin_host = PluginHost(plugins)
         self.middleware = MiddlewareChain((*middleware, *self.plugin_host.middleware()))
@@ -166,7 +193,8 @@ class Agent:
         guardrail_packs: Any = None,
         snapshot_cache_ttl_ms: float = DEFAULT_SNAPSHOT_CACHE_TTL_MS,
     ) -> AgentSession:
-        """A new session. Its store is ``store``, else the agent's, else a private memory store."""
+        """A new session. Its store is ``store``, else the agent's (without ``store=``, a memory
+        store the agent's sessions share)."""
         if id is not None and (not isinstance(id, str) or not id):
             raise ValueError("session id must be a non-empty string")
         compiled = (
@@ -182,7 +210,7 @@ class Agent:
         return AgentSession(
             self,
             id=id or f"session_{uuid.uuid4().hex}",
-            store=store or self.store or create_memory_session_store(),
+            store=store or self.store,
             leaf_id=leaf_id,
             metadata=dict(metadata or {}),
             compiled_packs=compiled,

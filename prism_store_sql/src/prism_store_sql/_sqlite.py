@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -206,7 +207,7 @@ class SqliteDatabase:
         try:
             # The busy timeout first: switching a fresh file to WAL needs a lock too.
             connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            connection.execute("PRAGMA journal_mode=WAL")
+            _use_wal(connection)
             connection.execute(f"PRAGMA synchronous={self.synchronous}")
             self._check_schema(connection)
         except BaseException:
@@ -250,6 +251,24 @@ class SqliteDatabase:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Switch the file to WAL (a property of the file: once set, it stays).
+
+    Connections opening a fresh file together race to convert it, and the loser can be told
+    "database is locked" without SQLite waiting on its busy handler; so the switch is retried
+    for up to the busy timeout before the error is raised.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _recorded_version(connection: sqlite3.Connection, tables: Tables) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -11,7 +11,7 @@ import attrs
 from .._echo import echo
 from ..errors import AgentRunStateError
 from ..results import AgentRunResult
-from ..runs._broadcast import OverflowPolicy, validate_subscribe_options
+from ..runs._broadcast import OverflowPolicy
 from ..signals import AbortSignal
 from ._checkpoints import reading_run_record
 from ._decisions import coerce_run_ref, validate_resume_input
@@ -25,6 +25,7 @@ from ._resume import (
     load_agent_run_state,
     prepare_resume,
 )
+from ._resume_checks import check_stream_options, coerce_hooks
 from ._resume_stream import ResumeEventStream
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def _request(
     return ResumeRequest(
         checkpoints=checkpoints,
         definition_revision=definition_revision,
-        restore_hooks=_restore_hooks(restore_hooks),
+        restore_hooks=restore_hooks,
         restore_hook_timeout_ms=restore_hook_timeout_ms,
         checkpoint_metadata=checkpoint_metadata,
         persist_session_state=persist_session_state,
@@ -68,20 +69,6 @@ def _request(
         signal=signal,
         guardrail_packs=_packs(guardrail_packs),
     )
-
-
-def _restore_hooks(value: Any) -> tuple[Any, ...]:
-    """``restore_hooks`` as a tuple; anything but a sequence of hooks is refused typed."""
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise AgentRunStateError(
-            f"restore_hooks must be a sequence of restore hooks, got {type(value).__name__}"
-        )
-    try:
-        return tuple(value)
-    except Exception as exc:  # the caller's sequence failed to iterate
-        raise AgentRunStateError(
-            f"restore_hooks could not be read as a sequence ({type(exc).__name__})"
-        ) from exc
 
 
 def _run_id(ref: Any) -> str:
@@ -194,23 +181,26 @@ def resume_agent_run_stream(
     Malformed input raises :class:`~prism_core.AgentDecisionError` here, at once.
     """
     validate_resume_input(resume)
-    validate_subscribe_options(max_queued_events, overflow)
+    check_stream_options(max_queued_events, overflow)
+
+    # Built now, so every malformed option is refused at the call, before any store access.
+    request = _request(
+        checkpoints=checkpoints,
+        definition_revision=definition_revision,
+        restore_hooks=restore_hooks,
+        restore_hook_timeout_ms=restore_hook_timeout_ms,
+        checkpoint_metadata=checkpoint_metadata,
+        persist_session_state=persist_session_state,
+        include_skill_bodies=include_skill_bodies,
+        ownership=ownership,
+        on_session=on_session,
+        signal=signal,
+        guardrail_packs=guardrail_packs,
+    )
 
     def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
-        request = _request(
-            checkpoints=checkpoints,
-            definition_revision=definition_revision,
-            restore_hooks=restore_hooks,
-            restore_hook_timeout_ms=restore_hook_timeout_ms,
-            checkpoint_metadata=checkpoint_metadata,
-            persist_session_state=persist_session_state,
-            include_skill_bodies=include_skill_bodies,
-            ownership=ownership,
-            on_session=observe,
-            signal=signal,
-            guardrail_packs=guardrail_packs,
-        )
-        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, request))
+        observed = attrs.evolve(request, on_session=observe)
+        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, observed))
 
     return ResumeEventStream(
         prepare,
@@ -293,7 +283,7 @@ class AgentRunLifecycle:
         resume_request = _request(
             checkpoints=self.checkpoints,
             definition_revision=revision,
-            restore_hooks=_restore_hooks(request.get("restore_hooks", ())),
+            restore_hooks=request.get("restore_hooks", ()),
             restore_hook_timeout_ms=request.get(
                 "restore_hook_timeout_ms", self.restore_hook_timeout_ms
             ),
@@ -321,7 +311,7 @@ class AgentRunLifecycle:
         coerce_run_ref(ref)
         max_queued = request.pop("max_queued_events", 1024)
         overflow = request.pop("overflow", "close")
-        validate_subscribe_options(max_queued, overflow)
+        check_stream_options(max_queued, overflow)
         on_session = request.pop("on_session", None)
 
         def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
@@ -343,10 +333,10 @@ def create_agent_run_lifecycle(
 ) -> AgentRunLifecycle:
     """A lifecycle adapter over ``checkpoints`` (see :class:`AgentRunLifecycle`)."""
     if not callable(resolve_agent):
-        raise TypeError("resolve_agent must be callable(agent_id)")
+        raise AgentRunStateError("resolve_agent must be callable(agent_id)")
     return AgentRunLifecycle(
         checkpoints=checkpoints,
         resolve_agent=resolve_agent,
-        restore_hooks=tuple(restore_hooks),
+        restore_hooks=coerce_hooks(restore_hooks),
         restore_hook_timeout_ms=restore_hook_timeout_ms,
     )

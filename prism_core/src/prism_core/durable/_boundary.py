@@ -7,6 +7,8 @@ imports ``runs/``, ``sessions/`` or ``agents``; the run is read through :class:`
 
 from ._fingerprint import agent_fingerprint
 from ._host import HostAgent, HostCounters, HostRun, HostSession
+from ._lifetime import check_store_lifetimes
+from ._options import DEFAULT_MAX_PENDING_DECISIONS as MAX_PENDING_DECISIONS
 from ._options import RunStateOptions, coerce_run_state_options
 from ._run import DurableRun, Gate, RunStateInfo, new_approval_id, scope_for
 from ._state import DecisionKind, Interruption
@@ -19,10 +21,12 @@ __all__ = (
     "HostCounters",
     "HostRun",
     "HostSession",
+    "MAX_PENDING_DECISIONS",
     "Interruption",
     "RunStateInfo",
     "RunStateOptions",
     "agent_fingerprint",
+    "check_store_lifetimes",
     "coerce_run_state_options",
     "new_approval_id",
     "scope_for",

@@ -191,19 +191,21 @@ async def prepare_resume(
         checkpoint=record,
     )
     check_signal(signal, "the restore hooks")
+    limiter = agent.thread_limiter
     audit = await run_restore_hooks(
         hooks,
         context,
         request.restore_hook_timeout_ms,
         signal=signal,
         redactor=agent.redactor,
+        limiter=limiter,
     )
     check_signal(signal, "the claim")
     try:
         await writer.save(claimed)
     except BaseException:
         # Another resume won the claim: put the restored layers back as they were.
-        await compensate_all(hooks, context, redactor=agent.redactor)
+        await compensate_all(hooks, context, redactor=agent.redactor, limiter=limiter)
         raise
     if settlement is not None and settlement.to_reconcile:
         try:
@@ -217,7 +219,7 @@ async def prepare_resume(
             )
         except BaseException:
             # The run stays in doubt as claimed: nothing ran, so the restored layers go back.
-            await compensate_all(hooks, context)
+            await compensate_all(hooks, context, redactor=agent.redactor, limiter=limiter)
             raise
         # Written with the next checkpoint; a crash before it reconciles again.
         claimed = attrs.evolve(

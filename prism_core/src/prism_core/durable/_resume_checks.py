@@ -7,16 +7,18 @@ and its frontier. These checks read; they never write a checkpoint or a session 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from ..errors import AgentRunStateError
+from ..runs._broadcast import validate_subscribe_options
 from ._checkpoints import CheckpointRecord, CheckpointStore, reading_run_record
 from ._decisions import ResumeInput, coerce_run_ref
 from ._fingerprint import agent_fingerprint
 from ._in_doubt import in_doubt_calls, in_doubt_error
+from ._lifetime import check_store_lifetimes
 from ._options import (
     AGENT_RUN_NAMESPACE,
     DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS,
@@ -24,6 +26,7 @@ from ._options import (
     CheckpointMetadataSource,
     check_revision,
     check_store,
+    coerce_run_state_options,
 )
 from ._restore import check_hooks
 from ._resume_ports import ResumableAgent
@@ -38,6 +41,10 @@ __all__ = (
     "STALE",
     "AgentRunStatus",
     "ResumeRequest",
+    "check_configuration",
+    "check_ownership",
+    "check_stream_options",
+    "coerce_hooks",
     "check_identity",
     "check_request",
     "check_version_and_status",
@@ -60,19 +67,78 @@ class AgentRunStatus:
     metadata: dict[str, str] | None = None
 
 
+def coerce_hooks(value: Any) -> tuple[Any, ...]:
+    """``restore_hooks`` as a tuple of hooks (callables or objects with ``restore``); anything
+    else raises :class:`~prism_core.errors.AgentRunStateError` before any store access."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise AgentRunStateError(
+            f"restore_hooks must be a sequence of restore hooks, got {type(value).__name__}"
+        )
+    try:
+        hooks = tuple(value)
+    except Exception as exc:
+        raise AgentRunStateError("restore_hooks could not be read as a sequence") from exc
+    for index, hook in enumerate(hooks):
+        if not callable(hook) and not callable(getattr(hook, "restore", None)):
+            raise AgentRunStateError(
+                f"restore_hooks[{index}] is neither callable nor has restore(), got "
+                f"{type(hook).__name__}"
+            )
+    return hooks
+
+
+def check_ownership(value: Any) -> Mapping[str, str] | None:
+    """``ownership`` must be ``None`` or a mapping of strings to strings."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(key, str) and isinstance(item, str) for key, item in value.items()
+    ):
+        raise AgentRunStateError("ownership must be a mapping of strings to strings, or None")
+    return value
+
+
+def check_stream_options(max_queued_events: Any, overflow: Any) -> None:
+    """A resume stream's queue options, refused with
+    :class:`~prism_core.errors.AgentRunStateError` like the resume's other options."""
+    try:
+        validate_subscribe_options(max_queued_events, overflow)
+    except ValueError as exc:
+        raise AgentRunStateError(str(exc)) from exc
+
+
+def _optional_bool(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise AgentRunStateError(
+            f"{attribute.name} must be True, False or None, got {type(value).__name__}"
+        )
+
+
+def _optional_callable(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise AgentRunStateError(
+            f"{attribute.name} must be callable or None, got {type(value).__name__}"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class ResumeRequest:
-    """The options of one resume (see ``resume_agent_run``)."""
+    """The options of one resume (see ``resume_agent_run``).
+
+    Options of the wrong type raise :class:`~prism_core.errors.AgentRunStateError` when the
+    request is built, before any store access."""
 
     checkpoints: CheckpointStore = attrs.field(eq=False)
     definition_revision: str
-    restore_hooks: tuple[Any, ...] = ()
+    restore_hooks: tuple[Any, ...] = attrs.field(default=(), converter=coerce_hooks)
     restore_hook_timeout_ms: float = DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS
     checkpoint_metadata: CheckpointMetadataSource = attrs.field(default=None, eq=False)
-    persist_session_state: bool | None = None
-    include_skill_bodies: bool | None = None
-    ownership: Mapping[str, str] | None = None
-    on_session: Callable[[Any], Any] | None = attrs.field(default=None, eq=False)
+    persist_session_state: bool | None = attrs.field(default=None, validator=_optional_bool)
+    include_skill_bodies: bool | None = attrs.field(default=None, validator=_optional_bool)
+    ownership: Mapping[str, str] | None = attrs.field(default=None, converter=check_ownership)
+    on_session: Callable[[Any], Any] | None = attrs.field(
+        default=None, eq=False, validator=_optional_callable
+    )
     #: The caller's abort signal (see ``_resume_signal``).
     signal: Any = attrs.field(default=None, eq=False)
     #: Packs the host supplies again, matched by identity to the checkpoint's records.
@@ -85,6 +151,7 @@ async def load_agent_run_state(
     """The run's state, version and metadata, or ``None`` when absent or foreign."""
     run_ref = coerce_run_ref(ref)
     check_store(checkpoints)
+    ownership = check_ownership(ownership)
     with reading_run_record(run_ref.run_id):
         record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=ownership)
     if record is None:
@@ -116,6 +183,8 @@ def check_request(agent: ResumableAgent, request: ResumeRequest) -> None:
             "resuming needs the agent's session store: create_agent(store=...) with the store "
             "the run was written to"
         )
+    check_store_lifetimes(request.checkpoints, agent.store)
+    check_configuration(agent, request)
 
 
 def check_version_and_status(
@@ -146,3 +215,41 @@ def check_identity(agent: ResumableAgent, state: AgentRunState, request: ResumeR
         or state.fingerprint != agent_fingerprint(agent, request.definition_revision)
     ):
         raise AgentRunStateError(MISMATCH)
+
+
+DRIFT = "Resume options contradict the agent's durable run-state configuration"
+
+
+def check_configuration(agent: ResumableAgent, request: ResumeRequest) -> None:
+    """Refuse a resume whose options contradict the agent's own ``run_state=``: another
+    checkpoint store, revision, owner scope, or session-state choice than the agent writes
+    with. An agent without ``run_state=`` takes the request as it is."""
+    if agent.run_state is None:
+        return
+    configured = coerce_run_state_options(agent.run_state)
+    assert configured is not None
+    drift = [
+        name
+        for name, differs in (
+            ("checkpoints", request.checkpoints is not configured.checkpoints),
+            ("definition_revision", request.definition_revision != configured.definition_revision),
+            ("ownership", dict(request.ownership or {}) != dict(configured.ownership or {})),
+            (
+                "persist_session_state",
+                request.persist_session_state is not None
+                and request.persist_session_state != configured.persist_session_state,
+            ),
+            (
+                "include_skill_bodies",
+                request.include_skill_bodies is not None
+                and request.include_skill_bodies != configured.include_skill_bodies,
+            ),
+        )
+        if differs
+    ]
+    if drift:
+        raise AgentRunStateError(
+            f"{DRIFT}: {', '.join(drift)} differ from the agent's run_state; resume with the "
+            "agent's own configuration",
+            code="ERR_PRISM_RUN_STATE_DRIFT",
+        )

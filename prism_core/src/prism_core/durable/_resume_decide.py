@@ -12,11 +12,12 @@ from collections.abc import Mapping
 
 import attrs
 
+from .._threads import call_host
 from ..content import ToolCallContent
 from ..errors import AgentDecisionError
 from ..guardrails import GuardrailContext, evaluate_guardrails, first_decisive
 from ..schema import validate_json_schema
-from ..tools import ToolExecutionContext
+from ..tools import ToolDefinition, ToolExecutionContext
 from ._decisions import ResumeInput, RunDecision
 from ._options import DEFAULT_MAX_STICKY_DECISIONS
 from ._resume_ports import ResumableAgent, ResumedSession
@@ -42,19 +43,9 @@ async def _revalidate(
     tool = agent.registry.get(call.name)
     if tool is None:
         raise AgentDecisionError(f"decisions[{index}] edits a call to an unknown tool")
-    problem = validate_json_schema(tool.parameters, call.arguments)
-    context = ToolExecutionContext(
-        session_id=state.session_id,
-        run_id=state.run_id,
-        tool_call_id=call.id,
-        tool_name=call.name,
-    )
-    if problem is None and agent.validate is not None:
-        verdict = agent.validate(call, tool, context)
-        if hasattr(verdict, "__await__"):
-            verdict = await verdict
-        if verdict is not None:
-            problem = getattr(verdict, "message", None) or str(verdict)
+    problem = tool.check_arguments(call.arguments)
+    if problem is None:
+        problem = await _host_verdict(agent, call, tool, state)
     if problem is not None:
         raise AgentDecisionError(f"decisions[{index}].modified_arguments are invalid: {problem}")
     guards = agent.guardrails.for_stage("tool_input")
@@ -73,12 +64,32 @@ async def _revalidate(
             tool_call_id=call.id,
         ),
         redactor=agent.redactor,
+        limiter=agent.thread_limiter,
     )
     decisive = first_decisive(records)
     if decisive is not None:
         raise AgentDecisionError(
             f"decisions[{index}].modified_arguments are refused by guardrail {decisive.guardrail}"
         )
+
+
+async def _host_verdict(
+    agent: ResumableAgent, call: ToolCallContent, tool: ToolDefinition, state: AgentRunState
+) -> str | None:
+    """The host validator's objection to ``call``, if any (a sync validator runs in a worker
+    thread under the agent's ``thread_limiter``)."""
+    if agent.validate is None:
+        return None
+    context = ToolExecutionContext(
+        session_id=state.session_id,
+        run_id=state.run_id,
+        tool_call_id=call.id,
+        tool_name=call.name,
+    )
+    verdict = await call_host(agent.validate, call, tool, context, limiter=agent.thread_limiter)
+    if verdict is None:
+        return None
+    return getattr(verdict, "message", None) or str(verdict)
 
 
 def _check_scope(decision: RunDecision, pending: PendingDecision, index: int) -> None:
@@ -101,6 +112,20 @@ def _check_scope(decision: RunDecision, pending: PendingDecision, index: int) ->
             "allow_once",
             code="ERR_PRISM_DECISION_SCOPE",
         )
+    if pending.kind == "elicitation" and decision.outcome.startswith("allow"):
+        # An elicitation tool never executes: the human's answer is its result.
+        if decision.modified_arguments is not None:
+            raise AgentDecisionError(
+                f"decisions[{index}] edits the arguments of an elicitation; answer it with "
+                "elicitation instead",
+                code="ERR_PRISM_DECISION_SCOPE",
+            )
+        if decision.elicitation is None:
+            raise AgentDecisionError(
+                f"decisions[{index}] allows an elicitation without answering it; pass "
+                "elicitation (or reject it)",
+                code="ERR_PRISM_DECISION_SCOPE",
+            )
     if decision.modified_arguments is not None and not decision.outcome.startswith("allow"):
         raise AgentDecisionError(
             f"decisions[{index}] edits arguments of a rejected call",
@@ -165,24 +190,13 @@ async def resolve_decisions(
             )
         elif decision.elicitation is not None:
             tool = agent.registry.get(call.name)
-            schema = tool.elicitation if tool is not None else target.elicitation_schema
-            problem = validate_json_schema(schema, decision.elicitation)
-            if problem is None and agent.validate is not None and tool is not None:
+            if tool is not None:
+                problem = tool.check_elicitation(decision.elicitation)
+            else:
+                problem = validate_json_schema(target.elicitation_schema, decision.elicitation)
+            if problem is None and tool is not None:
                 answered = ToolCallContent(call.id, call.name, dict(decision.elicitation))
-                verdict = agent.validate(
-                    answered,
-                    tool,
-                    ToolExecutionContext(
-                        session_id=state.session_id,
-                        run_id=state.run_id,
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                    ),
-                )
-                if hasattr(verdict, "__await__"):
-                    verdict = await verdict
-                if verdict is not None:
-                    problem = getattr(verdict, "message", None) or str(verdict)
+                problem = await _host_verdict(agent, answered, tool, state)
             if problem is not None:
                 raise AgentDecisionError(f"decisions[{index}].elicitation is invalid: {problem}")
             updates[current.tool_call_id] = attrs.evolve(

@@ -50,6 +50,16 @@ class ResumableAgent(FingerprintedAgent, Protocol):
         ...
 
     @property
+    def run_state(self) -> Any:
+        """The agent's own durable configuration (``run_state=``), or ``None``."""
+        ...
+
+    @property
+    def thread_limiter(self) -> Any:
+        """The limiter of the worker threads host callables run in (``None``: anyio's)."""
+        ...
+
+    @property
     def pack_catalogue(self) -> dict[str, GuardrailPack]:
         """The guardrail packs this host knows."""
         ...

@@ -86,8 +86,12 @@ async def rebuild_session(
         path = await session.store.read_branch_path(session.id, session.leaf_id)
     session._load_history(path)
     _restore_skills(agent, session, state)
-    calls = _find_calls(path, list(state.pending_calls))
-    calls.update({call.id: call for call in fresh})
+    # ``deny`` runs nothing and reads no call, so a run is always decidable by a deny, even
+    # when its pending calls no longer match the session.
+    calls: dict[str, ToolCallContent] = {}
+    if plan.decision != "deny":
+        calls = _find_calls(path, list(state.pending_calls))
+        calls.update({call.id: call for call in fresh})
     return Rebuilt(session=session, state=state, calls=calls, counters=counters, fresh=fresh)
 
 

@@ -7,6 +7,7 @@ compiles nothing and evaluates nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -36,6 +37,7 @@ __all__ = (
     "PackStateCodec",
     "bounded_json",
     "check_definition",
+    "check_rule_shape",
     "check_id",
     "check_version",
     "default_reason",
@@ -123,6 +125,32 @@ class PackRule:
     action: PackRuleAction = "deny"
     reason: str | None = None
 
+    def __attrs_post_init__(self) -> None:
+        # A rule that can never work is refused where it is written, not when a session
+        # first enables its pack.
+        check_rule_shape(self.id, self.pattern, self.deny, self.action)
+
+
+def check_rule_shape(rule_id: Any, pattern: Any, deny: Any, action: Any) -> None:
+    """Refuse a rule whose regex does not compile, or a ``deny`` predicate that asks.
+
+    Raises :class:`GuardrailPackError` naming the rule and the fix; the other checks of a
+    rule (ids, bounds, tools, paths) run when its pack is compiled."""
+    where = f"guardrail pack rule {rule_id!r}"
+    if isinstance(pattern, str) and pattern:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise GuardrailPackError(
+                f"{where}: invalid pattern ({exc}); fix the regular expression (Python re "
+                "syntax: escape a literal '(', '[' or '\\' with a backslash)"
+            ) from exc
+    elif pattern is None and deny is not None and action == "ask":
+        raise GuardrailPackError(
+            f"{where}: an ask rule needs a pattern; a deny predicate cannot ask. Use "
+            "action='deny' or 'tripwire' with deny=, or give a pattern to ask on"
+        )
+
 
 @attrs.frozen(kw_only=True)
 class GuardrailPack:
@@ -147,6 +175,15 @@ class GuardrailPack:
     observe: StateObserver | None = attrs.field(default=None, eq=False)
     initial_state: Any = None
     description: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if callable(self.rules) or not isinstance(self.rules, tuple):
+            return
+        for rule in self.rules:
+            if isinstance(rule, Mapping):
+                check_rule_shape(
+                    rule.get("id"), rule.get("pattern"), rule.get("deny"), rule.get("action")
+                )
 
 
 @attrs.define(eq=False)

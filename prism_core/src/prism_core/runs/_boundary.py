@@ -12,13 +12,19 @@ import inspect
 
 import anyio
 
-from ..content import ToolCallContent
+from ..content import Message, ToolCallContent
 from ..durable._boundary import Gate, new_approval_id, scope_for
 from ..events import AgentEvent, SteerRejectedEvent
 from ..guardrails import first_decisive
 from ..redaction import redact_value
 from ._failures import AbortRequested
-from ._guarding import act_on_run_stage, decision_event, evaluate, interrupt_unavailable
+from ._guarding import (
+    act_on_run_stage,
+    decision_event,
+    evaluate,
+    interrupt_unavailable,
+    strongest,
+)
 from ._state import RunState
 from ._turn_policy import TurnPolicy, TurnPolicyContext, decide
 
@@ -28,6 +34,7 @@ __all__ = (
     "auto_compact",
     "check_input",
     "has_pending_steers",
+    "recheck_approved_input",
     "turn_boundary",
 )
 
@@ -55,6 +62,30 @@ async def check_input(run: RunState) -> list[AgentEvent]:
     return events
 
 
+async def recheck_approved_input(run: RunState, messages: tuple[Message, ...]) -> list[AgentEvent]:
+    """Run the input guardrails again over input a human approved, before it is stored.
+
+    The approval answers an ``interrupt`` only: every guard is consulted (an ask never
+    outranks a later block), and a guard that now blocks or trips fails the run with a
+    :class:`~prism_core.errors.GuardrailError` cause before anything else of the run happens.
+    """
+    guards = run.guardrails.for_stage("input")
+    events: list[AgentEvent] = []
+    remaining = guards
+    while remaining:
+        records = await evaluate(run, "input", remaining, messages)
+        events.extend(run.emit(decision_event(run, record)) for record in records)
+        decisive = strongest(records)
+        if decisive is None:
+            break
+        if decisive.action != "interrupt":
+            act_on_run_stage(decisive, "input (approved)")
+        if run.guardrails.max_concurrency > 1:
+            break
+        remaining = remaining[len(records) :]
+    return events
+
+
 async def append_input(run: RunState) -> None:
     """Store the run's input (after a ``model_change`` entry when the model changed)."""
     session = run.session
@@ -67,7 +98,11 @@ async def append_input(run: RunState) -> None:
 
 async def turn_boundary(run: RunState) -> list[AgentEvent]:
     """A provider-turn boundary: stop on abort, consult the turn policy, apply steers, then
-    the durable checkpoint."""
+    the durable checkpoint.
+
+    Every turn passes a checkpoint of the event loop, so a run whose provider, tools and
+    stores never really await still lets cancellation and other tasks through."""
+    await anyio.lowlevel.checkpoint()
     if run.signal.aborted:
         await anyio.lowlevel.checkpoint()
         raise AbortRequested()

@@ -13,6 +13,7 @@ order of the phases and the mapping of the phases' exceptions to terminals.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
@@ -31,10 +32,12 @@ from ._provider_turn import TurnState, assistant_message, finish_message, stream
 from ._request import assemble_request, request_bytes, resolve_provider
 from ._state import RunState
 from ._stop_hooks import consult_stop_hooks
-from ._tool_round import resume_pending, tool_call
+from ._tool_round import check_decision_cap, resume_pending, tool_call
 from ._turn_policy import RunStopped
 
 __all__ = ("RunExecution",)
+
+logger = logging.getLogger(__package__ or __name__)
 
 
 class RunExecution(RunState):
@@ -106,6 +109,7 @@ class RunExecution(RunState):
             self.counters.turns += 1
             self.counters.charge("max_turns", self.counters.turns, self.limits)
             turn = self.counters.turns
+            logger.debug("run %s: turn %d", self.run_id, turn)
             yield self.emit(
                 TurnStartedEvent(session_id=self.session_id, run_id=self.run_id, turn=turn)
             )
@@ -124,6 +128,7 @@ class RunExecution(RunState):
                 self.counters.charge("max_tool_rounds", self.counters.tool_rounds, self.limits)
                 self.counters.tool_calls += len(calls)
                 self.counters.charge("max_tool_calls", self.counters.tool_calls, self.limits)
+                check_decision_cap(self, calls, state.assembler.invalid_ids)
                 gates: list[Gate] | None = [] if self.durable is not None else None
                 for call in calls:
                     tool_events = tool_call(

@@ -60,6 +60,7 @@ async def evaluate(
         context,
         max_concurrency=run.guardrails.max_concurrency,
         redactor=run.redactor,
+        limiter=run.agent.thread_limiter,
     )
 
 

@@ -63,6 +63,7 @@ class RunAgent(Protocol):
     provider_request_policies: tuple[Callable[..., Any], ...]
     turn_policy: Any
     stop_hooks: tuple[Any, ...]
+    thread_limiter: Any
 
 
 class RunIdentity(Protocol):
@@ -118,6 +119,11 @@ class RunSession(Protocol):
     @property
     def compiled_packs(self) -> CompiledGuardrailPacks | None:
         """The session's guardrail packs, if any."""
+        ...
+
+    @property
+    def store(self) -> Any:
+        """The session store the session appends to."""
         ...
 
     @property

@@ -210,8 +210,10 @@ def _on_provider_event(run: RunState, event: Any, state: TurnState) -> list[Agen
             )
         )
     elif isinstance(event, ProviderToolCall):
-        state.assembler.add_call(event.call)
-        state.response_bytes += len(dumps(event.call.arguments))
+        # Measure the call as recorded: arguments that cannot encode (NaN, a lone surrogate)
+        # were dropped there, and only that call is blocked.
+        recorded = state.assembler.add_call(event.call)
+        state.response_bytes += len(dumps(recorded.arguments))
     else:
         raise RunFailure(
             ErrorInfo(

@@ -13,6 +13,7 @@ from ..durable._boundary import (
     DurableRun,
     HostRun,
     agent_fingerprint,
+    check_store_lifetimes,
     coerce_run_state_options,
 )
 from ..errors import AgentLoopStateError, AgentRunStateError
@@ -73,12 +74,36 @@ def resolve_skills(agent: RunAgent, options: RunOptions) -> tuple[Skill, ...]:
     return available
 
 
-def start_durable(run: HostRun, agent: RunAgent, options: RunOptions, run_state: Any) -> DurableRun:
-    """Validate a durable run's options before any provider work."""
+def start_durable(
+    run: HostRun,
+    agent: RunAgent,
+    options: RunOptions,
+    run_state: Any,
+    *,
+    session_store: Any = None,
+) -> DurableRun:
+    """Validate a durable run's options before any provider work.
+
+    A per-run ``run_state`` may not replace the agent's own one (configuration drift), and a
+    run whose checkpoints outlive the process needs a ``session_store`` that does too.
+    """
     state_options = coerce_run_state_options(run_state)
     assert state_options is not None
+    if options.run_state is not None and agent.run_state is not None:
+        configured = coerce_run_state_options(agent.run_state)
+        if (
+            configured != state_options
+            or configured.checkpoints is not state_options.checkpoints
+            or configured.checkpoint_metadata != state_options.checkpoint_metadata
+        ):
+            raise AgentRunStateError(
+                "RunOptions cannot replace agent durable run-state configuration: pass the "
+                "agent's own run_state or none",
+                code="ERR_PRISM_RUN_STATE_DRIFT",
+            )
     if not (agent.id or agent.name):
         raise AgentRunStateError("a durable run needs an agent id or name")
+    check_store_lifetimes(state_options.checkpoints, session_store)
     overrides = [
         name for name in ("model", "guardrails", "loop") if getattr(options, name) is not None
     ]

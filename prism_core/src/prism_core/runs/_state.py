@@ -154,7 +154,9 @@ class RunState:
         if resume is None:
             run_state = options.run_state if options.run_state is not None else agent.run_state
             if run_state is not None:
-                self.durable = start_durable(self, agent, options, run_state)
+                self.durable = start_durable(
+                    self, agent, options, run_state, session_store=session.store
+                )
 
     def emit(self, event: AgentEvent) -> AgentEvent:
         """Redact ``event`` and publish it to the session's subscribers; return what was sent."""

@@ -8,6 +8,7 @@ failed or aborted result. It starts no work and runs no tool.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anyio
@@ -29,6 +30,8 @@ from ..results import AgentRunResult
 from ._counters import LimitBreached
 from ._failures import RunFailure
 from ._state import RunState
+
+logger = logging.getLogger(__package__ or __name__)
 
 __all__ = (
     "abort_terminal",
@@ -59,6 +62,12 @@ def suspended(run: RunState, interruption: Interruption) -> AgentEvent:
     """End a durable run that suspended with ``interruption`` (its checkpoint is written)."""
     assert run.durable is not None
     info = run.durable.info("suspended")
+    logger.debug(
+        "run %s suspended at version %d for %d decision(s)",
+        run.run_id,
+        info.version,
+        len(interruption.pending_decisions),
+    )
     run.result = AgentRunResult(
         **_base_result(run, "suspended"),
         interruption=interruption,
@@ -95,6 +104,7 @@ async def succeed(
         stop_detail=stop_detail,
         run_state=run_state,
     )
+    logger.debug("run %s succeeded after %d turn(s)", run.run_id, run.counters.turns)
     return run.emit(
         AgentFinishedEvent(
             session_id=run.session_id,
@@ -150,6 +160,8 @@ async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
     events.append(run.emit(ErrorEvent(session_id=run.session_id, run_id=run.run_id, error=error)))
     run.failure_cause = failure.cause
     run.failure_record = failure.record
+    # The code only: a failure's message may quote what the run was given.
+    logger.warning("run %s (session %s) failed: %s", run.run_id, run.session_id, error.code)
     run.result = AgentRunResult(
         **_base_result(run, "failed"),
         error=error,

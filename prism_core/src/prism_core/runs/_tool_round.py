@@ -10,7 +10,8 @@ suspends (``_execution``) and writes checkpoints only through the durable bounda
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Collection, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -18,7 +19,14 @@ import anyio
 import attrs
 
 from ..content import ErrorInfo, Message, ToolCallContent, ToolResult
-from ..durable._boundary import DecisionKind, Gate, new_approval_id, scope_for
+from ..durable._boundary import (
+    MAX_PENDING_DECISIONS,
+    DecisionKind,
+    Gate,
+    new_approval_id,
+    scope_for,
+)
+from ..errors import AgentDecisionError
 from ..events import (
     AgentEvent,
     ToolExecutionBlockedEvent,
@@ -27,7 +35,7 @@ from ..events import (
     ToolExecutionProgressEvent,
     ToolExecutionStartedEvent,
 )
-from ..guardrails import GuardrailRecord, first_decisive
+from ..guardrails import Guardrail, GuardrailRecord, first_decisive
 from ..redaction import redact_value
 from ..tools import (
     DispatchOutcome,
@@ -36,14 +44,31 @@ from ..tools import (
     check_tool_call,
     execute_tool,
 )
-from ._failures import AbortRequested, RunSuspended
+from ._boundary import recheck_approved_input
+from ._failures import AbortRequested, RunFailure, RunSuspended
 from ._guarding import act_on_tool_stage, decision_event, evaluate, strongest
 from ._state import RunState
 
-__all__ = ("TOOL_CALL_BLOCKED", "TOOL_RESULT_BLOCKED", "reject", "resume_pending", "tool_call")
+__all__ = (
+    "TOOL_CALL_BLOCKED",
+    "TOOL_RESULT_BLOCKED",
+    "UNAPPROVABLE",
+    "check_decision_cap",
+    "reject",
+    "resume_pending",
+    "tool_call",
+)
 
+logger = logging.getLogger(__package__ or __name__)
+
+DECISION_LIMIT = "ERR_PRISM_DECISION_LIMIT"
 TOOL_CALL_BLOCKED = "Tool call blocked by guardrail"
 TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
+UNAPPROVABLE = (
+    "Tool call refused: it needs a human decision, but its arguments hold a value that is "
+    "redacted (or rewritten) before it is stored, so the approver could not see what would "
+    "run. Call it again without the secret value."
+)
 
 
 def _tool_context(run: RunState, call: ToolCallContent) -> ToolExecutionContext:
@@ -94,9 +119,17 @@ async def tool_call(
     guards = run.guardrails.for_stage("tool_input")
     if guards:
         decisive: GuardrailRecord | None = None
+        can_hold = run.durable is not None and (gates is not None or approved)
         remaining = guards
         while remaining:
             records = await evaluate(run, "tool_input", remaining, call, call=call)
+            if not can_hold:
+                # A pack's ask rule blocks where the run cannot suspend, and the record
+                # says so; any other interrupt is refused as unavailable below.
+                records = [
+                    _pack_ask_as_block(run, guard, record)
+                    for guard, record in zip(remaining, records, strict=False)
+                ]
             for record in records:
                 yield run.emit(decision_event(run, record))
             decisive = strongest(records)
@@ -107,13 +140,8 @@ async def tool_call(
             if run.guardrails.max_concurrency > 1:
                 break
             remaining = remaining[len(records) :]
-        can_hold = run.durable is not None and (gates is not None or approved)
         if decisive is None and ask is not None and not can_hold:
-            # A pack's ask rule blocks where the run cannot suspend; any other interrupt
-            # is refused as unavailable here.
-            pack_ask = ask.guardrail.startswith("pack:")
-            decisive = attrs.evolve(ask, action="block") if pack_ask else ask
-            ask = None
+            decisive, ask = ask, None
         if decisive is not None:
             act_on_tool_stage(decisive, "tool_input")
             refusal = None
@@ -132,6 +160,7 @@ async def tool_call(
         trust=run.agent.trust,
         permission=run.agent.permission,
         invalid_arguments=invalid,
+        limiter=run.agent.thread_limiter,
     )
     if isinstance(checked, DispatchOutcome):
         assert checked.result.error is not None
@@ -140,6 +169,17 @@ async def tool_call(
         return
     if run.durable is not None and gates is not None and not approved:
         gate = _gate_for(run, call, checked, ask)
+        if gate is not None and not _shown_as_run(run, call):
+            # The approver would decide on arguments other than those the tool runs with
+            # (a redacted secret, or a ``tool_call`` middleware edit): such a call can never
+            # be approved faithfully, so it is refused before anything is written for it.
+            yield await _block(
+                run,
+                call,
+                "unapprovable_arguments",
+                ErrorInfo(UNAPPROVABLE, code="unapprovable_arguments"),
+            )
+            return
         if gate is not None:
             sticky = run.durable.sticky_for(gate.scope)
             if sticky is None:
@@ -162,7 +202,9 @@ async def tool_call(
             arguments=dict(call.arguments),
         )
     )
-    outcome = await execute_tool(checked, call, context)
+    outcome = await execute_tool(
+        checked, call, context, limiter=run.agent.thread_limiter, redactor=run.redactor
+    )
     for event in run.deferred:
         yield event
     run.deferred.clear()
@@ -197,6 +239,43 @@ async def tool_call(
         run.durable.settle_pending(call.id)
 
 
+def check_decision_cap(
+    run: RunState, calls: Sequence[ToolCallContent], invalid_ids: Collection[str]
+) -> None:
+    """Fail the run before any call of a round dispatches when its calls could need more
+    decisions than one suspension holds.
+
+    A call counts when it reaches a known, allowed tool and is not decided by a sticky
+    decision, and it would gate for certain (an elicitation tool, ``interrupt_before_tool``)
+    or could (a tool-input guardrail may ask). Counting the possible asks too keeps the
+    promise that nothing of the round runs when its suspension could not be written.
+    """
+    durable = run.durable
+    if durable is None or len(calls) <= MAX_PENDING_DECISIONS:
+        return
+    may_ask = bool(run.guardrails.for_stage("tool_input"))
+    count = 0
+    for call in calls:
+        tool = run.agent.registry.get(call.name)
+        if tool is None or call.id in invalid_ids:
+            continue
+        if run.tool_names is not None and call.name not in run.tool_names:
+            continue
+        gated = may_ask or tool.elicitation is not None or durable.options.interrupt_before_tool
+        if gated and durable.sticky_for(scope_for(durable.agent_id, call, tool)) is None:
+            count += 1
+    if count > MAX_PENDING_DECISIONS:
+        message = (
+            f"{count} tool calls of one turn may need a decision; a suspension holds at most "
+            f"{MAX_PENDING_DECISIONS}, so none of them ran"
+        )
+        logger.warning("run %s: %s", run.run_id, message)
+        raise RunFailure(
+            ErrorInfo(message, code=DECISION_LIMIT),
+            cause=AgentDecisionError(message, code=DECISION_LIMIT),
+        )
+
+
 async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
     """Finish the decided work of a resumed run, in the order of the calls: decided and
     resolved calls first, then the calls of a crashed round that never started (checked and
@@ -204,6 +283,9 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
     assert run.resume is not None
     assert run.durable is not None
     plan = run.resume
+    if plan.pending_input:
+        for event in await recheck_approved_input(run, plan.pending_input):
+            yield event
     for pending in list(run.durable.pending_calls):
         call = plan.calls[pending.tool_call_id]
         if pending.modified_arguments is not None:
@@ -261,16 +343,39 @@ async def deliver(run: RunState, call: ToolCallContent, result: ToolResult) -> A
     )
 
 
+def _pack_ask_as_block(run: RunState, guard: Guardrail, record: GuardrailRecord) -> GuardrailRecord:
+    """``record`` as a block when it is an ask of one of the session's own pack rules (the
+    guard object itself, not its name: a host guard may be called ``pack:x``)."""
+    packs = run.session.compiled_packs
+    if record.action != "interrupt" or packs is None:
+        return record
+    if not any(guard is pack_guard for pack_guard in packs.tool_input):
+        return record
+    return attrs.evolve(record, action="block")
+
+
+def _shown_as_run(run: RunState, call: ToolCallContent) -> bool:
+    """Whether the session stores ``call`` exactly as it would run: the approver sees the
+    stored (redacted) call, and a resume runs the stored call."""
+    stored = run.last_message.tool_calls if run.last_message is not None else ()
+    for candidate in stored:
+        if candidate.id == call.id:
+            return candidate.name == call.name and candidate.arguments == call.arguments
+    return False
+
+
 def _gate_for(
     run: RunState, call: ToolCallContent, tool: ToolDefinition, ask: GuardrailRecord | None
 ) -> Gate | None:
     """The gate ``call`` must pass in a durable run, or ``None`` when it may run now."""
     assert run.durable is not None
-    if ask is not None:
-        kind: DecisionKind = "tool_approval"
-        reason, guardrail = ask.reason, ask.guardrail
-    elif tool.elicitation is not None:
-        kind, reason, guardrail = "elicitation", None, None
+    kind: DecisionKind
+    if tool.elicitation is not None:
+        # An elicitation tool never executes: even a guardrail's ask is answered, not approved.
+        kind = "elicitation"
+        reason, guardrail = (ask.reason, ask.guardrail) if ask is not None else (None, None)
+    elif ask is not None:
+        kind, reason, guardrail = "tool_approval", ask.reason, ask.guardrail
     elif run.durable.options.interrupt_before_tool:
         kind, reason, guardrail = "tool_approval", None, None
     else:
@@ -297,6 +402,7 @@ async def reject(run: RunState, call: ToolCallContent, reason: str | None) -> li
 async def _block(run: RunState, call: ToolCallContent, reason: str, error: ErrorInfo) -> AgentEvent:
     """Answer ``call`` with an error result that it never ran, and emit
     ``tool_execution_blocked`` with ``reason``."""
+    logger.warning("run %s: tool call %s (%s) blocked: %s", run.run_id, call.id, call.name, reason)
     error = redact_value(error, run.redactor)
     await _append_result(run, ToolResult(call.id, call.name, error=error))
     return run.emit(

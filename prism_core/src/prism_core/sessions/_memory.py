@@ -17,6 +17,9 @@ __all__ = ("MemorySessionStore", "create_memory_session_store")
 class MemorySessionStore:
     """Keeps entries in memory. Each operation is atomic (no await inside it)."""
 
+    #: Entries die with the process (see ``prism_core.durable._lifetime``).
+    process_local = True
+
     def __init__(self) -> None:
         self._entries: dict[str, SessionEntry] = {}
         self._by_session: dict[str, list[str]] = {}
