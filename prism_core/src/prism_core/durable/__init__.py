@@ -48,6 +48,16 @@ from ._decisions import (
 from ._fingerprint import (
     agent_fingerprint,
 )
+from ._index import MAX_INDEXED_STATUS_CHARS, CheckpointStatusIndex, check_status, indexed_status
+from ._listing import (
+    AgentRunPage,
+    AgentRunSummary,
+    in_doubt_calls,
+    is_recoverable,
+    lease_expires_at,
+    list_agent_runs,
+    summarize_run,
+)
 from ._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 from ._options import (
     AGENT_RUN_NAMESPACE,
@@ -101,6 +111,17 @@ __all__ = (
     "MAX_DECISION_PAYLOAD_BYTES",
     "MAX_DECISION_REASON_BYTES",
     "MAX_EXPECTED_VERSION",
+    "MAX_INDEXED_STATUS_CHARS",
+    "AgentRunPage",
+    "AgentRunSummary",
+    "CheckpointStatusIndex",
+    "check_status",
+    "in_doubt_calls",
+    "indexed_status",
+    "is_recoverable",
+    "lease_expires_at",
+    "list_agent_runs",
+    "summarize_run",
     "AgentRunLifecycle",
     "AgentRunRef",
     "AgentRunState",
