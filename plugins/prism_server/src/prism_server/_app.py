@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,8 +21,9 @@ from prism_core import (
 )
 
 from ._auth import Authorize, caller_scope, default_authorize, token_from_environment
+from ._body import read_json_object
 from ._console import console_routes
-from ._errors import BadRequest, PayloadTooLarge, RunNotFound, error_response
+from ._errors import BadRequest, RunNotFound, error_response
 from ._sse import EventStreamResponse
 from ._views import result_json, run_detail, summary_json
 
@@ -111,25 +111,6 @@ def refusals(handler: Handler) -> Handler:
             return error_response(exc)
 
     return wrapped
-
-
-async def read_json_object(request: Request, limit: int) -> dict[str, Any]:
-    """The request body as a JSON object, read no further than ``limit`` bytes."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"the body is larger than {limit} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise PayloadTooLarge(f"the body is larger than {limit} bytes")
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise BadRequest("the body must be a JSON object") from None
-    if not isinstance(data, dict):
-        raise BadRequest("the body must be a JSON object")
-    return data
 
 
 def _list_query(request: Request) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import json
 import time
 from html import escape
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -18,8 +19,9 @@ from starlette.routing import Route
 from prism_core import PrismError, list_agent_runs
 
 from ._auth import TOKEN_COOKIE
+from ._body import read_bounded
 from ._console_assets import SCRIPT, STYLE
-from ._errors import NotAuthenticated, status_for
+from ._errors import NotAuthenticated, PayloadTooLarge, status_for
 from ._views import summary_json
 
 if TYPE_CHECKING:
@@ -185,8 +187,12 @@ def console_routes(ctx: ServerContext) -> list[Route]:
 
     async def login(request: Request) -> Response:
         if request.method == "POST":
-            form = await request.form()
-            token = str(form.get("token", ""))
+            # A one-field form, parsed here so the server needs no multipart library.
+            try:
+                form = await read_bounded(request, 4096)
+            except PayloadTooLarge:
+                return _page("Sign in", "<p>The form is too large.</p>", 413)
+            token = parse_qs(form.decode("utf-8", "replace")).get("token", [""])[0]
             response: Response = RedirectResponse("/", status_code=303)
             response.set_cookie(
                 TOKEN_COOKIE,
