@@ -13,9 +13,10 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import attrs
@@ -37,6 +38,7 @@ from prism_server._serve import close_on_shutdown
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store
 
 REVISION = "billing-1"
+T = TypeVar("T")
 REFUND_SCHEMA = {
     "type": "object",
     "properties": {"order": {"type": "string", "pattern": "^[A-Z]-[0-9]+$"}},
@@ -97,6 +99,13 @@ class Host:
         return (self.build_agent() if agent_id == "billing" else None), REVISION
 
 
+def run_async(make: Callable[[], Awaitable[T]]) -> T:
+    """Run ``make()`` on an event loop of its own in a worker thread (the browser tests' thread
+    already runs Playwright's loop)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, make).result()
+
+
 @attrs.frozen
 class Database:
     """Where a test's stores live: a URL and a table prefix of its own."""
@@ -131,7 +140,7 @@ def seed(
             await checkpoints.aclose()
             await sessions.aclose()
 
-    return anyio.run(run)
+    return run_async(run)
 
 
 def make_in_doubt(db: Database, run_id: str, *, owner: dict[str, str] | None = None) -> None:
@@ -159,7 +168,7 @@ def make_in_doubt(db: Database, run_id: str, *, owner: dict[str, str] | None = N
             await checkpoints.aclose()
             await sessions.aclose()
 
-    anyio.run(rewrite)
+    run_async(rewrite)
 
 
 def stored(db: Database, run_id: str, owner: dict[str, str] | None = None) -> tuple[int, str]:
@@ -175,7 +184,7 @@ def stored(db: Database, run_id: str, owner: dict[str, str] | None = None) -> tu
         assert record is not None
         return record.version, record.value["status"]
 
-    return anyio.run(read)
+    return run_async(read)
 
 
 @contextmanager
@@ -232,6 +241,3 @@ def client(base: str, tenant: str | None = "t1") -> httpx.Client:
     """An HTTP client for ``base`` speaking as ``tenant``."""
     headers = {} if tenant is None else {"x-tenant": tenant}
     return httpx.Client(base_url=base, headers=headers, timeout=30)
-
-
-Factory = Callable[..., Any]

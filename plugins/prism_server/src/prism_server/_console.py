@@ -148,9 +148,10 @@ def console_routes(ctx: ServerContext) -> list[Route]:
                     why = "stopped while running; can be continued"
                 rid = escape(item["run_id"])
                 rows.append(
-                    f'<tr><td><a href="/runs/{rid}">{rid}</a></td>'
-                    f"<td>{escape(item['agent_id'])}</td><td>{_age(item['updated_at'])}</td>"
-                    f"<td>{escape(why)}</td></tr>"
+                    f'<tr><td data-label="Run"><a href="/runs/{rid}">{rid}</a></td>'
+                    f'<td data-label="Agent">{escape(item["agent_id"])}</td>'
+                    f'<td data-label="Age">{_age(item["updated_at"])}</td>'
+                    f'<td data-label="Why">{escape(why)}</td></tr>'
                 )
             table = (
                 "<table><caption>Runs waiting for a person</caption><thead><tr>"

@@ -9,6 +9,7 @@ STYLE = """
 * { box-sizing: border-box; }
 body { font: 16px/1.5 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 1rem; }
 header { display: flex; gap: 1rem; align-items: baseline; flex-wrap: wrap; }
+h1, td, dd { overflow-wrap: anywhere; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .5rem; border-bottom: 1px solid #8884; }
 .card { border: 1px solid #8886; border-radius: .5rem; padding: 1rem; margin: 1rem 0; }
@@ -22,8 +23,10 @@ button:focus-visible, a:focus-visible, textarea:focus-visible { outline: 3px sol
 .error { color: var(--bad); font-weight: 600; }
 .notice { border-left: 4px solid var(--bad); padding: .5rem 1rem; }
 .events li { font-family: ui-monospace, monospace; }
-@media (max-width: 40rem) { td, th { display: block; border: 0; } tr { display: block;
-  border-bottom: 1px solid #8884; } }
+@media (max-width: 40rem) { td { display: block; border: 0; padding: .2rem .5rem; }
+  tr { display: block; border-bottom: 1px solid #8884; padding: .4rem 0; }
+  thead { position: absolute; left: -9999px; }
+  td::before { content: attr(data-label) ": "; font-weight: 600; } }
 """
 
 SCRIPT = """
