@@ -118,8 +118,8 @@ async def approve_all(
     send.close()
 
     async def client() -> None:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-            async for run_id in receive.clone():
+        async with httpx.AsyncClient(base_url=base, timeout=30) as http, receive.clone() as mine:
+            async for run_id in mine:
                 body = {"expected_version": seeded[run_id], "decision": "approve"}
                 started = time.perf_counter()
                 answer = await http.post(f"/api/runs/{run_id}/resume", json=body)
