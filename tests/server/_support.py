@@ -29,6 +29,7 @@ from prism_core import (
     RunStateOptions,
     ToolDefinition,
     create_agent,
+    create_secret_redactor,
     provider_done,
     provider_text_delta,
     provider_tool_call,
@@ -47,11 +48,21 @@ REFUND_SCHEMA = {
 }
 
 
-class Host:
-    """The host's agents, as a deployment would define them."""
+CONFIRM_SCHEMA = {
+    "type": "object",
+    "properties": {"approved_by": {"type": "string"}},
+    "required": ["approved_by"],
+    "additionalProperties": False,
+}
 
-    def __init__(self) -> None:
+
+class Host:
+    """The host's agents, as a deployment would define them. An order named ``ASK`` is a
+    ``confirm`` call instead (an elicitation: a person answers it); ``secrets`` are redacted."""
+
+    def __init__(self, secrets: Sequence[str] = ()) -> None:
         self.refunds: list[str] = []
+        self.secrets = tuple(secrets)
         self._lock = threading.Lock()
 
     def refund(self, args: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -68,9 +79,13 @@ class Host:
             orders = first_user.content[0].text.split()  # type: ignore[union-attr]
             if not any(m.role == "assistant" for m in request.messages):
                 for index, order in enumerate(orders):
-                    yield provider_tool_call(
-                        tool_call_content(f"c{index + 1}", "refund", {"order": order})
-                    )
+                    if order == "ASK":
+                        call = tool_call_content(
+                            f"c{index + 1}", "confirm", {"amount": 120, "card": "card 4111"}
+                        )
+                    else:
+                        call = tool_call_content(f"c{index + 1}", "refund", {"order": order})
+                    yield provider_tool_call(call)
                 yield provider_done()
                 return
             yield provider_text_delta("refunds settled")
@@ -89,9 +104,16 @@ class Host:
             tools=[
                 ToolDefinition(
                     "refund", self.refund, description="Refund an order", parameters=REFUND_SCHEMA
-                )
+                ),
+                ToolDefinition(
+                    "confirm",
+                    self.refund,
+                    description="Ask a manager to confirm a large refund",
+                    elicitation=CONFIRM_SCHEMA,
+                ),
             ],
             store=store,
+            redactor=create_secret_redactor(self.secrets) if self.secrets else None,
         )
 
     def resolve_agent(self, agent_id: str) -> tuple[Any, str]:

@@ -297,3 +297,46 @@ def test_restore_failures_and_in_doubt_runs_are_409(database: Database, host: Ho
         )
     assert blocked.status_code == 409
     assert host.refunds == []
+
+
+def test_pending_arguments_pass_the_agent_redactor(database: Database) -> None:
+    host = Host(secrets=["4111"])
+    run_id = seed(database, host, ["A-1", "ASK"], owner={"tenant_id": "t1"})
+    with serve(database, host) as url, client(url) as http:
+        detail = http.get(f"/api/runs/{run_id}").json()
+    calls = {item["tool_call_id"]: item for item in detail["pending"]}
+    assert calls["c1"]["arguments"] == {"order": "A-1"}
+    assert calls["c2"]["arguments"] == {"amount": 120, "card": "card [REDACTED]"}
+
+
+def test_elicitations_are_answered(database: Database, host: Host, base: str) -> None:
+    run_id = seed(database, host, ["A-1", "ASK"], owner={"tenant_id": "t1"})
+    with client(base) as http:
+        detail = http.get(f"/api/runs/{run_id}").json()
+        calls = {item["tool_call_id"]: item for item in detail["pending"]}
+        assert calls["c2"]["kind"] == "elicitation"
+        assert calls["c2"]["tool"] == "confirm"
+        assert calls["c2"]["elicitation_schema"]["required"] == ["approved_by"]
+        url_resume = f"/api/runs/{run_id}/resume"
+        answer = {"approval_id": calls["c2"]["approval_id"], "outcome": "allow_once"}
+        approve = {"approval_id": calls["c1"]["approval_id"], "outcome": "allow_once"}
+        wrong = http.post(
+            url_resume,
+            json={
+                "expected_version": detail["version"],
+                "decisions": [approve, {**answer, "elicitation": {"who": 1}}],
+            },
+        )
+        assert wrong.status_code == 422, wrong.text
+        assert wrong.json()["code"] == "ERR_PRISM_DECISION_INVALID"
+        done = http.post(
+            url_resume,
+            json={
+                "expected_version": detail["version"],
+                "decisions": [approve, {**answer, "elicitation": {"approved_by": "Ana"}}],
+            },
+        )
+        assert done.status_code == 200, done.text
+        assert done.json()["status"] == "succeeded"
+    # The answer is the confirm call's result: only the refund ran.
+    assert host.refunds == ["A-1"]

@@ -184,3 +184,24 @@ def test_unknown_runs_are_404_pages(console: str, page: Any) -> None:
     answer = page.goto(f"{console}/runs/nothing-here")
     assert answer.status == 404
     assert "No such run." in page.inner_text("body")
+
+
+def test_approve_for_this_run_and_answer_an_elicitation(
+    console: str, page: Any, host: Host, sqlite_database: Database, tmp_path: Path
+) -> None:
+    approved = seed(sqlite_database, host, ["A-1"])
+    page.goto(f"{console}/runs/{approved}")
+    page.get_by_role("button", name="Approve for this run").click()
+    assert "succeeded" in wait_for_result(page)
+    asked = seed(sqlite_database, host, ["ASK"])
+    page.goto(f"{console}/runs/{asked}")
+    page.get_by_role("heading", name="confirm (elicitation)").wait_for()
+    answer = page.get_by_label("Your answer (JSON)")
+    answer.fill('{"approved_by": 7}')
+    page.get_by_role("button", name="Send answer").click()
+    page.locator(".field-error").filter(has_text="ERR_PRISM_DECISION_INVALID").wait_for()
+    answer.fill('{"approved_by": "Ana"}')
+    page.get_by_role("button", name="Send answer").click()
+    assert "succeeded" in wait_for_result(page)
+    shot(page, tmp_path, "answered")
+    assert host.refunds == ["A-1"]
