@@ -15,7 +15,6 @@ from prism_core import (
     AGENT_RUN_NAMESPACE,
     AgentRunStateError,
     CheckpointStoreError,
-    PrismError,
     create_agent,
     create_agent_run_lifecycle,
     create_memory_session_store,
@@ -90,10 +89,10 @@ async def expect_corrupt(store: Any, raw: RawRead) -> None:
         await store.load(AGENT_RUN_NAMESPACE, RUN_ID)
     assert loaded.value.code == CORRUPT_CHECKPOINT_CODE
     assert RUN_ID in loaded.value.message
-    # load_agent_run_state reads the store directly: the store's typed error reaches the host.
-    with pytest.raises(PrismError) as direct:
+    with pytest.raises(AgentRunStateError, match=RUN_ID) as direct:
         await load_agent_run_state(store, REF)
-    assert direct.value.code == CORRUPT_CHECKPOINT_CODE
+    assert direct.value.code == "ERR_PRISM_AGENT_RUN_STATE"
+    assert isinstance(direct.value.__cause__, CheckpointStoreError)
     lifecycle = _lifecycle(store)
     with pytest.raises(AgentRunStateError, match=RUN_ID) as status:
         await lifecycle.status(REF)

@@ -13,7 +13,9 @@ from prism_core import (
     Guardrail,
     ToolDefinition,
     create_secret_redactor,
+    provider_done,
     provider_error,
+    provider_text_delta,
 )
 from prism_otel import create_otel_middleware
 from tests.core.helpers import echo_tool, scripted_agent, text_turn, tool_turn
@@ -278,3 +280,19 @@ def test_the_plugin_is_installed_and_gives_each_agent_its_tracing_middleware() -
     assert len(mine) == 1
     assert len(theirs) == 1
     assert mine[0] is not theirs[0]
+
+
+@pytest.mark.anyio
+async def test_the_provider_finish_reason_is_reported_when_given() -> None:
+    """A provider's own finish reason (``length``) reaches ``message_finished`` and the span."""
+    provider, exporter = traced()
+    agent = scripted_agent(
+        [[provider_text_delta("cut sho"), provider_done(finish_reason="length")]],
+        middleware=[create_otel_middleware(tracer_provider=provider)],
+    )
+    session = agent.create_session()
+    finished = [e async for e in session.stream("go") if e.type == "message_finished"]
+    assert [e.finish_reason for e in finished] == ["length"]
+    chat = one(exporter.get_finished_spans(), "chat demo")
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("length",)

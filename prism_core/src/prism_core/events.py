@@ -97,6 +97,9 @@ class MessageFinishedEvent:
     session_id: str
     run_id: str
     message: Message
+    #: The provider's finish reason for this turn (``"stop"``, ``"tool_calls"``, ``"length"``
+    #: ...), when it gave one.
+    finish_reason: str | None = None
     type: Literal["message_finished"] = "message_finished"
 
 

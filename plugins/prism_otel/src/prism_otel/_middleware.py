@@ -230,7 +230,8 @@ class OtelMiddleware:
         if run.chat is None:
             return
         message: Message = event.message
-        reason = "tool_calls" if message.tool_calls else "stop"
+        # The provider's own reason when it gave one; otherwise what the message shows.
+        reason = event.finish_reason or ("tool_calls" if message.tool_calls else "stop")
         run.chat.set_attribute(n.RESPONSE_FINISH_REASONS, (reason,))
         if self.record_content:
             run.chat.set_attribute(n.OUTPUT_MESSAGES, output_messages(message, reason))

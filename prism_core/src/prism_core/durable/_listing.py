@@ -127,7 +127,7 @@ def is_recoverable(summary: AgentRunSummary, *, now: float | None = None) -> boo
 def summarize_run(record: CheckpointRecord) -> AgentRunSummary:
     """The summary of one run record; :class:`~prism_core.AgentRunStateError` when its value
     is not a run state."""
-    state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES)
+    state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES, run_id=record.key)
     if state.run_id != record.key:
         raise AgentRunStateError("agent run state names another run than its record")
     pending = len(state.interruption.pending_decisions) if state.interruption is not None else 0

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._echo import echo
 from .._threads import call_host
 from ..errors import CheckpointRestoreError
 from ..redaction import Redactor, redact_value
@@ -58,7 +59,7 @@ def check_hooks(hooks: Sequence[Any]) -> tuple[Any, ...]:
     """Each hook must be callable or have ``restore``; raise ``TypeError`` otherwise."""
     for hook in hooks:
         if not callable(hook) and not callable(getattr(hook, "restore", None)):
-            raise TypeError(f"restore hook {hook!r} is neither callable nor has restore()")
+            raise TypeError(f"restore hook {echo(hook)} is neither callable nor has restore()")
     return tuple(hooks)
 
 

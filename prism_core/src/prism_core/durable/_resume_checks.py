@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from ..errors import AgentRunStateError
-from ._checkpoints import CheckpointRecord, CheckpointStore
+from ._checkpoints import CheckpointRecord, CheckpointStore, reading_run_record
 from ._decisions import ResumeInput, coerce_run_ref
 from ._fingerprint import agent_fingerprint
 from ._options import (
@@ -86,10 +86,13 @@ async def load_agent_run_state(
     """The run's state, version and metadata, or ``None`` when absent or foreign."""
     run_ref = coerce_run_ref(ref)
     check_store(checkpoints)
-    record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=ownership)
+    with reading_run_record(run_ref.run_id):
+        record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=ownership)
     if record is None:
         return None
-    state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES)
+    state = parse_state(
+        record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES, run_id=run_ref.run_id
+    )
     if run_ref.session_id is not None and state.session_id != run_ref.session_id:
         return None
     return AgentRunStatus(state=state, version=record.version, metadata=read_metadata(record))

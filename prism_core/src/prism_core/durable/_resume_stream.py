@@ -91,7 +91,7 @@ class ResumeEventStream(DriverStream):
         subscription = self._subscription
         assert subscription is not None
         while True:
-            if subscription._queue or subscription._front_notice is not None:
+            if subscription.ready:
                 return await subscription.__anext__()
             if subscription.closed:
                 await self._finish()

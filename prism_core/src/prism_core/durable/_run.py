@@ -22,6 +22,8 @@ from ..tools import ToolDefinition
 from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._state import (
+    MAX_SKILL_BODIES_BYTES,
+    MAX_SKILL_BODY_BYTES,
     AgentRunState,
     DecisionKind,
     DecisionScope,
@@ -39,10 +41,6 @@ from ._state import (
 from ._writer import CheckpointWriter
 
 __all__ = ("DurableRun", "Gate", "RunStateInfo", "new_approval_id", "scope_for")
-
-#: Bounds on the loaded-skill bodies that ride a checkpoint with ``include_skill_bodies``.
-MAX_SKILL_BODY_BYTES = 262144
-MAX_SKILL_BODIES_BYTES = 1048576
 
 
 @attrs.frozen(kw_only=True)

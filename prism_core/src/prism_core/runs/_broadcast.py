@@ -56,6 +56,11 @@ class EventSubscription:
         """Whether the subscription accepts no more events."""
         return self._closed
 
+    @property
+    def ready(self) -> bool:
+        """Whether an event (or an overflow notice) is queued, so reading will not wait."""
+        return bool(self._queue) or self._front_notice is not None
+
     def _wake(self) -> None:
         if self._wakeup is not None:
             self._wakeup.set()

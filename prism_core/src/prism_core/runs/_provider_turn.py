@@ -253,7 +253,12 @@ async def finish_message(run: RunState, message: Message, state: TurnState) -> l
     run.last_message = message
     events.append(
         run.emit(
-            MessageFinishedEvent(session_id=run.session_id, run_id=run.run_id, message=message)
+            MessageFinishedEvent(
+                session_id=run.session_id,
+                run_id=run.run_id,
+                message=message,
+                finish_reason=run.finish_reason,
+            )
         )
     )
     if state.usage is not None and state.usage.input_tokens > 0:
