@@ -105,3 +105,12 @@ def test_prism_serve_serves_a_store(sqlite_database: Database, tmp_path: Path) -
         server.wait(20)
         if server.stderr:
             server.stderr.close()
+
+
+def test_prism_serve_without_the_server_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A None entry makes the import fail, as it does where the plugin is not installed.
+    monkeypatch.setitem(sys.modules, "prism_server._serve", None)
+    assert main(["serve", "--store", "memory://", "--app", "x:y"]) == 2
+    assert "pip install 'prism-runtime[server]'" in capsys.readouterr().err
