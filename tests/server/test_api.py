@@ -340,3 +340,19 @@ def test_elicitations_are_answered(database: Database, host: Host, base: str) ->
         assert done.json()["status"] == "succeeded"
     # The answer is the confirm call's result: only the refund ran.
     assert host.refunds == ["A-1"]
+
+
+def test_a_denied_run_streams_its_denial(database: Database, host: Host, base: str) -> None:
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner)
+    version, _ = stored(database, run_id, owner)
+    body = {"expected_version": version, "decision": "deny"}
+    with client(base) as http:
+        answer = http.post(
+            f"/api/runs/{run_id}/resume", json=body, headers={"accept": "text/event-stream"}
+        )
+    frames = sse_frames(answer.text)
+    assert [event for event, _ in frames] == ["agent_denied", "result"]
+    assert frames[-1][1]["status"] == "denied"
+    assert stored(database, run_id, owner)[1] == "denied"
+    assert host.refunds == []
