@@ -1110,18 +1110,23 @@ def test_run_ref_from_mapping_and_instance() -> None:
     )
 
 
+def test_run_ref_by_run_id_alone() -> None:
+    """Without a session id (absent or ``None``) a ref names the run by its id alone."""
+    assert coerce_run_ref({"run_id": "r"}) == AgentRunRef("r", None)
+    assert coerce_run_ref({"run_id": "r", "session_id": None}) == AgentRunRef("r")
+    assert coerce_run_ref(AgentRunRef("r")) == AgentRunRef("r", None)
+
+
 @pytest.mark.parametrize(
     "value",
     [
         None,
         "r",
         ("r", "s"),
-        {"run_id": "r"},
         {"session_id": "s"},
         {"run_id": "r", "session_id": "s", "extra": 1},
         {"run_id": "", "session_id": "s"},
         {"run_id": "r", "session_id": 1},
-        {"run_id": "r", "session_id": None},
         {"run_id": "x" * 257, "session_id": "s"},
         {"run_id": "r", "session_id": "\ud800"},
         {"runId": "r", "sessionId": "s"},
@@ -1129,11 +1134,11 @@ def test_run_ref_from_mapping_and_instance() -> None:
         AgentRunRef("r", 5),  # type: ignore[arg-type]
         AgentRunRef("r", "x" * 257),
         HostileMapping(),
-        ItemsRaisesDict(run_id="r"),
+        ItemsRaisesDict(run_id="r", session_id=7),
     ],
 )
 def test_bad_run_refs_are_invalid(value: object) -> None:
-    """Anything but two non-empty, bounded string ids is invalid."""
+    """Anything but a non-empty, bounded run id (and session id when given) is invalid."""
     with pytest.raises(AgentDecisionError) as caught:
         coerce_run_ref(value)
     assert type(caught.value) is AgentDecisionError

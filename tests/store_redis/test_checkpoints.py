@@ -287,6 +287,8 @@ async def test_keys_stay_under_the_prefix(redis_client: aioredis.Redis, prefix: 
         keys.owner_index('{"t":"1"}'),
         keys.owner_index(""),
         keys.all_records,
+        keys.status_index('{"t":"1"}', "running"),
+        keys.status_index("", "running"),
     }
     assert len(others) == 3
 

@@ -12,6 +12,8 @@ __all__ = ("main",)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``prism``; returns the process exit code."""
     from ._installed import print_plugins, version_text
+    from ._runs_cli import add_runs_parser, run_runs
+    from ._serve_cli import add_serve_parser, run_serve
 
     parser = argparse.ArgumentParser(prog="prism", description="Prism agent runtime tools.")
     parser.add_argument("--version", action="version", version=version_text())
@@ -44,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument(
         "--backend", choices=("asyncio", "trio"), default="asyncio", help="the workers' event loop"
     )
+    add_runs_parser(commands)
+    add_serve_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "plugins":
         return print_plugins(as_json=args.json)
@@ -61,6 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._chat import run_chat
 
         return run_chat(model=args.model, base_url=args.base_url, system=args.system)
+    if args.command == "runs":
+        return run_runs(args)
+    if args.command == "serve":
+        return run_serve(args)
     raise AssertionError(f"argparse accepted an unknown command {args.command!r}")
 
 

@@ -33,10 +33,12 @@ from prism_core.durable import (
     CheckpointStoreUnavailableError,
     InvalidCheckpointError,
     check_name,
+    check_status,
     conflict,
     corrupt_record,
     decode_stored_metadata,
     decode_stored_value,
+    indexed_status,
     normalise_ownership,
     stored_int,
     validate_list,
@@ -165,6 +167,7 @@ class RedisCheckpointStore:
         self._save = client.register_script(_scripts.CHECKPOINT_SAVE)
         self._delete = client.register_script(_scripts.CHECKPOINT_DELETE)
         self._list = client.register_script(_scripts.CHECKPOINT_LIST)
+        self._list_status = client.register_script(_scripts.CHECKPOINT_LIST_STATUS)
 
     @property
     def prefix(self) -> str:
@@ -253,6 +256,8 @@ class RedisCheckpointStore:
             request.key,
             ttl,
             self._max_records_arg,
+            indexed_status(stored_value) or "",
+            self._keys.status_base,
         ]
         keys = [record_key, self._keys.owner_index(owner), self._keys.all_records]
         with self._connection.guard("save a checkpoint"):
@@ -295,7 +300,9 @@ class RedisCheckpointStore:
         ]
         with self._connection.guard("delete a checkpoint"):
             deleted = await run_script(
-                self._delete, keys=keys, args=[owner, index_member(namespace, key)]
+                self._delete,
+                keys=keys,
+                args=[owner, index_member(namespace, key), self._keys.status_base],
             )
         return bool(deleted)
 
@@ -322,12 +329,42 @@ class RedisCheckpointStore:
         args: list[str | bytes] = [self._keys.record_base, low, high, str(limit + 1)]
         with self._connection.guard("list checkpoints"):
             reply = await run_script(self._list, keys=keys, args=args)
+        return self._page(reply, limit)
+
+    @staticmethod
+    def _page(reply: Sequence[Any], limit: int) -> CheckpointPage:
+        """A page from a list script's flat reply of up to ``limit + 1`` records."""
         records = tuple(_record(_fields(fields)) for fields in reply[1 : 2 * limit : 2])
         if len(reply) <= 2 * limit:
             return CheckpointPage(records)
         last = reply[2 * limit - 2]
         member = last if isinstance(last, bytes) else last.encode()
         return CheckpointPage(records, encode_cursor(member))
+
+    async def list_by_status(
+        self,
+        namespace: str,
+        status: str,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records of exactly ``ownership`` in ``namespace`` whose value's status is
+        ``status``, in key order, read from that owner's status set (one round trip)."""
+        validate_list(limit, cursor)
+        check_status(status)
+        owner = self._keys.owner_text(normalise_ownership(ownership))
+        low, high = self._keys.namespace_range(check_name(namespace, "namespace"))
+        if cursor is not None:
+            after = decode_cursor(cursor)
+            if after >= low[1:]:
+                low = b"(" + after
+        keys = [self._keys.status_index(owner, status)]
+        args: list[str | bytes] = [self._keys.record_base, low, high, str(limit + 1), status, owner]
+        with self._connection.guard("list checkpoints by status"):
+            reply = await run_script(self._list_status, keys=keys, args=args)
+        return self._page(reply, limit)
 
     async def aclose(self) -> None:
         """Close the Redis client if this store created it; idempotent."""

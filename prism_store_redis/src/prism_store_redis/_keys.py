@@ -14,6 +14,9 @@ Checkpoints:
 - ``<prefix>:cpall``: a sorted set of every record key scored by when it expires (epoch
   milliseconds, ``+inf`` for records without a TTL); it counts live records for
   ``max_records`` without scanning.
+- ``<prefix>:cpst:<n>:<status>:<owner>``: a sorted set per owner and status (``<n>`` is the
+  status's length in UTF-8 bytes) holding the index members of that owner's records whose
+  value has that top-level ``status``, at score 0, for ``list_by_status``.
 
 Sessions: ``<prefix>:se:<entry_id>`` (one hash per entry), ``<prefix>:sl:<session_id>`` (the
 entry ids in append order) and ``<prefix>:sh:<session_id>`` (the id appended last).
@@ -89,6 +92,8 @@ class CheckpointKeys:
         self.record_base = f"{prefix}:cp:".encode()
         #: The sorted set of every record key, scored by expiry time.
         self.all_records = f"{prefix}:cpall".encode()
+        #: The prefix of every status index key; the scripts derive those keys from it.
+        self.status_base = f"{prefix}:cpst:".encode()
 
     def record(self, namespace: str, key: str) -> bytes:
         """The hash holding one record."""
@@ -98,6 +103,13 @@ class CheckpointKeys:
     def owner_index(self, owner: str) -> bytes:
         """The sorted set indexing the records of one owner (``owner`` from :func:`owner_text`)."""
         return f"{self.prefix}:cpidx:{owner}".encode()
+
+    def status_index(self, owner: str, status: str) -> bytes:
+        """The sorted set indexing one owner's records of one status (as the scripts name it)."""
+        encoded = status.encode()
+        return (
+            self.status_base + str(len(encoded)).encode() + b":" + encoded + b":" + owner.encode()
+        )
 
     @staticmethod
     def owner_text(ownership: dict[str, str] | None) -> str:

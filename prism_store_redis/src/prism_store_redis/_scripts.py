@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = (
     "CHECKPOINT_DELETE",
     "CHECKPOINT_LIST",
+    "CHECKPOINT_LIST_STATUS",
     "CHECKPOINT_SAVE",
     "SESSION_APPEND",
     "SESSION_BRANCH",
@@ -37,7 +38,8 @@ end
 #: ARGV: 1 index member, 2 version, 3 expected version ('' = no check), 4 owner ('' = unowned),
 #: 5 fencing token ('' = none), 6 value JSON, 7 metadata JSON ('' = none), 8 category,
 #: 9 '1' when there is a category, 10 namespace, 11 key, 12 TTL seconds ('' = none),
-#: 13 max records ('' = unlimited).
+#: 13 max records ('' = unlimited), 14 the value's indexed status ('' = none), 15 the status
+#: index key base ('<prefix>:cpst:').
 #: Returns 'ok <created_at> <updated_at>', 'conflict' or 'limit' (one bulk string, the
 #: cheapest reply to parse).
 #:
@@ -48,10 +50,13 @@ end
 #: save) moves it back to '+inf'. Any other update leaves a record that is indexed under the
 #: same owner (the owner check guarantees it) with the '+inf' score it already has, so every
 #: store on the prefix keeps counting exactly, whatever its own ``max_records`` or TTL.
+#: The record's status (field ``st``) moves it between the status index sets of its owner
+#: (``<base><n>:<status>:<owner>``) only when it changes.
 CHECKPOINT_SAVE = (
     _DECIMAL_LESS
     + """
-local current = redis.call('HMGET', KEYS[1], 'v', 'owner', 'fence', 'created', 'meta', 'cat')
+local current = redis.call('HMGET', KEYS[1], 'v', 'owner', 'fence', 'created', 'meta', 'cat',
+  'st')
 local stored_version, stored_owner, stored_fence = current[1], current[2], current[3]
 if stored_version then
   if stored_owner ~= ARGV[4] then return 'conflict' end
@@ -85,6 +90,7 @@ end
 optional('fence', ARGV[5], ARGV[5] ~= '', current[3])
 optional('meta', ARGV[7], ARGV[7] ~= '', current[5])
 optional('cat', ARGV[8], ARGV[9] == '1', current[6])
+optional('st', ARGV[14], ARGV[14] ~= '', current[7])
 
 local expires = '+inf'
 local rescore = ARGV[12] ~= ''
@@ -109,6 +115,15 @@ end
 if rescore then
   redis.call('ZADD', KEYS[3], expires, KEYS[1])
 end
+local old_status = stored_version and current[7] or ''
+if old_status ~= ARGV[14] then
+  if old_status ~= '' then
+    redis.call('ZREM', ARGV[15] .. #old_status .. ':' .. old_status .. ':' .. ARGV[4], ARGV[1])
+  end
+  if ARGV[14] ~= '' then
+    redis.call('ZADD', ARGV[15] .. #ARGV[14] .. ':' .. ARGV[14] .. ':' .. ARGV[4], 0, ARGV[1])
+  end
+end
 -- Expired records' keys are gone already; drop their scores so the set stays small.
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. now_ms)
 return 'ok ' .. (current[4] or now) .. ' ' .. now
@@ -118,10 +133,15 @@ return 'ok ' .. (current[4] or now) .. ' ' .. now
 #: Delete one checkpoint record if the caller owns it.
 #:
 #: KEYS: 1 record hash, 2 owner index, 3 every record key (sorted set).
-#: ARGV: 1 owner ('' = unowned), 2 index member. Returns 1 when deleted, else 0.
+#: ARGV: 1 owner ('' = unowned), 2 index member, 3 the status index key base.
+#: Returns 1 when deleted, else 0.
 CHECKPOINT_DELETE = """
-local owner = redis.call('HGET', KEYS[1], 'owner')
+local current = redis.call('HMGET', KEYS[1], 'owner', 'st')
+local owner, status = current[1], current[2]
 if not owner or owner ~= ARGV[1] then return 0 end
+if status then
+  redis.call('ZREM', ARGV[3] .. #status .. ':' .. status .. ':' .. owner, ARGV[2])
+end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
 redis.call('ZREM', KEYS[3], KEYS[1])
@@ -165,6 +185,48 @@ while found < wanted do
       found = found + 1
       out[#out + 1] = member
       out[#out + 1] = record
+    end
+    low = '(' .. member
+  end
+end
+return out
+"""
+
+#: One page of one owner's records of one status, in index (namespace, key) order.
+#:
+#: KEYS: 1 the status index set of that owner and status.
+#: ARGV: 1 record key base, 2 ZRANGEBYLEX min, 3 ZRANGEBYLEX max, 4 how many records to
+#: return, 5 the status, 6 the owner ('' = unowned).
+#: Returns a flat array: member, HGETALL reply, … like ``CHECKPOINT_LIST``. A member whose
+#: record expired, or was written again since with another status or owner, leaves the set.
+CHECKPOINT_LIST_STATUS = """
+local function unescape(byte)
+  if byte == '\\1' then return '\\0' end
+  return '\\1'
+end
+
+local function record_key(member)
+  local separator = string.find(member, '\\0', 1, true)
+  local namespace = string.gsub(string.sub(member, 1, separator - 1), '\\1([\\1\\2])', unescape)
+  return ARGV[1] .. #namespace .. ':' .. namespace .. ':' .. string.sub(member, separator + 1)
+end
+
+local wanted = tonumber(ARGV[4])
+local low = ARGV[2]
+local out = {}
+local found = 0
+while found < wanted do
+  local members = redis.call('ZRANGEBYLEX', KEYS[1], low, ARGV[3], 'LIMIT', 0, wanted - found)
+  if #members == 0 then break end
+  for _, member in ipairs(members) do
+    local key = record_key(member)
+    local current = redis.call('HMGET', key, 'st', 'owner')
+    if current[1] ~= ARGV[5] or current[2] ~= ARGV[6] then
+      redis.call('ZREM', KEYS[1], member)
+    else
+      found = found + 1
+      out[#out + 1] = member
+      out[#out + 1] = redis.call('HGETALL', key)
     end
     low = '(' .. member
   end

@@ -50,6 +50,15 @@ from ._fingerprint import (
     agent_fingerprint,
 )
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
+from ._index import MAX_INDEXED_STATUS_CHARS, CheckpointStatusIndex, check_status, indexed_status
+from ._listing import (
+    AgentRunPage,
+    AgentRunSummary,
+    is_recoverable,
+    lease_expires_at,
+    list_agent_runs,
+    summarize_run,
+)
 from ._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 from ._options import (
     AGENT_RUN_NAMESPACE,
@@ -104,6 +113,16 @@ __all__ = (
     "MAX_DECISION_PAYLOAD_BYTES",
     "MAX_DECISION_REASON_BYTES",
     "MAX_EXPECTED_VERSION",
+    "MAX_INDEXED_STATUS_CHARS",
+    "AgentRunPage",
+    "AgentRunSummary",
+    "CheckpointStatusIndex",
+    "check_status",
+    "indexed_status",
+    "is_recoverable",
+    "lease_expires_at",
+    "list_agent_runs",
+    "summarize_run",
     "AgentRunLifecycle",
     "AgentRunRef",
     "AgentRunState",

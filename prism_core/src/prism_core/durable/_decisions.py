@@ -126,10 +126,14 @@ class ResumeInput:
 
 @attrs.frozen
 class AgentRunRef:
-    """Names one durable run: its ``run_id`` and the ``session_id`` it belongs to."""
+    """Names one durable run: its ``run_id`` and the ``session_id`` it belongs to.
+
+    ``session_id=None`` names the run by ``run_id`` alone; the session id is then read from
+    the run's record (ownership still scopes the load). A given session id must match it.
+    """
 
     run_id: str
-    session_id: str
+    session_id: str | None = None
 
 
 class _InputError(AgentDecisionError):
@@ -168,7 +172,8 @@ def validate_resume_input(value: object) -> ResumeInput:
 def coerce_run_ref(value: object) -> AgentRunRef:
     """Return ``value``, an ``AgentRunRef`` or a ``run_id``/``session_id`` map, as a run ref.
 
-    Both ids must be non-empty strings of at most 256 characters. Anything else raises
+    ``run_id`` must be, and ``session_id`` when given (not ``None``) must also be, a
+    non-empty string of at most 256 characters. Anything else raises
     :class:`~prism_core.errors.AgentDecisionError` (``ERR_PRISM_DECISION_INVALID``).
     """
     try:
@@ -537,9 +542,10 @@ def _run_ref(value: object) -> AgentRunRef:
     elif _is_mapping(value):
         fields = _fields(value, where, _REF_KEYS)
     else:
-        _fail(f"{where} must be an AgentRunRef or a mapping with run_id and session_id")
-    ids = [_ref_id(fields.get(name), name) for name in _REF_KEYS]
-    return AgentRunRef(ids[0], ids[1])
+        _fail(f"{where} must be an AgentRunRef or a mapping with run_id (and session_id)")
+    run_id = _ref_id(fields.get("run_id"), "run_id")
+    session_id = fields.get("session_id")
+    return AgentRunRef(run_id, None if session_id is None else _ref_id(session_id, "session_id"))
 
 
 def _ref_id(value: object, name: str) -> str:

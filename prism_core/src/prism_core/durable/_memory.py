@@ -23,6 +23,7 @@ from ._checkpoints import (
     normalise_ownership,
     validate_save,
 )
+from ._index import check_status, indexed_status
 
 __all__ = ("MemoryCheckpointStore", "create_memory_checkpoint_store")
 
@@ -39,6 +40,7 @@ class _Stored:
     category: str | None
     created_at: float
     updated_at: float
+    status: str | None = None
 
     def to_record(self) -> CheckpointRecord:
         # Fresh containers on every read: callers can never reach the stored state.
@@ -155,6 +157,7 @@ class MemoryCheckpointStore:
             category=req.category,
             created_at=current.created_at if current is not None else now,
             updated_at=now,
+            status=indexed_status(value),
         )
         self._records[slot] = stored
         return stored.to_record()
@@ -187,6 +190,34 @@ class MemoryCheckpointStore:
             for slot, stored in self._records.items()
             if stored.ownership == owner
             and (namespace is None or slot[0] == namespace)
+            and (after is None or slot > after)
+        )
+        page = slots[:limit]
+        records = tuple(self._records[slot].to_record() for slot in page)
+        next_cursor = encode_cursor(*page[-1]) if len(slots) > limit else None
+        return CheckpointPage(records, next_cursor)
+
+    async def list_by_status(
+        self,
+        namespace: str,
+        status: str,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records in ``namespace`` whose value's status is ``status``, visible to
+        ``ownership``, in key order (see :class:`~prism_core.CheckpointStatusIndex`)."""
+        check_name(namespace, "namespace")
+        check_status(status)
+        owner, after = list_arguments(namespace, ownership, limit, cursor)
+        # The status was read off the value at save time: nothing is decoded to filter.
+        slots = sorted(
+            slot
+            for slot, stored in self._records.items()
+            if slot[0] == namespace
+            and stored.status == status
+            and stored.ownership == owner
             and (after is None or slot > after)
         )
         page = slots[:limit]

@@ -105,7 +105,9 @@ async def prepare_resume(
     if record is None:
         raise AgentRunStateError(NOT_FOUND)
     state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES)
-    if state.session_id != run_ref.session_id or state.run_id != run_ref.run_id:
+    if state.run_id != run_ref.run_id or (
+        run_ref.session_id is not None and state.session_id != run_ref.session_id
+    ):
         raise AgentRunStateError(NOT_FOUND)
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)

@@ -163,7 +163,7 @@ async def load_agent_run_state(
     state = parse_state(
         record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES, run_id=run_ref.run_id
     )
-    if state.session_id != run_ref.session_id:
+    if run_ref.session_id is not None and state.session_id != run_ref.session_id:
         return None
     return AgentRunStatus(state=state, version=record.version, metadata=read_metadata(record))
 

@@ -36,10 +36,17 @@ pytest.register_assert_rewrite(
     "prism_core.testing._commit_suite",
     "prism_core.testing._session_suite",
     "prism_core.testing._races",
+    "prism_core.testing._status_index_suite",
 )
 
 from ._checkpoint_suite import CheckpointStoreConformance  # noqa: E402
 from ._commit_suite import SharedCommitConformance  # noqa: E402
 from ._session_suite import SessionStoreConformance  # noqa: E402
+from ._status_index_suite import CheckpointStatusIndexConformance  # noqa: E402
 
-__all__ = ("CheckpointStoreConformance", "SessionStoreConformance", "SharedCommitConformance")
+__all__ = (
+    "CheckpointStatusIndexConformance",
+    "CheckpointStoreConformance",
+    "SessionStoreConformance",
+    "SharedCommitConformance",
+)

@@ -1,0 +1,217 @@
+"""``create_app``: the JSON API over a host's stores and agents, and the console's routes."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from prism_core import (
+    CheckpointStore,
+    PrismError,
+    create_agent_run_lifecycle,
+    list_agent_runs,
+)
+
+from ._auth import Authorize, caller_scope, default_authorize, token_from_environment
+from ._body import read_json_object
+from ._console import console_routes
+from ._errors import BadRequest, RunNotFound, error_response
+from ._sse import EventStreamResponse
+from ._views import result_json, run_detail, summary_json
+
+__all__ = ("DEFAULT_MAX_BODY_BYTES", "ServerContext", "create_app")
+
+#: Largest request body the transport accepts; the core bounds decisions again.
+DEFAULT_MAX_BODY_BYTES = 262144
+_RUN_STATUSES = ("running", "suspended", "succeeded", "failed", "aborted", "denied")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class ServerContext:
+    """What every route needs: the stores, the lifecycle, the caller check, the bounds."""
+
+    def __init__(
+        self,
+        *,
+        checkpoints: CheckpointStore,
+        sessions: Any,
+        resolve_agent: Callable[[str], Any],
+        authorize: Authorize,
+        restore_hooks: Sequence[Any],
+        title: str,
+        max_body_bytes: int,
+        default_auth: bool,
+    ) -> None:
+        self.checkpoints = checkpoints
+        self.sessions = sessions
+        self.resolve_host_agent = resolve_agent
+        self.authorize = authorize
+        self.title = title
+        self.max_body_bytes = max_body_bytes
+        self.default_auth = default_auth
+        self.lifecycle = create_agent_run_lifecycle(
+            checkpoints=checkpoints, resolve_agent=self.resolve_agent, restore_hooks=restore_hooks
+        )
+
+    async def resolve_agent(self, agent_id: str) -> Any:
+        """The host's agent for ``agent_id``, on the server's session store."""
+        resolved = self.resolve_host_agent(agent_id)
+        if inspect.isawaitable(resolved):
+            resolved = await resolved
+        if isinstance(resolved, Mapping):
+            agent, revision = resolved.get("agent"), resolved.get("definition_revision")
+        elif isinstance(resolved, tuple) and len(resolved) == 2:
+            agent, revision = resolved
+        else:
+            return resolved  # the lifecycle refuses it with its own message
+        if agent is not None and getattr(agent, "store", None) is not self.sessions:
+            # A copy: the host's agent object keeps its own store.
+            agent = copy.copy(agent)
+            agent.store = self.sessions
+        return agent, revision
+
+    async def agent_for(self, agent_id: str) -> Any:
+        """The resolved agent alone (``None`` when the host does not know it)."""
+        resolved = await self.resolve_agent(agent_id)
+        return resolved[0] if isinstance(resolved, tuple) else None
+
+    async def scope(self, request: Request) -> dict[str, str] | None:
+        """The caller's ownership scope (see :func:`caller_scope`)."""
+        return await caller_scope(self.authorize, request)
+
+    async def detail(self, run_id: str, scope: dict[str, str] | None) -> dict[str, Any]:
+        """A run's detail for the caller; :class:`RunNotFound` when absent or foreign."""
+        found = await self.lifecycle.status({"run_id": run_id}, ownership=scope)
+        if found is None:
+            raise RunNotFound("no such run")
+        agent = await self.agent_for(found.state.agent_id)
+        detail = await run_detail(self.checkpoints, self.sessions, run_id, scope, agent)
+        if detail is None:
+            raise RunNotFound("no such run")
+        return detail
+
+
+def refusals(handler: Handler) -> Handler:
+    """Turn a refusal raised by a route into its ``{"code", "message"}`` answer."""
+
+    @functools.wraps(handler)
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except PrismError as exc:
+            return error_response(exc)
+
+    return wrapped
+
+
+def _list_query(request: Request) -> dict[str, Any]:
+    query = request.query_params
+    status = query.get("status") or None
+    if status is not None and status not in _RUN_STATUSES:
+        raise BadRequest(f"status must be one of {', '.join(_RUN_STATUSES)}")
+    recoverable_text = query.get("recoverable")
+    recoverable: bool | None = None
+    if recoverable_text:
+        if recoverable_text not in ("true", "false", "1", "0"):
+            raise BadRequest("recoverable must be true or false")
+        recoverable = recoverable_text in ("true", "1")
+    limit_text = query.get("limit") or "100"
+    if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
+        raise BadRequest("limit must be a whole number from 1 to 1000")
+    return {
+        "status": status,
+        "recoverable": recoverable,
+        "limit": int(limit_text),
+        "cursor": query.get("cursor") or None,
+    }
+
+
+def api_routes(ctx: ServerContext) -> list[Route]:
+    """``/api/runs``, ``/api/runs/{run_id}`` and ``/api/runs/{run_id}/resume``."""
+
+    @refusals
+    async def list_runs(request: Request) -> Response:
+        scope = await ctx.scope(request)
+        page = await list_agent_runs(ctx.checkpoints, ownership=scope, **_list_query(request))
+        return JSONResponse(
+            {"runs": [summary_json(run) for run in page.runs], "cursor": page.cursor}
+        )
+
+    @refusals
+    async def show_run(request: Request) -> Response:
+        scope = await ctx.scope(request)
+        return JSONResponse(await ctx.detail(request.path_params["run_id"], scope))
+
+    @refusals
+    async def resume_run(request: Request) -> Response:
+        scope = await ctx.scope(request)
+        resume = await read_json_object(request, ctx.max_body_bytes)
+        ref = {"run_id": request.path_params["run_id"]}
+        if "text/event-stream" in request.headers.get("accept", ""):
+            stream = ctx.lifecycle.resume_stream(ref, resume, ownership=scope)
+            try:
+                first = await anext(stream, None)
+            except BaseException:
+                await stream.aclose()
+                raise
+            return EventStreamResponse(stream, first)  # type: ignore[return-value]
+        result = await ctx.lifecycle.resume(ref, resume, ownership=scope)
+        return JSONResponse(result_json(result))
+
+    return [
+        Route("/api/runs", list_runs, methods=["GET"]),
+        Route("/api/runs/{run_id}", show_run, methods=["GET"]),
+        Route("/api/runs/{run_id}/resume", resume_run, methods=["POST"]),
+    ]
+
+
+def create_app(
+    *,
+    checkpoints: CheckpointStore,
+    sessions: Any,
+    resolve_agent: Callable[[str], Any],
+    authorize: Authorize | None = None,
+    restore_hooks: Sequence[Any] = (),
+    title: str = "Prism",
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> Starlette:
+    """The approval API and console over ``checkpoints`` and ``sessions``.
+
+    ``resolve_agent(agent_id)`` (sync or async) returns ``(agent, definition_revision)`` as for
+    :func:`~prism_core.create_agent_run_lifecycle`; the agent runs on ``sessions``.
+    ``authorize(request)`` (sync or async) returns the caller's ownership mapping (``{}`` for
+    the unscoped tenant), ``None`` for 401, or raises ``AccessDenied`` for 403. The default
+    accepts the bearer token in ``PRISM_SERVER_TOKEN`` and, without one, loopback clients only.
+    """
+    if not callable(resolve_agent):
+        raise TypeError("resolve_agent must be callable(agent_id)")
+    if authorize is not None and not callable(authorize):
+        raise TypeError("authorize must be callable(request)")
+    if (
+        isinstance(max_body_bytes, bool)
+        or not isinstance(max_body_bytes, int)
+        or max_body_bytes < 1
+    ):
+        raise ValueError("max_body_bytes must be a positive integer")
+    ctx = ServerContext(
+        checkpoints=checkpoints,
+        sessions=sessions,
+        resolve_agent=resolve_agent,
+        authorize=authorize or default_authorize(token_from_environment()),
+        restore_hooks=restore_hooks,
+        title=title,
+        max_body_bytes=max_body_bytes,
+        default_auth=authorize is None,
+    )
+    app = Starlette(routes=[*api_routes(ctx), *console_routes(ctx)])
+    app.state.prism = ctx
+    return app

@@ -1,0 +1,51 @@
+"""``prism serve``: the app over the stores one ``--store`` URL opens, under uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ._auth import is_loopback, token_from_environment
+
+__all__ = ("close_on_shutdown", "serve")
+
+
+def close_on_shutdown(app: Any, *stores: Any) -> None:
+    """Close ``stores`` when ``app`` shuts down, on the event loop that used them."""
+
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            for store in stores:
+                closer = getattr(store, "aclose", None)
+                if closer is not None:
+                    await closer()
+
+    app.router.lifespan_context = lifespan
+
+
+def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
+    """Run the server for ``prism serve`` until interrupted; returns the exit code."""
+    import uvicorn
+
+    from prism_core import discover_plugins, open_checkpoint_store, open_session_store
+
+    from ._app import create_app
+
+    if token_from_environment() is None and not is_loopback(args.host):
+        print(
+            f"prism serve: refusing to listen on {args.host} without PRISM_SERVER_TOKEN "
+            "(set a token, or bind to 127.0.0.1)"
+        )
+        return 2
+    plugins = discover_plugins()
+    checkpoints = open_checkpoint_store(args.store, plugins=plugins)
+    sessions = open_session_store(args.store, plugins=plugins)
+    app = create_app(checkpoints=checkpoints, sessions=sessions, resolve_agent=resolve_agent)
+    close_on_shutdown(app, sessions, checkpoints)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0

@@ -1,0 +1,325 @@
+"""``prism runs``: find, inspect and settle durable runs from a terminal.
+
+``list`` and ``show`` read the checkpoint store; ``approve``, ``deny`` and ``continue`` resume
+a run through the host's ``resolve_agent(agent_id) -> (agent, definition_revision)`` (named
+``MODULE:ATTR`` with ``--app``), exactly as :func:`~prism_core.create_agent_run_lifecycle`
+does, on the session store at the same ``--store`` URL. Exit codes: 0 done, 1 refused (the
+error's code and message are printed), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import inspect
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+
+from ._runs_format import run_detail, show_text, summary_table
+from .durable import (
+    AgentRunStatus,
+    AgentRunSummary,
+    CheckpointStore,
+    list_agent_runs,
+    load_agent_run_state,
+    summarize_run,
+)
+from .durable._listing import RUN_STATUSES
+from .durable._options import AGENT_RUN_NAMESPACE
+from .durable._resume_checks import NOT_FOUND
+from .durable._state import RunStatus
+from .errors import AgentRunStateError, PrismError
+
+__all__ = ("add_runs_parser", "parse_resolution", "run_runs")
+
+
+class _Usage(Exception):
+    """A usage mistake found after parsing (exit code 2)."""
+
+
+def _owner_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def parse_resolution(text: str) -> dict[str, Any]:
+    """One ``--resolve`` value as a resolution entry of the resume input.
+
+    ``ID=completed:JSON`` (the call's result), ``ID=not_started`` or ``ID=failed:REASON``.
+    """
+    call_id, sep, outcome = text.partition("=")
+    if not sep or not call_id:
+        raise argparse.ArgumentTypeError(
+            f"expected ID=completed:JSON, ID=not_started or ID=failed:REASON, got {text!r}"
+        )
+    kind, _, rest = outcome.partition(":")
+    if kind == "not_started" and outcome == "not_started":
+        return {"tool_call_id": call_id, "outcome": "not_started"}
+    if kind == "completed" and outcome.startswith("completed:"):
+        try:
+            result = json.loads(rest)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(
+                f"the result of {call_id} is not JSON: {exc}"
+            ) from None
+        return {"tool_call_id": call_id, "outcome": "completed", "result": result}
+    if kind == "failed" and rest:
+        return {"tool_call_id": call_id, "outcome": "failed", "reason": rest}
+    raise argparse.ArgumentTypeError(
+        f"the outcome of {call_id} must be completed:JSON, not_started or failed:REASON"
+    )
+
+
+def add_runs_parser(commands: Any) -> None:
+    """Add ``runs`` and its subcommands to the ``prism`` parser's subcommands."""
+    runs = commands.add_parser("runs", help="list, inspect, approve, deny or continue durable runs")
+    actions = runs.add_subparsers(dest="runs_command", required=True)
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--store",
+            required=True,
+            metavar="URL",
+            help="the checkpoint and session store, e.g. sqlite:///runs.db or redis://host/0",
+        )
+        parser.add_argument(
+            "--owner",
+            action="append",
+            type=_owner_pair,
+            default=[],
+            metavar="KEY=VALUE",
+            help="the ownership runs were written with (repeat for each key)",
+        )
+
+    listing = actions.add_parser("list", help="the runs in the store, as a table or JSON lines")
+    common(listing)
+    listing.add_argument("--status", choices=RUN_STATUSES, help="only runs of this status")
+    listing.add_argument(
+        "--recoverable", action="store_true", help="only running runs no worker holds"
+    )
+    listing.add_argument("--limit", type=int, metavar="N", help="at most N runs (default: all)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    show = actions.add_parser("show", help="one run: status, counters, decisions, in-doubt calls")
+    show.add_argument("run_id", metavar="RUN_ID")
+    common(show)
+    show.add_argument("--json", action="store_true", help="one JSON object")
+
+    for name, what in (("approve", "approve"), ("deny", "deny")):
+        decide = actions.add_parser(name, help=f"{what} a suspended run's pending decisions")
+        decide.add_argument("run_id", metavar="RUN_ID")
+        common(decide)
+        decide.add_argument("--app", required=True, metavar="MODULE:ATTR", help="resolve_agent")
+        decide.add_argument(
+            "--call",
+            action="append",
+            default=[],
+            metavar="ID",
+            help="only this tool call (or approval id); repeat for more (default: all)",
+        )
+        decide.add_argument("--reason", metavar="TEXT", help="recorded with the decision")
+
+    proceed = actions.add_parser("continue", help="continue a running run after a crash")
+    proceed.add_argument("run_id", metavar="RUN_ID")
+    common(proceed)
+    proceed.add_argument("--app", required=True, metavar="MODULE:ATTR", help="resolve_agent")
+    proceed.add_argument(
+        "--resolve",
+        action="append",
+        default=[],
+        type=parse_resolution,
+        metavar="ID=OUTCOME",
+        help="settle an in-doubt call: ID=completed:JSON, ID=not_started or ID=failed:REASON",
+    )
+
+
+def load_app(spec: str) -> Callable[[str], Any]:
+    """The host's ``resolve_agent`` named ``MODULE:ATTR`` (the working directory is importable,
+    as for ``python -m``)."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise _Usage(f"--app must be MODULE:ATTR, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise _Usage(f"--app: cannot import {module_name!r}: {exc}") from exc
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise _Usage(f"--app: {module_name!r} has no attribute {attribute!r}") from None
+    if not callable(target):
+        raise _Usage(f"--app: {spec} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _on_sessions(resolve: Callable[[str], Any], sessions: Any) -> Callable[[str], Any]:
+    """``resolve`` with each agent moved onto ``sessions`` (a copy; the host's is untouched)."""
+
+    async def resolve_agent(agent_id: str) -> Any:
+        resolved = resolve(agent_id)
+        if inspect.isawaitable(resolved):
+            resolved = await resolved
+        if isinstance(resolved, Mapping):
+            agent, revision = resolved.get("agent"), resolved.get("definition_revision")
+        elif isinstance(resolved, tuple) and len(resolved) == 2:
+            agent, revision = resolved
+        else:
+            return resolved  # the lifecycle refuses it with its own message
+        if agent is not None and getattr(agent, "store", None) is not sessions:
+            agent = copy.copy(agent)
+            agent.store = sessions
+        return agent, revision
+
+    return resolve_agent
+
+
+class _Stores:
+    """The checkpoint and session stores one ``--store`` URL opens."""
+
+    def __init__(self, url: str) -> None:
+        from .plugins import discover_plugins
+        from .stores import open_checkpoint_store, open_session_store
+
+        plugins = discover_plugins()
+        self._close_later: list[Any] = []
+        self.checkpoints: CheckpointStore = open_checkpoint_store(url, plugins=plugins)
+        try:
+            self.sessions = open_session_store(url, plugins=plugins)
+        except BaseException:
+            self._close_later = [self.checkpoints]
+            raise
+        self._close_later = [self.checkpoints, self.sessions]
+
+    async def aclose(self) -> None:
+        for store in self._close_later:
+            closer = getattr(store, "aclose", None)
+            if closer is not None:
+                await closer()
+
+
+async def _find(stores: _Stores, run_id: str, owner: dict[str, str] | None) -> AgentRunStatus:
+    found = await load_agent_run_state(stores.checkpoints, {"run_id": run_id}, ownership=owner)
+    if found is None:
+        raise AgentRunStateError(NOT_FOUND)
+    return found
+
+
+async def _list(stores: _Stores, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise _Usage("--limit must be at least 1")
+    status: RunStatus | None = args.status
+    runs: list[AgentRunSummary] = []
+    cursor = None
+    while True:
+        wanted = 1000 if args.limit is None else min(1000, args.limit - len(runs))
+        page = await list_agent_runs(
+            stores.checkpoints,
+            status=status,
+            ownership=owner,
+            recoverable=True if args.recoverable else None,
+            limit=wanted,
+            cursor=cursor,
+        )
+        runs.extend(page.runs)
+        cursor = page.cursor
+        if cursor is None or (args.limit is not None and len(runs) >= args.limit):
+            break
+    if args.json:
+        for run in runs:
+            print(json.dumps(run.to_json(), ensure_ascii=False))
+    else:
+        print(summary_table(runs))
+    return 0
+
+
+async def _show(stores: _Stores, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
+    found = await _find(stores, args.run_id, owner)
+    record = await stores.checkpoints.load(AGENT_RUN_NAMESPACE, args.run_id, ownership=owner)
+    if record is None:
+        raise AgentRunStateError(NOT_FOUND)
+    detail = run_detail(summarize_run(record), found)
+    print(json.dumps(detail, ensure_ascii=False) if args.json else show_text(detail))
+    return 0
+
+
+def _decisions(args: argparse.Namespace, found: AgentRunStatus) -> dict[str, Any]:
+    """The resume input of ``approve``/``deny`` at the run's current version."""
+    version = found.version
+    if not args.call and args.reason is None:
+        return {"expected_version": version, "decision": args.runs_command}
+    if args.runs_command == "deny" and not args.call:
+        raise _Usage(
+            "deny --reason needs --call: denying the whole run ends it without a reason; "
+            "--call ID rejects that call with the reason and lets the run go on"
+        )
+    pending = found.state.interruption.pending_decisions if found.state.interruption else ()
+    by_call = {p.tool_call_id: p.approval_id for p in pending if p.tool_call_id is not None}
+    chosen = [by_call.get(call, call) for call in args.call] or [p.approval_id for p in pending]
+    outcome = "allow_once" if args.runs_command == "approve" else "reject_once"
+    entries = []
+    for approval_id in dict.fromkeys(chosen):
+        entry: dict[str, Any] = {"approval_id": approval_id, "outcome": outcome}
+        if args.reason is not None:
+            entry["reason"] = args.reason
+        entries.append(entry)
+    if not entries:
+        return {"expected_version": version, "decision": args.runs_command}
+    return {"expected_version": version, "decisions": entries}
+
+
+async def _resume(stores: _Stores, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
+    from .durable import create_agent_run_lifecycle
+
+    resolve = load_app(args.app)
+    found = await _find(stores, args.run_id, owner)
+    if args.runs_command == "continue":
+        resume: dict[str, Any] = {"expected_version": found.version, "decision": "continue"}
+        if args.resolve:
+            resume["resolutions"] = args.resolve
+    else:
+        resume = _decisions(args, found)
+    lifecycle = create_agent_run_lifecycle(
+        checkpoints=stores.checkpoints, resolve_agent=_on_sessions(resolve, stores.sessions)
+    )
+    result = await lifecycle.resume({"run_id": args.run_id}, resume, ownership=owner)
+    version = result.run_state.version if result.run_state is not None else "-"
+    print(f"run {result.run_id}: {result.status} (version {version})")
+    if result.text:
+        print(result.text)
+    return 0
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    owner = dict(args.owner) or None
+    stores = _Stores(args.store)
+    try:
+        if args.runs_command == "list":
+            return await _list(stores, args, owner)
+        if args.runs_command == "show":
+            return await _show(stores, args, owner)
+        return await _resume(stores, args, owner)
+    finally:
+        await stores.aclose()
+
+
+def run_runs(args: argparse.Namespace) -> int:
+    """Run one ``prism runs`` subcommand; returns the exit code."""
+    try:
+        return anyio.run(_dispatch, args)
+    except _Usage as exc:
+        print(f"prism runs {args.runs_command}: {exc}", file=sys.stderr)
+        return 2
+    except PrismError as exc:
+        print(f"prism runs {args.runs_command}: refused ({exc.code}): {exc}", file=sys.stderr)
+        return 1

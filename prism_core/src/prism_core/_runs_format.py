@@ -1,0 +1,140 @@
+"""How ``prism runs`` prints runs: the list table, ``show``'s report and their JSON forms."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .durable import AgentRunStatus, AgentRunSummary
+
+__all__ = ("age", "run_detail", "show_text", "summary_table")
+
+_COLUMNS = ("RUN", "AGENT", "STATUS", "VERSION", "AGE", "PENDING", "IN DOUBT")
+
+
+def age(updated_at: float, now: float | None = None) -> str:
+    """How long ago ``updated_at`` was, in the largest whole unit (``42s``, ``5m``, ``3h``)."""
+    seconds = max(0, int((time.time() if now is None else now) - updated_at))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _moment(epoch: float | None) -> str:
+    if epoch is None:
+        return "none"
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def summary_table(runs: Sequence[AgentRunSummary], now: float | None = None) -> str:
+    """The runs as an aligned text table with a header line."""
+    rows = [_COLUMNS]
+    for run in runs:
+        rows.append(
+            (
+                run.run_id,
+                run.agent_id,
+                run.status,
+                str(run.version),
+                age(run.updated_at, now),
+                str(run.pending_decisions),
+                ",".join(run.in_doubt) or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def run_detail(summary: AgentRunSummary, found: AgentRunStatus) -> dict[str, Any]:
+    """``show --json``: the summary's fields, counters, decisions, in-doubt calls, metadata.
+
+    Decisions carry their scope (tool, effect kind, identity, arguments hash), never raw
+    arguments; the stored state was redacted when it was written.
+    """
+    state = found.state
+    counters = state.counters
+    decisions = []
+    if state.interruption is not None:
+        for pending in state.interruption.pending_decisions:
+            scope = pending.scope
+            decisions.append(
+                {
+                    "approval_id": pending.approval_id,
+                    "kind": pending.kind,
+                    "tool_call_id": pending.tool_call_id,
+                    "reason": pending.reason,
+                    "guardrail": pending.guardrail,
+                    "scope": None
+                    if scope is None
+                    else {
+                        "tool_name": scope.tool_name,
+                        "effect_kind": scope.effect_kind,
+                        "identity": scope.identity,
+                        "arguments_hash": scope.arguments_hash,
+                    },
+                }
+            )
+    in_doubt = [
+        {"tool_call_id": call.tool_call_id, "name": call.name}
+        for call in state.pending_calls
+        if call.tool_call_id in summary.in_doubt
+    ]
+    return {
+        **summary.to_json(),
+        "counters": {
+            "turns": counters.turns,
+            "provider_attempts": counters.provider_attempts,
+            "tool_rounds": counters.tool_rounds,
+            "tool_calls": counters.tool_calls,
+        },
+        "decisions": decisions,
+        "in_doubt_calls": in_doubt,
+        "metadata": found.metadata or {},
+        "error": None
+        if state.error is None
+        else {"code": state.error.code, "message": state.error.message},
+    }
+
+
+def show_text(detail: dict[str, Any], now: float | None = None) -> str:
+    """``show``'s readable report of :func:`run_detail`."""
+    counters = detail["counters"]
+    lines = [
+        f"run        {detail['run_id']}",
+        f"session    {detail['session_id']}",
+        f"agent      {detail['agent_id']}",
+        f"status     {detail['status']}",
+        f"version    {detail['version']}",
+        f"updated    {_moment(detail['updated_at'])} ({age(detail['updated_at'], now)} ago)",
+        f"lease      {_moment(detail['lease_expires_at'])}",
+        "counters   " + " ".join(f"{name}={value}" for name, value in counters.items()),
+    ]
+    if detail["error"] is not None:
+        lines.append(f"error      {detail['error']['code']}: {detail['error']['message']}")
+    lines.append(f"pending decisions: {len(detail['decisions'])}")
+    for decision in detail["decisions"]:
+        scope = decision["scope"]
+        what = (
+            f"{scope['tool_name']} ({scope['identity']}, effect {scope['effect_kind'] or '-'}, "
+            f"args sha256 {scope['arguments_hash'][:12]})"
+            if scope is not None
+            else decision["guardrail"] or "-"
+        )
+        call = decision["tool_call_id"] or "-"
+        lines.append(f"  {decision['approval_id']}  {decision['kind']}  call {call}  {what}")
+        if decision["reason"]:
+            lines.append(f"    reason: {decision['reason']}")
+    lines.append(f"in doubt: {len(detail['in_doubt_calls'])}")
+    for call in detail["in_doubt_calls"]:
+        lines.append(f"  {call['tool_call_id']}  {call['name']}")
+    metadata = detail["metadata"]
+    lines.append(f"metadata: {len(metadata)}")
+    for key in sorted(metadata):
+        lines.append(f"  {key}={metadata[key]}")
+    return "\n".join(lines)

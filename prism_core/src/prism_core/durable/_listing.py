@@ -1,0 +1,243 @@
+"""Finding durable runs: :func:`list_agent_runs` and the summary of one run's checkpoint.
+
+A status filter uses the store's :class:`~prism_core.CheckpointStatusIndex` when it has one,
+so only the records of that status are read. A store without it is paged through
+(``list`` over the run namespace) and each record is decoded to filter it: correct, but it
+reads the whole namespace when few runs match. Summaries come from the stored state; a record
+that does not parse as a run state is left out of every page.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, get_args
+
+import attrs
+
+from ..errors import AgentRunStateError
+from ._checkpoints import (
+    MAX_CHECKPOINT_PAGE_SIZE,
+    CheckpointPage,
+    CheckpointRecord,
+    CheckpointStore,
+    InvalidCheckpointError,
+    normalise_ownership,
+    validate_list,
+)
+from ._in_doubt import in_doubt_calls
+from ._index import CheckpointStatusIndex
+from ._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES, check_store
+from ._state import RunStatus, parse_state
+
+__all__ = (
+    "AgentRunPage",
+    "AgentRunSummary",
+    "is_recoverable",
+    "lease_expires_at",
+    "list_agent_runs",
+    "summarize_run",
+)
+
+logger = logging.getLogger("prism_core.durable")
+
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
+
+# Pages read from the store while a filter drops records the store cannot drop itself.
+_FILTERED_PAGE_SIZE = 200
+_CURSOR_TAG = "runs1."
+
+
+@attrs.frozen(kw_only=True)
+class AgentRunSummary:
+    """What a run's checkpoint says about it, without its transcript.
+
+    ``pending_decisions`` counts the decisions a suspended run waits for; ``in_doubt`` names
+    the tool calls whose dispatched mark is stored without a settled result (a ``continue``
+    must reconcile or resolve them); ``lease_expires_at`` is ``None`` for a run without a
+    lease. ``updated_at`` is the epoch time of the checkpoint's last write.
+    """
+
+    run_id: str
+    session_id: str
+    agent_id: str
+    status: RunStatus
+    version: int
+    updated_at: float
+    pending_decisions: int = 0
+    in_doubt: tuple[str, ...] = ()
+    lease_expires_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as a JSON object (one field per attribute)."""
+        return {
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "agent_id": self.agent_id,
+            "status": self.status,
+            "version": self.version,
+            "updated_at": self.updated_at,
+            "pending_decisions": self.pending_decisions,
+            "in_doubt": list(self.in_doubt),
+            "lease_expires_at": self.lease_expires_at,
+        }
+
+
+@attrs.frozen
+class AgentRunPage:
+    """One page of :func:`list_agent_runs`; ``cursor`` is ``None`` on the last page."""
+
+    runs: tuple[AgentRunSummary, ...]
+    cursor: str | None = None
+
+
+def lease_expires_at(record: CheckpointRecord) -> float | None:
+    """When the lease held on a run's record expires (epoch seconds), or ``None``.
+
+    Runs hold no leases yet, so this is ``None`` for every record; it is the one place the
+    listing reads a lease from.
+    """
+    del record
+    return None
+
+
+def is_recoverable(summary: AgentRunSummary, *, now: float | None = None) -> bool:
+    """Whether no worker holds the run: ``running`` with no lease, or an expired one.
+
+    A run without a lease gives no sign of life, so it counts as recoverable; hosts whose
+    workers continue runs by themselves should give runs a lease. ``now`` defaults to this
+    machine's clock: a lease is compared against it, so clock skew between workers and the
+    lister shifts the moment a run turns recoverable by that skew.
+    """
+    if summary.status != "running":
+        return False
+    expires = summary.lease_expires_at
+    return expires is None or expires <= (time.time() if now is None else now)
+
+
+def summarize_run(record: CheckpointRecord) -> AgentRunSummary:
+    """The summary of one run record; :class:`~prism_core.AgentRunStateError` when its value
+    is not a run state."""
+    state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES, run_id=record.key)
+    if state.run_id != record.key:
+        raise AgentRunStateError("agent run state names another run than its record")
+    pending = len(state.interruption.pending_decisions) if state.interruption is not None else 0
+    return AgentRunSummary(
+        run_id=state.run_id,
+        session_id=state.session_id,
+        agent_id=state.agent_id,
+        status=state.status,
+        version=record.version,
+        updated_at=record.updated_at,
+        pending_decisions=pending,
+        in_doubt=in_doubt_calls(state),
+        lease_expires_at=lease_expires_at(record),
+    )
+
+
+def _encode_cursor(store_cursor: str | None, after_key: str | None, indexed: bool) -> str:
+    raw = json.dumps({"c": store_cursor, "k": after_key, "i": indexed}, separators=(",", ":"))
+    return _CURSOR_TAG + base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
+
+
+def _decode_cursor(cursor: str, indexed: bool) -> tuple[str | None, str | None]:
+    bad = InvalidCheckpointError("cursor is not one list_agent_runs returned for these filters")
+    if not cursor.startswith(_CURSOR_TAG):
+        raise bad
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor[len(_CURSOR_TAG) :].encode("ascii")))
+    except (UnicodeError, binascii.Error, ValueError):
+        raise bad from None
+    if not isinstance(data, dict) or data.get("i") is not indexed:
+        raise bad
+    store_cursor, after_key = data.get("c"), data.get("k")
+    if not all(part is None or isinstance(part, str) for part in (store_cursor, after_key)):
+        raise bad
+    return store_cursor, after_key
+
+
+def _unseen(records: tuple[CheckpointRecord, ...], after_key: str | None) -> list[CheckpointRecord]:
+    """The records of a page re-read from its start that come after ``after_key``."""
+    if after_key is None:
+        return list(records)
+    keys = [record.key for record in records]
+    if after_key in keys:
+        return list(records[keys.index(after_key) + 1 :])
+    # The last returned record was deleted meanwhile: fall back to comparing keys.
+    return [record for record in records if record.key > after_key]
+
+
+async def list_agent_runs(
+    checkpoints: CheckpointStore,
+    *,
+    status: RunStatus | None = None,
+    ownership: Mapping[str, str] | None = None,
+    recoverable: bool | None = None,
+    limit: int = 100,
+    cursor: str | None = None,
+) -> AgentRunPage:
+    """One page of the durable runs visible to ``ownership``, in run id order.
+
+    ``status`` keeps runs of that status; ``recoverable=True`` keeps runs no worker holds
+    (see :func:`is_recoverable`), ``False`` the others. ``ownership`` is matched exactly, as
+    in every store call: other tenants' runs are never listed. Pass a page's ``cursor`` back
+    for the next page, with the same filters. Malformed arguments raise
+    :class:`~prism_core.InvalidCheckpointError` before any store access.
+    """
+    check_store(checkpoints)
+    validate_list(limit, cursor)
+    if status is not None and status not in RUN_STATUSES:
+        raise InvalidCheckpointError(f"status must be one of {', '.join(RUN_STATUSES)}")
+    if recoverable is not None and not isinstance(recoverable, bool):
+        raise InvalidCheckpointError("recoverable must be True, False or None")
+    owner = normalise_ownership(ownership)
+    wanted: str | None = status
+    if recoverable is True:
+        if status not in (None, "running"):
+            return AgentRunPage(())
+        wanted = "running"
+    indexed = wanted is not None and isinstance(checkpoints, CheckpointStatusIndex)
+    store_cursor, after_key = (None, None) if cursor is None else _decode_cursor(cursor, indexed)
+    filtered = recoverable is not None or (wanted is not None and not indexed)
+    page_size = max(limit, _FILTERED_PAGE_SIZE) if filtered else limit
+    page_size = min(page_size, MAX_CHECKPOINT_PAGE_SIZE)
+    now = time.time()
+    runs: list[AgentRunSummary] = []
+    while True:
+        page: CheckpointPage
+        if indexed:
+            assert wanted is not None
+            assert isinstance(checkpoints, CheckpointStatusIndex)
+            page = await checkpoints.list_by_status(
+                AGENT_RUN_NAMESPACE, wanted, ownership=owner, limit=page_size, cursor=store_cursor
+            )
+        else:
+            page = await checkpoints.list(
+                AGENT_RUN_NAMESPACE, ownership=owner, limit=page_size, cursor=store_cursor
+            )
+        unseen = _unseen(page.records, after_key)
+        for index, record in enumerate(unseen):
+            try:
+                summary = summarize_run(record)
+            except AgentRunStateError as exc:
+                logger.warning("run record %r is not a run state; not listed: %s", record.key, exc)
+                continue
+            if wanted is not None and summary.status != wanted:
+                continue
+            if recoverable is not None and is_recoverable(summary, now=now) != recoverable:
+                continue
+            runs.append(summary)
+            if len(runs) == limit:
+                more = index + 1 < len(unseen) or page.cursor is not None
+                if not more:
+                    return AgentRunPage(tuple(runs))
+                if index + 1 == len(unseen):
+                    return AgentRunPage(tuple(runs), _encode_cursor(page.cursor, None, indexed))
+                return AgentRunPage(tuple(runs), _encode_cursor(store_cursor, record.key, indexed))
+        if page.cursor is None:
+            return AgentRunPage(tuple(runs))
+        store_cursor, after_key = page.cursor, None

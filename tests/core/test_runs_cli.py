@@ -1,0 +1,376 @@
+"""``prism runs``: list, show, approve, deny and continue on a SQLite store, in-process and as
+a subprocess, with a host module named by ``--app``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prism_core._cli import main
+from prism_core._runs_cli import parse_resolution
+
+from .runs_cli_support import install_host, refunds, seed, stored
+
+TENANT = {"tenant_id": "t1"}
+SUMMARY_KEYS = {
+    "run_id",
+    "session_id",
+    "agent_id",
+    "status",
+    "version",
+    "updated_at",
+    "pending_decisions",
+    "in_doubt",
+    "lease_expires_at",
+}
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Any:
+    """The host module, imported from ``tmp_path``."""
+    module = install_host(tmp_path)
+    yield module
+    sys.modules.pop(module.__name__, None)
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    """A SQLite store in ``tmp_path``."""
+    return f"sqlite:///{tmp_path / 'runs.db'}"
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``prism`` in-process; its exit code, stdout and stderr."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_list_prints_a_table_and_json_lines(capsys: Any, host: Any, url: str) -> None:
+    """The table has one row per visible run; ``--json`` one summary object per line."""
+    first = seed(url, host, "s-1", how="suspended")
+    crashed = seed(url, host, "s-2", how="crashed")
+    seed(url, host, "s-3", how="suspended", owner=TENANT)
+    code, out, err = cli(capsys, "runs", "list", "--store", url)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].split() == [
+        "RUN",
+        "AGENT",
+        "STATUS",
+        "VERSION",
+        "AGE",
+        "PENDING",
+        "IN",
+        "DOUBT",
+    ]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert set(rows) == {first, crashed}
+    assert rows[first][1:4] == ["billing", "suspended", "1"]
+    assert rows[first][5:] == ["2", "-"]
+    assert rows[crashed][1:4] == ["billing", "running", str(stored(url, crashed)[0])]  # type: ignore[index]
+    assert rows[crashed][4].endswith("s")
+
+    code, out, _ = cli(capsys, "runs", "list", "--store", url, "--json")
+    assert code == 0
+    objects = [json.loads(line) for line in out.splitlines()]
+    assert {o["run_id"] for o in objects} == {first, crashed}
+    assert all(set(o) == SUMMARY_KEYS for o in objects)
+    by_id = {o["run_id"]: o for o in objects}
+    assert by_id[first]["pending_decisions"] == 2
+    assert by_id[first]["session_id"] == "s-1"
+
+    code, out, _ = cli(capsys, "runs", "list", "--store", url, "--recoverable", "--json")
+    assert [json.loads(line)["run_id"] for line in out.splitlines()] == [crashed]
+    code, out, _ = cli(capsys, "runs", "list", "--store", url, "--status", "succeeded")
+    assert out.splitlines()[1:] == []
+    code, out, _ = cli(capsys, "runs", "list", "--store", url, "--owner", "tenant_id=t1", "--json")
+    assert [json.loads(line)["session_id"] for line in out.splitlines()] == ["s-3"]
+    code, out, _ = cli(capsys, "runs", "list", "--store", url, "--limit", "1", "--json")
+    assert len(out.splitlines()) == 1
+
+
+def test_show_reports_decisions_without_arguments(capsys: Any, host: Any, url: str) -> None:
+    """``show`` gives status, counters, decisions (scope, no raw arguments) and metadata."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    code, out, err = cli(capsys, "runs", "show", run_id, "--store", url)
+    assert (code, err) == (0, "")
+    assert f"run        {run_id}" in out
+    assert "status     suspended" in out
+    assert "lease      none" in out
+    assert "pending decisions: 2" in out
+    assert "refund (billing/refund" in out
+    assert "A-1" not in out
+    assert "B-2" not in out
+    assert "in doubt: 0" in out
+
+    code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
+    detail = json.loads(out)
+    assert set(detail) >= SUMMARY_KEYS
+    assert [d["tool_call_id"] for d in detail["decisions"]] == ["c1", "c2"]
+    assert detail["decisions"][0]["scope"]["tool_name"] == "refund"
+    assert len(detail["decisions"][0]["scope"]["arguments_hash"]) == 64
+    assert detail["counters"]["turns"] == 1
+    assert "A-1" not in out
+
+    doubtful = seed(url, host, "s-2", how="in-doubt")
+    code, out, _ = cli(capsys, "runs", "show", doubtful, "--store", url)
+    assert "status     running" in out
+    assert "in doubt: 1\n  c1  refund" in out
+
+
+def test_unknown_and_foreign_runs_are_refused(capsys: Any, host: Any, url: str) -> None:
+    """A run another tenant owns is as absent as one that never existed: exit 1 with a code."""
+    run_id = seed(url, host, "s-1", how="suspended", owner=TENANT)
+    for target in ("run_nope", run_id):
+        code, out, err = cli(capsys, "runs", "show", target, "--store", url)
+        assert (code, out) == (1, "")
+        assert "refused (ERR_PRISM_AGENT_RUN_STATE): Agent run checkpoint not found" in err
+    code, _, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--owner", "tenant_id=t1")
+    assert code == 0
+    app = f"{host.__name__}:resolve_agent"
+    code, _, err = cli(capsys, "runs", "approve", run_id, "--store", url, "--app", app)
+    assert code == 1
+    assert "not found" in err
+    assert stored(url, run_id, TENANT) == (1, "suspended")
+    assert refunds(host) == []
+
+
+def test_approve_runs_the_run_to_its_end(capsys: Any, host: Any, url: str) -> None:
+    """``approve`` resumes through the host's agent on the store's sessions."""
+    run_id = seed(url, host, "s-1", how="suspended", owner=TENANT)
+    app = f"{host.__name__}:resolve_agent"
+    code, out, err = cli(
+        capsys, "runs", "approve", run_id, "--store", url, "--app", app, "--owner", "tenant_id=t1"
+    )
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].startswith(f"run {run_id}: succeeded (version ")
+    assert "refunds settled" in out
+    assert refunds(host) == ["A-1", "B-2"]
+    assert stored(url, run_id, TENANT)[1] == "succeeded"  # type: ignore[index]
+    code, _, err = cli(
+        capsys, "runs", "approve", run_id, "--store", url, "--app", app, "--owner", "tenant_id=t1"
+    )
+    assert code == 1
+    assert "ERR_PRISM_AGENT_RUN_STATE" in err
+    assert refunds(host) == ["A-1", "B-2"]
+
+
+def test_per_call_decisions_with_reasons(capsys: Any, host: Any, url: str) -> None:
+    """``--call`` decides one call at a time; a rejected call never runs."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    base = ("--store", url, "--app", app)
+    code, out, err = cli(capsys, "runs", "approve", run_id, *base, "--call", "c9")
+    assert (code, out) == (1, "")
+    assert "refused (ERR_PRISM_DECISION_UNKNOWN)" in err
+    assert stored(url, run_id) == (1, "suspended")
+    code, out, _ = cli(capsys, "runs", "approve", run_id, *base, "--call", "c1", "--reason", "ok")
+    assert code == 0
+    assert out.startswith(f"run {run_id}: suspended")
+    assert refunds(host) == []
+    code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
+    assert [d["tool_call_id"] for d in json.loads(out)["decisions"]] == ["c2"]
+    code, out, _ = cli(
+        capsys, "runs", "deny", run_id, *base, "--call", "c2", "--reason", "duplicate order"
+    )
+    assert code == 0
+    assert out.startswith(f"run {run_id}: succeeded")
+    assert refunds(host) == ["A-1"]
+
+
+def test_deny_ends_the_run(capsys: Any, host: Any, url: str) -> None:
+    """``deny`` without ``--call`` ends the run ``denied``; ``--reason`` then is a usage error."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    code, _, err = cli(
+        capsys, "runs", "deny", run_id, "--store", url, "--app", app, "--reason", "no"
+    )
+    assert code == 2
+    assert "--reason needs --call" in err
+    assert stored(url, run_id) == (1, "suspended")
+    code, out, _ = cli(capsys, "runs", "deny", run_id, "--store", url, "--app", app)
+    assert code == 0
+    assert out.strip() == f"run {run_id}: denied (version 2)"
+    assert refunds(host) == []
+
+
+def test_continue_finishes_a_crashed_run(capsys: Any, host: Any, url: str) -> None:
+    """A run whose worker stopped between turns is continued to its end."""
+    run_id = seed(url, host, "s-1", how="crashed")
+    version, status = stored(url, run_id)  # type: ignore[misc]
+    assert status == "running"
+    assert version >= 2
+    assert refunds(host) == ["A-1", "B-2"]
+    app = f"{host.__name__}:resolve_agent"
+    code, out, err = cli(capsys, "runs", "continue", run_id, "--store", url, "--app", app)
+    assert (code, err) == (0, "")
+    assert out.startswith(f"run {run_id}: succeeded")
+    assert refunds(host) == ["A-1", "B-2"]
+
+
+def test_continue_of_an_in_doubt_run(capsys: Any, host: Any, url: str) -> None:
+    """An in-doubt call is never re-run blindly: a plain continue is refused with its id and
+    nothing written; ``--resolve ID=completed:JSON`` stores that result without running the
+    call again, and the run goes on."""
+    run_id = seed(url, host, "s-1", how="in-doubt")
+    app = f"{host.__name__}:resolve_agent"
+    code, out, err = cli(capsys, "runs", "continue", run_id, "--store", url, "--app", app)
+    assert (code, out) == (1, "")
+    assert "refused (ERR_PRISM_TOOL_IN_DOUBT)" in err
+    assert "c1" in err
+    assert stored(url, run_id) == (2, "running")
+    resolution = 'c1=completed:{"refunded": "A-1"}'
+    code, out, err = cli(
+        capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--resolve", resolution
+    )
+    assert (code, err) == (0, "")
+    assert out.startswith(f"run {run_id}: succeeded")
+    assert refunds(host) == ["B-2"]
+
+
+@pytest.mark.parametrize(
+    ("resolution", "ran"),
+    [("c1=not_started", ["A-1", "B-2"]), ("c1=failed:card declined", ["B-2"])],
+)
+def test_other_resolutions(
+    capsys: Any, host: Any, url: str, resolution: str, ran: list[str]
+) -> None:
+    """``not_started`` runs the call now; ``failed`` records the failure and never runs it."""
+    run_id = seed(url, host, "s-1", how="in-doubt")
+    app = f"{host.__name__}:resolve_agent"
+    code, out, err = cli(
+        capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--resolve", resolution
+    )
+    assert (code, err) == (0, "")
+    assert out.startswith(f"run {run_id}: succeeded")
+    assert refunds(host) == ran
+    code, out, err = cli(
+        capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--resolve", resolution
+    )
+    assert code == 1
+    assert "refused (" in err
+    assert refunds(host) == ran
+
+
+@pytest.mark.parametrize(
+    ("text", "entry"),
+    [
+        ("c1=not_started", {"tool_call_id": "c1", "outcome": "not_started"}),
+        (
+            'c1=completed:{"ok": [1, "a=b"]}',
+            {"tool_call_id": "c1", "outcome": "completed", "result": {"ok": [1, "a=b"]}},
+        ),
+        ("c1=completed:null", {"tool_call_id": "c1", "outcome": "completed", "result": None}),
+        (
+            "call_9=failed:card declined: expired",
+            {"tool_call_id": "call_9", "outcome": "failed", "reason": "card declined: expired"},
+        ),
+    ],
+)
+def test_resolutions_parse(text: str, entry: dict[str, Any]) -> None:
+    """Each ``--resolve`` form becomes one resolution entry of the resume input."""
+    assert parse_resolution(text) == entry
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["runs", "continue", "r", "--store", "sqlite://", "--app", "m:a", "--resolve", "c1"],
+        ["runs", "continue", "r", "--store", "sqlite://", "--app", "m:a", "--resolve", "c1=done"],
+        ["runs", "continue", "r", "--store", "sqlite://", "--app", "m:a", "--resolve", "=x"],
+        [
+            "runs",
+            "continue",
+            "r",
+            "--store",
+            "sqlite://",
+            "--app",
+            "m:a",
+            "--resolve",
+            "c1=completed:{nope",
+        ],
+        [
+            "runs",
+            "continue",
+            "r",
+            "--store",
+            "sqlite://",
+            "--app",
+            "m:a",
+            "--resolve",
+            "c1=failed:",
+        ],
+        ["runs", "continue", "r", "--store", "sqlite://"],
+        ["runs", "list"],
+        ["runs", "list", "--store", "sqlite://", "--status", "sleeping"],
+        ["runs", "list", "--store", "sqlite://", "--owner", "tenant"],
+        ["runs", "show", "--store", "sqlite://"],
+        ["runs", "frobnicate"],
+    ],
+)
+def test_usage_mistakes_exit_2(capsys: Any, argv: list[str]) -> None:
+    """Malformed arguments are usage errors (exit 2), found before any store is opened."""
+    code, out, err = cli(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert "usage:" in err
+
+
+def test_bad_app_and_limit_exit_2(capsys: Any, host: Any, url: str) -> None:
+    """An ``--app`` that does not name a callable, or a ``--limit`` below 1: exit 2."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    for app in ("no_colon", "no_such_module_xyz:resolve", f"{host.__name__}:missing"):
+        code, _, err = cli(capsys, "runs", "approve", run_id, "--store", url, "--app", app)
+        assert code == 2
+        assert "--app" in err
+    code, _, err = cli(capsys, "runs", "list", "--store", url, "--limit", "0")
+    assert code == 2
+    assert "--limit" in err
+    assert stored(url, run_id) == (1, "suspended")
+
+
+def test_an_unsupported_store_url_is_refused(capsys: Any) -> None:
+    """A URL no installed store opens: exit 1 with the store error's code."""
+    code, _, err = cli(capsys, "runs", "list", "--store", "ftp://example.invalid/x")
+    assert code == 1
+    assert "refused (ERR_PRISM_STORE_UNSUPPORTED)" in err
+
+
+def test_the_console_script_end_to_end(tmp_path: Path, host: Any, url: str) -> None:
+    """``python -m prism_core._cli runs …`` in a subprocess: list, approve, show."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+
+    def prism(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "prism_core._cli", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    listed = prism("runs", "list", "--store", url, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [json.loads(line)["run_id"] for line in listed.stdout.splitlines()] == [run_id]
+    approved = prism("runs", "approve", run_id, "--store", url, "--app", app)
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.startswith(f"run {run_id}: succeeded")
+    assert refunds(host) == ["A-1", "B-2"]
+    shown = prism("runs", "show", run_id, "--store", url, "--json")
+    assert json.loads(shown.stdout)["status"] == "succeeded"
+    again = prism("runs", "approve", run_id, "--store", url, "--app", app)
+    assert again.returncode == 1
+    assert "refused (ERR_PRISM_AGENT_RUN_STATE)" in again.stderr

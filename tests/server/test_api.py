@@ -1,0 +1,358 @@
+"""The JSON API against a real uvicorn server on loopback, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from prism_server import create_app
+
+from ._support import (
+    Database,
+    Host,
+    client,
+    header_tenant,
+    make_in_doubt,
+    running,
+    seed,
+    sse_frames,
+    stored,
+)
+
+
+@pytest.fixture
+def host() -> Host:
+    """The host application (its refund log starts empty)."""
+    return Host()
+
+
+def serve(db: Database, host: Host, **options: Any) -> Any:
+    """The app over ``db`` with the test's ``authorize``, running on loopback."""
+    checkpoints, sessions = db.stores()
+    options.setdefault("authorize", header_tenant)
+    app = create_app(
+        checkpoints=checkpoints, sessions=sessions, resolve_agent=host.resolve_agent, **options
+    )
+    return running(app, checkpoints, sessions)
+
+
+@pytest.fixture
+def base(database: Database, host: Host) -> Iterator[str]:
+    """The server's base URL."""
+    with serve(database, host) as url:
+        yield url
+
+
+def test_list_runs_is_scoped_filtered_and_paged(database: Database, host: Host, base: str) -> None:
+    mine = {seed(database, host, ["A-1"], owner={"tenant_id": "t1"}) for _ in range(3)}
+    foreign = seed(database, host, ["B-2"], owner={"tenant_id": "t2"})
+    with client(base) as http:
+        answer = http.get("/api/runs", params={"status": "suspended"})
+        assert answer.status_code == 200
+        body = answer.json()
+        assert {run["run_id"] for run in body["runs"]} == mine
+        assert body["cursor"] is None
+        run = body["runs"][0]
+        assert run["agent_id"] == "billing"
+        assert run["pending_decisions"] == 1
+        assert run["in_doubt"] == []
+        seen, cursor = [], None
+        while True:
+            params = {"limit": "2", **({"cursor": cursor} if cursor else {})}
+            page = http.get("/api/runs", params=params).json()
+            assert len(page["runs"]) <= 2
+            seen += [run["run_id"] for run in page["runs"]]
+            cursor = page["cursor"]
+            if cursor is None:
+                break
+        assert sorted(seen) == sorted(mine)
+        assert http.get("/api/runs", params={"status": "succeeded"}).json()["runs"] == []
+        bad = http.get("/api/runs", params={"status": "nonsense"})
+        assert bad.status_code == 400
+        assert bad.json()["code"] == "ERR_PRISM_SERVER_BAD_REQUEST"
+        assert http.get("/api/runs", params={"limit": "0"}).status_code == 400
+    with client(base, "t2") as http:
+        assert [r["run_id"] for r in http.get("/api/runs").json()["runs"]] == [foreign]
+
+
+def test_run_detail_shows_pending_calls_and_foreign_runs_are_404(
+    database: Database, host: Host, base: str
+) -> None:
+    run_id = seed(database, host, ["A-1", "B-2"], owner={"tenant_id": "t1"})
+    with client(base) as http:
+        detail = http.get(f"/api/runs/{run_id}").json()
+    assert detail["status"] == "suspended"
+    assert detail["version"] == stored(database, run_id, {"tenant_id": "t1"})[0]
+    assert detail["counters"]["turns"] == 1
+    calls = {item["tool_call_id"]: item for item in detail["pending"]}
+    assert set(calls) == {"c1", "c2"}
+    assert calls["c1"]["tool"] == "refund"
+    assert calls["c1"]["arguments"] == {"order": "A-1"}
+    assert calls["c1"]["kind"] == "tool_approval"
+    assert calls["c1"]["parameters"]["required"] == ["order"]
+    with client(base, "t2") as http:
+        foreign = http.get(f"/api/runs/{run_id}")
+        unknown = http.get("/api/runs/no-such-run")
+    assert foreign.status_code == unknown.status_code == 404
+    assert (
+        foreign.json()
+        == unknown.json()
+        == {
+            "code": "ERR_PRISM_SERVER_NOT_FOUND",
+            "message": "no such run",
+        }
+    )
+
+
+def test_approve_runs_the_tool_once_and_the_second_decision_is_409(
+    database: Database, host: Host, base: str
+) -> None:
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner)
+    version, _ = stored(database, run_id, owner)
+    with client(base, "t2") as http:
+        foreign = http.post(
+            f"/api/runs/{run_id}/resume", json={"expected_version": version, "decision": "approve"}
+        )
+    assert foreign.status_code == 404
+    assert stored(database, run_id, owner) == (version, "suspended")
+    with client(base) as http:
+        answer = http.post(
+            f"/api/runs/{run_id}/resume", json={"expected_version": version, "decision": "approve"}
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["status"] == "succeeded"
+        assert answer.json()["text"] == "refunds settled"
+        again = http.post(
+            f"/api/runs/{run_id}/resume", json={"expected_version": version, "decision": "approve"}
+        )
+    assert again.status_code == 409
+    assert again.json()["code"] == "ERR_PRISM_AGENT_RUN_STATE"
+    assert host.refunds == ["A-1"]
+    assert stored(database, run_id, owner)[1] == "succeeded"
+
+
+def test_deny_and_per_call_batches(database: Database, host: Host, base: str) -> None:
+    owner = {"tenant_id": "t1"}
+    denied = seed(database, host, ["A-1"], owner=owner)
+    batch = seed(database, host, ["B-2", "C-3"], owner=owner)
+    with client(base) as http:
+        version = http.get(f"/api/runs/{denied}").json()["version"]
+        answer = http.post(
+            f"/api/runs/{denied}/resume", json={"expected_version": version, "decision": "deny"}
+        )
+        assert answer.json()["status"] == "denied"
+        detail = http.get(f"/api/runs/{batch}").json()
+        ids = {item["tool_call_id"]: item["approval_id"] for item in detail["pending"]}
+        decisions = [
+            {
+                "approval_id": ids["c1"],
+                "outcome": "allow_once",
+                "modified_arguments": {"order": "B-9"},
+            },
+            {"approval_id": ids["c2"], "outcome": "reject_once", "reason": "already refunded"},
+        ]
+        answer = http.post(
+            f"/api/runs/{batch}/resume",
+            json={"expected_version": detail["version"], "decisions": decisions},
+        )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "succeeded"
+    assert host.refunds == ["B-9"]
+
+
+def test_invalid_decisions_are_422_with_the_decision_code(
+    database: Database, host: Host, base: str
+) -> None:
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner)
+    with client(base) as http:
+        detail = http.get(f"/api/runs/{run_id}").json()
+        version, approval = detail["version"], detail["pending"][0]["approval_id"]
+        url = f"/api/runs/{run_id}/resume"
+        malformed = http.post(url, json={"expected_version": version, "decision": "maybe"})
+        assert malformed.status_code == 422
+        assert malformed.json()["code"] == "ERR_PRISM_DECISION_INVALID"
+        unknown = http.post(
+            url,
+            json={
+                "expected_version": version,
+                "decisions": [{"approval_id": "nope", "outcome": "allow_once"}],
+            },
+        )
+        assert unknown.status_code == 422
+        assert unknown.json()["code"].startswith("ERR_PRISM_DECISION_")
+        schema = http.post(
+            url,
+            json={
+                "expected_version": version,
+                "decisions": [
+                    {
+                        "approval_id": approval,
+                        "outcome": "allow_once",
+                        "modified_arguments": {"order": 7},
+                    }
+                ],
+            },
+        )
+        assert schema.status_code == 422
+        assert schema.json()["code"] == "ERR_PRISM_DECISION_INVALID"
+        assert "modified_arguments" in schema.json()["message"]
+        assert stored(database, run_id, owner) == (version, "suspended")
+        not_json = http.post(url, content=b"{nope", headers={"content-type": "application/json"})
+        assert not_json.status_code == 400
+        listed = http.post(url, json=[1, 2])
+        assert listed.status_code == 400
+    assert host.refunds == []
+
+
+def test_authorize_answers_401_and_403(database: Database, host: Host, base: str) -> None:
+    run_id = seed(database, host, ["A-1"], owner={"tenant_id": "t1"})
+    for route in ("/api/runs", f"/api/runs/{run_id}"):
+        with client(base, None) as http:
+            nobody = http.get(route)
+        with client(base, "blocked") as http:
+            blocked = http.get(route)
+        assert nobody.status_code == 401
+        assert nobody.json()["code"] == "ERR_PRISM_SERVER_UNAUTHENTICATED"
+        assert blocked.status_code == 403
+        assert blocked.json()["code"] == "ERR_PRISM_SERVER_FORBIDDEN"
+    with client(base, None) as http:
+        assert http.post(f"/api/runs/{run_id}/resume", json={}).status_code == 401
+
+
+def test_server_sent_events_end_with_the_terminal_event(
+    database: Database, host: Host, base: str
+) -> None:
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner)
+    version, _ = stored(database, run_id, owner)
+    body = {"expected_version": version, "decision": "approve"}
+    stream = {"accept": "text/event-stream"}
+    with client(base) as http:
+        with http.stream("POST", f"/api/runs/{run_id}/resume", json=body, headers=stream) as sse:
+            assert sse.status_code == 200
+            assert sse.headers["content-type"].startswith("text/event-stream")
+            text = sse.read().decode()
+        stale = http.post(f"/api/runs/{run_id}/resume", json=body, headers=stream)
+    frames = sse_frames(text)
+    types = [event for event, _ in frames]
+    assert "agent_resumed" in types
+    assert types[-2] == "agent_finished"
+    assert types[-1] == "result"
+    assert frames[-1][1]["status"] == "succeeded"
+    assert all(data["type"] == event for event, data in frames[:-1])
+    assert stale.status_code == 409
+    assert stale.headers["content-type"].startswith("application/json")
+    assert host.refunds == ["A-1"]
+
+
+def test_bodies_over_the_bound_are_413(database: Database, host: Host) -> None:
+    run_id = seed(database, host, ["A-1"], owner={"tenant_id": "t1"})
+    with serve(database, host, max_body_bytes=512) as url, client(url) as http:
+        big = {"expected_version": 1, "decision": "approve", "pad": "x" * 600}
+        answer = http.post(f"/api/runs/{run_id}/resume", json=big)
+
+        def chunks() -> Iterator[bytes]:
+            yield b'{"pad": "'
+            for _ in range(10):
+                yield b"y" * 100
+            yield b'"}'
+
+        streamed = http.post(f"/api/runs/{run_id}/resume", content=chunks())
+    assert answer.status_code == streamed.status_code == 413
+    assert answer.json()["code"] == "ERR_PRISM_SERVER_BODY_TOO_LARGE"
+    assert host.refunds == []
+
+
+def test_restore_failures_and_in_doubt_runs_are_409(database: Database, host: Host) -> None:
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner)
+    doubtful = seed(database, host, ["B-2", "C-3"], owner=owner)
+    make_in_doubt(database, doubtful, owner=owner)
+
+    def refuse(context: Any) -> None:
+        raise RuntimeError("the sandbox is gone")
+
+    with serve(database, host, restore_hooks=[refuse]) as url, client(url) as http:
+        version = http.get(f"/api/runs/{run_id}").json()["version"]
+        answer = http.post(
+            f"/api/runs/{run_id}/resume", json={"expected_version": version, "decision": "approve"}
+        )
+        assert answer.status_code == 409
+        assert answer.json()["code"] == "ERR_PRISM_CHECKPOINT_RESTORE"
+        listed = http.get("/api/runs", params={"recoverable": "true"}).json()["runs"]
+        assert [run["run_id"] for run in listed] == [doubtful]
+        assert listed[0]["in_doubt"] == ["c1"]
+        detail = http.get(f"/api/runs/{doubtful}").json()
+        assert detail["in_doubt_calls"] == [
+            {"tool_call_id": "c1", "tool": "refund", "arguments": {"order": "B-2"}}
+        ]
+        version = detail["version"]
+        blocked = http.post(
+            f"/api/runs/{doubtful}/resume",
+            json={"expected_version": version, "decision": "continue"},
+        )
+    assert blocked.status_code == 409
+    assert host.refunds == []
+
+
+def test_pending_arguments_pass_the_agent_redactor(database: Database) -> None:
+    host = Host(secrets=["4111"])
+    run_id = seed(database, host, ["A-1", "ASK"], owner={"tenant_id": "t1"})
+    with serve(database, host) as url, client(url) as http:
+        detail = http.get(f"/api/runs/{run_id}").json()
+    calls = {item["tool_call_id"]: item for item in detail["pending"]}
+    assert calls["c1"]["arguments"] == {"order": "A-1"}
+    assert calls["c2"]["arguments"] == {"amount": 120, "card": "card [REDACTED]"}
+
+
+def test_elicitations_are_answered(database: Database, host: Host, base: str) -> None:
+    run_id = seed(database, host, ["A-1", "ASK"], owner={"tenant_id": "t1"})
+    with client(base) as http:
+        detail = http.get(f"/api/runs/{run_id}").json()
+        calls = {item["tool_call_id"]: item for item in detail["pending"]}
+        assert calls["c2"]["kind"] == "elicitation"
+        assert calls["c2"]["tool"] == "confirm"
+        assert calls["c2"]["elicitation_schema"]["required"] == ["approved_by"]
+        url_resume = f"/api/runs/{run_id}/resume"
+        answer = {"approval_id": calls["c2"]["approval_id"], "outcome": "allow_once"}
+        approve = {"approval_id": calls["c1"]["approval_id"], "outcome": "allow_once"}
+        wrong = http.post(
+            url_resume,
+            json={
+                "expected_version": detail["version"],
+                "decisions": [approve, {**answer, "elicitation": {"who": 1}}],
+            },
+        )
+        assert wrong.status_code == 422, wrong.text
+        assert wrong.json()["code"] == "ERR_PRISM_DECISION_INVALID"
+        done = http.post(
+            url_resume,
+            json={
+                "expected_version": detail["version"],
+                "decisions": [approve, {**answer, "elicitation": {"approved_by": "Ana"}}],
+            },
+        )
+        assert done.status_code == 200, done.text
+        assert done.json()["status"] == "succeeded"
+    # The answer is the confirm call's result: only the refund ran.
+    assert host.refunds == ["A-1"]
+
+
+def test_a_denied_run_streams_its_denial(database: Database, host: Host, base: str) -> None:
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner)
+    version, _ = stored(database, run_id, owner)
+    body = {"expected_version": version, "decision": "deny"}
+    with client(base) as http:
+        answer = http.post(
+            f"/api/runs/{run_id}/resume", json=body, headers={"accept": "text/event-stream"}
+        )
+    frames = sse_frames(answer.text)
+    assert [event for event, _ in frames] == ["agent_denied", "result"]
+    assert frames[-1][1]["status"] == "denied"
+    assert stored(database, run_id, owner)[1] == "denied"
+    assert host.refunds == []
