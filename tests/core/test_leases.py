@@ -250,3 +250,38 @@ async def test_dispatched_mark_carries_the_lease() -> None:
     for _doubt, expires in (seen[0], seen[2]):
         assert expires is not None
         assert expires > now_ms() + 20_000
+
+
+@pytest.mark.anyio
+async def test_listing_reads_the_lease() -> None:
+    """list_agent_runs reports a leased run's expiry (epoch seconds) and does not offer it
+    as recoverable while its worker holds it; once it ends, it holds no lease."""
+    from prism_core import ToolDefinition
+    from prism_core.durable import list_agent_runs
+
+    store, sessions = CountingStore(), create_memory_session_store()
+    seen: list[Any] = []
+
+    async def echo(args: dict[str, Any], context: Any) -> Any:
+        page = await list_agent_runs(store)
+        held = await list_agent_runs(store, recoverable=True)
+        seen.append((page.runs[0].lease_expires_at, held.runs))
+        return {"echo": args}
+
+    result = await (
+        worker(sessions, [], tools=[ToolDefinition("echo", echo)])
+        .create_session(id="s")
+        .run(
+            "go",
+            run_state=RunStateOptions(
+                store, REVISION, checkpoint_policy="every-turn", lease_ms=30_000
+            ),
+        )
+    )
+    assert result.status == "succeeded"
+    expires, recoverable = seen[0]
+    assert expires is not None
+    assert expires > now_ms() / 1000 + 20
+    assert recoverable == ()
+    ended = (await list_agent_runs(store)).runs[0]
+    assert (ended.status, ended.lease_expires_at) == ("succeeded", None)

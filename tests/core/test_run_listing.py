@@ -20,6 +20,7 @@ from prism_core import (
     resume_agent_run,
 )
 from prism_core.durable import is_recoverable
+from prism_core.durable._lease import LEASE_CLOCK_SKEW_MS
 
 from .durable_support import REVISION, CountingStore, World
 from .helpers import echo_tool, text_turn, tool_turn
@@ -173,7 +174,10 @@ async def test_status_and_recoverable_filters() -> None:
     now = time.time()
     assert is_recoverable(summary, now=now)
     assert not is_recoverable(attrs.evolve(summary, lease_expires_at=now + 30), now=now)
-    assert is_recoverable(attrs.evolve(summary, lease_expires_at=now - 1), now=now)
+    # A lease stays live for the clock-skew tolerance a continue applies, then has expired.
+    skew = LEASE_CLOCK_SKEW_MS / 1000
+    assert not is_recoverable(attrs.evolve(summary, lease_expires_at=now - skew / 2), now=now)
+    assert is_recoverable(attrs.evolve(summary, lease_expires_at=now - skew - 1), now=now)
     assert not is_recoverable(attrs.evolve(summary, status="suspended"), now=now)
 
 

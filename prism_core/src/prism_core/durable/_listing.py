@@ -31,6 +31,7 @@ from ._checkpoints import (
 )
 from ._in_doubt import in_doubt_calls
 from ._index import CheckpointStatusIndex
+from ._lease import LEASE_CLOCK_SKEW_MS, record_lease
 from ._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES, check_store
 from ._state import RunStatus, parse_state
 
@@ -98,25 +99,30 @@ class AgentRunPage:
 def lease_expires_at(record: CheckpointRecord) -> float | None:
     """When the lease held on a run's record expires (epoch seconds), or ``None``.
 
-    Runs hold no leases yet, so this is ``None`` for every record; it is the one place the
-    listing reads a lease from.
+    The lease lives in the run state (``lease_expires_at``, epoch milliseconds from the
+    writer's clock; see :mod:`prism_core.durable._lease`) and only a ``running`` run of
+    ``RunStateOptions(lease_ms=...)`` holds one. This is the one place the listing reads a
+    lease from.
     """
-    del record
-    return None
+    expires = record_lease(record)
+    return None if expires is None else expires / 1000
 
 
 def is_recoverable(summary: AgentRunSummary, *, now: float | None = None) -> bool:
     """Whether no worker holds the run: ``running`` with no lease, or an expired one.
 
     A run without a lease gives no sign of life, so it counts as recoverable; hosts whose
-    workers continue runs by themselves should give runs a lease. ``now`` defaults to this
-    machine's clock: a lease is compared against it, so clock skew between workers and the
-    lister shifts the moment a run turns recoverable by that skew.
+    workers continue runs by themselves should give runs a lease. ``now`` (epoch seconds)
+    defaults to this machine's clock. A lease counts as live until its expiry plus
+    ``LEASE_CLOCK_SKEW_MS``, the tolerance a ``continue`` applies before it refuses a leased
+    run, so a run listed as recoverable is one a ``continue`` may claim.
     """
     if summary.status != "running":
         return False
     expires = summary.lease_expires_at
-    return expires is None or expires <= (time.time() if now is None else now)
+    if expires is None:
+        return True
+    return expires + LEASE_CLOCK_SKEW_MS / 1000 <= (time.time() if now is None else now)
 
 
 def summarize_run(record: CheckpointRecord) -> AgentRunSummary:
