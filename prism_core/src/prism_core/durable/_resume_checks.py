@@ -91,10 +91,15 @@ def check_ownership(value: Any) -> Mapping[str, str] | None:
     """``ownership`` must be ``None`` or a mapping of strings to strings."""
     if value is None:
         return None
-    if not isinstance(value, Mapping) or not all(
-        isinstance(key, str) and isinstance(item, str) for key, item in value.items()
-    ):
-        raise AgentRunStateError("ownership must be a mapping of strings to strings, or None")
+    refusal = AgentRunStateError("ownership must be a mapping of strings to strings, or None")
+    if not isinstance(value, Mapping):
+        raise refusal
+    try:
+        valid = all(isinstance(key, str) and isinstance(item, str) for key, item in value.items())
+    except Exception as exc:  # a host mapping whose iteration raises is refused, typed
+        raise refusal from exc
+    if not valid:
+        raise refusal
     return value
 
 
@@ -200,6 +205,12 @@ def check_version_and_status(
     wanted = "running" if plan.decision == "continue" else "suspended"
     if state.status != wanted:
         raise AgentRunStateError(STALE)
+    if plan.decision != "continue" and state.interruption is None:
+        # A decision needs the suspension's pending decisions; a suspended state without
+        # them was not written by a run.
+        raise AgentRunStateError(
+            "Malformed agent run state: a suspended run without its interruption"
+        )
     in_doubt = in_doubt_calls(state)
     # Only a continue settles in-doubt calls; whether their results were stored after all is
     # checked against the session (see ``_resume_session``), their resolution in
