@@ -21,7 +21,7 @@ from prism_core import (
     load_agent_run_state,
     resume_agent_run,
 )
-from prism_core.durable import CORRUPT_CHECKPOINT_CODE, AgentRunState
+from prism_core.durable import CORRUPT_CHECKPOINT_CODE, AgentRunState, Interruption
 from prism_core.durable._state import state_to_json
 from prism_core.sessions._memory import MemorySessionStore
 
@@ -46,6 +46,7 @@ def good_state(**changes: Any) -> dict[str, Any]:
         definition_revision=REVISION,
         fingerprint="f" * 64,
         leaf_id=None,
+        interruption=Interruption(kind="tool_approval", reason="needs a person"),
     )
     return {**state_to_json(state), **changes}
 

@@ -481,6 +481,9 @@ def _parse(data: Any, max_bytes: int) -> AgentRunState:
         raise _malformed(clip(_describe(exc), 300)) from exc
     if state.status not in ("running", "suspended", *TERMINAL_STATUSES):
         raise AgentRunStateError(f"unknown agent run status {echo(state.status)}")
+    if state.status == "suspended" and state.interruption is None:
+        # Every suspension records what it waits for; without it no decision can apply.
+        raise _malformed("a suspended run records no interruption")
     _same(data, converter().unstructure(state), "state")
     _check_fields(state)
     return state
