@@ -205,12 +205,6 @@ def check_version_and_status(
     wanted = "running" if plan.decision == "continue" else "suspended"
     if state.status != wanted:
         raise AgentRunStateError(STALE)
-    if plan.decision != "continue" and state.interruption is None:
-        # A decision needs the suspension's pending decisions; a suspended state without
-        # them was not written by a run.
-        raise AgentRunStateError(
-            "Malformed agent run state: a suspended run without its interruption"
-        )
     in_doubt = in_doubt_calls(state)
     # Only a continue settles in-doubt calls; whether their results were stored after all is
     # checked against the session (see ``_resume_session``), their resolution in
