@@ -205,3 +205,18 @@ def test_approve_for_this_run_and_answer_an_elicitation(
     assert "succeeded" in wait_for_result(page)
     shot(page, tmp_path, "answered")
     assert host.refunds == ["A-1"]
+
+
+def test_an_in_doubt_call_that_did_not_start_runs_once_after_the_resolution(
+    console: str, page: Any, host: Host, sqlite_database: Database, tmp_path: Path
+) -> None:
+    """ "It did not start" continues the run: the in-doubt refund runs exactly once."""
+    run_id = seed(sqlite_database, host, ["A-1", "B-2"])
+    make_in_doubt(sqlite_database, run_id)
+    page.goto(f"{console}/runs/{run_id}")
+    card = page.locator('section[data-call="c1"]')
+    card.get_by_role("button", name="It did not start").click()
+    assert "succeeded" in wait_for_result(page)
+    shot(page, tmp_path, "in-doubt-resolved")
+    assert sorted(host.refunds) == ["A-1", "B-2"]
+    assert stored(sqlite_database, run_id)[1] == "succeeded"

@@ -94,7 +94,7 @@ SCRIPT = """
         item.dataset.type = type;
         events.appendChild(item);
         if (type === 'result') {
-          say('The run is now ' + data.status + '.', false);
+          say('Status after the decision: ' + data.status + '.', false);
           const again = document.createElement('a');
           again.href = location.pathname; again.textContent = 'Reload this run';
           status.appendChild(document.createTextNode(' ')); status.appendChild(again);
