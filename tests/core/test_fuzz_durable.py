@@ -7,7 +7,7 @@ values through ``load_agent_run_state`` and ``lifecycle.status``, and malformed 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -26,6 +26,7 @@ from prism_core.durable import agent_fingerprint
 
 from .durable_support import REVISION, CountingStore, World
 from .helpers import text_turn
+from .hostile_values import Hostile, HostileMapping, nested
 from .records_support import REF, good_state, seed
 
 FUZZ = settings(
@@ -37,43 +38,7 @@ FUZZ = settings(
 MAX_MESSAGE = 1000
 
 
-def _nested(depth: int) -> Any:
-    value: Any = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
-class Hostile:
-    """Every comparison, iteration and repr raises."""
-
-    def __eq__(self, other: object) -> bool:
-        raise RuntimeError("eq")
-
-    def __hash__(self) -> int:
-        return 1
-
-    def __iter__(self) -> Iterator[Any]:
-        raise RuntimeError("iter")
-
-    def __repr__(self) -> str:
-        raise RuntimeError("repr")
-
-
-class HostileMapping(Mapping[str, Any]):
-    """A mapping whose every access raises."""
-
-    def __getitem__(self, key: str) -> Any:
-        raise RuntimeError("getitem")
-
-    def __iter__(self) -> Iterator[str]:
-        raise RuntimeError("iter")
-
-    def __len__(self) -> int:
-        return 1
-
-
-DEEP = _nested(50_000)
+DEEP = nested(50_000)
 HUGE = "x" * 1_000_000
 
 json_scalars = (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -20,43 +19,7 @@ from prism_core.codec import dumps
 
 from .durable_support import REVISION, CountingStore, World
 from .helpers import text_turn
-
-
-def nested(depth: int) -> Any:
-    """A list nested ``depth`` levels deep (deeper than repr() can go)."""
-    value: Any = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
-class Hostile:
-    """Every comparison, iteration and repr raises."""
-
-    def __eq__(self, other: object) -> bool:
-        raise RuntimeError("eq")
-
-    def __hash__(self) -> int:
-        return 1
-
-    def __iter__(self) -> Iterator[Any]:
-        raise RuntimeError("iter")
-
-    def __repr__(self) -> str:
-        raise RuntimeError("repr")
-
-
-class HostileMapping(Mapping[str, str]):
-    """A mapping whose iteration raises."""
-
-    def __getitem__(self, key: str) -> str:
-        raise RuntimeError("getitem")
-
-    def __iter__(self) -> Iterator[str]:
-        raise RuntimeError("iter")
-
-    def __len__(self) -> int:
-        return 1
+from .hostile_values import Hostile, HostileMapping, nested
 
 
 def test_echo_is_bounded_and_never_raises() -> None:
