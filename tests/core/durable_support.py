@@ -99,3 +99,25 @@ class World:
     def resume_options(self, **options: Any) -> dict[str, Any]:
         """Keyword arguments for resume_agent_run on the shared stores."""
         return {"checkpoints": self.checkpoints, "definition_revision": REVISION, **options}
+
+
+async def rewrite_as_in_doubt(
+    checkpoints: Any, run_id: str, owner: Any = None, *, call_id: str = "c1"
+) -> None:
+    """Rewrite a suspended run's record as a crash between ``call_id``'s dispatch and its
+    result (the run's other pending calls approved)."""
+    record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_id, ownership=owner)
+    value = dict(record.value)
+    value.update(status="running", interruption=None)
+    value["pending_calls"] = [
+        {**call, "status": "dispatched" if call["tool_call_id"] == call_id else "approved"}
+        for call in value["pending_calls"]
+    ]
+    await checkpoints.save(
+        AGENT_RUN_NAMESPACE,
+        run_id,
+        value,
+        version=record.version + 1,
+        expected_version=record.version,
+        ownership=owner,
+    )

@@ -23,6 +23,8 @@ from prism_core import (
     open_session_store,
 )
 
+from .durable_support import rewrite_as_in_doubt
+
 HOST_SOURCE = '''
 """The host application of a Prism deployment (test fixture)."""
 
@@ -138,31 +140,13 @@ def seed(url: str, host: Any, session_id: str, *, how: str, owner: Any = None) -
                 return str(mine[0].key)
             result = await session.run("refund both", run_state=state)
             if how == "in-doubt":
-                await _dispatch_first(checkpoints, result.run_id, owner)
+                await rewrite_as_in_doubt(checkpoints, result.run_id, owner)
             return str(result.run_id)
         finally:
             await checkpoints.aclose()
             await sessions.aclose()
 
     return anyio.run(run)
-
-
-async def _dispatch_first(checkpoints: Any, run_id: str, owner: Any) -> None:
-    record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_id, ownership=owner)
-    value = dict(record.value)
-    value.update(status="running", interruption=None)
-    value["pending_calls"] = [
-        {**call, "status": "dispatched" if call["tool_call_id"] == "c1" else "approved"}
-        for call in value["pending_calls"]
-    ]
-    await checkpoints.save(
-        AGENT_RUN_NAMESPACE,
-        run_id,
-        value,
-        version=record.version + 1,
-        expected_version=record.version,
-        ownership=owner,
-    )
 
 
 def stored(url: str, run_id: str, owner: Any = None) -> tuple[int, str] | None:

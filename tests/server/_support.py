@@ -37,6 +37,7 @@ from prism_core import (
 )
 from prism_server._serve import close_on_shutdown
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store
+from tests.core.durable_support import rewrite_as_in_doubt
 
 REVISION = "billing-1"
 T = TypeVar("T")
@@ -171,21 +172,7 @@ def make_in_doubt(db: Database, run_id: str, *, owner: dict[str, str] | None = N
     async def rewrite() -> None:
         checkpoints, sessions = db.stores()
         try:
-            record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_id, ownership=owner)
-            value = dict(record.value)
-            value.update(status="running", interruption=None)
-            value["pending_calls"] = [
-                {**call, "status": "dispatched" if call["tool_call_id"] == "c1" else "approved"}
-                for call in value["pending_calls"]
-            ]
-            await checkpoints.save(
-                AGENT_RUN_NAMESPACE,
-                run_id,
-                value,
-                version=record.version + 1,
-                expected_version=record.version,
-                ownership=owner,
-            )
+            await rewrite_as_in_doubt(checkpoints, run_id, owner)
         finally:
             await checkpoints.aclose()
             await sessions.aclose()
