@@ -100,7 +100,7 @@ def test_migrate_command_masks_passwords_and_names_the_prefix() -> None:
 
 @pytest.mark.anyio
 async def test_migrate_is_idempotent_and_keeps_data(fresh_target: Target) -> None:
-    """Migrating twice records version 1 once and leaves stored records alone."""
+    """Migrating twice records each version once and leaves stored records alone."""
     assert await migrate(fresh_target.url, table_prefix=fresh_target.prefix) == SCHEMA_VERSION
     async with create_sql_checkpoint_store(
         fresh_target.url, table_prefix=fresh_target.prefix, create_schema=False
@@ -112,7 +112,10 @@ async def test_migrate_is_idempotent_and_keeps_data(fresh_target: Target) -> Non
         assert record.value == "kept"
     rows = await _version_rows(fresh_target)
     assert [version for version, _ in rows] == list(range(1, SCHEMA_VERSION + 1))
-    assert await read_schema_version(fresh_target.url, table_prefix=fresh_target.prefix) == 1
+    assert (
+        await read_schema_version(fresh_target.url, table_prefix=fresh_target.prefix)
+        == SCHEMA_VERSION
+    )
 
 
 @pytest.mark.anyio
@@ -137,7 +140,10 @@ async def test_create_schema_migrates_on_first_use(fresh_target: Target) -> None
         fresh_target.url, table_prefix=fresh_target.prefix
     ) as store:
         assert await store.list("s1") == []
-    assert await read_schema_version(fresh_target.url, table_prefix=fresh_target.prefix) == 1
+    assert (
+        await read_schema_version(fresh_target.url, table_prefix=fresh_target.prefix)
+        == SCHEMA_VERSION
+    )
 
 
 @pytest.mark.anyio

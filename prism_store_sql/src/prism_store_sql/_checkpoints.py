@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -33,11 +33,13 @@ from prism_core.durable import (
     InvalidCheckpointError,
     SaveRequest,
     check_name,
+    check_status,
     conflict,
     corrupt_record,
     decode_stored_metadata,
     decode_stored_value,
     encode_cursor,
+    indexed_status,
     list_arguments,
     normalise_ownership,
     stored_int,
@@ -99,6 +101,7 @@ def save_params(req: SaveRequest, now: float) -> dict[str, Any]:
         "val": req.value_json,
         "meta": dumps(req.metadata).decode("utf-8") if req.metadata is not None else None,
         "now": now,
+        "st": indexed_status(loads(req.value_json)),
     }
 
 
@@ -151,6 +154,7 @@ def _build_statements(table: sa.Table, dialect: str) -> _Statements:
         "value": p("val"),
         "metadata": p("meta"),
         "updated_at": p("now"),
+        "status": p("st"),
     }
     insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table).values(
         namespace=p("ns"), key=p("k"), owner=p("owner_scope"), created_at=p("now"), **changes
@@ -319,11 +323,44 @@ class SqlCheckpointStore(SqlStoreBase):
         statement = statement.order_by(table.c.namespace, table.c.key).limit(limit + 1)
         async with self._read("list checkpoints") as connection:
             rows = (await connection.execute(statement)).all()
+        return self._page(rows, owner, limit)
+
+    def _page(
+        self, rows: Sequence[Any], owner: dict[str, str] | None, limit: int
+    ) -> CheckpointPage:
         records = tuple(self._record(row, owner) for row in rows[:limit])
         next_cursor = None
         if len(rows) > limit:
             next_cursor = encode_cursor(records[-1].namespace, records[-1].key)
         return CheckpointPage(records, next_cursor)
+
+    async def list_by_status(
+        self,
+        namespace: str,
+        status: str,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records of exactly ``ownership`` in ``namespace`` whose value's status is
+        ``status``, in key order, read through the ``(namespace, owner, status, key)`` index."""
+        owner, after = list_arguments(check_name(namespace, "namespace"), ownership, limit, cursor)
+        check_status(status)
+        table = self._tables.checkpoints
+        statement = sa.select(table).where(
+            table.c.namespace == namespace,
+            table.c.owner == _owner_scope(owner),
+            table.c.status == status,
+        )
+        if after is not None:
+            statement = statement.where(
+                sa.tuple_(table.c.namespace, table.c.key) > sa.tuple_(*after)
+            )
+        statement = statement.order_by(table.c.namespace, table.c.key).limit(limit + 1)
+        async with self._read("list checkpoints by status") as connection:
+            rows = (await connection.execute(statement)).all()
+        return self._page(rows, owner, limit)
 
 
 def create_sql_checkpoint_store(

@@ -14,6 +14,7 @@ step leaves the previous version intact. Both backends run DDL transactionally.
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from prism_core._echo import echo
+from prism_core.durable import indexed_status
 
 from ._engine import (
     async_url,
@@ -34,7 +36,7 @@ from ._engine import (
     translate_errors,
 )
 from ._errors import SqlStoreMigrationError, SqlStoreSchemaError
-from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables, check_table_prefix
+from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables, check_table_prefix, name_type
 
 __all__ = (
     "MIGRATIONS",
@@ -62,16 +64,88 @@ class Migration:
     apply: Callable[[sa.Connection, Tables], None]
 
 
+def _checkpoints_v1(prefix: str) -> sa.Table:
+    # The checkpoints table as version 1 created it (before the status column).
+    table = sa.Table(
+        f"{prefix}checkpoints",
+        sa.MetaData(),
+        sa.Column("namespace", name_type(), primary_key=True),
+        sa.Column("key", name_type(), primary_key=True),
+        sa.Column("owner", name_type(), nullable=False),
+        sa.Column("version", sa.BigInteger(), nullable=False),
+        sa.Column("fencing_token", sa.BigInteger(), nullable=True),
+        sa.Column("category", sa.Text(), nullable=True),
+        sa.Column("value", sa.Text(), nullable=False),
+        sa.Column("metadata", sa.Text(), nullable=True),
+        sa.Column("created_at", sa.Double(), nullable=False),
+        sa.Column("updated_at", sa.Double(), nullable=False),
+    )
+    sa.Index(f"{prefix}checkpoints_owner", table.c.owner, table.c.namespace, table.c.key)
+    return table
+
+
 def _create_v1(connection: sa.Connection, tables: Tables) -> None:
-    # build_tables() describes the *current* schema. When a later step alters a table, copy
-    # the version-1 definitions in here first, so a fresh database replays history exactly.
-    for table in tables.data_tables:
-        table.create(connection)
+    # build_tables() describes the *current* schema; the checkpoints table changed in v2, so
+    # a fresh database replays history from the version-1 definition.
+    _checkpoints_v1(tables.prefix).create(connection)
+    tables.session_entries.create(connection)
+    tables.session_heads.create(connection)
+
+
+#: Rows read and updated per round of the status backfill.
+BACKFILL_BATCH = 500
+
+
+def _stored_status(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return None  # a corrupt record stays corrupt, and unindexed
+    return indexed_status(decoded)
+
+
+def _add_status_v2(connection: sa.Connection, tables: Tables) -> None:
+    table = tables.checkpoints
+    quote = connection.dialect.identifier_preparer.quote
+    connection.exec_driver_sql(f"ALTER TABLE {quote(table.name)} ADD COLUMN status TEXT")
+    # Batches in key order, decoded in Python: the same rule as every save on both backends,
+    # without JSON functions that differ between SQLite and PostgreSQL.
+    select = (
+        sa.select(table.c.namespace, table.c.key, table.c.value)
+        .order_by(table.c.namespace, table.c.key)
+        .limit(BACKFILL_BATCH)
+    )
+    update = (
+        sa.update(table)
+        .where(table.c.namespace == sa.bindparam("b_ns"), table.c.key == sa.bindparam("b_k"))
+        .values(status=sa.bindparam("b_st"))
+    )
+    after: tuple[str, str] | None = None
+    while True:
+        statement = select
+        if after is not None:
+            statement = select.where(sa.tuple_(table.c.namespace, table.c.key) > sa.tuple_(*after))
+        rows = connection.execute(statement).all()
+        if not rows:
+            break
+        changes = [
+            {"b_ns": row.namespace, "b_k": row.key, "b_st": status}
+            for row in rows
+            if (status := _stored_status(row.value)) is not None
+        ]
+        if changes:
+            connection.execute(update, changes)
+        after = (rows[-1].namespace, rows[-1].key)
+    index = next(i for i in table.indexes if i.name == f"{tables.prefix}checkpoints_status")
+    index.create(connection)
 
 
 #: Every step, in order. Append new steps; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "checkpoints, session entries and session heads", _create_v1),
+    Migration(2, "checkpoint status column and index", _add_status_v2),
 )
 
 #: The schema version this release reads and writes.

@@ -17,7 +17,14 @@ from prism_core._echo import echo
 
 from ._errors import SqlStoreConfigError
 
-__all__ = ("DEFAULT_TABLE_PREFIX", "Tables", "build_tables", "check_table_prefix")
+__all__ = (
+    "DEFAULT_TABLE_PREFIX",
+    "Tables",
+    "build_tables",
+    "check_table_prefix",
+    "name_type",
+    "status_index",
+)
 
 DEFAULT_TABLE_PREFIX = "prism_"
 
@@ -38,7 +45,15 @@ def check_table_prefix(prefix: object) -> str:
     return prefix
 
 
-def _name_type() -> sa.types.TypeEngine[str]:
+def status_index(checkpoints: sa.Table) -> sa.Index:
+    """The index ``list_by_status`` reads: (namespace, owner, status, key)."""
+    prefix = checkpoints.name.removesuffix("checkpoints")
+    c = checkpoints.c
+    return sa.Index(f"{prefix}checkpoints_status", c.namespace, c.owner, c.status, c.key)
+
+
+def name_type() -> sa.types.TypeEngine[str]:
+    """Text that sorts by code point on every backend (``"C"`` collation on PostgreSQL)."""
     return sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
 
 
@@ -66,10 +81,10 @@ def build_tables(prefix: str = DEFAULT_TABLE_PREFIX) -> Tables:
     checkpoints = sa.Table(
         f"{prefix}checkpoints",
         metadata,
-        sa.Column("namespace", _name_type(), primary_key=True),
-        sa.Column("key", _name_type(), primary_key=True),
+        sa.Column("namespace", name_type(), primary_key=True),
+        sa.Column("key", name_type(), primary_key=True),
         # Canonical JSON of the ownership map; "" for unowned records.
-        sa.Column("owner", _name_type(), nullable=False),
+        sa.Column("owner", name_type(), nullable=False),
         sa.Column("version", sa.BigInteger(), nullable=False),
         sa.Column("fencing_token", sa.BigInteger(), nullable=True),
         sa.Column("category", sa.Text(), nullable=True),
@@ -77,6 +92,8 @@ def build_tables(prefix: str = DEFAULT_TABLE_PREFIX) -> Tables:
         sa.Column("metadata", sa.Text(), nullable=True),
         sa.Column("created_at", sa.Double(), nullable=False),
         sa.Column("updated_at", sa.Double(), nullable=False),
+        # The value's status (prism_core.durable.indexed_status), for list_by_status; since v2.
+        sa.Column("status", sa.Text(), nullable=True),
     )
     sa.Index(
         f"{prefix}checkpoints_owner",
@@ -84,12 +101,13 @@ def build_tables(prefix: str = DEFAULT_TABLE_PREFIX) -> Tables:
         checkpoints.c.namespace,
         checkpoints.c.key,
     )
+    status_index(checkpoints)
     session_entries = sa.Table(
         f"{prefix}session_entries",
         metadata,
-        sa.Column("id", _name_type(), primary_key=True),
-        sa.Column("session_id", _name_type(), nullable=False),
-        sa.Column("parent_id", _name_type(), nullable=True),
+        sa.Column("id", name_type(), primary_key=True),
+        sa.Column("session_id", name_type(), nullable=False),
+        sa.Column("parent_id", name_type(), nullable=True),
         sa.Column("seq", sa.BigInteger(), nullable=False),
         sa.Column("kind", sa.Text(), nullable=False),
         sa.Column("payload", sa.Text(), nullable=False),
@@ -105,8 +123,8 @@ def build_tables(prefix: str = DEFAULT_TABLE_PREFIX) -> Tables:
     session_heads = sa.Table(
         f"{prefix}session_heads",
         metadata,
-        sa.Column("session_id", _name_type(), primary_key=True),
-        sa.Column("head_id", _name_type(), nullable=False),
+        sa.Column("session_id", name_type(), primary_key=True),
+        sa.Column("head_id", name_type(), nullable=False),
         # The head's seq: the next append gets last_seq + 1 under the head row's lock.
         sa.Column("last_seq", sa.BigInteger(), nullable=False),
     )

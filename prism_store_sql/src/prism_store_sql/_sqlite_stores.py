@@ -22,8 +22,8 @@ from prism_core.durable import (
     CheckpointPage,
     CheckpointRecord,
     check_name,
+    check_status,
     conflict,
-    encode_cursor,
     list_arguments,
     normalise_ownership,
 )
@@ -109,6 +109,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         self._upsert = compile_sqlite(statements.upsert)
         self._delete = compile_sqlite(statements.delete)
         self._lists: dict[tuple[bool, bool], CompiledStatement] = {}
+        self._by_status: dict[bool, CompiledStatement] = {}
 
     def save_statement(self, expected_version: int | None) -> CompiledStatement:
         """The compiled save statement for ``expected_version`` (``None``, ``0`` or ``n``)."""
@@ -238,11 +239,56 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             return connection.execute(text, values).fetchall()
 
         rows = await self._db.run("list checkpoints", fetch)
-        records = tuple(self._record(row, owner) for row in rows[:limit])
-        next_cursor = None
-        if len(rows) > limit:
-            next_cursor = encode_cursor(records[-1].namespace, records[-1].key)
-        return CheckpointPage(records, next_cursor)
+        return self._page(rows, owner, limit)
+
+    def _status_statement(self, after: bool) -> CompiledStatement:
+        compiled = self._by_status.get(after)
+        if compiled is None:
+            table = self._tables.checkpoints
+            p = sa.bindparam
+            statement = sa.select(table).where(
+                table.c.namespace == p("ns"),
+                table.c.owner == p("owner_scope"),
+                table.c.status == p("st"),
+            )
+            if after:
+                statement = statement.where(
+                    sa.tuple_(table.c.namespace, table.c.key)
+                    > sa.tuple_(p("after_ns", type_=sa.Text()), p("after_k", type_=sa.Text()))
+                )
+            statement = statement.order_by(table.c.namespace, table.c.key).limit(p("lim"))
+            compiled = self._by_status[after] = compile_sqlite(statement)
+        return compiled
+
+    async def list_by_status(
+        self,
+        namespace: str,
+        status: str,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records of exactly ``ownership`` in ``namespace`` whose value's status is
+        ``status``, in key order, read through the ``(namespace, owner, status, key)`` index."""
+        owner, after = list_arguments(check_name(namespace, "namespace"), ownership, limit, cursor)
+        check_status(status)
+        compiled = self._status_statement(after is not None)
+        params: dict[str, Any] = {
+            "ns": namespace,
+            "owner_scope": _owner_scope(owner),
+            "st": status,
+            "lim": limit + 1,
+        }
+        if after is not None:
+            params["after_ns"], params["after_k"] = after
+        text, values = compiled.text, compiled.params(params)
+
+        def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
+            return connection.execute(text, values).fetchall()
+
+        rows = await self._db.run("list checkpoints by status", fetch)
+        return self._page(rows, owner, limit)
 
 
 class SqliteSessionStore(_SqliteStore, SqlSessionStore):
