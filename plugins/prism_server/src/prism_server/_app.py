@@ -50,8 +50,10 @@ class ServerContext:
         title: str,
         max_body_bytes: int,
         default_auth: bool,
+        guardrail_packs: Callable[[Any], Any] | None = None,
     ) -> None:
         self.checkpoints = checkpoints
+        self.guardrail_packs = guardrail_packs
         self.sessions = sessions
         self.resolve_host_agent = resolve_agent
         self.authorize = authorize
@@ -83,6 +85,19 @@ class ServerContext:
         """The resolved agent alone (``None`` when the host does not know it)."""
         resolved = await self.resolve_agent(agent_id)
         return resolved[0] if isinstance(resolved, tuple) else None
+
+    async def packs_for(self, ref: Mapping[str, str], scope: dict[str, str] | None) -> Any:
+        """The guardrail packs the host supplies again for this run (``()`` without a
+        ``guardrail_packs`` callable); :class:`RunNotFound` when the run is absent or foreign."""
+        if self.guardrail_packs is None:
+            return ()
+        found = await self.lifecycle.status(ref, ownership=scope)
+        if found is None:
+            raise RunNotFound("no such run")
+        packs = self.guardrail_packs(found.state)
+        if inspect.isawaitable(packs):
+            packs = await packs
+        return packs
 
     async def scope(self, request: Request) -> dict[str, str] | None:
         """The caller's ownership scope (see :func:`caller_scope`)."""
@@ -156,15 +171,18 @@ def api_routes(ctx: ServerContext) -> list[Route]:
         scope = await ctx.scope(request)
         resume = await read_json_object(request, ctx.max_body_bytes)
         ref = {"run_id": request.path_params["run_id"]}
+        packs = await ctx.packs_for(ref, scope)
         if "text/event-stream" in request.headers.get("accept", ""):
-            stream = ctx.lifecycle.resume_stream(ref, resume, ownership=scope)
+            stream = ctx.lifecycle.resume_stream(
+                ref, resume, ownership=scope, guardrail_packs=packs
+            )
             try:
                 first = await anext(stream, None)
             except BaseException:
                 await stream.aclose()
                 raise
             return EventStreamResponse(stream, first)  # type: ignore[return-value]
-        result = await ctx.lifecycle.resume(ref, resume, ownership=scope)
+        result = await ctx.lifecycle.resume(ref, resume, ownership=scope, guardrail_packs=packs)
         return JSONResponse(result_json(result))
 
     return [
@@ -183,6 +201,7 @@ def create_app(
     restore_hooks: Sequence[Any] = (),
     title: str = "Prism",
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    guardrail_packs: Callable[[Any], Any] | None = None,
 ) -> Starlette:
     """The approval API and console over ``checkpoints`` and ``sessions``.
 
@@ -191,11 +210,17 @@ def create_app(
     ``authorize(request)`` (sync or async) returns the caller's ownership mapping (``{}`` for
     the unscoped tenant), ``None`` for 401, or raises ``AccessDenied`` for 403. The default
     accepts the bearer token in ``PRISM_SERVER_TOKEN`` and, without one, loopback clients only.
+    ``guardrail_packs(state)`` (sync or async), when given, returns the packs a resume of the
+    run with stored ``state`` must be handed again: packs whose rules hold callables (``deny``
+    predicates) are recorded in a checkpoint by identity only, and a resume that cannot
+    reinstate them is refused (409).
     """
     if not callable(resolve_agent):
         raise TypeError("resolve_agent must be callable(agent_id)")
     if authorize is not None and not callable(authorize):
         raise TypeError("authorize must be callable(request)")
+    if guardrail_packs is not None and not callable(guardrail_packs):
+        raise TypeError("guardrail_packs must be callable(state)")
     if (
         isinstance(max_body_bytes, bool)
         or not isinstance(max_body_bytes, int)
@@ -211,6 +236,7 @@ def create_app(
         title=title,
         max_body_bytes=max_body_bytes,
         default_auth=authorize is None,
+        guardrail_packs=guardrail_packs,
     )
     app = Starlette(routes=[*api_routes(ctx), *console_routes(ctx)])
     app.state.prism = ctx
