@@ -39,7 +39,6 @@ from prism_core.durable import (
     decode_stored_metadata,
     decode_stored_value,
     encode_cursor,
-    indexed_status,
     list_arguments,
     normalise_ownership,
     stored_int,
@@ -101,7 +100,7 @@ def save_params(req: SaveRequest, now: float) -> dict[str, Any]:
         "val": req.value_json,
         "meta": dumps(req.metadata).decode("utf-8") if req.metadata is not None else None,
         "now": now,
-        "st": indexed_status(loads(req.value_json)),
+        "st": req.status,
     }
 
 

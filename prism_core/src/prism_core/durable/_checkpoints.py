@@ -44,6 +44,7 @@ __all__ = (
     "CheckpointStoreError",
     "CheckpointStoreUnavailableError",
     "InvalidCheckpointError",
+    "MAX_INDEXED_STATUS_CHARS",
     "SaveRequest",
     "check_name",
     "conflict",
@@ -52,6 +53,7 @@ __all__ = (
     "decode_stored_metadata",
     "decode_stored_value",
     "encode_cursor",
+    "indexed_status",
     "list_arguments",
     "normalise_ownership",
     "reading_run_record",
@@ -291,9 +293,25 @@ def _check_int(value: Any, what: str, *, minimum: int) -> int:
     return value
 
 
+#: Longest status a store indexes; a longer one is not indexed (no run status comes close).
+MAX_INDEXED_STATUS_CHARS = 64
+
+
+def indexed_status(value: Any) -> str | None:
+    """The status a store indexes ``value`` under (its top-level ``"status"`` when ``value`` is
+    a JSON object and that member is a non-empty string), or ``None`` when it has none."""
+    if not isinstance(value, Mapping):
+        return None
+    status = value.get("status")
+    if not isinstance(status, str) or not status or len(status) > MAX_INDEXED_STATUS_CHARS:
+        return None
+    return status
+
+
 @attrs.frozen(kw_only=True)
 class SaveRequest:
-    """The validated arguments of one ``save`` (``value_json`` is canonical JSON text)."""
+    """The validated arguments of one ``save`` (``value_json`` is canonical JSON text;
+    ``status`` is the value's :func:`indexed_status`, taken before encoding)."""
 
     namespace: str
     key: str
@@ -304,6 +322,7 @@ class SaveRequest:
     fencing_token: int | None
     metadata: dict[str, str] | None
     category: str | None
+    status: str | None = None
 
 
 def validate_save(
@@ -361,6 +380,8 @@ def validate_save(
         fencing_token=fencing_token,
         metadata=meta,
         category=category,
+        # A mapping's status is read as is; anything else (an attrs value) in its JSON form.
+        status=indexed_status(value if isinstance(value, Mapping) else json.loads(encoded)),
     )
 
 

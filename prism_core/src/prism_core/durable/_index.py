@@ -15,22 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ._checkpoints import CheckpointPage, InvalidCheckpointError
+from ._checkpoints import (
+    MAX_INDEXED_STATUS_CHARS,
+    CheckpointPage,
+    InvalidCheckpointError,
+    indexed_status,
+)
 
 __all__ = ("MAX_INDEXED_STATUS_CHARS", "CheckpointStatusIndex", "check_status", "indexed_status")
-
-#: Longest status a store indexes; a longer one is not indexed (no run status comes close).
-MAX_INDEXED_STATUS_CHARS = 64
-
-
-def indexed_status(value: Any) -> str | None:
-    """The status a store indexes ``value`` under, or ``None`` when it has none."""
-    if not isinstance(value, Mapping):
-        return None
-    status = value.get("status")
-    if not isinstance(status, str) or not status or len(status) > MAX_INDEXED_STATUS_CHARS:
-        return None
-    return status
 
 
 def check_status(status: Any) -> str:
