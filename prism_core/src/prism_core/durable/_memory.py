@@ -23,7 +23,7 @@ from ._checkpoints import (
     normalise_ownership,
     validate_save,
 )
-from ._index import check_status, indexed_status
+from ._index import check_status
 
 __all__ = ("MemoryCheckpointStore", "create_memory_checkpoint_store")
 
@@ -157,7 +157,7 @@ class MemoryCheckpointStore:
             category=req.category,
             created_at=current.created_at if current is not None else now,
             updated_at=now,
-            status=indexed_status(value),
+            status=req.status,
         )
         self._records[slot] = stored
         return stored.to_record()
