@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -31,7 +33,7 @@ from prism_store_sql import (
     create_sql_checkpoint_store,
     create_sql_session_store,
 )
-from prism_store_sql._engine import async_url
+from prism_store_sql._engine import async_url, use_wal
 
 from .conftest import PostgresServer, Target, aiosqlite_url
 
@@ -155,6 +157,50 @@ async def test_sqlite_connections_use_wal_and_a_busy_timeout(sqlite_target: Targ
         mode = await connection.scalar(sa.text("PRAGMA journal_mode"))
         timeout = await connection.scalar(sa.text("PRAGMA busy_timeout"))
     assert (mode, timeout) == ("wal", 5000)
+
+
+def test_the_wal_switch_retries_a_lock_lost_to_a_racing_connection() -> None:
+    """Connections opening a fresh file together race to convert it to WAL; the loser is told
+    "database is locked" at once (SQLite skips the busy handler there), so the switch retries
+    until the busy timeout instead of failing the connection."""
+    answers: list[Exception | None] = [
+        sqlite3.OperationalError("database is locked"),
+        sqlite3.OperationalError("database is locked"),
+        None,
+    ]
+    pauses: list[float] = []
+
+    def execute(sql: str) -> None:
+        assert sql == "PRAGMA journal_mode=WAL"
+        answer = answers.pop(0)
+        if answer is not None:
+            raise answer
+
+    use_wal(execute, 5000, pauses.append)
+    assert answers == []
+    assert len(pauses) == 2
+
+
+def test_the_wal_switch_gives_up_at_the_busy_timeout_and_never_retries_other_errors() -> None:
+    """A lock held past the busy timeout, and any error that is not a lock, are raised."""
+    tries: list[str] = []
+
+    def locked(sql: str) -> None:
+        tries.append(sql)
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        use_wal(locked, 30, lambda seconds: time.sleep(seconds))
+    assert len(tries) >= 2
+
+    def broken(sql: str) -> None:
+        tries.append(sql)
+        raise sqlite3.OperationalError("disk I/O error")
+
+    tries.clear()
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        use_wal(broken, 5000, lambda seconds: None)
+    assert len(tries) == 1
 
 
 @pytest.mark.anyio

@@ -17,7 +17,8 @@ them) and every other database failure into :class:`~prism_core.CheckpointStoreE
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import attrs
 from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.util import await_only
 
 from prism_core._echo import echo
 from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
@@ -74,6 +76,8 @@ INSTALL_HINTS: dict[str, str] = {
         "pip install 'prism-runtime[postgres]'  (or: pip install 'prism-runtime-sql[postgres]')"
     ),
 }
+
+_WAL_RETRY_PAUSE_S = 0.01
 
 _DEFAULT_DRIVERS = {"sqlite": "aiosqlite", "postgresql": "asyncpg"}
 
@@ -127,13 +131,39 @@ def public_url(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
+def use_wal(
+    execute: Callable[[str], object], busy_timeout_ms: int, pause: Callable[[float], object]
+) -> None:
+    """Switch a SQLite file to WAL (a property of the file: once set, it stays).
+
+    Connections opening a fresh file together race to convert it, and the loser can be told
+    "database is locked" without SQLite waiting on its busy handler; so the switch is retried
+    (``pause`` between tries) for up to the busy timeout before the error is raised.
+    """
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+        pause(_WAL_RETRY_PAUSE_S)
+
+
 def _sqlite_on_connect(busy_timeout_ms: int) -> Any:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         try:
             # The busy timeout first: switching a fresh file to WAL needs a lock too.
             cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-            cursor.execute("PRAGMA journal_mode=WAL")
+            # on_connect runs inside SQLAlchemy's greenlet: await_only pauses on the event
+            # loop instead of blocking it.
+            use_wal(
+                cursor.execute,
+                busy_timeout_ms,
+                lambda seconds: await_only(asyncio.sleep(seconds)),
+            )
         finally:
             cursor.close()
 

@@ -39,7 +39,13 @@ from sqlalchemy.pool import StaticPool
 from prism_core._echo import echo
 from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
 
-from ._engine import BUSY_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, check_timeout_ms, is_transient
+from ._engine import (
+    BUSY_TIMEOUT_MS,
+    DEFAULT_TIMEOUT_MS,
+    check_timeout_ms,
+    is_transient,
+    use_wal,
+)
 from ._errors import SqlStoreConfigError
 from ._migrations import (
     SCHEMA_VERSION,
@@ -229,7 +235,9 @@ class SqliteDatabase:
         try:
             # The busy timeout first: switching a fresh file to WAL needs a lock too.
             connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
-            _use_wal(connection, self.busy_timeout_ms)
+            use_wal(
+                lambda sql: connection.execute(sql).fetchall(), self.busy_timeout_ms, time.sleep
+            )
             connection.execute(f"PRAGMA synchronous={self.synchronous}")
             self._check_schema(connection)
         except BaseException:
@@ -273,24 +281,6 @@ class SqliteDatabase:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
-
-
-def _use_wal(connection: sqlite3.Connection, busy_timeout_ms: int) -> None:
-    """Switch the file to WAL (a property of the file: once set, it stays).
-
-    Connections opening a fresh file together race to convert it, and the loser can be told
-    "database is locked" without SQLite waiting on its busy handler; so the switch is retried
-    for up to the busy timeout before the error is raised.
-    """
-    deadline = time.monotonic() + busy_timeout_ms / 1000
-    while True:
-        try:
-            connection.execute("PRAGMA journal_mode=WAL").fetchall()
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.01)
 
 
 def _recorded_version(connection: sqlite3.Connection, tables: Tables) -> int:
