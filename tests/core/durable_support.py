@@ -31,6 +31,7 @@ class CountingStore:
         self.saves = 0
         self.loads = 0
         self.calls = 0
+        self.renewals = 0
 
     @property
     def process_local(self) -> bool:
@@ -48,6 +49,12 @@ class CountingStore:
         self.calls += 1
         self.saves += 1
         return await self.inner.save(*args, **kw)  # type: ignore[no-any-return]
+
+    async def renew_lease(self, *args: Any, **kw: Any) -> None:
+        """In-place lease renewal, like the memory store it wraps."""
+        self.calls += 1
+        self.renewals += 1
+        await self.inner.renew_lease(*args, **kw)
 
     async def delete(self, *args: Any, **kw: Any) -> bool:
         self.calls += 1

@@ -7,11 +7,21 @@ from collections.abc import AsyncIterator
 import pytest
 
 from prism_core import MemoryCheckpointStore, create_memory_checkpoint_store
-from prism_core.testing import CheckpointStatusIndexConformance
+from prism_core.testing import CheckpointStatusIndexConformance, LeaseRenewalConformance
 
 
 class TestMemoryStatusIndex(CheckpointStatusIndexConformance):
     """The status index suite on the memory store."""
+
+    @pytest.fixture
+    async def checkpoint_store(self) -> AsyncIterator[MemoryCheckpointStore]:
+        """A fresh memory store."""
+        async with create_memory_checkpoint_store() as store:
+            yield store
+
+
+class TestMemoryLeaseRenewal(LeaseRenewalConformance):
+    """The in-place lease renewal suite on the memory store."""
 
     @pytest.fixture
     async def checkpoint_store(self) -> AsyncIterator[MemoryCheckpointStore]:

@@ -8,13 +8,25 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from prism_core.testing import CheckpointStatusIndexConformance
+from prism_core.testing import CheckpointStatusIndexConformance, LeaseRenewalConformance
 from prism_store_redis import RedisCheckpointStore, create_redis_checkpoint_store
 from tests.conftest import REDIS_URL
 
 
 class TestRedisStatusIndex(CheckpointStatusIndexConformance):
     """The status index suite on the Redis checkpoint store."""
+
+    @pytest.fixture
+    async def checkpoint_store(
+        self, redis_client: aioredis.Redis, prefix: str
+    ) -> AsyncIterator[RedisCheckpointStore]:
+        """A fresh store under the test's private prefix."""
+        async with create_redis_checkpoint_store(REDIS_URL, prefix=prefix) as store:
+            yield store
+
+
+class TestRedisLeaseRenewal(LeaseRenewalConformance):
+    """The in-place lease renewal suite on the Redis checkpoint store."""
 
     @pytest.fixture
     async def checkpoint_store(

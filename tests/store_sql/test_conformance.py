@@ -11,6 +11,7 @@ from prism_core.sessions import SessionStore
 from prism_core.testing import (
     CheckpointStatusIndexConformance,
     CheckpointStoreConformance,
+    LeaseRenewalConformance,
     SessionStoreConformance,
     SharedCommitConformance,
 )
@@ -202,6 +203,44 @@ class TestAiosqliteStatusIndex(CheckpointStatusIndexConformance):
 
 class TestPostgresStatusIndex(CheckpointStatusIndexConformance):
     """The status index on PostgreSQL (this session's table prefix)."""
+
+    @pytest.fixture
+    async def checkpoint_store(
+        self, postgres_server: PostgresServer
+    ) -> AsyncIterator[CheckpointStore]:
+        """A store on the session's tables; every suite test uses its own namespace."""
+        target = postgres_server.shared()
+        async with create_sql_checkpoint_store(target.url, table_prefix=target.prefix) as store:
+            yield store
+
+
+class TestSqliteLeaseRenewal(LeaseRenewalConformance):
+    """In-place lease renewal on a SQLite file (thread-driven), on asyncio and trio."""
+
+    @pytest.fixture
+    def anyio_backend(self, both_backends: str) -> str:
+        """Both anyio backends."""
+        return both_backends
+
+    @pytest.fixture
+    async def checkpoint_store(self, sqlite_target: Target) -> AsyncIterator[CheckpointStore]:
+        """A store on this test's own SQLite file."""
+        async with create_sql_checkpoint_store(sqlite_target.url) as store:
+            yield store
+
+
+class TestAiosqliteLeaseRenewal(LeaseRenewalConformance):
+    """In-place lease renewal on a SQLite file through SQLAlchemy (``sqlite+aiosqlite``)."""
+
+    @pytest.fixture
+    async def checkpoint_store(self, sqlite_target: Target) -> AsyncIterator[CheckpointStore]:
+        """A store on this test's own SQLite file, through an engine."""
+        async with create_sql_checkpoint_store(aiosqlite_url(sqlite_target.url)) as store:
+            yield store
+
+
+class TestPostgresLeaseRenewal(LeaseRenewalConformance):
+    """In-place lease renewal on PostgreSQL (this session's table prefix)."""
 
     @pytest.fixture
     async def checkpoint_store(

@@ -166,6 +166,7 @@ class RedisCheckpointStore:
         client = connection.client
         self._save = client.register_script(_scripts.CHECKPOINT_SAVE)
         self._delete = client.register_script(_scripts.CHECKPOINT_DELETE)
+        self._renew = client.register_script(_scripts.CHECKPOINT_RENEW)
         self._list = client.register_script(_scripts.CHECKPOINT_LIST)
         self._list_status = client.register_script(_scripts.CHECKPOINT_LIST_STATUS)
 
@@ -286,6 +287,41 @@ class RedisCheckpointStore:
             created_at=float(created_at),
             updated_at=float(updated_at),
         )
+
+    async def renew_lease(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+    ) -> None:
+        """Replace the value of the record at exactly ``version`` in one Lua script, keeping
+        its version (see :class:`~prism_core.durable.LeaseRenewalStore`);
+        ``CheckpointConflictError`` otherwise."""
+        request = validate_save(
+            namespace,
+            key,
+            value,
+            version=version,
+            expected_version=version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+            max_value_bytes=self._max_value_bytes,
+        )
+        args = [
+            self._keys.owner_text(request.ownership),
+            str(request.version),
+            "" if request.fencing_token is None else str(request.fencing_token),
+            request.value_json,
+        ]
+        keys = [self._keys.record(request.namespace, request.key)]
+        with self._connection.guard("renew a lease"):
+            reply = await run_script(self._renew, keys=keys, args=args)
+        if text(reply) != "ok":
+            raise conflict(request.namespace, request.key)
 
     async def delete(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None

@@ -14,6 +14,7 @@ __all__ = (
     "CHECKPOINT_DELETE",
     "CHECKPOINT_LIST",
     "CHECKPOINT_LIST_STATUS",
+    "CHECKPOINT_RENEW",
     "CHECKPOINT_SAVE",
     "SESSION_APPEND",
     "SESSION_BRANCH",
@@ -127,6 +128,26 @@ end
 -- Expired records' keys are gone already; drop their scores so the set stays small.
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. now_ms)
 return 'ok ' .. (current[4] or now) .. ' ' .. now
+"""
+)
+
+#: Renew a lease: replace the value of the record at exactly this version, keeping it.
+#:
+#: KEYS: 1 record hash.
+#: ARGV: 1 owner ('' = unowned), 2 version, 3 fencing token ('' = none), 4 value JSON.
+#: Returns 'ok' or 'conflict'. The version, fence, metadata, category and status fields stay.
+CHECKPOINT_RENEW = (
+    _DECIMAL_LESS
+    + """
+local current = redis.call('HMGET', KEYS[1], 'v', 'owner', 'fence')
+if not current[1] or current[2] ~= ARGV[1] or current[1] ~= ARGV[2] then return 'conflict' end
+if current[3] and (ARGV[3] == '' or decimal_less(ARGV[3], current[3])) then
+  return 'conflict'
+end
+local time = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'value', ARGV[4],
+  'updated', time[1] .. '.' .. string.format('%06d', tonumber(time[2])))
+return 'ok'
 """
 )
 

@@ -133,6 +133,7 @@ class _Statements:
     create: sa.Executable  # expected_version=0
     update: sa.Executable  # expected_version=n
     upsert: sa.Executable  # no expected_version
+    renew: sa.Executable  # a lease renewal: the value at exactly this version
     delete: sa.Executable
 
 
@@ -182,8 +183,35 @@ def _build_statements(table: sa.Table, dialect: str) -> _Statements:
                 fencing_ok(excluded.fencing_token),
             ),
         ).returning(table.c.created_at),
+        renew=sa.update(table)
+        .where(is_record, table.c.version == p("expected"), fencing_ok(p("token")))
+        .values(value=p("val"), updated_at=p("now"))
+        .returning(table.c.key),
         delete=sa.delete(table).where(is_record).returning(table.c.key),
     )
+
+
+def renew_params(
+    namespace: Any,
+    key: Any,
+    value: Any,
+    *,
+    version: Any,
+    ownership: Any,
+    fencing_token: Any,
+) -> tuple[SaveRequest, dict[str, Any]]:
+    """The validated request and bound parameters of a lease renewal (see
+    :class:`~prism_core.durable.LeaseRenewalStore`)."""
+    req = _validated(
+        namespace,
+        key,
+        value,
+        version=version,
+        expected_version=version,
+        ownership=ownership,
+        fencing_token=fencing_token,
+    )
+    return req, save_params(req, time.time())
 
 
 class SqlCheckpointStore(SqlStoreBase):
@@ -288,6 +316,32 @@ class SqlCheckpointStore(SqlStoreBase):
             logger.debug("checkpoint save %s/%s lost its conditional write", req.namespace, req.key)
             raise conflict(req.namespace, req.key)
         return saved_record(req, row.created_at, now)
+
+    async def renew_lease(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+    ) -> None:
+        """Replace the value of the record at exactly ``version`` in one conditional
+        statement, keeping its version (see :class:`~prism_core.durable.LeaseRenewalStore`);
+        ``CheckpointConflictError`` otherwise."""
+        req, params = renew_params(
+            namespace,
+            key,
+            value,
+            version=version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+        )
+        async with self._write("renew a lease") as connection:
+            row = (await connection.execute(self._sql.renew, params)).first()
+        if row is None:
+            raise conflict(req.namespace, req.key)
 
     async def delete(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None

@@ -34,6 +34,7 @@ from ._checkpoints import (
     _build_statements,
     _owner_scope,
     _validated,
+    renew_params,
     save_params,
     saved_record,
 )
@@ -107,6 +108,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         self._create = compile_sqlite(statements.create)
         self._update = compile_sqlite(statements.update)
         self._upsert = compile_sqlite(statements.upsert)
+        self._renew = compile_sqlite(statements.renew)
         self._delete = compile_sqlite(statements.delete)
         self._lists: dict[tuple[bool, bool], CompiledStatement] = {}
         self._by_status: dict[bool, CompiledStatement] = {}
@@ -184,6 +186,34 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         if created_at is None:
             raise conflict(req.namespace, req.key)
         return saved_record(req, created_at, now)
+
+    async def renew_lease(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+    ) -> None:
+        """Replace the value of the record at exactly ``version`` (one statement, one commit),
+        keeping its version; the rules of :meth:`SqlCheckpointStore.renew_lease`."""
+        req, params = renew_params(
+            namespace,
+            key,
+            value,
+            version=version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+        )
+        text, values = self._renew.text, self._renew.params(params)
+
+        def renew(connection: sqlite3.Connection) -> bool:
+            return bool(connection.execute(text, values).fetchall())
+
+        if not await self._db.run("renew a lease", renew):
+            raise conflict(req.namespace, req.key)
 
     async def delete(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None

@@ -51,6 +51,7 @@ from ._fingerprint import (
 )
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
 from ._index import MAX_INDEXED_STATUS_CHARS, CheckpointStatusIndex, check_status, indexed_status
+from ._lease_renewal import LeaseRenewalStore
 from ._listing import (
     AgentRunPage,
     AgentRunSummary,
@@ -94,6 +95,7 @@ from ._state import (
 )
 
 __all__ = (
+    "LeaseRenewalStore",
     "SharedCommitStore",
     "StoreTransaction",
     "shared_transaction",

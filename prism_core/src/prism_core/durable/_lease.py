@@ -14,13 +14,12 @@ and the reader's clocks may disagree by up to that much. A ``running`` run whose
 expired (or that never had one) is recoverable.
 
 Renewal: while a step of a leased run is in flight (a provider call, a tool), a task in a task
-group owned by that step re-saves the last state with a fresh expiry every third of the
-lease. The renewal is an ordinary checkpoint save, so it **bumps the version**: the
-``CheckpointStore`` protocol has exactly one write, ``save``, which always names a new version,
-and keeping the lease inside that write keeps every third-party store working and every write
-one round trip. The bump is harmless: a ``continue`` of a run whose lease is live is refused
-anyway, and a renewal is conditional on the writer's version and fencing token like every
-write, so a superseded worker cannot extend a lease it no longer holds.
+group owned by that step writes the last state again with a fresh expiry every third of the
+lease. On a store that offers ``renew_lease`` (:class:`~prism_core.durable.LeaseRenewalStore`)
+the renewal keeps the version: the value is rewritten in place, conditional on the writer's
+version and fencing token, so the version an operator last read stays valid. A third-party
+store without it gets an ordinary checkpoint save, which bumps the version; either way a
+superseded worker cannot extend a lease it no longer holds.
 """
 
 from __future__ import annotations

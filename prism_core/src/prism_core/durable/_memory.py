@@ -162,6 +162,43 @@ class MemoryCheckpointStore:
         self._records[slot] = stored
         return stored.to_record()
 
+    async def renew_lease(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+    ) -> None:
+        """Replace the value of the record at exactly ``version``, keeping its version (see
+        :class:`~prism_core.durable.LeaseRenewalStore`); ``CheckpointConflictError`` otherwise."""
+        req = validate_save(
+            namespace,
+            key,
+            value,
+            version=version,
+            expected_version=version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+            max_value_bytes=self.max_value_bytes,
+        )
+        current = self._records.get((req.namespace, req.key))
+        if (
+            current is None
+            or current.ownership != req.ownership
+            or current.version != req.version
+            or (
+                current.fencing_token is not None
+                and (req.fencing_token is None or req.fencing_token < current.fencing_token)
+            )
+        ):
+            raise conflict(req.namespace, req.key)
+        self._records[(req.namespace, req.key)] = attrs.evolve(
+            current, value_json=req.value_json, updated_at=time.time()
+        )
+
     async def delete(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> bool:

@@ -25,6 +25,7 @@ from ..redaction import Redactor, redact_value
 from ._checkpoints import CheckpointRecord, CheckpointStore, CheckpointStoreUnavailableError
 from ._faults import retry_transient
 from ._lease import now_ms
+from ._lease_renewal import LeaseRenewalStore
 from ._options import (
     AGENT_RUN_NAMESPACE,
     MAX_AGENT_RUN_METADATA_BYTES,
@@ -120,14 +121,43 @@ class CheckpointWriter:
             return await self._save(state)
 
     async def renew(self) -> bool:
-        """Re-save the last running state with a fresh lease expiry; ``False`` when there is
-        nothing to renew. Raises like :meth:`save`."""
+        """Write the last running state again with a fresh lease expiry; ``False`` when there
+        is nothing to renew. In place (same version) on a :class:`LeaseRenewalStore`, else as
+        the next version. Raises like :meth:`save`."""
         async with self._lock:
             state = self.last_state
             if self.lost is not None or state is None or state.status != "running":
                 return False
-            await self._save(state)
+            if isinstance(self.store, LeaseRenewalStore):
+                await self._renew_in_place(self.store, state)
+            else:
+                await self._save(state)
             return True
+
+    async def _renew_in_place(self, store: LeaseRenewalStore, state: AgentRunState) -> None:
+        state = self._stamp(state)
+        data = redact_value(state_to_json(state), self.redactor)
+        check_state_bounds(data, self.max_state_bytes)
+        version = self.version
+
+        async def attempt() -> None:
+            await store.renew_lease(
+                AGENT_RUN_NAMESPACE,
+                self.run_id,
+                data,
+                version=version,
+                ownership=self.ownership,
+                fencing_token=self.fencing_token,
+            )
+
+        # A retried renewal that was applied before its answer was lost is harmless: the
+        # record is still at this version, so the retry rewrites it again.
+        try:
+            await retry_transient(attempt, deadline=self.deadline())
+        except (CheckpointConflictError, CheckpointStoreUnavailableError) as exc:
+            self.lost = exc
+            raise
+        self.last_state = state
 
     async def check_owner(self) -> None:
         """Raise :class:`~prism_core.CheckpointConflictError` unless the stored record is still

@@ -18,7 +18,8 @@ module) so pytest rewrites the suites' assertions, then subclass the suites::
 
 ``SharedCommitConformance`` is for checkpoint stores that offer the optional shared commit
 (``prism_core.durable.shared_transaction``); its fixture ``shared_stores`` yields
-``(checkpoints, sessions)``.
+``(checkpoints, sessions)``. ``LeaseRenewalConformance`` is for checkpoint stores that renew
+a lease in place (``prism_core.durable.LeaseRenewalStore``), with a ``checkpoint_store`` fixture.
 
 Each test is an ``@pytest.mark.anyio`` coroutine that runs on the backends the
 ``anyio_backend`` fixture in scope selects. The suite classes have no ``Test`` prefix, so
@@ -34,6 +35,7 @@ import pytest
 pytest.register_assert_rewrite(
     "prism_core.testing._checkpoint_suite",
     "prism_core.testing._commit_suite",
+    "prism_core.testing._lease_suite",
     "prism_core.testing._session_suite",
     "prism_core.testing._races",
     "prism_core.testing._status_index_suite",
@@ -41,12 +43,14 @@ pytest.register_assert_rewrite(
 
 from ._checkpoint_suite import CheckpointStoreConformance  # noqa: E402
 from ._commit_suite import SharedCommitConformance  # noqa: E402
+from ._lease_suite import LeaseRenewalConformance  # noqa: E402
 from ._session_suite import SessionStoreConformance  # noqa: E402
 from ._status_index_suite import CheckpointStatusIndexConformance  # noqa: E402
 
 __all__ = (
     "CheckpointStatusIndexConformance",
     "CheckpointStoreConformance",
+    "LeaseRenewalConformance",
     "SessionStoreConformance",
     "SharedCommitConformance",
 )
