@@ -1,0 +1,55 @@
+"""The stores one task works on, opened from the configured URLs and closed when it ends."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+
+from prism_core import CheckpointStore, discover_plugins, open_checkpoint_store, open_session_store
+
+from ._config import TaskSettings
+
+__all__ = ("TaskStores", "open_task_stores")
+
+
+@functools.cache
+def _plugins() -> tuple[object, ...]:
+    # Entry points are read once per worker process, not once per task.
+    return tuple(discover_plugins())
+
+
+@attrs.frozen
+class TaskStores:
+    """The checkpoint store and the session store of one task."""
+
+    checkpoints: CheckpointStore = attrs.field(eq=False)
+    sessions: Any = attrs.field(eq=False)
+
+
+async def _close(store: Any) -> None:
+    closer = getattr(store, "aclose", None)
+    if closer is not None:
+        await closer()
+
+
+@asynccontextmanager
+async def open_task_stores(settings: TaskSettings) -> AsyncIterator[TaskStores]:
+    """Open both stores through the installed store plugins (``prism_store_sql`` for
+    ``sqlite://`` and ``postgresql://``, ``prism_store_redis`` for ``redis://``)."""
+    checkpoints = open_checkpoint_store(settings.store_url, plugins=_plugins())
+    try:
+        sessions = open_session_store(settings.sessions_url, plugins=_plugins())
+    except BaseException:
+        await _close(checkpoints)
+        raise
+    try:
+        yield TaskStores(checkpoints=checkpoints, sessions=sessions)
+    finally:
+        try:
+            await _close(sessions)
+        finally:
+            await _close(checkpoints)
