@@ -1,9 +1,10 @@
-"""Fixtures of the Celery tests: a :class:`Rig` on the shared servers, closed after each test."""
+"""Fixtures of the Celery tests: rigs on the shared servers, each closed after its test."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,10 +24,24 @@ def servers() -> None:
 
 
 @pytest.fixture
-def rig(servers: None, tmp_path: Path) -> Iterator[Rig]:
-    """A rig with no worker yet; its workers are killed and its keys and tables dropped."""
-    made = Rig(tmp_path)
+def make_rig(servers: None, tmp_path: Path) -> Iterator[Callable[..., Rig]]:
+    """Build rigs (keyword options as :class:`Rig`); their workers are killed and their keys
+    and tables dropped after the test."""
+    made: list[Rig] = []
+
+    def make(**options: Any) -> Rig:
+        rig = Rig(tmp_path, **options)
+        made.append(rig)
+        return rig
+
     try:
-        yield made
+        yield make
     finally:
-        made.close()
+        for rig in made:
+            rig.close()
+
+
+@pytest.fixture
+def rig(make_rig: Callable[..., Rig]) -> Rig:
+    """A rig with the default settings and no worker yet."""
+    return make_rig()

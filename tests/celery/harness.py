@@ -40,7 +40,7 @@ class Rig:
         work: Path,
         *,
         lease_ms: int = 2000,
-        visibility_timeout: float = 6.0,
+        visibility_timeout: float = 10.0,
         turns: int = 3,
         think: float = 0.05,
     ) -> None:
@@ -132,7 +132,11 @@ class Rig:
 
     def runs(self) -> list[AgentRunSummary]:
         """Every durable run in the rig's checkpoint store."""
-        return anyio.run(_all_runs, self.store)
+        return anyio.run(_all_runs, self.store, None)
+
+    def recoverable(self) -> list[AgentRunSummary]:
+        """The running runs no live worker holds."""
+        return anyio.run(_all_runs, self.store, True)
 
     def wait_for(self, check: Any, timeout: float, what: str) -> Any:
         """Poll ``check()`` until it returns something truthy; fail after ``timeout``."""
@@ -153,14 +157,14 @@ class Rig:
         _cleanup(POSTGRES_URL, self.prefix)
 
 
-async def _all_runs(store_url: str) -> list[AgentRunSummary]:
-    from prism_core import discover_plugins
+async def _all_runs(store_url: str, recoverable: bool | None) -> list[AgentRunSummary]:
+    import prism_store_sql
 
     found: list[AgentRunSummary] = []
-    async with open_checkpoint_store(store_url, plugins=discover_plugins()) as checkpoints:
+    async with open_checkpoint_store(store_url, plugins=[prism_store_sql.plugin]) as checkpoints:
         cursor = None
         while True:
-            page = await list_agent_runs(checkpoints, cursor=cursor)
+            page = await list_agent_runs(checkpoints, recoverable=recoverable, cursor=cursor)
             found.extend(page.runs)
             cursor = page.cursor
             if cursor is None:

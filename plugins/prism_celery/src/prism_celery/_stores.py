@@ -13,7 +13,7 @@ from prism_core import CheckpointStore, discover_plugins, open_checkpoint_store,
 
 from ._config import TaskSettings
 
-__all__ = ("TaskStores", "open_task_stores")
+__all__ = ("TaskStores", "open_task_stores", "warm_up")
 
 
 @functools.cache
@@ -53,3 +53,20 @@ async def open_task_stores(settings: TaskSettings) -> AsyncIterator[TaskStores]:
             await _close(sessions)
         finally:
             await _close(checkpoints)
+
+
+def warm_up(settings: TaskSettings) -> None:
+    """Load the store plugins and open (then close) both stores once, when a worker starts.
+
+    Reading the ``prism`` entry points imports every installed plugin, which can take
+    seconds; done here, the first task does not pay for it, and a URL no installed plugin
+    opens fails the worker's start instead of its first task. Opening a store connects to
+    nothing, so a database that is down does not stop the worker.
+    """
+    import anyio
+
+    async def open_and_close() -> None:
+        async with open_task_stores(settings):
+            pass
+
+    anyio.run(open_and_close)

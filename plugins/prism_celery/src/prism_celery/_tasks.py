@@ -18,7 +18,7 @@ from ._errors import CeleryConfigError, RunTaskError
 from ._outcome import RetryLater
 from ._runs import continue_run, recoverable_run_ids, resume_run
 from ._start import start_run
-from ._stores import TaskStores, open_task_stores
+from ._stores import TaskStores, open_task_stores, warm_up
 
 __all__ = ("TASK_OPTIONS", "RunTasks", "create_run_tasks", "retry_countdown")
 
@@ -106,6 +106,7 @@ def create_run_tasks(
         sessions_url=sessions_url,
     )
     run = _runner(app, settings)
+    _warm_up_workers(app, settings)
     register: Callable[..., Callable[[Callable[..., Any]], Any]] = functools.partial(
         app.task, bind=True, **TASK_OPTIONS
     )
@@ -143,6 +144,18 @@ def create_run_tasks(
         return len(run_ids)
 
     return RunTasks(start=start, resume=resume, continue_run=continue_, sweep=sweep)
+
+
+def _warm_up_workers(app: Any, settings: TaskSettings) -> None:
+    from celery import signals
+
+    def on_worker_init(sender: Any = None, **_: Any) -> None:
+        # Sent in the worker's main process before it consumes; prefork children fork
+        # from it afterwards and inherit what it loaded.
+        if getattr(sender, "app", None) is app:
+            warm_up(settings)
+
+    signals.worker_init.connect(on_worker_init, weak=False)
 
 
 def _run_id(value: Any) -> str:
