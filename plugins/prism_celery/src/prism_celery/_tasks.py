@@ -107,8 +107,9 @@ def create_run_tasks(
     )
     run = _runner(app, settings)
     _warm_up_workers(app, settings)
+    # shared=False: registered on this app only, not on every app the process creates.
     register: Callable[..., Callable[[Callable[..., Any]], Any]] = functools.partial(
-        app.task, bind=True, **TASK_OPTIONS
+        app.task, bind=True, shared=False, **TASK_OPTIONS
     )
 
     @register(name="prism_celery.start")

@@ -1,0 +1,222 @@
+"""The tasks without a broker: configuration refusals, task options, retry countdowns, and
+the task bodies run eagerly on a SQLite file (one host)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from celery import Celery
+
+import prism_store_sql
+from prism_celery import (
+    SESSION_CLAIM_NAMESPACE,
+    CeleryConfigError,
+    RunTaskError,
+    RunTasks,
+    create_run_tasks,
+)
+from prism_celery._tasks import retry_countdown
+from prism_core import RunStateOptions, create_memory_checkpoint_store, open_checkpoint_store
+
+from . import agents
+
+
+@pytest.fixture
+def effects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> agents.EffectLog:
+    """The effect log the scripted tools write to."""
+    path = tmp_path / "effects.jsonl"
+    monkeypatch.setenv("PRISM_CELERY_TEST_EFFECTS", str(path))
+    monkeypatch.setenv("PRISM_CELERY_TEST_THINK", "0")
+    return agents.EffectLog(path)
+
+
+@pytest.fixture
+def eager(tmp_path: Path, effects: agents.EffectLog) -> Iterator[tuple[RunTasks, str]]:
+    """Tasks on an app that runs them in this process, on a SQLite file."""
+    app = Celery("prism_celery_eager", broker="memory://", backend="cache+memory://")
+    app.conf.update(task_always_eager=True, task_eager_propagates=True)
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    try:
+        yield create_run_tasks(app, resolve_agent=agents.resolve_agent, store_url=url), url
+    finally:
+        app.close()
+
+
+def _records(url: str, namespace: str) -> list[Any]:
+    async def read() -> list[Any]:
+        async with open_checkpoint_store(url, plugins=[prism_store_sql.plugin]) as store:
+            return list((await store.list(namespace)).records)
+
+    return anyio.run(read)
+
+
+#: URLs no other task or worker could open the same store from.
+UNSHAREABLE = [
+    "memory://",
+    "sqlite://",
+    "sqlite:///:memory:",
+    "sqlite+aiosqlite://",
+    "sqlite:///file:runs?mode=memory&uri=true",
+    "",
+    "no-scheme",
+]
+
+
+@pytest.mark.parametrize("url", [*UNSHAREABLE, None])
+def test_a_store_no_other_worker_can_read_is_refused(url: Any) -> None:
+    """Process-local and malformed store URLs fail at creation, registering nothing."""
+    app = Celery("refused")
+    with pytest.raises(CeleryConfigError) as caught:
+        create_run_tasks(app, resolve_agent=agents.resolve_agent, store_url=url)
+    assert caught.value.code == "ERR_PRISM_CELERY_CONFIG"
+    assert not any(name.startswith("prism_celery.") for name in app.tasks)
+
+
+@pytest.mark.parametrize("url", UNSHAREABLE)
+def test_a_session_store_no_other_worker_can_read_is_refused(url: str) -> None:
+    """``sessions_url`` is held to the same rule as ``store_url``."""
+    app = Celery("refused")
+    with pytest.raises(CeleryConfigError):
+        create_run_tasks(
+            app, resolve_agent=agents.resolve_agent, store_url="sqlite:///x.db", sessions_url=url
+        )
+    assert not any(name.startswith("prism_celery.") for name in app.tasks)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"lease_ms": 50},
+        {"lease_ms": True},
+        {"lease_ms": 1.5},
+        {"lease_ms": 86_400_001},
+        {"resolve_agent": "agents:resolve"},
+    ],
+)
+def test_wrong_options_are_refused(options: dict[str, Any]) -> None:
+    """Lease bounds and a callable ``resolve_agent`` are checked before anything registers."""
+    app = Celery("refused")
+    arguments = {"resolve_agent": agents.resolve_agent, "store_url": "sqlite:///x.db", **options}
+    with pytest.raises(CeleryConfigError):
+        create_run_tasks(app, **arguments)
+    assert not any(name.startswith("prism_celery.") for name in app.tasks)
+
+
+def test_something_else_than_a_celery_app_is_refused() -> None:
+    """The tasks register on a Celery application, nothing else."""
+    with pytest.raises(CeleryConfigError, match="Celery application"):
+        create_run_tasks(object(), resolve_agent=agents.resolve_agent, store_url="sqlite:///x.db")
+
+
+def test_the_tasks_set_only_late_acks_and_requeue_on_worker_loss() -> None:
+    """Each task acknowledges after it ran and goes back to the queue when its worker dies."""
+    app = Celery("options")
+    tasks = create_run_tasks(app, resolve_agent=agents.resolve_agent, store_url="sqlite:///x.db")
+    for task, name in (
+        (tasks.start, "start"),
+        (tasks.resume, "resume"),
+        (tasks.continue_run, "continue_run"),
+        (tasks.sweep, "sweep"),
+    ):
+        assert task.name == f"prism_celery.{name}"
+        assert task.name in app.tasks
+        assert task.acks_late is True
+        assert task.reject_on_worker_lost is True
+
+
+def test_retry_countdowns_stay_under_the_visibility_timeout() -> None:
+    """A retry waits for the lease, backs off with the retries, and never as long as half the
+    broker's visibility timeout, so the waiting message is not delivered twice."""
+    app = Celery("countdowns")
+    app.conf.broker_transport_options = {"visibility_timeout": 10}
+    assert retry_countdown(app, 3.0, 0) == 3.0
+    assert retry_countdown(app, 0.0, 0) == 0.5
+    assert retry_countdown(app, 0.0, 3) == 4.0
+    assert retry_countdown(app, 60.0, 0) == 5.0
+    assert retry_countdown(app, 0.0, 50) == 5.0
+    default = Celery("defaults")
+    assert retry_countdown(default, 45.0, 0) == 45.0
+    assert retry_countdown(default, 0.0, 50) == 60.0
+
+
+def test_start_and_resume_run_eagerly_on_one_host(
+    eager: tuple[RunTasks, str], effects: agents.EffectLog
+) -> None:
+    """On a SQLite file (one host): a run to completion, and a suspension approved later."""
+    tasks, url = eager
+    done = tasks.start.apply(args=("charger", "s1", "charge")).get()
+    assert done["status"] == "succeeded"
+    assert tasks.start.apply(args=("charger", "s1", "charge")).get() == done
+    assert len(effects.entries()) == 3
+    held = tasks.start.apply(args=("deployer", "s2", "ship")).get()
+    assert held["status"] == "suspended"
+    (record,) = [r for r in _records(url, "prism.agent-run") if r.key == held["run_id"]]
+    approved = tasks.resume.apply(
+        args=(held["run_id"], {"expected_version": record.version, "decision": "approve"})
+    ).get()
+    assert approved == {**held, "status": "succeeded"}
+    assert tasks.continue_run.apply(args=(held["run_id"],)).get() == approved
+    claims = {r.key: r.value["run_id"] for r in _records(url, SESSION_CLAIM_NAMESPACE)}
+    assert claims == {"s1": done["run_id"], "s2": held["run_id"]}
+    assert len(effects.entries()) == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("nobody", "s1", "hi"), "ERR_PRISM_CELERY_AGENT"),
+        (("charger", "", "hi"), "ERR_PRISM_CELERY_INPUT"),
+        (("charger", "s1", {"text": "hi"}), "ERR_PRISM_CELERY_INPUT"),
+        ((7, "s1", "hi"), "ERR_PRISM_CELERY_INPUT"),
+    ],
+)
+def test_a_refused_start_writes_nothing(
+    eager: tuple[RunTasks, str], effects: agents.EffectLog, args: tuple[Any, ...], code: str
+) -> None:
+    """An unknown agent or malformed arguments fail typed, before any claim or run."""
+    tasks, url = eager
+    with pytest.raises(RunTaskError) as caught:
+        tasks.start.apply(args=args).get()
+    assert caught.value.code == code
+    assert _records(url, SESSION_CLAIM_NAMESPACE) == []
+    assert _records(url, "prism.agent-run") == []
+    assert effects.entries() == []
+
+
+def test_continuing_an_unknown_run_fails_typed(eager: tuple[RunTasks, str]) -> None:
+    """``continue_run`` and ``resume`` of a run the store does not have fail without retrying."""
+    tasks, _ = eager
+    for task, args in (
+        (tasks.continue_run, ("run_missing",)),
+        (tasks.resume, ("run_missing", {"expected_version": 1, "decision": "approve"})),
+        (tasks.continue_run, ("",)),
+    ):
+        with pytest.raises(RunTaskError) as caught:
+            task.apply(args=args).get()
+        assert caught.value.code in ("ERR_PRISM_CELERY_RUN_NOT_FOUND", "ERR_PRISM_CELERY_INPUT")
+
+
+def test_an_agent_with_an_owner_scope_is_refused(tmp_path: Path, effects: agents.EffectLog) -> None:
+    """Tasks name runs by id alone, so an agent whose runs are owned is refused up front."""
+
+    def owned(agent_id: str) -> tuple[Any, str]:
+        agent = agents.charger()
+        agent.run_state = RunStateOptions(
+            create_memory_checkpoint_store(), "r1", ownership={"tenant_id": "acme"}
+        )
+        return agent, "r1"
+
+    app = Celery("owned", broker="memory://", backend="cache+memory://")
+    app.conf.update(task_always_eager=True, task_eager_propagates=True)
+    url = f"sqlite:///{tmp_path / 'owned.db'}"
+    tasks = create_run_tasks(app, resolve_agent=owned, store_url=url)
+    with pytest.raises(RunTaskError) as caught:
+        tasks.start.apply(args=("charger", "s9", "hi")).get()
+    assert caught.value.code == "ERR_PRISM_CELERY_AGENT"
+    assert _records(url, "prism.agent-run") == []
+    assert effects.entries() == []
+    app.close()
