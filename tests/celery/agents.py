@@ -65,7 +65,14 @@ class EffectLog:
 
     def apply(self, key: str, run_id: str, call: str, value: Any) -> None:
         """Apply an effect: one line, flushed and synced before the tool returns."""
-        line = {"key": key, "run": run_id, "call": call, "value": value, "pid": os.getpid()}
+        line = {
+            "key": key,
+            "run": run_id,
+            "call": call,
+            "value": value,
+            "pid": os.getpid(),
+            "time": time.time(),
+        }
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(line) + "\n")
             handle.flush()

@@ -107,11 +107,15 @@ class Rig:
             self.wait_ready(name)
         return name
 
+    def ready(self, name: str) -> bool:
+        """Whether worker ``name`` has logged that it consumes tasks."""
+        return b" ready." in self.log(name).read_bytes()
+
     def wait_ready(self, name: str, timeout: float = 60.0) -> None:
         """Block until worker ``name`` logs that it is ready."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if b" ready." in self.log(name).read_bytes():
+            if self.ready(name):
                 return
             if self.workers[name].poll() is not None:
                 raise RuntimeError(f"worker {name} exited:\n{self.log(name).read_text()}")
