@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from celery import Celery
+from celery.exceptions import Retry
 
 import prism_store_sql
 from prism_celery import (
@@ -19,8 +20,15 @@ from prism_celery import (
     RunTasks,
     create_run_tasks,
 )
-from prism_celery._tasks import retry_countdown
-from prism_core import RunStateOptions, create_memory_checkpoint_store, open_checkpoint_store
+from prism_celery._config import make_settings
+from prism_celery._outcome import RetryLater
+from prism_celery._tasks import _runner, retry_countdown
+from prism_core import (
+    CheckpointStoreUnavailableError,
+    RunStateOptions,
+    create_memory_checkpoint_store,
+    open_checkpoint_store,
+)
 
 from . import agents
 
@@ -219,4 +227,36 @@ def test_an_agent_with_an_owner_scope_is_refused(tmp_path: Path, effects: agents
     assert caught.value.code == "ERR_PRISM_CELERY_AGENT"
     assert _records(url, "prism.agent-run") == []
     assert effects.entries() == []
+    app.close()
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [RetryLater(3.0, "leased"), CheckpointStoreUnavailableError("the database did not answer")],
+)
+def test_a_task_retries_as_often_as_its_run_needs(tmp_path: Path, failure: Exception) -> None:
+    """A live lease or an unreachable store re-sends the task with a countdown, even past
+    Celery's default of three retries: the task ends when its run does."""
+    app = Celery("retries", broker="memory://", backend="cache+memory://")
+    app.conf.broker_transport_options = {"visibility_timeout": 60}
+    url = f"sqlite:///{tmp_path / 'retries.db'}"
+    tasks = create_run_tasks(app, resolve_agent=agents.resolve_agent, store_url=url)
+    settings = make_settings(
+        resolve_agent=agents.resolve_agent, store_url=url, lease_ms=30000, sessions_url=None
+    )
+
+    async def body(stores: Any) -> None:
+        raise failure
+
+    task = tasks.continue_run
+    task.push_request(
+        id="t-1", retries=5, args=("run_x",), kwargs={}, delivery_info={}, called_directly=False
+    )
+    try:
+        with pytest.raises(Retry) as caught:
+            _runner(app, settings)(task, body)
+    finally:
+        task.pop_request()
+    # Five retries so far: a backoff of 16 s, above the 3 s the lease asked for, below 30 s.
+    assert caught.value.when == 16.0
     app.close()

@@ -13,17 +13,23 @@ from typing import Any
 import anyio
 import attrs
 
+from prism_core import CheckpointStoreUnavailableError
+
 from ._config import TaskSettings, make_settings
 from ._errors import CeleryConfigError, RunTaskError
 from ._outcome import RetryLater
-from ._runs import continue_run, recoverable_run_ids, resume_run
+from ._runs import STORE_RETRY_SECONDS, continue_run, recoverable_run_ids, resume_run
 from ._start import start_run
 from ._stores import TaskStores, open_task_stores, warm_up
 
-__all__ = ("TASK_OPTIONS", "RunTasks", "create_run_tasks", "retry_countdown")
+__all__ = ("RETRY_LIMIT", "TASK_OPTIONS", "RunTasks", "create_run_tasks", "retry_countdown")
 
 #: The only options the tasks set; the broker and everything else stay the host's.
 TASK_OPTIONS: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True}
+
+#: Retries of one task: a task retries while another worker holds its run (or a store does
+#: not answer), so it ends when the run does; the limit only bounds a run that never ends.
+RETRY_LIMIT = 100_000
 
 #: Redis's default visibility timeout, assumed when the host's broker options name none.
 _DEFAULT_VISIBILITY_TIMEOUT = 3600.0
@@ -57,14 +63,18 @@ def _runner(
 ) -> Callable[[Any, Callable[[TaskStores], Awaitable[Any]]], Any]:
     def run(task: Any, body: Callable[[TaskStores], Awaitable[Any]]) -> Any:
         async def main() -> Any:
-            async with open_task_stores(settings) as stores:
-                return await body(stores)
+            try:
+                async with open_task_stores(settings) as stores:
+                    return await body(stores)
+            except CheckpointStoreUnavailableError as exc:
+                # Nothing was decided: the run stays as its last write left it.
+                raise RetryLater(STORE_RETRY_SECONDS, "a store did not answer") from exc
 
         try:
             return anyio.run(main)
         except RetryLater as later:
             countdown = retry_countdown(app, later.countdown, task.request.retries)
-            raise task.retry(countdown=countdown, max_retries=None, exc=later) from None
+            raise task.retry(countdown=countdown, max_retries=RETRY_LIMIT, exc=later) from None
 
     return run
 
