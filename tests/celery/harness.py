@@ -60,8 +60,6 @@ class Rig:
             "PRISM_CELERY_TEST_THINK": str(think),
             "PRISM_CELERY_TEST_EFFECTS": str(self.effects.path),
         }
-        # The client side reads the same settings the workers get from the environment.
-        os.environ.update({k: v for k, v in self.env.items() if k.startswith("PRISM_CELERY")})
         self.app, self.tasks = build_app(
             prefix=self.prefix,
             broker=REDIS_URL,

@@ -97,10 +97,10 @@ def test_a_live_lease_makes_the_task_retry_later(make_rig: Callable[..., Rig]) -
     """``continue_run`` for a run another worker is on finds its lease live and retries,
     until the run is over; it runs no tool of its own."""
     rig = make_rig(turns=4, think=0.4)
-    holder = rig.start_worker()
-    other = rig.start_worker()
+    workers = [rig.start_worker(), rig.start_worker()]
     started = rig.tasks.start.delay("charger", "order-4", "charge")
-    rig.wait_for(lambda: rig.effects.entries(), 60, "no effect")
+    (first, *_) = rig.wait_for(lambda: rig.effects.entries(), 60, "no effect")
+    (other,) = [name for name in workers if rig.pid(name) != first["pid"]]
     (run,) = rig.runs()
     assert run.status == "running"
     assert run.lease_expires_at is not None
@@ -108,9 +108,9 @@ def test_a_live_lease_makes_the_task_retry_later(make_rig: Callable[..., Rig]) -
     continued = rig.tasks.continue_run.delay(run.run_id).get(timeout=90)
     assert started.get(timeout=60) == continued
     assert continued == {"run_id": run.run_id, "session_id": "order-4", "status": "succeeded"}
-    assert b"Retry in" in rig.log(other).read_bytes()
+    assert b"retry: Retry in" in rig.log(other).read_bytes()
     effects = once_each(rig, run.run_id, 4)
-    assert {e["pid"] for e in effects} == {rig.pid(holder)}
+    assert {e["pid"] for e in effects} == {first["pid"]}
 
 
 def test_sweep_enqueues_every_recoverable_run(make_rig: Callable[..., Rig]) -> None:
