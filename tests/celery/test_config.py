@@ -3,6 +3,8 @@ the task bodies run eagerly on a SQLite file (one host)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +26,13 @@ from prism_celery._config import make_settings
 from prism_celery._outcome import RetryLater
 from prism_celery._tasks import _runner, retry_countdown
 from prism_core import (
+    CheckpointConflictError,
     CheckpointStoreUnavailableError,
     RunStateOptions,
     create_memory_checkpoint_store,
     open_checkpoint_store,
+    open_session_store,
+    resume_agent_run,
 )
 
 from . import agents
@@ -260,3 +265,59 @@ def test_a_task_retries_as_often_as_its_run_needs(tmp_path: Path, failure: Excep
     # Five retries so far: a backoff of 16 s, above the 3 s the lease asked for, below 30 s.
     assert caught.value.when == 16.0
     app.close()
+
+
+def test_a_superseded_worker_stops_and_reports_the_stored_status(
+    eager: tuple[RunTasks, str], effects: agents.EffectLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose run another worker claimed (a forced continue here, as after a pause
+    longer than the lease) fails its next write, runs no further tool, and its task ends
+    with the run as stored instead of an error or a retry."""
+    tasks, url = eager
+    monkeypatch.setenv("PRISM_CELERY_TEST_THINK", "0.3")
+    outcome: dict[str, Any] = {}
+
+    def first_worker() -> None:
+        outcome["result"] = tasks.start.apply(args=("charger", "s-fenced", "charge")).get()
+
+    worker = threading.Thread(target=first_worker)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not effects.entries() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert effects.entries(), "the first worker applied no effect"
+
+    async def take_over() -> str:
+        async with (
+            open_checkpoint_store(url, plugins=[prism_store_sql.plugin]) as checkpoints,
+            open_session_store(url, plugins=[prism_store_sql.plugin]) as sessions,
+        ):
+            agent = agents.charger()
+            agent.store = sessions
+            for _ in range(20):
+                # A forced claim races the live worker's writes: claim the version just read,
+                # and read again when the worker moved on first.
+                (record,) = (await checkpoints.list("prism.agent-run")).records
+                try:
+                    result = await resume_agent_run(
+                        agent,
+                        {"run_id": record.key},
+                        {"expected_version": record.version, "decision": "continue"},
+                        checkpoints=checkpoints,
+                        definition_revision=agents.REVISION,
+                        force=True,
+                    )
+                except CheckpointConflictError:
+                    continue
+                return result.status
+            raise AssertionError("the forced claim never won against the first worker")
+
+    assert anyio.run(take_over) == "succeeded"
+    worker.join(timeout=60)
+    assert not worker.is_alive()
+    (record,) = _records(url, "prism.agent-run")
+    assert outcome["result"]["run_id"] == record.key
+    assert outcome["result"]["status"] in ("running", "succeeded")
+    keys = [e["key"] for e in effects.entries()]
+    assert sorted(e["call"] for e in effects.entries()) == ["call_0", "call_1", "call_2"]
+    assert len(keys) == len(set(keys))
