@@ -19,6 +19,10 @@ from prism_celery import RunTasks, create_run_tasks
 
 from .agents import resolve_agent
 
+#: The queue ``continue_run`` and ``sweep`` are routed to; workers consume it and the
+#: default queue (``celery``).
+RECOVERY_QUEUE = "prism-recovery"
+
 
 def build_app(
     *, prefix: str, broker: str, store: str, visibility_timeout: float, lease_ms: int
@@ -39,6 +43,11 @@ def build_app(
         accept_content=["json"],
         worker_prefetch_multiplier=1,
         worker_hijack_root_logger=False,
+        # Recovery does not wait behind the queue of new runs: workers consume both queues.
+        task_routes={
+            "prism_celery.continue_run": {"queue": RECOVERY_QUEUE},
+            "prism_celery.sweep": {"queue": RECOVERY_QUEUE},
+        },
     )
     tasks = create_run_tasks(app, resolve_agent=resolve_agent, store_url=store, lease_ms=lease_ms)
     return app, tasks

@@ -23,7 +23,7 @@ from prism_core import AgentRunSummary, list_agent_runs, open_checkpoint_store
 from prism_core._demo import _cleanup
 
 from .agents import EffectLog
-from .app import build_app
+from .app import RECOVERY_QUEUE, build_app
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get(
@@ -92,6 +92,8 @@ class Rig:
                     "--without-mingle",
                     "--without-heartbeat",
                     "--loglevel=INFO",
+                    "-Q",
+                    f"celery,{RECOVERY_QUEUE}",
                     "-n",
                     f"{name}.{self.prefix}@%h",
                 ],

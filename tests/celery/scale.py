@@ -94,9 +94,16 @@ def recovery_delays(kills: list[Kill], effects: list[dict[str, Any]]) -> list[fl
     return delays
 
 
-def _busy_workers(rig: Rig, now: float) -> list[str]:
-    recent = {e["pid"] for e in rig.effects.entries() if now - e["time"] < 1.0}
-    return [name for name in sorted(rig.workers) if rig.pid(name) in recent]
+def _busy_workers(rig: Rig, now: float, turns: int) -> list[str]:
+    # A worker that applied an effect a moment ago, before its run's last tool turn: killing
+    # it interrupts a run that still has tools to run.
+    latest = {e["pid"]: e for e in rig.effects.entries()}
+    busy = {
+        pid
+        for pid, e in latest.items()
+        if now - e["time"] < 1.0 and e["call"] != f"call_{turns - 1}"
+    }
+    return [name for name in sorted(rig.workers) if rig.pid(name) in busy]
 
 
 def scale_out(
@@ -133,7 +140,7 @@ def scale_out(
             raise TimeoutError(f"not every run finished after {timeout}s: {dict(statuses)}")
         now = time.time()
         # Kill a worker in the middle of a run: one that applied an effect a moment ago.
-        busy = _busy_workers(rig, now)
+        busy = _busy_workers(rig, now, turns)
         if now >= next_kill and busy:
             victim = rng.choice(busy)
             pid = rig.pid(victim)
