@@ -60,7 +60,7 @@ def warm_up(settings: TaskSettings) -> None:
 
     Reading the ``prism`` entry points imports every installed plugin, which can take
     seconds; done here, the first task does not pay for it, and a URL no installed plugin
-    opens fails the worker's start instead of its first task. Opening a store connects to
+    opens is reported in the worker's log when it starts. Opening a store connects to
     nothing, so a database that is down does not stop the worker.
     """
     import anyio
