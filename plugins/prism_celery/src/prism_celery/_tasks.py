@@ -160,13 +160,12 @@ def create_run_tasks(
 def _warm_up_workers(app: Any, settings: TaskSettings) -> None:
     from celery import signals
 
-    def on_worker_init(sender: Any = None, **_: Any) -> None:
-        # Sent in the worker's main process before it consumes; prefork children fork
-        # from it afterwards and inherit what it loaded.
-        if getattr(sender, "app", None) is app:
+    def on_worker_setup(sender: Any = None, instance: Any = None, **_: Any) -> None:
+        # Sent by `celery worker` once its logging is set up, before it consumes.
+        if getattr(instance, "app", None) is app:
             warm_up(settings)
 
-    signals.worker_init.connect(on_worker_init, weak=False)
+    signals.celeryd_after_setup.connect(on_worker_setup, weak=False)
 
 
 def _run_id(value: Any) -> str:
