@@ -176,6 +176,10 @@ def test_start_and_resume_run_eagerly_on_one_host(
     claims = {r.key: r.value["run_id"] for r in _records(url, SESSION_CLAIM_NAMESPACE)}
     assert claims == {"s1": done["run_id"], "s2": held["run_id"]}
     assert len(effects.entries()) == 4
+    with pytest.raises(RunTaskError) as caught:
+        tasks.start.apply(args=("deployer", "s1", "ship")).get()
+    assert caught.value.code == "ERR_PRISM_CELERY_SESSION"
+    assert len(_records(url, "prism.agent-run")) == 2
 
 
 @pytest.mark.parametrize(
@@ -274,7 +278,9 @@ def test_a_superseded_worker_stops_and_reports_the_stored_status(
     longer than the lease) fails its next write, runs no further tool, and its task ends
     with the run as stored instead of an error or a retry."""
     tasks, url = eager
-    monkeypatch.setenv("PRISM_CELERY_TEST_THINK", "0.3")
+    # Five turns of 0.4 s: the other worker claims the run well before it could end.
+    monkeypatch.setenv("PRISM_CELERY_TEST_THINK", "0.4")
+    monkeypatch.setenv("PRISM_CELERY_TEST_TURNS", "5")
     outcome: dict[str, Any] = {}
 
     def first_worker() -> None:
@@ -319,5 +325,5 @@ def test_a_superseded_worker_stops_and_reports_the_stored_status(
     assert outcome["result"]["run_id"] == record.key
     assert outcome["result"]["status"] in ("running", "succeeded")
     keys = [e["key"] for e in effects.entries()]
-    assert sorted(e["call"] for e in effects.entries()) == ["call_0", "call_1", "call_2"]
+    assert sorted(e["call"] for e in effects.entries()) == [f"call_{i}" for i in range(5)]
     assert len(keys) == len(set(keys))

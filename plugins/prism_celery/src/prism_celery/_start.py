@@ -90,6 +90,11 @@ async def start_run(
         if claim is None:
             started = await _fresh(settings, stores, agent_id, session_id, text, 0)
         else:
+            if claim.value.get("agent_id") != agent_id:
+                raise RunTaskError(
+                    f"session {session_id!r} already has a run of another agent",
+                    code="ERR_PRISM_CELERY_SESSION",
+                )
             run_id = claim.value["run_id"]
             found = await load_agent_run_state(stores.checkpoints, {"run_id": run_id})
             if found is not None:
