@@ -327,3 +327,25 @@ def test_a_superseded_worker_stops_and_reports_the_stored_status(
     keys = [e["key"] for e in effects.entries()]
     assert sorted(e["call"] for e in effects.entries()) == [f"call_{i}" for i in range(5)]
     assert len(keys) == len(set(keys))
+
+
+def test_an_agent_s_own_durable_options_are_kept(tmp_path: Path, effects: agents.EffectLog) -> None:
+    """``run_state={"interrupt_before_tool": True}`` on the host's agent (no store, no
+    revision) still gates every tool: the tasks add their store, revision, policy and lease."""
+
+    def gated(agent_id: str) -> tuple[Any, str]:
+        agent = agents.charger()
+        agent.run_state = {"interrupt_before_tool": True}
+        return agent, agents.REVISION
+
+    app = Celery("gated", broker="memory://", backend="cache+memory://")
+    app.conf.update(task_always_eager=True, task_eager_propagates=True)
+    url = f"sqlite:///{tmp_path / 'gated.db'}"
+    tasks = create_run_tasks(app, resolve_agent=gated, store_url=url)
+    held = tasks.start.apply(args=("charger", "s1", "charge")).get()
+    assert held["status"] == "suspended"
+    assert effects.entries() == []
+    (record,) = _records(url, "prism.agent-run")
+    assert record.value["checkpoint_policy"] == "every-turn"
+    assert record.value["lease_ms"] == 30000
+    app.close()

@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from prism_core import RunStateOptions
+from prism_core import PrismError, RunStateOptions
 
 from ._config import TaskSettings
 from ._errors import RunTaskError
@@ -39,6 +39,12 @@ def _unpack(resolved: Any, agent_id: str) -> tuple[Any, Any]:
     )
 
 
+#: Durable options the tasks set themselves, whatever the agent's ``run_state`` says.
+_TASK_OWNED = frozenset(
+    {"checkpoints", "definition_revision", "checkpoint_policy", "lease_ms", "fencing_token"}
+)
+
+
 def _run_state(agent: Any, revision: str, stores: TaskStores, lease_ms: int) -> RunStateOptions:
     configured = agent.run_state
     if configured is None:
@@ -46,7 +52,15 @@ def _run_state(agent: Any, revision: str, stores: TaskStores, lease_ms: int) -> 
     elif isinstance(configured, RunStateOptions):
         base = configured
     elif isinstance(configured, Mapping):
-        base = RunStateOptions(**configured)
+        try:
+            # The store and the revision are the tasks' own; the mapping may leave them out.
+            options: dict[str, Any] = {k: v for k, v in configured.items() if k not in _TASK_OWNED}
+            base = RunStateOptions(stores.checkpoints, revision, **options)
+        except (TypeError, PrismError) as exc:
+            raise RunTaskError(
+                f"the agent's run_state mapping is not RunStateOptions: {exc}",
+                code="ERR_PRISM_CELERY_AGENT",
+            ) from exc
     else:
         raise RunTaskError(
             "the agent's run_state must be RunStateOptions or a mapping",
