@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ from prism_core import (
     open_session_store,
     resume_agent_run,
 )
+from prism_core._demo import _cleanup
+from tests.conftest import REDIS_URL
 
 from . import agents
 
@@ -349,3 +352,42 @@ def test_an_agent_s_own_durable_options_are_kept(tmp_path: Path, effects: agents
     assert record.value["checkpoint_policy"] == "every-turn"
     assert record.value["lease_ms"] == 30000
     app.close()
+
+
+@pytest.mark.services
+def test_sessions_may_live_in_another_store(
+    servers: None, tmp_path: Path, effects: agents.EffectLog
+) -> None:
+    """``sessions_url`` puts the sessions elsewhere (Redis here) and the checkpoints stay at
+    ``store_url`` (a SQLite file): a run, then its approval, each open both."""
+    prefix = f"pcel_{uuid.uuid4().hex[:10]}"
+    app = Celery("split", broker="memory://", backend="cache+memory://")
+    app.conf.update(task_always_eager=True, task_eager_propagates=True)
+    url = f"sqlite:///{tmp_path / 'checkpoints.db'}"
+    tasks = create_run_tasks(
+        app,
+        resolve_agent=agents.resolve_agent,
+        store_url=url,
+        sessions_url=f"{REDIS_URL}?prefix={prefix}",
+    )
+    try:
+        held = tasks.start.apply(args=("deployer", "s1", "ship")).get()
+        (record,) = _records(url, "prism.agent-run")
+        approval = {"expected_version": record.version, "decision": "approve"}
+        done = tasks.resume.apply(args=(held["run_id"], approval)).get()
+        assert done["status"] == "succeeded"
+        assert len(effects.entries()) == 1
+
+        async def entries() -> list[Any]:
+            import prism_store_redis
+
+            async with open_session_store(
+                f"{REDIS_URL}?prefix={prefix}", plugins=[prism_store_redis.plugin]
+            ) as sessions:
+                return list(await sessions.list("s1"))
+
+        kinds = [entry.kind for entry in anyio.run(entries)]
+        assert kinds.count("message") >= 4  # the input, the call, its result, the answer
+    finally:
+        app.close()
+        _cleanup(REDIS_URL, prefix)
