@@ -63,3 +63,28 @@ def test_the_entry_point_names_the_plugin() -> None:
     ]
     assert len(found) == 1
     assert found[0].load() is prism_store_sql.plugin
+
+
+@pytest.mark.anyio
+async def test_a_url_table_prefix_selects_the_tables(tmp_path: Path) -> None:
+    """``?table_prefix=`` isolates the stores a URL opens; the option never reaches the driver."""
+    host = PluginHost(plugins=[prism_store_sql.plugin])
+    url = f"sqlite:///{tmp_path / 'prefixed.db'}"
+    async with (
+        host.checkpoint_store(f"{url}?table_prefix=tenant_a_") as a,
+        host.checkpoint_store(f"{url}?table_prefix=tenant_b_") as b,
+    ):
+        assert (a.table_prefix, b.table_prefix) == ("tenant_a_", "tenant_b_")
+        await a.save("ns", "k", {"tenant": "a"}, version=1)
+        assert await b.load("ns", "k") is None
+    session_store = host.session_store(f"{url}?table_prefix=tenant_a_")
+    assert session_store.table_prefix == "tenant_a_"
+    await session_store.aclose()
+
+
+@pytest.mark.parametrize("query", ["table_prefix=", "table_prefix=a_&table_prefix=b_"])
+def test_a_malformed_url_table_prefix_is_refused(query: str) -> None:
+    """An empty or repeated ``table_prefix`` is a configuration error, before any connection."""
+    host = PluginHost(plugins=[prism_store_sql.plugin])
+    with pytest.raises(prism_store_sql.SqlStoreConfigError):
+        host.checkpoint_store(f"sqlite:///run.db?{query}")

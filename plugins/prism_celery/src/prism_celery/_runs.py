@@ -1,0 +1,137 @@
+"""The async body of each task: continue or resume a run, start one per session, sweep.
+
+Every function opens nothing itself: it works on the :class:`TaskStores` it is handed and
+returns the task's JSON result, or raises :class:`RetryLater` for Celery to run the task again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from prism_core import (
+    AgentRunError,
+    AgentRunResult,
+    AgentRunStateError,
+    CheckpointConflictError,
+    list_agent_runs,
+    load_agent_run_state,
+    resume_agent_run,
+)
+
+from ._agents import resolve_task_agent
+from ._config import TaskSettings
+from ._errors import RunTaskError
+from ._outcome import SUPERSEDED_CODES, RetryLater, lease_wait_seconds, outcome
+from ._stores import TaskStores
+
+__all__ = ("STORE_RETRY_SECONDS", "continue_run", "recoverable_run_ids", "resume_run", "settle")
+
+#: How long a task waits before trying again when a store did not answer.
+STORE_RETRY_SECONDS = 2.0
+_STORE_UNAVAILABLE = "ERR_PRISM_STORE_UNAVAILABLE"
+_LEASED = "ERR_PRISM_RUN_LEASED"
+#: Attempts at claiming a run that other workers keep moving, before retrying the task.
+_CLAIM_ATTEMPTS = 3
+
+
+async def _load(stores: TaskStores, run_id: str) -> Any:
+    found = await load_agent_run_state(stores.checkpoints, {"run_id": run_id})
+    if found is None:
+        raise RunTaskError(f"no durable run {run_id!r}", code="ERR_PRISM_CELERY_RUN_NOT_FOUND")
+    return found
+
+
+async def _stored(stores: TaskStores, run_id: str) -> dict[str, Any]:
+    found = await _load(stores, run_id)
+    return outcome(run_id, found.state.session_id, found.state.status)
+
+
+async def settle(stores: TaskStores, result: AgentRunResult) -> dict[str, Any]:
+    """The task result for a run that ended on this worker.
+
+    A run that lost its record to another worker's claim wrote nothing more: the stored status
+    is the truth then. A run stopped by an unreachable store stays ``running``: try later.
+    """
+    error = result.error
+    code = error.code if error is not None else None
+    if result.status == "failed" and code in SUPERSEDED_CODES:
+        return await _stored(stores, result.run_id)
+    if result.status == "failed" and code == _STORE_UNAVAILABLE:
+        raise RetryLater(STORE_RETRY_SECONDS, "a store did not answer")
+    return outcome(result.run_id, result.session_id, result.status)
+
+
+async def _resume(
+    settings: TaskSettings, stores: TaskStores, found: Any, run_id: str, resume: Any
+) -> dict[str, Any]:
+    resolved = await resolve_task_agent(settings, found.state.agent_id, stores)
+    ref = {"run_id": run_id, "session_id": found.state.session_id}
+    try:
+        result = await resume_agent_run(
+            resolved.agent,
+            ref,
+            resume,
+            checkpoints=stores.checkpoints,
+            definition_revision=resolved.revision,
+        )
+    except AgentRunError as exc:
+        return await settle(stores, exc.result)
+    except CheckpointConflictError:
+        # Another worker claimed the run first: it is that worker's now.
+        return await _stored(stores, run_id)
+    except AgentRunStateError as exc:
+        if exc.code == _LEASED:
+            latest = await _load(stores, run_id)
+            raise RetryLater(
+                max(1.0, lease_wait_seconds(latest.state.lease_expires_at)), "leased"
+            ) from exc
+        raise
+    return await settle(stores, result)
+
+
+async def continue_run(settings: TaskSettings, stores: TaskStores, run_id: str) -> dict[str, Any]:
+    """Continue ``run_id`` from its last checkpoint, when no live worker holds it.
+
+    A run that is not ``running`` (suspended, ended) is reported as it stands; a live lease
+    means another worker is on it: :class:`RetryLater` until the lease would have expired.
+    """
+    for _ in range(_CLAIM_ATTEMPTS):
+        found = await _load(stores, run_id)
+        state = found.state
+        if state.status != "running":
+            return outcome(run_id, state.session_id, state.status)
+        wait = lease_wait_seconds(state.lease_expires_at)
+        if wait > 0:
+            raise RetryLater(max(1.0, wait), "leased")
+        resume = {"expected_version": found.version, "decision": "continue"}
+        try:
+            return await _resume(settings, stores, found, run_id, resume)
+        except AgentRunStateError as exc:
+            if exc.code != "ERR_PRISM_AGENT_RUN_STATE":
+                raise
+            latest = await _load(stores, run_id)
+            if latest.version == found.version:
+                raise
+            # Another worker moved the run between the read and the claim: look again.
+    raise RetryLater(1.0, "the run kept moving under other workers")
+
+
+async def resume_run(
+    settings: TaskSettings, stores: TaskStores, run_id: str, resume: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Apply the host's resume input (decisions, ``continue``, resolutions) to ``run_id``."""
+    found = await _load(stores, run_id)
+    return await _resume(settings, stores, found, run_id, resume)
+
+
+async def recoverable_run_ids(stores: TaskStores) -> list[str]:
+    """Every ``running`` run no live worker holds, over all pages of the listing."""
+    found: list[str] = []
+    cursor = None
+    while True:
+        page = await list_agent_runs(stores.checkpoints, recoverable=True, cursor=cursor)
+        found.extend(summary.run_id for summary in page.runs)
+        cursor = page.cursor
+        if cursor is None:
+            return found
