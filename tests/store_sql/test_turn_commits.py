@@ -1,0 +1,102 @@
+"""Commits per turn of an every-turn run on the SQL stores, counted at the database driver.
+
+SQLite: a ``sqlite3`` trace callback on the stores' one connection counts each ``COMMIT``
+and each write statement run outside a transaction (autocommit). PostgreSQL: SQLAlchemy's
+``commit`` event on the shared engine counts each transaction committed (an autocommit
+statement's too).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
+from tests.turn_commits import commits_per_turn
+
+from .conftest import PostgresServer, Target
+
+SHARED = {"read-only": 1, "idempotent": 1, "side-effecting": 2, "answer": 1}
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+def count_sqlite_commits(connection: sqlite3.Connection) -> list[int]:
+    """Count the commits ``connection`` makes from now on (in the returned one-item list)."""
+    count = [0]
+
+    def trace(statement: str) -> None:
+        head = statement.lstrip().split(None, 1)[0].upper()
+        if head == "COMMIT" or (head in WRITES and not connection.in_transaction):
+            count[0] += 1
+
+    connection.set_trace_callback(trace)
+    return count
+
+
+@pytest.mark.anyio
+async def test_sqlite_one_commit_per_read_only_turn(sqlite_target: Target) -> None:
+    """``open_sql_stores`` on SQLite: 1 commit for a read-only or idempotent turn, 2 for a
+    side-effecting one."""
+    async with open_sql_stores(sqlite_target.url) as stores:
+        await stores.checkpoints.load("warm", "up")  # opens the connection
+        connection = stores.checkpoints.database._connection  # type: ignore[attr-defined]
+        count = count_sqlite_commits(connection)
+        per_turn = await commits_per_turn(stores.checkpoints, stores.sessions, lambda: count[0])
+    assert per_turn == SHARED
+
+
+@pytest.mark.anyio
+async def test_sqlite_stores_on_two_connections_commit_each_write(sqlite_target: Target) -> None:
+    """Two stores opened from one URL have a connection each and do not share commits: the
+    session store's appends commit on their own connection (counted there)."""
+    checkpoints = create_sql_checkpoint_store(sqlite_target.url)
+    sessions = create_sql_session_store(sqlite_target.url)
+    async with checkpoints, sessions:
+        await checkpoints.load("warm", "up")
+        await sessions.list("warm")
+        saves = count_sqlite_commits(checkpoints.database._connection)  # type: ignore[attr-defined]
+        appends = count_sqlite_commits(sessions.database._connection)  # type: ignore[attr-defined]
+        per_turn = await commits_per_turn(checkpoints, sessions, lambda: saves[0] + appends[0])
+    assert per_turn == {"read-only": 3, "idempotent": 3, "side-effecting": 4, "answer": 2}
+
+
+@pytest.mark.anyio
+async def test_postgres_one_commit_per_read_only_turn(postgres_server: PostgresServer) -> None:
+    """``open_sql_stores`` on PostgreSQL (one engine): 1 commit for a read-only or
+    idempotent turn, 2 for a side-effecting one."""
+    target = postgres_server.shared()
+    async with open_sql_stores(target.url, table_prefix=target.prefix) as stores:
+        count = [0]
+
+        def committed(connection: Any) -> None:
+            count[0] += 1
+
+        engine = stores.checkpoints.engine.sync_engine
+        sa.event.listen(engine, "commit", committed)
+        try:
+            per_turn = await commits_per_turn(stores.checkpoints, stores.sessions, lambda: count[0])
+        finally:
+            sa.event.remove(engine, "commit", committed)
+    assert per_turn == SHARED
+
+
+@pytest.mark.anyio
+async def test_postgres_session_store_on_the_checkpoint_engine_shares_commits(
+    postgres_server: PostgresServer,
+) -> None:
+    """``create_sql_session_store(checkpoints)`` shares the engine, and so the commits."""
+    target = postgres_server.shared()
+    checkpoints = create_sql_checkpoint_store(target.url, table_prefix=target.prefix)
+    sessions = create_sql_session_store(checkpoints)
+    async with checkpoints, sessions:
+        count = [0]
+
+        def committed(connection: Any) -> None:
+            count[0] += 1
+
+        sa.event.listen(checkpoints.engine.sync_engine, "commit", committed)
+        per_turn = await commits_per_turn(checkpoints, sessions, lambda: count[0])
+    assert per_turn == SHARED
