@@ -21,6 +21,7 @@ from prism_core.sessions import UNSET, SessionEntry
 
 from ._checkpoints import _validated, save_params, saved_record
 from ._errors import SqlStoreConfigError
+from ._pg_commit import turn_params
 from ._sessions import append_params
 
 if TYPE_CHECKING:
@@ -172,8 +173,16 @@ class SqliteTransaction(SqlTransaction):
         return await checkpoints.database.run("commit session entries and a checkpoint", commit)
 
 
+class _Partial(Exception):
+    """The one-statement commit inserted fewer entries than queued (rolled back)."""
+
+
 class EngineTransaction(SqlTransaction):
-    """A shared commit on the SQLAlchemy stores sharing one engine: one transaction."""
+    """A shared commit on the SQLAlchemy stores sharing one engine: one transaction.
+
+    On PostgreSQL a turn's commit (one save, then appends to one session without a head
+    check) is one statement (:mod:`._pg_commit`); anything else runs statement by statement.
+    """
 
     def __init__(self, checkpoints: SqlCheckpointStore, sessions: SqlSessionStore) -> None:
         super().__init__()
@@ -181,6 +190,39 @@ class EngineTransaction(SqlTransaction):
         self._sessions = sessions
 
     async def _commit(self, ops: list[_Append | _Save], now: float) -> list[float]:
+        save, appends = ops[0], ops[1:]
+        if (
+            self._checkpoints._switch_to_autocommit  # PostgreSQL
+            and isinstance(save, _Save)
+            and appends
+            and all(
+                isinstance(op, _Append)
+                and op.expected_leaf_id is UNSET
+                and op.entry.session_id == appends[0].entry.session_id  # type: ignore[union-attr]
+                for op in appends
+            )
+        ):
+            try:
+                return [await self._commit_turn(save, appends, now)]  # type: ignore[arg-type]
+            except _Partial:
+                pass  # rolled back; the statements one by one name the refusal
+        return await self._commit_each(ops, now)
+
+    async def _commit_turn(self, save: _Save, appends: list[_Append], now: float) -> float:
+        statement = self._checkpoints._turn_statement(save.request)
+        params = turn_params(save_params(save.request, now), [op.params for op in appends])
+        async with self._checkpoints._transaction(
+            "commit session entries and a checkpoint"
+        ) as connection:
+            row = (await connection.execute(statement, params)).one()
+            if row.created_at is None:
+                raise conflict(save.request.namespace, save.request.key)
+            if row.inserted != len(appends):
+                raise _Partial()
+        created: float = row.created_at
+        return created
+
+    async def _commit_each(self, ops: list[_Append | _Save], now: float) -> list[float]:
         created: list[float] = []
         action = "commit session entries and a checkpoint"
         async with self._checkpoints._transaction(action) as connection:
