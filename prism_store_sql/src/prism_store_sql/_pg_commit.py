@@ -2,17 +2,19 @@
 
 The shared commit of a durable turn (one save, then entries appended to one session without
 a head check) is one ``INSERT``/``UPDATE`` of the checkpoint, one head move and one multi-row
-insert of the entries. On PostgreSQL they run as data-modifying CTEs of one statement, so
-the commit costs one round trip inside its transaction instead of one per statement:
+insert of the entries. On PostgreSQL they run as data-modifying CTEs of one statement, sent
+in autocommit: one round trip and one commit, and all or nothing because it is one statement.
 
 - ``cp``: the save (the same create / update / upsert as a plain save), ``RETURNING
   created_at``; nothing below it is written when it writes nothing (a refused save);
 - ``hd``: the head moved by the number of entries, only when ``cp`` wrote a row;
 - ``ins``: the entries (from arrays, ``unnest … WITH ORDINALITY``), numbered after the old
-  head, each only when its parent is in the session or is an earlier entry of the batch.
+  head. An entry whose parent is neither in the session nor an earlier entry of the batch
+  gets no ``seq`` (``NULL``), and a taken id hits the primary key: either way the statement
+  fails with an integrity error and writes nothing, and the caller names the refusal by
+  running the writes one by one.
 
-The statement returns the save's ``created_at`` (``NULL``: refused) and how many entries it
-inserted; fewer than queued means a taken id or a foreign parent, and the caller rolls back.
+The statement returns the save's ``created_at`` (``NULL``: refused, nothing written).
 """
 
 from __future__ import annotations
@@ -78,16 +80,13 @@ def turn_statement(save: sa.Executable, tables: Tables) -> sa.Executable:
                 rows.c.id,
                 session,
                 rows.c.parent_id,
-                hd.c.last_seq - count + rows.c.k,
+                sa.case((parent_ok, hd.c.last_seq - count + rows.c.k), else_=sa.null()),
                 rows.c.kind,
                 rows.c.payload,
                 rows.c.run_id,
                 rows.c.ts,
-            )
-            .select_from(rows.join(hd, sa.true()))
-            .where(parent_ok),
+            ).select_from(rows.join(hd, sa.true())),
         )
-        .on_conflict_do_nothing(index_elements=[e.id])
         .returning(e.id)
         .cte("ins")
     )
