@@ -111,8 +111,11 @@ def tool_output(step: int, size: int = 2048) -> str:
     return "\n".join(lines)[:size]
 
 
-def probe_tool(calls: list[int] | None = None) -> ToolDefinition:
-    """The investigation's one tool: reads a log window and returns ~2 KB of it."""
+def probe_tool(calls: list[int] | None = None, *, effect: str | None = "read") -> ToolDefinition:
+    """The investigation's one tool: reads a log window and returns ~2 KB of it.
+
+    ``effect=None`` declares it side-effecting (neither read-only nor idempotent), so a
+    durable run marks each call ``dispatched`` before it starts."""
 
     def probe(args: dict[str, Any], context: Any) -> str:
         if calls is not None:
@@ -128,7 +131,7 @@ def probe_tool(calls: list[int] | None = None) -> ToolDefinition:
             "properties": {"step": {"type": "integer", "minimum": 0}},
             "required": ["step"],
         },
-        effect="read",
+        effect=effect,
     )
 
 

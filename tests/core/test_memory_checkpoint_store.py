@@ -17,7 +17,8 @@ from prism_core.durable import (
     create_memory_checkpoint_store,
 )
 from prism_core.errors import CheckpointConflictError
-from prism_core.testing import CheckpointStoreConformance
+from prism_core.sessions import SessionStore, create_memory_session_store
+from prism_core.testing import CheckpointStoreConformance, SharedCommitConformance
 
 
 class TestMemoryCheckpointStore(CheckpointStoreConformance):
@@ -35,6 +36,15 @@ class TestMemoryCheckpointStore(CheckpointStoreConformance):
     ) -> Callable[[], CheckpointStore]:
         """The same instance: two memory stores never share records, so there is no other."""
         return lambda: checkpoint_store
+
+
+class TestMemorySharedCommit(SharedCommitConformance):
+    """A memory checkpoint store commits together with a memory session store."""
+
+    @pytest.fixture
+    def shared_stores(self) -> tuple[CheckpointStore, SessionStore]:
+        """A fresh pair of memory stores."""
+        return create_memory_checkpoint_store(), create_memory_session_store()
 
 
 def test_memory_store_satisfies_the_protocol() -> None:

@@ -61,7 +61,8 @@ ANSWER = (
 
 def open_stores(url: str, prefix: str) -> tuple[Any, Any]:
     """Checkpoint and session stores for ``url`` (SQLite, PostgreSQL or Redis), isolated by
-    ``prefix``."""
+    ``prefix``; the session store shares the checkpoint store's connection or client, so a
+    turn's entries and checkpoint commit together."""
     scheme = url.split(":", 1)[0].split("+", 1)[0]
     if scheme in ("sqlite", "postgresql", "postgres"):
         try:
@@ -70,10 +71,8 @@ def open_stores(url: str, prefix: str) -> tuple[Any, Any]:
             raise SystemExit(
                 f"the SQL stores are not installed: {STORE_INSTALL_HINTS[scheme]}"
             ) from exc
-        return (
-            create_sql_checkpoint_store(url, table_prefix=f"{prefix}_"),
-            create_sql_session_store(url, table_prefix=f"{prefix}_"),
-        )
+        checkpoints = create_sql_checkpoint_store(url, table_prefix=f"{prefix}_")
+        return checkpoints, create_sql_session_store(checkpoints)
     if scheme in ("redis", "rediss"):
         try:
             from prism_store_redis import create_redis_checkpoint_store, create_redis_session_store
@@ -81,10 +80,8 @@ def open_stores(url: str, prefix: str) -> tuple[Any, Any]:
             raise SystemExit(
                 f"the Redis stores are not installed: {STORE_INSTALL_HINTS[scheme]}"
             ) from exc
-        return (
-            create_redis_checkpoint_store(url, prefix=prefix),
-            create_redis_session_store(url, prefix=prefix),
-        )
+        redis_checkpoints = create_redis_checkpoint_store(url, prefix=prefix)
+        return redis_checkpoints, create_redis_session_store(redis_checkpoints)
     raise SystemExit(f"prism demo: unsupported store URL scheme {scheme!r}")
 
 

@@ -1,6 +1,7 @@
 """Prism checkpoint and session stores on Redis (redis-py asyncio).
 
-Use :func:`create_redis_checkpoint_store` and :func:`create_redis_session_store` directly, or
+Use :func:`create_redis_checkpoint_store` and :func:`create_redis_session_store` directly
+(:func:`open_redis_stores` opens both on one client, so they can commit together), or
 compose :data:`plugin` so ``redis://`` / ``rediss://`` store URLs resolve to these stores. The
 stores run on asyncio only, because redis-py's client does.
 """
@@ -17,6 +18,7 @@ from ._sessions import (
     RedisSessionStoreUnavailableError,
     create_redis_session_store,
 )
+from ._shared import RedisStores, open_redis_stores
 
 __all__ = (
     "FINISHED_STATUSES",
@@ -25,7 +27,9 @@ __all__ = (
     "RedisSessionStoreError",
     "RedisSessionStoreUnavailableError",
     "RedisStorePlugin",
+    "RedisStores",
     "create_redis_checkpoint_store",
     "create_redis_session_store",
+    "open_redis_stores",
     "plugin",
 )

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+import attrs
 import redis.asyncio as aioredis
 
 from prism_core._echo import echo
@@ -32,6 +33,7 @@ from prism_core.durable import (
     CheckpointStoreError,
     CheckpointStoreUnavailableError,
     InvalidCheckpointError,
+    SaveRequest,
     check_name,
     check_status,
     conflict,
@@ -48,9 +50,15 @@ from prism_core.durable import (
 from . import _scripts
 from ._client import DEFAULT_TIMEOUT_MS, RedisConnection, run_script, text
 from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member
+from ._transaction import RedisTransaction
 from ._values import plain_json
 
-__all__ = ("FINISHED_STATUSES", "RedisCheckpointStore", "create_redis_checkpoint_store")
+__all__ = (
+    "FINISHED_STATUSES",
+    "RedisCheckpointStore",
+    "SaveCall",
+    "create_redis_checkpoint_store",
+)
 
 logger = logging.getLogger(__package__ or __name__)
 
@@ -60,6 +68,45 @@ FINISHED_STATUSES = ("succeeded", "failed", "aborted", "denied")
 
 # What ``load`` reads; the namespace and key are the caller's, which the record key encodes.
 _LOAD_FIELDS = ("owner", "v", "value", "fence", "meta", "cat", "created", "updated")
+
+
+@attrs.frozen
+class SaveCall:
+    """One save as the keys and arguments of ``CHECKPOINT_SAVE``, and what its reply means."""
+
+    keys: list[str | bytes]
+    args: list[str | bytes]
+    request: SaveRequest
+    stored_value: Any
+    max_records: int | None
+
+    def record(self, reply: str) -> CheckpointRecord:
+        """The saved record for the script's ``reply``, or the refusal it names."""
+        request = self.request
+        outcome, _, times = reply.partition(" ")
+        if outcome == "conflict":
+            logger.debug(
+                "checkpoint save %s/%s lost its conditional write", request.namespace, request.key
+            )
+            raise conflict(request.namespace, request.key)
+        if outcome == "limit":
+            raise CheckpointLimitError(
+                f"this store holds at most {self.max_records} checkpoint records; delete "
+                "finished ones or raise max_records"
+            )
+        created_at, _, updated_at = times.partition(" ")
+        return CheckpointRecord(
+            namespace=request.namespace,
+            key=request.key,
+            version=request.version,
+            value=self.stored_value,
+            metadata=request.metadata,
+            ownership=request.ownership,
+            fencing_token=request.fencing_token,
+            category=request.category,
+            created_at=float(created_at),
+            updated_at=float(updated_at),
+        )
 
 
 def _positive(value: Any, what: str) -> int | None:
@@ -169,11 +216,17 @@ class RedisCheckpointStore:
         self._renew = client.register_script(_scripts.CHECKPOINT_RENEW)
         self._list = client.register_script(_scripts.CHECKPOINT_LIST)
         self._list_status = client.register_script(_scripts.CHECKPOINT_LIST_STATUS)
+        self._commit = client.register_script(_scripts.SHARED_COMMIT)
 
     @property
     def prefix(self) -> str:
         """The key prefix this store reads and writes under."""
         return self._keys.prefix
+
+    @property
+    def client(self) -> aioredis.Redis:
+        """The ``redis.asyncio.Redis`` client this store talks through."""
+        return self._connection.client
 
     async def load(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
@@ -209,6 +262,36 @@ class RedisCheckpointStore:
         Raises :class:`~prism_core.durable.CheckpointLimitError` when the value is over
         ``max_value_bytes`` or a new record would exceed ``max_records``.
         """
+        call = self._save_call(
+            namespace,
+            key,
+            value,
+            version=version,
+            expected_version=expected_version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+            metadata=metadata,
+            category=category,
+        )
+        with self._connection.guard("save a checkpoint"):
+            reply = await run_script(self._save, keys=call.keys, args=call.args)
+        return call.record(text(reply))
+
+    def _save_call(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        expected_version: int | None = None,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+        category: str | None = None,
+    ) -> SaveCall:
+        """A save validated and encoded as the keys and arguments of ``CHECKPOINT_SAVE``
+        (no I/O; raises like :meth:`save` for bad arguments)."""
         encoded = plain_json(value)
         if (
             encoded is not None
@@ -260,33 +343,26 @@ class RedisCheckpointStore:
             indexed_status(stored_value) or "",
             self._keys.status_base,
         ]
-        keys = [record_key, self._keys.owner_index(owner), self._keys.all_records]
-        with self._connection.guard("save a checkpoint"):
-            reply = await run_script(self._save, keys=keys, args=args)
-        outcome, _, times = text(reply).partition(" ")
-        if outcome == "conflict":
-            logger.debug(
-                "checkpoint save %s/%s lost its conditional write", request.namespace, request.key
-            )
-            raise conflict(request.namespace, request.key)
-        if outcome == "limit":
-            raise CheckpointLimitError(
-                f"this store holds at most {self._max_records} checkpoint records; delete "
-                "finished ones or raise max_records"
-            )
-        created_at, _, updated_at = times.partition(" ")
-        return CheckpointRecord(
-            namespace=request.namespace,
-            key=request.key,
-            version=request.version,
-            value=stored_value,
-            metadata=request.metadata,
-            ownership=request.ownership,
-            fencing_token=request.fencing_token,
-            category=request.category,
-            created_at=float(created_at),
-            updated_at=float(updated_at),
-        )
+        keys: list[str | bytes] = [
+            record_key,
+            self._keys.owner_index(owner),
+            self._keys.all_records,
+        ]
+        return SaveCall(keys, args, request, stored_value, self._max_records)
+
+    def shared_transaction(self, sessions: object) -> RedisTransaction | None:
+        """One ``EVALSHA`` over this store and ``sessions`` (see
+        :func:`prism_core.durable.shared_transaction`), or ``None`` unless ``sessions`` is a
+        Redis session store on this store's very client (and both are open)."""
+        from ._sessions import RedisSessionStore
+
+        if (
+            isinstance(sessions, RedisSessionStore)
+            and sessions._connection.client is self._connection.client
+            and not (sessions._connection.closed or self._connection.closed)
+        ):
+            return RedisTransaction(self, sessions)
+        return None
 
     async def renew_lease(
         self,

@@ -19,6 +19,7 @@ __all__ = (
     "SESSION_APPEND",
     "SESSION_BRANCH",
     "SESSION_LIST",
+    "SHARED_COMMIT",
 )
 
 _DECIMAL_LESS = """
@@ -29,6 +30,91 @@ local function decimal_less(a, b)
     if x ~= y then return x < y end
   end
   return false
+end
+"""
+
+#: The checks and the writes of a checkpoint save, as two functions: ``save_check(K, A)``
+#: returns a refusal ('conflict' or 'limit') or ``nil`` and what ``save_write(K, A, state)``
+#: needs, which writes and returns the reply. ``CHECKPOINT_SAVE`` and ``SHARED_COMMIT`` both
+#: run them, so a save checks and writes the same way alone or in a shared commit.
+_SAVE_FUNCTIONS = """
+local function save_check(K, A)
+  local current = redis.call('HMGET', K[1], 'v', 'owner', 'fence', 'created', 'meta', 'cat',
+    'st')
+  local stored_version, stored_owner, stored_fence = current[1], current[2], current[3]
+  if stored_version then
+    if stored_owner ~= A[4] then return 'conflict' end
+    if A[3] ~= '' and A[3] ~= stored_version then return 'conflict' end
+    if not decimal_less(stored_version, A[2]) then return 'conflict' end
+    if stored_fence and (A[5] == '' or decimal_less(A[5], stored_fence)) then
+      return 'conflict'
+    end
+  elseif A[3] ~= '' and A[3] ~= '0' then
+    return 'conflict'
+  end
+  local time = redis.call('TIME')
+  local now = time[1] .. '.' .. string.format('%06d', tonumber(time[2]))
+  local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  if not stored_version and A[13] ~= ''
+      and redis.call('ZCOUNT', K[3], now_ms, '+inf') >= tonumber(A[13]) then
+    return 'limit'
+  end
+  return nil, {current, now, now_ms}
+end
+
+local function save_write(K, A, state)
+  local current, now, now_ms = state[1], state[2], state[3]
+  local stored_version = current[1]
+  local fields = {'v', A[2], 'value', A[6], 'updated', now}
+  local absent = {}
+  local function optional(name, value, present, stored)
+    if present then
+      fields[#fields + 1] = name
+      fields[#fields + 1] = value
+    elseif stored then
+      absent[#absent + 1] = name
+    end
+  end
+  optional('fence', A[5], A[5] ~= '', current[3])
+  optional('meta', A[7], A[7] ~= '', current[5])
+  optional('cat', A[8], A[9] == '1', current[6])
+  optional('st', A[14], A[14] ~= '', current[7])
+
+  local expires = '+inf'
+  local rescore = A[12] ~= ''
+  if stored_version then
+    if not rescore and redis.call('PTTL', K[1]) >= 0 then
+      redis.call('PERSIST', K[1])
+      rescore = true
+    end
+    if #absent > 0 then redis.call('HDEL', K[1], unpack(absent)) end
+    redis.call('HSET', K[1], unpack(fields))
+  else
+    redis.call('DEL', K[1])
+    redis.call('HSET', K[1], 'ns', A[10], 'key', A[11], 'owner', A[4],
+      'created', now, unpack(fields))
+    redis.call('ZADD', K[2], 0, A[1])
+    rescore = true
+  end
+  if A[12] ~= '' then
+    expires = now_ms + tonumber(A[12]) * 1000
+    redis.call('PEXPIREAT', K[1], expires)
+  end
+  if rescore then
+    redis.call('ZADD', K[3], expires, K[1])
+  end
+  local old_status = stored_version and current[7] or ''
+  if old_status ~= A[14] then
+    if old_status ~= '' then
+      redis.call('ZREM', A[15] .. #old_status .. ':' .. old_status .. ':' .. A[4], A[1])
+    end
+    if A[14] ~= '' then
+      redis.call('ZADD', A[15] .. #A[14] .. ':' .. A[14] .. ':' .. A[4], 0, A[1])
+    end
+  end
+  -- Expired records' keys are gone already; drop their scores so the set stays small.
+  redis.call('ZREMRANGEBYSCORE', K[3], '-inf', '(' .. now_ms)
+  return 'ok ' .. (current[4] or now) .. ' ' .. now
 end
 """
 
@@ -55,79 +141,78 @@ end
 #: (``<base><n>:<status>:<owner>``) only when it changes.
 CHECKPOINT_SAVE = (
     _DECIMAL_LESS
+    + _SAVE_FUNCTIONS
     + """
-local current = redis.call('HMGET', KEYS[1], 'v', 'owner', 'fence', 'created', 'meta', 'cat',
-  'st')
-local stored_version, stored_owner, stored_fence = current[1], current[2], current[3]
-if stored_version then
-  if stored_owner ~= ARGV[4] then return 'conflict' end
-  if ARGV[3] ~= '' and ARGV[3] ~= stored_version then return 'conflict' end
-  if not decimal_less(stored_version, ARGV[2]) then return 'conflict' end
-  if stored_fence and (ARGV[5] == '' or decimal_less(ARGV[5], stored_fence)) then
-    return 'conflict'
+local refusal, state = save_check(KEYS, ARGV)
+if refusal then return refusal end
+return save_write(KEYS, ARGV, state)
+"""
+)
+
+#: A shared commit: checkpoint saves and session appends, all written or none.
+#:
+#: KEYS, per operation in queue order: a save's three keys (as ``CHECKPOINT_SAVE``) or an
+#: append's four (as ``SESSION_APPEND``, with the entry's own key again when it has no
+#: parent).
+#: ARGV, per operation: 's' and the save's 15 arguments, or 'a' and the append's 6.
+#: Returns {'ok', the reply of each save in order} or {refusal, index of the operation}:
+#: a save's 'conflict' or 'limit', an append's 'moved', 'duplicate' or 'parent'. Every
+#: operation is checked (an append against the appends queued before it, too) before the
+#: first write.
+SHARED_COMMIT = (
+    _DECIMAL_LESS
+    + _SAVE_FUNCTIONS
+    + """
+local ops = {}
+local k, a = 1, 1
+while a <= #ARGV do
+  if ARGV[a] == 's' then
+    ops[#ops + 1] = {'s', {KEYS[k], KEYS[k + 1], KEYS[k + 2]}, {unpack(ARGV, a + 1, a + 15)}}
+    k, a = k + 3, a + 16
+  else
+    ops[#ops + 1] = {'a', {KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]},
+      {unpack(ARGV, a + 1, a + 6)}}
+    k, a = k + 4, a + 7
   end
-elseif ARGV[3] ~= '' and ARGV[3] ~= '0' then
-  return 'conflict'
 end
 
-local time = redis.call('TIME')
-local now = time[1] .. '.' .. string.format('%06d', tonumber(time[2]))
-local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-if not stored_version and ARGV[13] ~= ''
-    and redis.call('ZCOUNT', KEYS[3], now_ms, '+inf') >= tonumber(ARGV[13]) then
-  return 'limit'
+local heads, added, states = {}, {}, {}
+for i, op in ipairs(ops) do
+  local K, A = op[2], op[3]
+  if op[1] == 's' then
+    local refusal, state = save_check(K, A)
+    if refusal then return {refusal, i} end
+    states[i] = state
+  else
+    local head = heads[A[3]]
+    if head == nil then head = redis.call('GET', K[3]) end
+    if A[4] == 'empty' and head then return {'moved', i} end
+    if A[4] == 'leaf' and head ~= A[5] then return {'moved', i} end
+    if added[A[2]] or redis.call('EXISTS', K[1]) == 1 then return {'duplicate', i} end
+    if A[6] ~= '' and (added[A[6]] or redis.call('HGET', K[4], 'session_id')) ~= A[3] then
+      return {'parent', i}
+    end
+    added[A[2]] = A[3]
+    heads[A[3]] = A[2]
+  end
 end
 
-local fields = {'v', ARGV[2], 'value', ARGV[6], 'updated', now}
-local absent = {}
-local function optional(name, value, present, stored)
-  if present then
-    fields[#fields + 1] = name
-    fields[#fields + 1] = value
-  elseif stored then
-    absent[#absent + 1] = name
+local out = {'ok'}
+for i, op in ipairs(ops) do
+  local K, A = op[2], op[3]
+  if op[1] == 's' then
+    out[#out + 1] = save_write(K, A, states[i])
+  else
+    if A[6] ~= '' then
+      redis.call('HSET', K[1], 'entry', A[1], 'session_id', A[3], 'parent_id', A[6])
+    else
+      redis.call('HSET', K[1], 'entry', A[1], 'session_id', A[3])
+    end
+    redis.call('RPUSH', K[2], A[2])
+    redis.call('SET', K[3], A[2])
   end
 end
-optional('fence', ARGV[5], ARGV[5] ~= '', current[3])
-optional('meta', ARGV[7], ARGV[7] ~= '', current[5])
-optional('cat', ARGV[8], ARGV[9] == '1', current[6])
-optional('st', ARGV[14], ARGV[14] ~= '', current[7])
-
-local expires = '+inf'
-local rescore = ARGV[12] ~= ''
-if stored_version then
-  if not rescore and redis.call('PTTL', KEYS[1]) >= 0 then
-    redis.call('PERSIST', KEYS[1])
-    rescore = true
-  end
-  if #absent > 0 then redis.call('HDEL', KEYS[1], unpack(absent)) end
-  redis.call('HSET', KEYS[1], unpack(fields))
-else
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'ns', ARGV[10], 'key', ARGV[11], 'owner', ARGV[4],
-    'created', now, unpack(fields))
-  redis.call('ZADD', KEYS[2], 0, ARGV[1])
-  rescore = true
-end
-if ARGV[12] ~= '' then
-  expires = now_ms + tonumber(ARGV[12]) * 1000
-  redis.call('PEXPIREAT', KEYS[1], expires)
-end
-if rescore then
-  redis.call('ZADD', KEYS[3], expires, KEYS[1])
-end
-local old_status = stored_version and current[7] or ''
-if old_status ~= ARGV[14] then
-  if old_status ~= '' then
-    redis.call('ZREM', ARGV[15] .. #old_status .. ':' .. old_status .. ':' .. ARGV[4], ARGV[1])
-  end
-  if ARGV[14] ~= '' then
-    redis.call('ZADD', ARGV[15] .. #ARGV[14] .. ':' .. ARGV[14] .. ':' .. ARGV[4], 0, ARGV[1])
-  end
-end
--- Expired records' keys are gone already; drop their scores so the set stays small.
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. now_ms)
-return 'ok ' .. (current[4] or now) .. ' ' .. now
+return out
 """
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 
@@ -21,6 +21,9 @@ from prism_core.sessions import (
 from . import _scripts
 from ._client import DEFAULT_TIMEOUT_MS, RedisConnection, run_script, text
 from ._keys import SessionKeys
+
+if TYPE_CHECKING:
+    from ._checkpoints import RedisCheckpointStore
 
 __all__ = ("RedisSessionStore", "RedisSessionStoreError", "create_redis_session_store")
 
@@ -40,6 +43,20 @@ class RedisSessionStoreUnavailableError(RedisSessionStoreError):
     that stops on it stays continuable."""
 
     code = "ERR_PRISM_STORE_UNAVAILABLE"
+
+
+def append_refusal(outcome: str, entry: SessionEntry) -> None:
+    """Raise the error an append's script ``outcome`` names (nothing for ``ok``)."""
+    if outcome == "moved":
+        raise SessionConflictError(
+            f"session {echo(entry.session_id)} moved: its head is no longer the expected leaf"
+        )
+    if outcome == "duplicate":
+        raise SessionConflictError(f"entry id {echo(entry.id)} already exists")
+    if outcome == "parent":
+        raise SessionEntryNotFoundError(
+            f"parent entry {echo(entry.parent_id)} is not in session {echo(entry.session_id)}"
+        )
 
 
 def _entry(data: bytes | str) -> SessionEntry:
@@ -74,6 +91,17 @@ class RedisSessionStore:
         id is taken, :class:`~prism_core.sessions.SessionEntryNotFoundError` when the parent is
         not an entry of the same session.
         """
+        keys, args = self._append_call(entry, expected_leaf_id)
+        with self._connection.guard("append a session entry"):
+            outcome = text(await run_script(self._append, keys=keys, args=args))
+        append_refusal(outcome, entry)
+        return _entry(args[0])
+
+    def _append_call(
+        self, entry: SessionEntry, expected_leaf_id: Any
+    ) -> tuple[builtins.list[str | bytes], builtins.list[str | bytes]]:
+        """An append checked and encoded as the keys and arguments of ``SESSION_APPEND``
+        (no I/O; raises ``TypeError`` like :meth:`append`)."""
         if not isinstance(entry, SessionEntry):
             raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
         data = dumps(entry)
@@ -88,7 +116,7 @@ class RedisSessionStore:
                 "expected_leaf_id must be an entry id, None (the session must be empty) or "
                 f"left out, got {type(expected_leaf_id).__name__}"
             )
-        keys = [
+        keys: builtins.list[str | bytes] = [
             self._keys.entry(entry.id),
             self._keys.order(entry.session_id),
             self._keys.head(entry.session_id),
@@ -103,19 +131,7 @@ class RedisSessionStore:
             expected,
             entry.parent_id or "",
         ]
-        with self._connection.guard("append a session entry"):
-            outcome = text(await run_script(self._append, keys=keys, args=args))
-        if outcome == "moved":
-            raise SessionConflictError(
-                f"session {echo(entry.session_id)} moved: its head is no longer the expected leaf"
-            )
-        if outcome == "duplicate":
-            raise SessionConflictError(f"entry id {echo(entry.id)} already exists")
-        if outcome == "parent":
-            raise SessionEntryNotFoundError(
-                f"parent entry {echo(entry.parent_id)} is not in session {echo(entry.session_id)}"
-            )
-        return _entry(data)
+        return keys, args
 
     async def list(self, session_id: str) -> list[SessionEntry]:
         """Every entry of the session, in append order (one round trip)."""
@@ -170,20 +186,32 @@ class RedisSessionStore:
 
 
 def create_redis_session_store(
-    url_or_client: str | aioredis.Redis,
+    url_or_client: str | aioredis.Redis | RedisCheckpointStore,
     *,
-    prefix: str = "prism",
+    prefix: str | None = None,
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> RedisSessionStore:
     """A Redis session store.
 
     ``url_or_client`` is a ``redis://`` / ``rediss://`` URL (the store creates its own client
-    and closes it in ``aclose()``) or a ``redis.asyncio.Redis`` client (used as is and never
-    closed by the store). Every key starts with ``<prefix>:``. Redis failures raise
-    :class:`RedisSessionStoreError`. A client created here bounds each command by
-    ``timeout_ms``. The store is asyncio-only; opening it does no I/O.
+    and closes it in ``aclose()``), a ``redis.asyncio.Redis`` client (used as is and never
+    closed by the store), or a :class:`~prism_store_redis.RedisCheckpointStore`: the session
+    store then talks through that store's client (and never closes it), so the two can commit
+    together (``prism_core.durable.shared_transaction``: one script per commit). Every key
+    starts with ``<prefix>:`` (default: the checkpoint store's prefix when given one, else
+    ``prism``). Redis failures raise :class:`RedisSessionStoreError`. A client created here
+    bounds each command by ``timeout_ms``. The store is asyncio-only; opening it does no I/O.
     """
+    from ._checkpoints import RedisCheckpointStore
+
+    target: str | aioredis.Redis
+    if isinstance(url_or_client, RedisCheckpointStore):
+        target = url_or_client.client
+        prefix = url_or_client.prefix if prefix is None else prefix
+    else:
+        target = url_or_client
+    prefix = "prism" if prefix is None else prefix
     if not isinstance(prefix, str) or not prefix:
         raise ValueError("prefix must be a non-empty string")
-    connection = RedisConnection(url_or_client, error=RedisSessionStoreError, timeout_ms=timeout_ms)
+    connection = RedisConnection(target, error=RedisSessionStoreError, timeout_ms=timeout_ms)
     return RedisSessionStore(connection, prefix=prefix)

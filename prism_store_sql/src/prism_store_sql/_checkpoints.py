@@ -224,6 +224,7 @@ class SqlCheckpointStore(SqlStoreBase):
     def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
         super().__init__(handle, tables, create_schema=create_schema)
         self._sql = _build_statements(tables.checkpoints, handle.backend)
+        self._turn_statements: dict[int, sa.Executable] = {}
 
     def _record(self, row: sa.Row[Any], ownership: dict[str, str] | None) -> CheckpointRecord:
         namespace, key = row.namespace, row.key
@@ -260,6 +261,17 @@ class SqlCheckpointStore(SqlStoreBase):
         if req.expected_version is None:
             return self._sql.upsert
         return self._sql.create if req.expected_version == 0 else self._sql.update
+
+    def _turn_statement(self, req: SaveRequest) -> sa.Executable:
+        """The one-statement commit of ``req`` and a turn's appends (PostgreSQL; built once
+        per kind of save, so SQLAlchemy compiles each once)."""
+        from ._pg_commit import turn_statement
+
+        statement = self._save_statement(req)
+        cached = self._turn_statements.get(id(statement))
+        if cached is None:
+            cached = self._turn_statements[id(statement)] = turn_statement(statement, self._tables)
+        return cached
 
     def shared_transaction(self, sessions: object) -> SqlTransaction | None:
         """One transaction over this store and ``sessions`` (see

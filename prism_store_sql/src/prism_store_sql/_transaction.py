@@ -3,7 +3,8 @@
 The store side of :class:`prism_core.durable.StoreTransaction`. Writes are validated when they
 are queued and run when the ``async with`` block ends: on SQLite in one worker-thread hand-off
 (``BEGIN IMMEDIATE`` … ``COMMIT``), on a SQLAlchemy engine in one ``engine.begin()``
-transaction. The first refusal rolls everything back and is raised from the block.
+transaction (a durable turn's commit on PostgreSQL: one statement, see :mod:`._pg_commit`).
+The first refusal rolls everything back and is raised from the block.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import attrs
+import sqlalchemy as sa
 
-from prism_core.durable import CheckpointRecord, SaveRequest, conflict
+from prism_core.durable import CheckpointRecord, CheckpointStoreError, SaveRequest, conflict
 from prism_core.sessions import UNSET, SessionEntry
 
 from ._checkpoints import _validated, save_params, saved_record
 from ._errors import SqlStoreConfigError
+from ._pg_commit import turn_params
 from ._sessions import append_params
 
 if TYPE_CHECKING:
@@ -172,8 +175,18 @@ class SqliteTransaction(SqlTransaction):
         return await checkpoints.database.run("commit session entries and a checkpoint", commit)
 
 
+class _Refused(Exception):
+    """The one-statement commit failed on an entry (a taken id, a foreign parent) and wrote
+    nothing."""
+
+
 class EngineTransaction(SqlTransaction):
-    """A shared commit on the SQLAlchemy stores sharing one engine: one transaction."""
+    """A shared commit on the SQLAlchemy stores sharing one engine: one transaction.
+
+    On PostgreSQL a turn's commit (one save, then appends to one session without a head
+    check) is one statement in autocommit (:mod:`._pg_commit`); anything else runs statement
+    by statement in one transaction.
+    """
 
     def __init__(self, checkpoints: SqlCheckpointStore, sessions: SqlSessionStore) -> None:
         super().__init__()
@@ -181,6 +194,41 @@ class EngineTransaction(SqlTransaction):
         self._sessions = sessions
 
     async def _commit(self, ops: list[_Append | _Save], now: float) -> list[float]:
+        save, appends = ops[0], ops[1:]
+        if (
+            self._checkpoints._switch_to_autocommit  # PostgreSQL
+            and isinstance(save, _Save)
+            and appends
+            and all(
+                isinstance(op, _Append)
+                and op.expected_leaf_id is UNSET
+                and op.entry.session_id == appends[0].entry.session_id  # type: ignore[union-attr]
+                for op in appends
+            )
+        ):
+            try:
+                return [await self._commit_turn(save, appends, now)]  # type: ignore[arg-type]
+            except _Refused:
+                pass  # nothing written; the statements one by one name the refusal
+        return await self._commit_each(ops, now)
+
+    async def _commit_turn(self, save: _Save, appends: list[_Append], now: float) -> float:
+        statement = self._checkpoints._turn_statement(save.request)
+        params = turn_params(save_params(save.request, now), [op.params for op in appends])
+        # One statement in autocommit: atomic on its own, one round trip.
+        async with self._checkpoints._write("commit session entries and a checkpoint") as conn:
+            try:
+                row = (await conn.execute(statement, params)).one()
+            except sa.exc.IntegrityError as exc:
+                raise _Refused() from exc
+        if row.created_at is None:
+            raise conflict(save.request.namespace, save.request.key)
+        if row.inserted != len(appends):  # pragma: no cover - each row inserts or fails
+            raise CheckpointStoreError("a shared commit wrote fewer entries than queued")
+        created: float = row.created_at
+        return created
+
+    async def _commit_each(self, ops: list[_Append | _Save], now: float) -> list[float]:
         created: list[float] = []
         action = "commit session entries and a checkpoint"
         async with self._checkpoints._transaction(action) as connection:

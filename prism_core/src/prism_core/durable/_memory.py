@@ -15,6 +15,7 @@ from ._checkpoints import (
     CheckpointPage,
     CheckpointRecord,
     InvalidCheckpointError,
+    SaveRequest,
     check_name,
     conflict,
     decode_stored_value,
@@ -24,6 +25,7 @@ from ._checkpoints import (
     validate_save,
 )
 from ._index import check_status
+from ._memory_commit import MemoryTransaction
 
 __all__ = ("MemoryCheckpointStore", "create_memory_checkpoint_store")
 
@@ -124,6 +126,10 @@ class MemoryCheckpointStore:
             category=category,
             max_value_bytes=self.max_value_bytes,
         )
+        return self._apply(req).to_record()
+
+    def _apply(self, req: SaveRequest) -> _Stored:
+        """Write a validated save now (no await: atomic), or raise a conflict or limit."""
         slot = (req.namespace, req.key)
         current = self._records.get(slot)
         if current is not None:
@@ -160,7 +166,7 @@ class MemoryCheckpointStore:
             status=req.status,
         )
         self._records[slot] = stored
-        return stored.to_record()
+        return stored
 
     async def renew_lease(
         self,
@@ -261,6 +267,16 @@ class MemoryCheckpointStore:
         records = tuple(self._records[slot].to_record() for slot in page)
         next_cursor = encode_cursor(*page[-1]) if len(slots) > limit else None
         return CheckpointPage(records, next_cursor)
+
+    def shared_transaction(self, sessions: object) -> MemoryTransaction | None:
+        """One commit over this store and ``sessions`` (see
+        :func:`prism_core.durable.shared_transaction`), or ``None`` unless ``sessions`` is a
+        memory session store."""
+        from ..sessions._memory import MemorySessionStore
+
+        if not isinstance(sessions, MemorySessionStore):
+            return None
+        return MemoryTransaction(self, sessions)
 
     async def aclose(self) -> None:
         """Nothing to release; idempotent."""

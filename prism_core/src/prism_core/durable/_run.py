@@ -2,6 +2,13 @@
 
 It reads the run through :class:`~._host.HostRun` and never imports the run loop, sessions or
 agents; ``runs/`` reaches it through :mod:`._boundary`.
+
+The write protocol of an every-turn run whose checkpoint store can commit together with its
+session store (``shared_transaction``): the session holds the entries the run appends, and
+each checkpoint write commits them with it, in one transaction. A turn whose tools are all
+read-only or idempotent is then one commit (its turn checkpoint); a side-effecting call adds
+one (its ``dispatched`` mark, written before it starts, with everything held until then).
+Other runs, and stores without the capability, append each entry when it is made.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
 from ..guardrails._pack_identity import checkpoint_rows
 from ..tools import ToolDefinition
 from ._checkpoints import CheckpointStoreUnavailableError
-from ._host import HostRun
+from ._host import HeldWrites, HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._state import (
     MAX_SKILL_BODIES_BYTES,
@@ -98,6 +105,12 @@ def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None)
     )
 
 
+def _commits_together(checkpoints: object, sessions: object) -> bool:
+    """Whether ``checkpoints`` offers a shared commit with ``sessions`` (see ``_commit``)."""
+    begin = getattr(checkpoints, "shared_transaction", None)
+    return callable(begin) and begin(sessions) is not None
+
+
 def stopped_by_store(status: RunStatus, error: ErrorInfo | None) -> bool:
     """Whether a run ends ``failed`` only because a store was unreachable (the transient
     code ``ERR_PRISM_STORE_UNAVAILABLE``), which must not mark its record failed."""
@@ -152,6 +165,12 @@ class DurableRun:
             middleware=agent.middleware,
             context=execution.mw_context,
         )
+        #: The session's held entries, when this run commits them with its checkpoints.
+        self.held: HeldWrites | None = None
+        sessions = execution.session.store
+        if self.every_turn and _commits_together(options.checkpoints, sessions):
+            self.writer.sessions = sessions
+            self.held = execution.session._hold_appends()
 
     @property
     def has_record(self) -> bool:
@@ -307,7 +326,7 @@ class DurableRun:
         if claimed_leaf == self.execution.session.leaf_id and not self.pending_calls:
             return
         self.pending_calls = []
-        await self.writer.save(self.state("running"))
+        await self._write(self.state("running"))
 
     async def suspend(
         self, gates: Sequence[Gate], *, pending_input: tuple[Message, ...] = ()
@@ -353,7 +372,7 @@ class DurableRun:
             for gate in gates
             if gate.kind != "input_guardrail"
         ]
-        await self.writer.save(
+        await self._write(
             self.state("suspended", interruption=interruption, pending_input=pending_input)
         )
         return interruption
@@ -382,7 +401,7 @@ class DurableRun:
             )
         if self.anchor_leaf is None:
             self.set_anchor()
-        await self.writer.save(self.state("running", at_anchor=True))
+        await self._write(self.state("running", at_anchor=True))
 
     def settle_pending(self, tool_call_id: str) -> None:
         """Forget a pending call once its result is in the session store."""
@@ -450,13 +469,43 @@ class DurableRun:
         stays ``running``, continuable once the store is back.
         """
         if self.writer.lost is not None or stopped_by_store(status, error):
+            self.release_held()
             return
         if self.has_record:
             self.pending_calls = []
             state = self.state(status, error=error)
             if stop_reason is not None:
                 state = attrs.evolve(state, stop_reason=stop_reason, stop_detail=stop_detail)
+            await self._write(state)
+        elif self.held is not None:
+            # No checkpoint to commit with (none was written yet): append as any run does.
+            for entry in tuple(self.held.entries):
+                await self.writer.sessions.append(entry)
+                self.held.committed(1)
+        self.release_held()
+
+    async def _write(self, state: AgentRunState) -> None:
+        """Save ``state``, committing the entries the session holds with it."""
+        held = self.held
+        if held is None:
             await self.writer.save(state)
+            return
+        entries = tuple(held.entries)
+        try:
+            await self.writer.save(state, entries)
+        except BaseException:
+            # Not committed (or not known to be): the session goes back to what its store
+            # holds, and the run appends directly from here on.
+            self.release_held()
+            raise
+        held.committed(len(entries))
+
+    def release_held(self) -> None:
+        """Stop holding session entries; those still held were never committed, so the
+        session's leaf and history go back to what its store holds."""
+        if self.held is not None:
+            self.held = None
+            self.execution.session._release_appends()
 
     def sticky_for(self, scope: DecisionScope) -> StickyDecision | None:
         """A sticky decision matching ``scope`` exactly, if any."""

@@ -5,6 +5,11 @@ retried on transient store faults (:mod:`._faults`). A save that loses its compa
 its fencing check, or that the store never answers, marks the writer ``lost``: the run no
 longer owns its record and writes nothing more (not even a terminal ``failed``).
 
+A save may carry session entries (:meth:`CheckpointWriter.save` with ``entries``): when the
+checkpoint store can commit together with the session store (``shared_transaction``), the
+entries and the checkpoint are one transaction; otherwise the entries are appended first, one
+by one, as a store without the capability always did.
+
 Middleware sees each write twice: ``checkpoint_metadata`` may extend the sidecar map before
 the save, and ``checkpoint_written`` observes the save (version, bytes, duration) after it.
 """
@@ -12,7 +17,7 @@ the save, and ``checkpoint_written`` observes the save (version, bytes, duration
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -110,15 +115,19 @@ class CheckpointWriter:
     _lock: anyio.Lock = attrs.field(factory=anyio.Lock, eq=False, repr=False)
     middleware: MiddlewareChain | None = None
     context: Callable[[str], MiddlewareContext] | None = None
+    #: The session store that ``entries`` of a save go to (``None``: saves carry none).
+    sessions: Any = None
 
-    async def save(self, state: AgentRunState) -> int:
-        """Write ``state`` as the next version; return that version.
+    async def save(self, state: AgentRunState, entries: Sequence[Any] = ()) -> int:
+        """Write ``state`` as the next version, with the session ``entries`` it follows from;
+        return that version.
 
         The state is redacted and bounded before any I/O; a lost compare-and-swap raises
-        :class:`~prism_core.CheckpointConflictError` and leaves ``version`` unchanged.
+        :class:`~prism_core.CheckpointConflictError` and leaves ``version`` unchanged (and,
+        on a shared commit, writes none of the entries).
         """
         async with self._lock:
-            return await self._save(state)
+            return await self._save(state, tuple(entries))
 
     async def renew(self) -> bool:
         """Write the last running state again with a fresh lease expiry; ``False`` when there
@@ -198,7 +207,48 @@ class CheckpointWriter:
         expires = now_ms() + self.lease_ms if state.status == "running" else None
         return attrs.evolve(state, lease_ms=self.lease_ms, lease_expires_at=expires)
 
-    async def _save(self, state: AgentRunState) -> int:
+    async def _commit(
+        self, entries: tuple[Any, ...], data: Any, version: int, metadata: dict[str, str] | None
+    ) -> CheckpointRecord:
+        """``entries`` and the save in one shared commit, or one after the other when the
+        stores cannot commit together."""
+        sessions = self.sessions
+        begin = getattr(self.store, "shared_transaction", None)
+        transaction = begin(sessions) if callable(begin) else None
+        if transaction is None:
+            for entry in entries:
+                await sessions.append(entry)
+            return await self.store.save(
+                AGENT_RUN_NAMESPACE,
+                self.run_id,
+                data,
+                version=version,
+                expected_version=self.version,
+                ownership=self.ownership,
+                fencing_token=self.fencing_token,
+                metadata=metadata,
+                category="agent-run",
+            )
+        async with transaction as tx:
+            # The save first: a commit that already landed (its answer lost) is refused by
+            # the compare-and-swap, which the caller then recognises as its own write.
+            tx.save(
+                AGENT_RUN_NAMESPACE,
+                self.run_id,
+                data,
+                version=version,
+                expected_version=self.version,
+                ownership=self.ownership,
+                fencing_token=self.fencing_token,
+                metadata=metadata,
+                category="agent-run",
+            )
+            for entry in entries:
+                tx.append(entry)
+        record: CheckpointRecord = tx.records[0]
+        return record
+
+    async def _save(self, state: AgentRunState, entries: tuple[Any, ...] = ()) -> int:
         if self.lost is not None:
             raise self.lost
         state = self._stamp(state)
@@ -220,6 +270,8 @@ class CheckpointWriter:
 
         async def attempt() -> CheckpointRecord:
             try:
+                if entries:
+                    return await self._commit(entries, data, version, metadata)
                 return await self.store.save(
                     AGENT_RUN_NAMESPACE,
                     self.run_id,

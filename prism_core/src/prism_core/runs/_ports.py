@@ -192,3 +192,11 @@ class RunSession(Protocol):
     def _settle_run_now(self, execution: object) -> None:
         """Release the session without awaiting."""
         ...
+
+    def _hold_appends(self) -> Any:
+        """Hold appended entries for the durable run's shared commits; return them."""
+        ...
+
+    def _release_appends(self) -> None:
+        """Stop holding appends; entries still held go back out of the session."""
+        ...

@@ -183,7 +183,10 @@ async def abort_terminal(run: RunState, reason: Any) -> list[AgentEvent]:
 
 def abort_terminal_now(run: RunState, reason: Any) -> list[AgentEvent]:
     """Terminal events for an aborted run when nothing may be awaited (the consumer is
-    gone): the checkpoint stays at its last state, as after a crash."""
+    gone): the checkpoint stays at its last state, as after a crash, and the session at what
+    its store holds."""
+    if run.durable is not None:
+        run.durable.release_held()
     run.signal.abort(reason)
     error = ErrorInfo(f"Run aborted: {run.signal.reason}", code="ERR_PRISM_ABORTED")
     return _aborted(run, error)

@@ -26,6 +26,10 @@ class MemorySessionStore:
 
     async def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> SessionEntry:
         """Append ``entry`` (see :class:`~prism_core.SessionStore`)."""
+        return self._append_now(entry, expected_leaf_id)
+
+    def _append_now(self, entry: SessionEntry, expected_leaf_id: Any = UNSET) -> SessionEntry:
+        """Append now (no await: atomic), or raise before writing anything."""
         if not isinstance(entry, SessionEntry):
             raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
         ids = self._by_session.get(entry.session_id, [])
@@ -47,6 +51,15 @@ class MemorySessionStore:
         self._entries[stored.id] = stored
         self._by_session.setdefault(stored.session_id, []).append(stored.id)
         return stored
+
+    def _forget(self, entry_id: str) -> None:
+        """Undo the append of ``entry_id``, the session's newest entry (a rolled-back
+        shared commit)."""
+        entry = self._entries.pop(entry_id)
+        ids = self._by_session[entry.session_id]
+        ids.pop()
+        if not ids:
+            del self._by_session[entry.session_id]
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of the session, in append order."""

@@ -33,6 +33,7 @@ from ..signals import AbortSignal
 from ..skills import LoadedSkillSet
 from ._branch import branch_messages
 from ._entries import SessionEntry, create_session_entry, new_entry_id
+from ._held import HeldEntries
 from ._meter import ContextMeter
 from ._ports import SessionAgent
 from ._store import SessionStore
@@ -99,6 +100,9 @@ class AgentSession:
         self._steers = SteerQueue()
         self._meter_input: tuple[int, str] | None = None
         self.loaded_skills = LoadedSkillSet()
+        #: Entries held for the durable run's next shared commit (``None``: appends go
+        #: straight to the store).
+        self._held: HeldEntries | None = None
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -267,14 +271,15 @@ class AgentSession:
             and (now - cached[1]) * 1000 < self.snapshot_cache_ttl_ms
         ):
             return cached[2]
-        entries = tuple(await self.store.read_branch_path(self.id, self.leaf_id))
+        entries = tuple(await self._read_branch(self.leaf_id))
         if self.snapshot_cache_ttl_ms > 0:
             self._snapshot = (self.leaf_id, now, entries)
         return entries
 
     async def entries(self) -> list[SessionEntry]:
-        """The entries of the current branch, root to leaf."""
-        return await self.store.read_branch_path(self.id, self.leaf_id)
+        """The entries of the current branch, root to leaf (during a durable run, with the
+        entries held for its next commit)."""
+        return await self._read_branch(self.leaf_id)
 
     async def checkout(self, leaf_id: str | None = None) -> list[SessionEntry]:
         """Move to ``leaf_id`` (default: the session's newest entry) and rebuild history.
@@ -322,9 +327,7 @@ class AgentSession:
         new_id = id or f"session_{new_entry_id()[6:]}"
         if new_id == self.id and target is self.store:
             raise InvalidOptionsError("clone needs a new session id (or another store)")
-        path = await self.store.read_branch_path(
-            self.id, leaf_id if leaf_id is not None else self.leaf_id
-        )
+        path = await self._read_branch(leaf_id if leaf_id is not None else self.leaf_id)
         mapping: dict[str, str] = {}
         parent: str | None = None
         for entry in path:
@@ -446,6 +449,10 @@ class AgentSession:
         entry = create_session_entry(
             session_id=self.id, kind=kind, parent_id=self.leaf_id, run_id=run_id, **payload
         )
+        if self._held is not None:
+            self._held.entries.append(entry)
+            self.leaf_id = entry.id
+            return entry
         stored = await self.store.append(entry)
         self.leaf_id = stored.id
         return stored
@@ -468,7 +475,7 @@ class AgentSession:
         signal: AbortSignal | None,
         emit: Any,
     ) -> CompactionResult | None:
-        path = await self.store.read_branch_path(self.id, self.leaf_id)
+        path = await self._read_branch(self.leaf_id)
         if not path or path[-1].kind == "compaction":
             return None
         start = kept_window_start(path, keep_recent)
@@ -520,4 +527,31 @@ class AgentSession:
             self._active = None
             # Steers belong to the run they were sent to; a later run starts clean.
             self._steers.drain()
+            # A run that ended without committing what it held (abandoned, cancelled) leaves
+            # the session where its store is.
+            self._release_appends()
         self._broadcaster.close_run_subscribers()
+
+    # -- appends held for a shared commit (see ``_held``) ----------------------------------
+
+    async def _read_branch(self, leaf_id: str | None) -> list[SessionEntry]:
+        held = self._held
+        if held is not None and held.entries and leaf_id == self.leaf_id:
+            path = await self.store.read_branch_path(self.id, held.committed_leaf)
+            return [*path, *held.entries]
+        return await self.store.read_branch_path(self.id, leaf_id)
+
+    def _hold_appends(self) -> HeldEntries:
+        """Hold appended entries from now on, for the durable run to commit; return them."""
+        if self._held is None:
+            self._held = HeldEntries(self.leaf_id)
+        return self._held
+
+    def _release_appends(self) -> None:
+        """Stop holding appends. Entries still held were never committed: the leaf and the
+        history go back to what the store holds."""
+        held, self._held = self._held, None
+        if held is not None and held.entries:
+            self.leaf_id = held.committed_leaf
+            self._history = None
+            self._snapshot = None

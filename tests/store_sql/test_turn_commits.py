@@ -1,0 +1,180 @@
+"""Commits per turn of an every-turn run on the SQL stores, counted at the database driver.
+
+SQLite: a ``sqlite3`` trace callback on the stores' one connection counts each ``COMMIT``
+and each write statement run outside a transaction (autocommit). PostgreSQL: SQLAlchemy's
+``commit`` event on the shared engine counts each transaction committed (an autocommit
+statement's too).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from typing import Any
+
+import attrs
+import pytest
+import sqlalchemy as sa
+
+from prism_core.errors import CheckpointConflictError
+from prism_core.sessions import (
+    SessionConflictError,
+    SessionEntryNotFoundError,
+    create_session_entry,
+)
+from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
+from tests.turn_commits import commits_per_turn
+
+from .conftest import PostgresServer, Target
+
+SHARED = {"read-only": 1, "idempotent": 1, "side-effecting": 2, "answer": 1}
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+def count_sqlite_commits(connection: sqlite3.Connection) -> list[int]:
+    """Count the commits ``connection`` makes from now on (in the returned one-item list)."""
+    count = [0]
+
+    def trace(statement: str) -> None:
+        head = statement.lstrip().split(None, 1)[0].upper()
+        if head == "COMMIT" or (head in WRITES and not connection.in_transaction):
+            count[0] += 1
+
+    connection.set_trace_callback(trace)
+    return count
+
+
+@pytest.mark.anyio
+async def test_sqlite_one_commit_per_read_only_turn(sqlite_target: Target) -> None:
+    """``open_sql_stores`` on SQLite: 1 commit for a read-only or idempotent turn, 2 for a
+    side-effecting one."""
+    async with open_sql_stores(sqlite_target.url) as stores:
+        await stores.checkpoints.load("warm", "up")  # opens the connection
+        connection = stores.checkpoints.database._connection  # type: ignore[attr-defined]
+        count = count_sqlite_commits(connection)
+        per_turn = await commits_per_turn(stores.checkpoints, stores.sessions, lambda: count[0])
+    assert per_turn == SHARED
+
+
+@pytest.mark.anyio
+async def test_sqlite_stores_on_two_connections_commit_each_write(sqlite_target: Target) -> None:
+    """Two stores opened from one URL have a connection each and do not share commits: the
+    session store's appends commit on their own connection (counted there)."""
+    checkpoints = create_sql_checkpoint_store(sqlite_target.url)
+    sessions = create_sql_session_store(sqlite_target.url)
+    async with checkpoints, sessions:
+        await checkpoints.load("warm", "up")
+        await sessions.list("warm")
+        saves = count_sqlite_commits(checkpoints.database._connection)  # type: ignore[attr-defined]
+        appends = count_sqlite_commits(sessions.database._connection)  # type: ignore[attr-defined]
+        per_turn = await commits_per_turn(checkpoints, sessions, lambda: saves[0] + appends[0])
+    assert per_turn == {"read-only": 3, "idempotent": 3, "side-effecting": 4, "answer": 2}
+
+
+@pytest.mark.anyio
+async def test_postgres_one_commit_per_read_only_turn(postgres_server: PostgresServer) -> None:
+    """``open_sql_stores`` on PostgreSQL (one engine): 1 commit for a read-only or
+    idempotent turn, 2 for a side-effecting one."""
+    target = postgres_server.shared()
+    async with open_sql_stores(target.url, table_prefix=target.prefix) as stores:
+        count = [0]
+
+        def committed(connection: Any) -> None:
+            count[0] += 1
+
+        engine = stores.checkpoints.engine.sync_engine
+        sa.event.listen(engine, "commit", committed)
+        try:
+            per_turn = await commits_per_turn(stores.checkpoints, stores.sessions, lambda: count[0])
+        finally:
+            sa.event.remove(engine, "commit", committed)
+    assert per_turn == SHARED
+
+
+@pytest.mark.anyio
+async def test_postgres_session_store_on_the_checkpoint_engine_shares_commits(
+    postgres_server: PostgresServer,
+) -> None:
+    """``create_sql_session_store(checkpoints)`` shares the engine, and so the commits."""
+    target = postgres_server.shared()
+    checkpoints = create_sql_checkpoint_store(target.url, table_prefix=target.prefix)
+    sessions = create_sql_session_store(checkpoints)
+    async with checkpoints, sessions:
+        count = [0]
+
+        def committed(connection: Any) -> None:
+            count[0] += 1
+
+        sa.event.listen(checkpoints.engine.sync_engine, "commit", committed)
+        per_turn = await commits_per_turn(checkpoints, sessions, lambda: count[0])
+    assert per_turn == SHARED
+
+
+def _label(session_id: str, text: str, parent: Any = None) -> Any:
+    return create_session_entry(
+        session_id=session_id,
+        kind="label",
+        label=text,
+        parent_id=parent.id if parent is not None else None,
+    )
+
+
+@pytest.mark.anyio
+async def test_postgres_turn_commit_in_one_statement(postgres_server: PostgresServer) -> None:
+    """A save and a chain of appends without a head check (a turn's commit) is one
+    statement on PostgreSQL: the entries follow the head in order and the save is written;
+    a refused save writes none of the entries; a foreign parent or a taken id refuses the
+    whole commit with the same errors as a plain append."""
+    target = postgres_server.shared()
+    ns, run, session = f"ns-{uuid.uuid4().hex}", "run-1", f"s-{uuid.uuid4().hex}"
+    async with open_sql_stores(target.url, table_prefix=target.prefix) as stores:
+        checkpoints, sessions = stores
+        root = _label(session, "root")
+        await sessions.append(root)
+        first = _label(session, "a", root)
+        second = _label(session, "b", first)
+        statements: list[str] = []
+
+        def executed(*args: Any) -> None:
+            statements.append(args[2])
+
+        assert await checkpoints.load(ns, run) is None  # prepares the store
+        engine = checkpoints.engine.sync_engine
+        sa.event.listen(engine, "before_cursor_execute", executed)
+        async with stores.transaction() as tx:
+            tx.save(ns, run, {"v": 1}, version=1, expected_version=0)
+            tx.append(first)
+            tx.append(second)
+        sa.event.remove(engine, "before_cursor_execute", executed)
+        assert len(statements) == 1
+        assert [r.version for r in tx.records] == [1]
+        assert await sessions.read_branch_path(session, second.id) == [root, first, second]
+        assert [e.id for e in await sessions.list(session)] == [root.id, first.id, second.id]
+        # The head moved to the last entry: the next plain append follows it.
+        third = _label(session, "c", second)
+        await sessions.append(third, expected_leaf_id=second.id)
+
+        stranger = _label(f"{session}-other", "elsewhere")
+        await sessions.append(stranger)
+
+        async def commit(version: int, expected: int, *appended: Any) -> None:
+            async with stores.transaction() as tx:
+                tx.save(ns, run, {"v": version}, version=version, expected_version=expected)
+                for entry in appended:
+                    tx.append(entry)
+
+        with pytest.raises(CheckpointConflictError):
+            await commit(2, 0, _label(session, "lost", third))
+        with pytest.raises(SessionEntryNotFoundError):
+            await commit(2, 1, _label(session, "ok", third), _label(session, "bad", stranger))
+        with pytest.raises(SessionConflictError):
+            await commit(2, 1, attrs.evolve(_label(session, "dup", third), id=first.id))
+        record = await checkpoints.load(ns, run)
+        assert record is not None
+        assert (record.version, record.value) == (1, {"v": 1})
+        assert [e.id for e in await sessions.list(session)] == [
+            root.id,
+            first.id,
+            second.id,
+            third.id,
+        ]
