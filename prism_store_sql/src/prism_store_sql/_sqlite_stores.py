@@ -17,7 +17,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from prism_core._echo import echo
 from prism_core.durable import (
     CheckpointPage,
     CheckpointRecord,
@@ -27,7 +26,7 @@ from prism_core.durable import (
     list_arguments,
     normalise_ownership,
 )
-from prism_core.sessions import UNSET, SessionEntry, SessionEntryNotFoundError
+from prism_core.sessions import UNSET, BranchAndRunTail, SessionEntry
 
 from ._checkpoints import (
     SqlCheckpointStore,
@@ -42,8 +41,10 @@ from ._sessions import (
     SqlSessionStore,
     _entry,
     append_params,
+    branch_rows,
     head_moved,
     not_inserted,
+    run_tail_result,
 )
 from ._sessions import _build_statements as _build_session_statements
 from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
@@ -310,6 +311,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         self._list = compile_sqlite(statements.list)
         self._get = compile_sqlite(statements.get)
         self._branch = compile_sqlite(statements.branch)
+        self._run_tail = compile_sqlite(statements.run_tail)
 
     def _head_text(self, expected_leaf_id: Any) -> CompiledStatement | None:
         if expected_leaf_id is UNSET:
@@ -392,12 +394,19 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
             return connection.execute(text, params).fetchall()
 
         rows = await self._db.run("read a session branch", fetch)
-        if not rows:
-            raise SessionEntryNotFoundError(
-                f"session {echo(session_id)} has no entry {echo(leaf_id)}"
-            )
-        if rows[0].parent_id is not None:
-            raise SessionEntryNotFoundError(
-                f"session {echo(session_id)} has no entry {echo(rows[0].parent_id)}"
-            )
-        return [_entry(row) for row in rows]
+        return branch_rows(rows, session_id, leaf_id)
+
+    async def read_branch_and_run_tail(
+        self, session_id: str, leaf_id: str | None, run_id: str
+    ) -> BranchAndRunTail:
+        """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
+        in one query and one hand-off (see
+        :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
+        text = self._run_tail.text
+        params = self._run_tail.params({"leaf": leaf_id, "session": session_id, "run": run_id})
+
+        def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
+            return connection.execute(text, params).fetchall()
+
+        rows = await self._db.run("read a session branch and a run's entries", fetch)
+        return run_tail_result(rows, session_id, leaf_id)

@@ -177,13 +177,26 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
     (they were never marked) and are run again. Returns the leaf, its branch (both from one
     read of the session), the kept rounds and calls, whether held input was stored, and the
     unfinished round's anchor, owed and fresh calls.
+
+    Only the checkpoint's branch and the run's entries after its leaf are read, in one store
+    call (:func:`~prism_core.sessions.read_branch_and_run_tail`).
     """
-    entries = await session.store.list(state.session_id)
-    by_id = {entry.id: entry for entry in entries}
+    # ``prism_core.sessions`` imports the run loop, which imports this package.
+    from ..sessions import SessionEntryNotFoundError, read_branch_and_run_tail
+
+    try:
+        read = await read_branch_and_run_tail(
+            session.store, state.session_id, state.leaf_id, state.run_id
+        )
+    except SessionEntryNotFoundError as exc:
+        raise AgentRunStateError(
+            "the checkpoint's session leaf is missing from the session"
+        ) from exc
+    by_id = {entry.id: entry for entry in read.path}
     children: dict[str | None, list[Any]] = {}
-    for entry in entries:
-        if entry.run_id == state.run_id:
-            children.setdefault(entry.parent_id, []).append(entry)
+    for entry in read.tail:
+        by_id[entry.id] = entry
+        children.setdefault(entry.parent_id, []).append(entry)
     safe = current = state.leaf_id
     owed = {c.tool_call_id: c for c in state.pending_calls if c.status != "pending"}
     outstanding = set(owed)
@@ -230,6 +243,19 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
         fresh = tuple(c for c in round_calls if c.id in outstanding and c.id not in owed)
     else:
         anchor, anchor_rounds, anchor_calls = safe, rounds, calls
+    if leaf == state.leaf_id:
+        return _Advance(
+            leaf=leaf,
+            path=read.path,
+            rounds=rounds,
+            calls=calls,
+            input_stored=input_stored,
+            anchor=anchor,
+            anchor_rounds=anchor_rounds,
+            anchor_calls=anchor_calls,
+            owed=unsettled,
+            fresh=fresh,
+        )
     path: list[Any] = []
     cursor = leaf
     while cursor is not None:
