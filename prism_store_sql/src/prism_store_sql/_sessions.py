@@ -20,6 +20,7 @@ root.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -61,16 +62,12 @@ def _payload_json(entry: SessionEntry) -> str:
         raise ValueError(f"session entry {echo(entry.id)} cannot be stored as JSON: {exc}") from exc
 
 
-def _entry(row: sa.Row[Any]) -> SessionEntry:
-    data = loads(row.payload)
-    data.update(
-        id=row.id,
-        session_id=row.session_id,
-        parent_id=row.parent_id,
-        kind=row.kind,
-        run_id=row.run_id,
-        timestamp=row.timestamp,
-    )
+def _entry(row: Sequence[Any]) -> SessionEntry:
+    # Positions, not names: every read selects the entry columns first, in table order
+    # (id, session_id, parent_id, seq, kind, payload, run_id, timestamp).
+    data = loads(row[5])
+    data["id"], data["session_id"], data["parent_id"] = row[0], row[1], row[2]
+    data["kind"], data["run_id"], data["timestamp"] = row[4], row[6], row[7]
     return decode_session_entry(data)
 
 
@@ -128,8 +125,9 @@ def branch_rows(
 def run_tail_result(
     rows: builtins.list[Any], session_id: str, leaf_id: str | None
 ) -> BranchAndRunTail:
-    """The answer of a ``run_tail`` read: its branch rows (``part`` 0), then the run's rows."""
-    split = next((i for i, row in enumerate(rows) if row.part == 1), len(rows))
+    """The answer of a ``run_tail`` read: its branch rows (``part``, the ninth column, 0),
+    then the run's rows."""
+    split = next((i for i, row in enumerate(rows) if row[8] == 1), len(rows))
     path = [] if leaf_id is None else branch_rows(rows[:split], session_id, leaf_id)
     return BranchAndRunTail(path=path, tail=[_entry(row) for row in rows[split:]])
 
