@@ -7,7 +7,6 @@ state), never its transcript: messages live once in the session store.
 from __future__ import annotations
 
 import collections.abc
-import functools
 import hashlib
 import types
 import typing
@@ -22,7 +21,7 @@ from ..codec import converter, dumps
 from ..content import ErrorInfo, Message, Usage
 from ..errors import AgentRunStateError
 from ..skills import MAX_LOADED_SKILLS
-from ._state_codec import structure_exact, unstructure_known
+from ._state_codec import field_types, structure_exact, unstructure_known
 
 __all__ = (
     "MAX_SKILL_BODIES_BYTES",
@@ -300,11 +299,6 @@ _SEQUENCES = (tuple, list, collections.abc.Sequence)
 _MAPPINGS = (dict, collections.abc.Mapping)
 
 
-@functools.cache
-def _hints(cls: type[Any]) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _shape(raw: Any, kind: Any, path: str) -> None:
     """Check that every container in ``raw`` has the JSON type ``kind`` asks for (a list for a
     tuple, an object for a mapping or a record), before cattrs sees it: cattrs would iterate a
@@ -334,7 +328,7 @@ def _shape(raw: Any, kind: Any, path: str) -> None:
     if isinstance(kind, type) and attrs.has(kind):
         if not isinstance(raw, dict):
             raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
-        hints = _hints(kind)
+        hints = field_types(kind)
         for field in attrs.fields(kind):
             if field.name in raw:
                 _shape(raw[field.name], hints[field.name], f"{path}.{field.name}")

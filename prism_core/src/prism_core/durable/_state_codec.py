@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections.abc
 import functools
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -36,7 +37,7 @@ from ..content import (
     Usage,
 )
 
-__all__ = ("structure_exact", "unstructure_known")
+__all__ = ("field_types", "structure_exact", "unstructure_known")
 
 T = typing.TypeVar("T")
 
@@ -142,8 +143,33 @@ def _plan(kind: Any) -> _Plan:
     return _declined
 
 
-def _record(cls: type[Any]) -> _Plan:
-    hints = typing.get_type_hints(cls)
+@functools.cache
+def field_types(cls: Any) -> dict[str, Any]:
+    """The evaluated type of each attrs field of ``cls`` (what ``typing.get_type_hints``
+    gives for them), each distinct annotation text evaluated once per module."""
+    namespace = vars(sys.modules[cls.__module__])
+    return {
+        field.name: _evaluate(field.type, cls.__module__, namespace)
+        if isinstance(field.type, str)
+        else field.type
+        for field in attrs.fields(cls)
+    }
+
+
+_EVALUATED: dict[tuple[str, str], Any] = {}
+
+
+def _evaluate(annotation: str, module: str, namespace: dict[str, Any]) -> Any:
+    # ``from __future__ import annotations`` keeps annotations as text; typing.get_type_hints
+    # compiles every one of them again, which is most of a cold parse's cost.
+    key = (module, annotation)
+    if key not in _EVALUATED:
+        _EVALUATED[key] = eval(annotation, namespace)
+    return _EVALUATED[key]
+
+
+def _record(cls: Any) -> _Plan:
+    hints = field_types(cls)
     fields = [
         (field.name, field.alias, field.default is attrs.NOTHING, _plan(hints[field.name]))
         for field in attrs.fields(cls)
