@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._decode import Declined, decode_message, optional_text, text
+from .._decode import Declined, decode_message, optional_text
 from ..codec import structure
 from ._entries import ENTRY_KINDS, SessionEntry
 
@@ -50,14 +50,19 @@ def _entry(data: Any) -> SessionEntry:
     if type(data) is not dict or not _ENTRY_KEYS.issuperset(data):
         raise Declined
     get = data.get
-    kind = get("kind")
-    timestamp = get("timestamp")
-    if kind not in _KINDS or get("model") is not None or type(timestamp) is not float:
+    kind, timestamp, message = get("kind"), get("timestamp"), get("message")
+    id_, session_id = get("id"), get("session_id")
+    if (
+        kind not in _KINDS
+        or type(timestamp) is not float
+        or type(id_) is not str
+        or type(session_id) is not str
+        or get("model") is not None
+    ):
         raise Declined
-    message = get("message")
     return SessionEntry(
-        id=text(get("id")),
-        session_id=text(get("session_id")),
+        id=id_,
+        session_id=session_id,
         kind=kind,
         parent_id=optional_text(get("parent_id")),
         timestamp=timestamp,
