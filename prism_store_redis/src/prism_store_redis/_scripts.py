@@ -305,7 +305,7 @@ return out
 SESSION_RUN_TAIL = """
 local bound = redis.call('LLEN', KEYS[1])
 local out = {'ok', 0}
-local start = 0
+local start
 if ARGV[3] ~= '' then
   local reversed = {}
   local current = ARGV[3]
@@ -318,12 +318,19 @@ if ARGV[3] ~= '' then
   end
   for i = #reversed, 1, -1 do out[#out + 1] = reversed[i] end
   out[2] = #reversed
-  local position = redis.call('LPOS', KEYS[1], ARGV[3], 'RANK', -1)
-  if not position then return {'missing', ARGV[3]} end
-  start = position + 1
 end
-for _, id in ipairs(redis.call('LRANGE', KEYS[1], start, -1)) do
-  local entry = redis.call('HGET', ARGV[1] .. id, 'entry')
+-- Ids only (no payloads); the leaf is searched from the end, where a crashed run's leaf is.
+local ids = redis.call('LRANGE', KEYS[1], 0, -1)
+if ARGV[3] ~= '' then
+  for i = #ids, 1, -1 do
+    if ids[i] == ARGV[3] then start = i + 1 break end
+  end
+  if not start then return {'missing', ARGV[3]} end
+else
+  start = 1
+end
+for i = start, #ids do
+  local entry = redis.call('HGET', ARGV[1] .. ids[i], 'entry')
   if entry then out[#out + 1] = entry end
 end
 return out
