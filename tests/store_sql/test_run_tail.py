@@ -84,3 +84,54 @@ async def test_engine_stores_read_in_one_statement(
             sa.event.remove(engine, "before_cursor_execute", record)
         assert (read.path, read.tail) == (branch, tail)
         assert len(statements) == 1, statements
+
+
+async def _traced(store: Any, session_id: str, leaf: str, run: str) -> tuple[Any, list[str]]:
+    """The read and the SQL statements it ran on the store's connection."""
+    statements: list[str] = []
+    connection = store.database._connection
+    connection.set_trace_callback(statements.append)
+    try:
+        read = await store.read_branch_and_run_tail(session_id, leaf, run)
+    finally:
+        connection.set_trace_callback(None)
+    return read, statements
+
+
+async def test_sqlite_walks_the_seq_index_and_falls_back_beside_long_branches(
+    sqlite_target: Target,
+) -> None:
+    """A branch that is most of the session is read in index order, without the recursive
+    query; a short branch beside a long abandoned one is read with it; both equal
+    ``read_branch_path``, and the run's later entries come with them."""
+    async with create_sql_session_store(sqlite_target.url) as store:
+
+        async def add(text: str, parent: SessionEntry | None, run: str | None) -> SessionEntry:
+            entry = create_session_entry(
+                session_id="s",
+                kind="message",
+                parent_id=parent.id if parent is not None else None,
+                run_id=run,
+                message=Message.user(text),
+            )
+            return await store.append(entry)
+
+        root = await add("root", None, None)
+        abandoned = root
+        for index in range(60):
+            abandoned = await add(f"abandoned {index}", abandoned, "old")
+        short = await add("short 1", root, "r")
+        short = await add("short 2", short, "r")
+        later = await add("later", short, "r")
+        await add("elsewhere", abandoned, "r")
+        read, statements = await _traced(store, "s", short.id, "r")
+        assert read.path == await store.read_branch_path("s", short.id)
+        assert [entry.message.text for entry in read.path] == ["root", "short 1", "short 2"]
+        assert [entry.message.text for entry in read.tail] == ["later", "elsewhere"]
+        assert any("RECURSIVE" in text for text in statements)
+        read, statements = await _traced(store, "s", abandoned.id, "old")
+        assert read.path == await store.read_branch_path("s", abandoned.id)
+        assert len(read.path) == 61
+        assert read.tail == []
+        assert not any("RECURSIVE" in text for text in statements)
+        assert later in (await store.read_branch_and_run_tail("s", root.id, "r")).tail

@@ -44,10 +44,10 @@ from ._sessions import (
     branch_rows,
     head_moved,
     not_inserted,
-    run_tail_result,
 )
 from ._sessions import _build_statements as _build_session_statements
 from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
+from ._sqlite_branch import BranchTailStatements, read_rows
 from ._transaction import SqliteTransaction, SqlTransaction
 
 __all__ = ("SqliteCheckpointStore", "SqliteSessionStore")
@@ -311,7 +311,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         self._list = compile_sqlite(statements.list)
         self._get = compile_sqlite(statements.get)
         self._branch = compile_sqlite(statements.branch)
-        self._run_tail = compile_sqlite(statements.run_tail)
+        self._branch_tail = BranchTailStatements.build(database.tables, self._branch)
 
     def _head_text(self, expected_leaf_id: Any) -> CompiledStatement | None:
         if expected_leaf_id is UNSET:
@@ -400,13 +400,14 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         self, session_id: str, leaf_id: str | None, run_id: str
     ) -> BranchAndRunTail:
         """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
-        in one query and one hand-off (see
+        in one hand-off and one read transaction, through the ``seq`` index (see
+        :mod:`prism_store_sql._sqlite_branch` and
         :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
-        text = self._run_tail.text
-        params = self._run_tail.params({"leaf": leaf_id, "session": session_id, "run": run_id})
+        sql = self._branch_tail
 
-        def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
-            return connection.execute(text, params).fetchall()
+        def fetch(connection: sqlite3.Connection) -> tuple[builtins.list[Any], builtins.list[Any]]:
+            return read_rows(connection, sql, session_id, leaf_id, run_id)
 
-        rows = await self._db.run("read a session branch and a run's entries", fetch)
-        return run_tail_result(rows, session_id, leaf_id)
+        path, tail = await self._db.run("read a session branch and a run's entries", fetch)
+        branch = [] if leaf_id is None else branch_rows(path, session_id, leaf_id)
+        return BranchAndRunTail(path=branch, tail=[_entry(row) for row in tail])
