@@ -178,6 +178,8 @@ def test_json_size_bound_is_never_below_the_encoded_size() -> None:
             ),
         ),
         Message("tool", (ToolResultContent("c1", "t", {"nested": [[["x"]]], 1: "int key"}),)),
+        Message("tool", (ToolResultContent(tricky, tricky, tricky),)),
+        Message("tool", (ToolResultContent("", "", ""),)),
         [Message.user("a"), Message.user(tricky)],
         {"k": [1e300, -0.0, 12345678901234567890]},
     ]

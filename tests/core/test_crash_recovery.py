@@ -726,3 +726,61 @@ async def test_continue_reinstates_the_packs_the_crashed_run_enforced() -> None:
     assert done.status == "succeeded"
     assert ran == ["ls"]  # the pack still blocks the destructive command after the crash
     assert log == []
+
+
+class _ListOnlySessions:
+    """A session store with only the protocol's methods, recording the reads it serves."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.reads: list[str] = []
+
+    async def append(self, entry: Any, **kw: Any) -> Any:
+        return await self.inner.append(entry, **kw)
+
+    async def list(self, session_id: str) -> Any:
+        self.reads.append("list")
+        return await self.inner.list(session_id)
+
+    async def get(self, entry_id: str) -> Any:
+        return await self.inner.get(entry_id)
+
+    async def read_branch_path(self, session_id: str, leaf_id: str | None) -> Any:
+        self.reads.append("branch")
+        return await self.inner.read_branch_path(session_id, leaf_id)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _TailReadingSessions(_ListOnlySessions):
+    """The same store with the one-call branch-and-run-tail read."""
+
+    async def read_branch_and_run_tail(self, *args: Any) -> Any:
+        self.reads.append("branch+tail")
+        return await self.inner.read_branch_and_run_tail(*args)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("store", [_TailReadingSessions, _ListOnlySessions])
+async def test_continue_reads_the_branch_and_run_tail_once(store: type[Any]) -> None:
+    """A continue makes one branch-and-run-tail read (never ``list``) on a store that offers
+    it, and one ``list`` on a store that does not; both continue the run the same way."""
+    world, log = World(), []
+    sessions = store(world.sessions)
+    world.sessions = sessions  # type: ignore[assignment]
+    run_id = await crash(world, log, turns=4, die_at_turn=2)
+    status = await load_agent_run_state(world.checkpoints, ref(run_id))
+    assert status is not None
+    sessions.reads.clear()
+    result = await resume_agent_run(
+        world.agent(investigation(4), tools=[probe_tool(log)]),
+        ref(run_id),
+        {"expected_version": status.version, "decision": "continue"},
+        **world.resume_options(),
+    )
+    assert result.status == "succeeded"
+    assert result.text == "root cause found"
+    assert log == [0, 1, 2, 3]
+    expected = "branch+tail" if store is _TailReadingSessions else "list"
+    assert sessions.reads == [expected]

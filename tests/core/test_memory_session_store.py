@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
-from prism_core.sessions import SessionStore, create_memory_session_store
+from prism_core.sessions import (
+    BranchAndRunTailReader,
+    SessionEntryNotFoundError,
+    SessionStore,
+    create_memory_session_store,
+    create_session_entry,
+    read_branch_and_run_tail,
+)
 from prism_core.testing import SessionStoreConformance
 
 
@@ -28,3 +36,49 @@ class TestMemorySessionStore(SessionStoreConformance):
 def test_memory_session_store_satisfies_the_protocol() -> None:
     """The memory session store is a ``SessionStore``."""
     assert isinstance(create_memory_session_store(), SessionStore)
+
+
+def test_memory_session_store_reads_branch_and_run_tail_itself() -> None:
+    """The memory store offers the one-call branch-and-run-tail read."""
+    assert isinstance(create_memory_session_store(), BranchAndRunTailReader)
+
+
+@pytest.mark.anyio
+async def test_stores_without_the_capability_fall_back_to_list() -> None:
+    """A store with only the protocol's methods is answered from one ``list`` call."""
+    inner = create_memory_session_store()
+
+    class ListOnly:
+        """Forwards the ``SessionStore`` methods and counts the calls."""
+
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        async def append(self, entry: Any, **kw: Any) -> Any:
+            return await inner.append(entry, **kw)
+
+        async def list(self, session_id: str) -> Any:
+            self.calls.append("list")
+            return await inner.list(session_id)
+
+        async def get(self, entry_id: str) -> Any:
+            return await inner.get(entry_id)
+
+        async def read_branch_path(self, session_id: str, leaf_id: str | None) -> Any:
+            return await inner.read_branch_path(session_id, leaf_id)
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    store = ListOnly()
+    assert not isinstance(store, BranchAndRunTailReader)
+    root = await store.append(
+        create_session_entry(session_id="s", kind="label", label="root", run_id="r")
+    )
+    later = await store.append(
+        create_session_entry(session_id="s", kind="label", label="x", parent_id=root.id, run_id="r")
+    )
+    read = await read_branch_and_run_tail(store, "s", root.id, "r")
+    assert (read.path, read.tail, store.calls) == ([root], [later], ["list"])
+    with pytest.raises(SessionEntryNotFoundError):
+        await read_branch_and_run_tail(store, "s", "entry_missing", "r")

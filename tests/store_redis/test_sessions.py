@@ -11,6 +11,7 @@ import redis.asyncio as aioredis
 
 from prism_core.content import Message
 from prism_core.sessions import (
+    BranchAndRunTailReader,
     SessionConflictError,
     SessionEntry,
     SessionEntryNotFoundError,
@@ -108,13 +109,16 @@ async def test_sixteen_clients_extend_one_chain(redis_client: aioredis.Redis, pr
 
 
 async def test_each_operation_is_one_round_trip(redis_client: aioredis.Redis, prefix: str) -> None:
-    """Once the scripts are cached, append, list, get and a branch read send one command each."""
+    """Once the scripts are cached, append, list, get, a branch read and a branch-and-run-tail
+    read send one command each."""
     client = counting_client(REDIS_URL)
     try:
         async with create_redis_session_store(client, prefix=prefix) as store:
             warm = await store.append(message("warm", "root"))
             await store.list("warm")
             await store.read_branch_path("warm", warm.id)
+            await store.read_branch_and_run_tail("warm", warm.id, "run")
+            assert isinstance(store, BranchAndRunTailReader)
             entries = [await store.append(message("s", "root"))]
             for index in range(30):
                 client.commands.clear()
@@ -124,6 +128,7 @@ async def test_each_operation_is_one_round_trip(redis_client: aioredis.Redis, pr
                 store.list("s"),
                 store.get(entries[5].id),
                 store.read_branch_path("s", entries[-1].id),
+                store.read_branch_and_run_tail("s", entries[3].id, "run"),
             ]
             for operation in operations:
                 client.commands.clear()

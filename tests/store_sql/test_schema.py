@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -25,7 +26,7 @@ from prism_store_sql._engine import async_url
 from prism_store_sql._migrations import migrate_command
 from prism_store_sql._schema import build_tables
 
-from .conftest import Target
+from .conftest import PostgresServer, Target
 
 
 async def _version_rows(target: Target) -> list[tuple[int, str]]:
@@ -144,6 +145,41 @@ async def test_create_schema_migrates_on_first_use(fresh_target: Target) -> None
         await read_schema_version(fresh_target.url, table_prefix=fresh_target.prefix)
         == SCHEMA_VERSION
     )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("create_schema", [True, False])
+@pytest.mark.parametrize("backend", ["aiosqlite", "postgresql"])
+async def test_a_migrated_schema_costs_one_version_read(
+    backend: str, create_schema: bool, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Once migrated, an engine store's first call checks the schema with one read of the
+    version row: no table inspection, no migration lock."""
+    if backend == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        fresh_target = server.fresh()
+    else:
+        fresh_target = Target("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'p.db'}", "prism_")
+    await migrate(fresh_target.url, table_prefix=fresh_target.prefix)
+    engine = create_async_engine(async_url(fresh_target.url))
+    statements: list[str] = []
+
+    def record(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    sa.event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        store = create_sql_session_store(
+            engine, table_prefix=fresh_target.prefix, create_schema=create_schema
+        )
+        async with store:
+            assert await store.list("s1") == []
+    finally:
+        await engine.dispose()
+    schema = [text for text in statements if "schema_version" in text or "pg_" in text]
+    assert len(schema) == 1, statements
+    assert "max(" in schema[0].lower()
+    assert len(statements) == 2, statements
 
 
 @pytest.mark.anyio

@@ -190,9 +190,9 @@ class Usage:
 def message_size_bound(message: Message) -> int:
     """An upper bound of the canonical-JSON size of ``message``, without encoding it.
 
-    Text counts six bytes a character (the widest JSON form of one character); arguments,
-    values and errors count six bytes per character of their ``repr``; every block and field
-    name gets a fixed allowance.
+    Text (also a tool result's text value) counts six bytes a character (the widest JSON form
+    of one character); arguments, other values and errors count six bytes per character of
+    their ``repr``; every block and field name gets a fixed allowance.
     """
     total = 48
     for block in message.content:
@@ -202,6 +202,9 @@ def message_size_bound(message: Message) -> int:
             total += 6 * (len(block.text) + len(block.signature or "")) + 64
         elif isinstance(block, ToolCallContent):
             total += 6 * (len(block.id) + len(block.name) + len(repr(block.arguments))) + 80
+        elif type(block.value) is str and block.error is None:
+            # The common tool result: no ``repr`` of a long text value.
+            total += 6 * (len(block.tool_call_id) + len(block.name) + len(block.value)) + 96
         else:
             total += 6 * len(repr(block)) + 16
     return total

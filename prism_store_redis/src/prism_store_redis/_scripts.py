@@ -20,6 +20,7 @@ __all__ = (
     "SESSION_BRANCH",
     "SESSION_LIST",
     "SHARED_COMMIT",
+    "SESSION_RUN_TAIL",
 )
 
 _DECIMAL_LESS = """
@@ -398,5 +399,45 @@ while current do
 end
 local out = {'ok'}
 for i = #reversed, 1, -1 do out[#out + 1] = reversed[i] end
+return out
+"""
+
+#: The branch from the root to a leaf and every entry appended after the leaf.
+#:
+#: KEYS: 1 session order list. ARGV: 1 entry key base ('<prefix>:se:'), 2 session id, 3 leaf
+#: id ('' for none: no branch, every entry of the session follows).
+#: Returns {'ok', branch length n, root JSON, …, leaf JSON, later JSON, …} or
+#: {'missing', entry id}. The caller keeps the later entries of the run it reads.
+SESSION_RUN_TAIL = """
+local bound = redis.call('LLEN', KEYS[1])
+local out = {'ok', 0}
+local start
+if ARGV[3] ~= '' then
+  local reversed = {}
+  local current = ARGV[3]
+  while current do
+    if #reversed >= bound then return {'missing', current} end
+    local fields = redis.call('HMGET', ARGV[1] .. current, 'session_id', 'parent_id', 'entry')
+    if fields[1] ~= ARGV[2] then return {'missing', current} end
+    reversed[#reversed + 1] = fields[3]
+    current = fields[2]
+  end
+  for i = #reversed, 1, -1 do out[#out + 1] = reversed[i] end
+  out[2] = #reversed
+end
+-- Ids only (no payloads); the leaf is searched from the end, where a crashed run's leaf is.
+local ids = redis.call('LRANGE', KEYS[1], 0, -1)
+if ARGV[3] ~= '' then
+  for i = #ids, 1, -1 do
+    if ids[i] == ARGV[3] then start = i + 1 break end
+  end
+  if not start then return {'missing', ARGV[3]} end
+else
+  start = 1
+end
+for i = start, #ids do
+  local entry = redis.call('HGET', ARGV[1] .. ids[i], 'entry')
+  if entry then out[#out + 1] = entry end
+end
 return out
 """

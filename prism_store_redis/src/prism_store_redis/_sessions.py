@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio as aioredis
 
 from prism_core._echo import echo
-from prism_core.codec import dumps, loads, structure
+from prism_core.codec import dumps, loads
 from prism_core.errors import PrismError
 from prism_core.sessions import (
     UNSET,
+    BranchAndRunTail,
     SessionConflictError,
     SessionEntry,
     SessionEntryNotFoundError,
+    decode_session_entry,
 )
 
 from . import _scripts
@@ -60,7 +62,7 @@ def append_refusal(outcome: str, entry: SessionEntry) -> None:
 
 
 def _entry(data: bytes | str) -> SessionEntry:
-    return structure(loads(data), SessionEntry)
+    return decode_session_entry(loads(data))
 
 
 class RedisSessionStore:
@@ -78,6 +80,7 @@ class RedisSessionStore:
         self._append = client.register_script(_scripts.SESSION_APPEND)
         self._list = client.register_script(_scripts.SESSION_LIST)
         self._branch = client.register_script(_scripts.SESSION_BRANCH)
+        self._run_tail = client.register_script(_scripts.SESSION_RUN_TAIL)
 
     @property
     def prefix(self) -> str:
@@ -168,6 +171,27 @@ class RedisSessionStore:
                 f"session {echo(session_id)} has no entry {echo(text(reply[1]))}"
             )
         return [_entry(data) for data in reply[1:]]
+
+    async def read_branch_and_run_tail(
+        self, session_id: str, leaf_id: str | None, run_id: str
+    ) -> BranchAndRunTail:
+        """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
+        in one round trip (see :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
+        with self._connection.guard("read a session branch and a run's entries"):
+            reply = await run_script(
+                self._run_tail,
+                keys=[self._keys.order(session_id)],
+                args=[self._keys.entry_base, session_id, leaf_id or ""],
+            )
+        if text(reply[0]) != "ok":
+            raise SessionEntryNotFoundError(
+                f"session {echo(session_id)} has no entry {echo(text(reply[1]))}"
+            )
+        split = 2 + int(reply[1])
+        path = [_entry(data) for data in reply[2:split]]
+        later = (loads(data) for data in reply[split:])
+        tail = [decode_session_entry(data) for data in later if data.get("run_id") == run_id]
+        return BranchAndRunTail(path=path, tail=tail)
 
     async def aclose(self) -> None:
         """Close the Redis client if this store created it; idempotent."""

@@ -262,12 +262,36 @@ async def apply_migrations(engine: AsyncEngine, tables: Tables) -> int:
     release, and ``CheckpointStoreError`` when the database cannot be reached.
     """
     check_sqlite_directory(engine.url)
+    if await _recorded_or_none(engine, tables) == SCHEMA_VERSION:
+        return SCHEMA_VERSION
     with translate_errors("migrate the schema"):
         async with engine.connect() as connection:
             return await connection.run_sync(migrate_connection, tables, engine.url)
 
 
+async def _recorded_or_none(engine: AsyncEngine, tables: Tables) -> int | None:
+    """The recorded version read straight from the migration log (one query, no schema
+    inspection), or ``None`` when that read fails (no log table yet, or the database said
+    no): the caller then takes the full path, which reports any real failure."""
+    with translate_errors("read the schema version"):
+        async with engine.connect() as connection:
+            try:
+                value = (
+                    await connection.execute(
+                        sa.select(sa.func.max(tables.schema_version.c.version))
+                    )
+                ).scalar()
+            except sa.exc.DBAPIError as error:
+                if error.connection_invalidated:
+                    raise
+                return None
+    return int(value) if value is not None else 0
+
+
 async def _read_version(engine: AsyncEngine, tables: Tables) -> int:
+    found = await _recorded_or_none(engine, tables)
+    if found is not None:
+        return found
     name = tables.schema_version.name
 
     def read(sync: sa.Connection) -> int:

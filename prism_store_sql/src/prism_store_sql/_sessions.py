@@ -20,6 +20,7 @@ root.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -29,8 +30,15 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from prism_core._echo import echo
-from prism_core.codec import dumps, loads, structure, unstructure
-from prism_core.sessions import UNSET, SessionConflictError, SessionEntry, SessionEntryNotFoundError
+from prism_core.codec import dumps, loads, unstructure
+from prism_core.sessions import (
+    UNSET,
+    BranchAndRunTail,
+    SessionConflictError,
+    SessionEntry,
+    SessionEntryNotFoundError,
+    decode_session_entry,
+)
 
 from ._base import SqlStoreBase
 from ._checkpoints import SqlCheckpointStore
@@ -54,17 +62,13 @@ def _payload_json(entry: SessionEntry) -> str:
         raise ValueError(f"session entry {echo(entry.id)} cannot be stored as JSON: {exc}") from exc
 
 
-def _entry(row: sa.Row[Any]) -> SessionEntry:
-    data = loads(row.payload)
-    data.update(
-        id=row.id,
-        session_id=row.session_id,
-        parent_id=row.parent_id,
-        kind=row.kind,
-        run_id=row.run_id,
-        timestamp=row.timestamp,
-    )
-    return structure(data, SessionEntry)
+def _entry(row: Sequence[Any]) -> SessionEntry:
+    # Positions, not names: every read selects the entry columns first, in table order
+    # (id, session_id, parent_id, seq, kind, payload, run_id, timestamp).
+    data = loads(row[5])
+    data["id"], data["session_id"], data["parent_id"] = row[0], row[1], row[2]
+    data["kind"], data["run_id"], data["timestamp"] = row[4], row[6], row[7]
+    return decode_session_entry(data)
 
 
 def append_params(entry: SessionEntry, expected_leaf_id: Any) -> dict[str, Any]:
@@ -103,6 +107,31 @@ def not_inserted(
     )
 
 
+def branch_rows(
+    rows: builtins.list[Any], session_id: str, leaf_id: str
+) -> builtins.list[SessionEntry]:
+    """The entries of a branch read's rows (root first); raises
+    :class:`~prism_core.sessions.SessionEntryNotFoundError` when the rows do not reach from
+    the root to ``leaf_id``."""
+    if not rows:
+        raise SessionEntryNotFoundError(f"session {echo(session_id)} has no entry {echo(leaf_id)}")
+    if rows[0].parent_id is not None:
+        raise SessionEntryNotFoundError(
+            f"session {echo(session_id)} has no entry {echo(rows[0].parent_id)}"
+        )
+    return [_entry(row) for row in rows]
+
+
+def run_tail_result(
+    rows: builtins.list[Any], session_id: str, leaf_id: str | None
+) -> BranchAndRunTail:
+    """The answer of a ``run_tail`` read: its branch rows (``part``, the ninth column, 0),
+    then the run's rows."""
+    split = next((i for i, row in enumerate(rows) if row[8] == 1), len(rows))
+    path = [] if leaf_id is None else branch_rows(rows[:split], session_id, leaf_id)
+    return BranchAndRunTail(path=path, tail=[_entry(row) for row in rows[split:]])
+
+
 @attrs.frozen
 class _Statements:
     """The session store's statements, built once per store with bound parameters.
@@ -119,6 +148,7 @@ class _Statements:
     list: sa.Executable
     get: sa.Executable
     branch: sa.Executable
+    run_tail: sa.Executable  # the branch, then the run's entries after the leaf
 
 
 def _build_statements(tables: Tables, dialect: str) -> _Statements:
@@ -158,6 +188,21 @@ def _build_statements(tables: Tables, dialect: str) -> _Statements:
             alias.c.id == branch.c.parent_id, alias.c.session_id == session
         )
     )
+    branch_rows = sa.select(
+        entries, sa.literal(0, sa.Integer).label("part"), (0 - branch.c.depth).label("position")
+    ).join(branch, e.id == branch.c.id)
+    leaf_seq = sa.select(e.seq).where(e.id == leaf, e.session_id == session).scalar_subquery()
+    # Entries of the run appended after the leaf: the (session_id, seq) index bounds the scan.
+    tail_rows = sa.select(
+        entries, sa.literal(1, sa.Integer).label("part"), e.seq.label("position")
+    ).where(
+        e.session_id == session,
+        e.seq > sa.func.coalesce(leaf_seq, 0),
+        e.run_id == sa.bindparam("run", type_=e.run_id.type),
+    )
+    run_tail = sa.union_all(branch_rows, tail_rows).order_by(
+        sa.literal_column("part"), sa.literal_column("position")
+    )
     return _Statements(
         upsert_head=new_head.on_conflict_do_update(
             index_elements=[h.session_id],
@@ -178,6 +223,7 @@ def _build_statements(tables: Tables, dialect: str) -> _Statements:
         list=sa.select(entries).where(e.session_id == session).order_by(e.seq),
         get=sa.select(entries).where(e.id == entry_id),
         branch=sa.select(entries).join(branch, e.id == branch.c.id).order_by(branch.c.depth.desc()),
+        run_tail=run_tail,
     )
 
 
@@ -263,15 +309,17 @@ class SqlSessionStore(SqlStoreBase):
         params = {"leaf": leaf_id, "session": session_id}
         async with self._read("read a session branch") as connection:
             rows = (await connection.execute(self._sql.branch, params)).all()
-        if not rows:
-            raise SessionEntryNotFoundError(
-                f"session {echo(session_id)} has no entry {echo(leaf_id)}"
-            )
-        if rows[0].parent_id is not None:
-            raise SessionEntryNotFoundError(
-                f"session {echo(session_id)} has no entry {echo(rows[0].parent_id)}"
-            )
-        return [_entry(row) for row in rows]
+        return branch_rows(list(rows), session_id, leaf_id)
+
+    async def read_branch_and_run_tail(
+        self, session_id: str, leaf_id: str | None, run_id: str
+    ) -> BranchAndRunTail:
+        """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
+        in one query (see :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
+        params = {"leaf": leaf_id, "session": session_id, "run": run_id}
+        async with self._read("read a session branch and a run's entries") as connection:
+            rows = (await connection.execute(self._sql.run_tail, params)).all()
+        return run_tail_result(list(rows), session_id, leaf_id)
 
 
 def create_sql_session_store(

@@ -17,7 +17,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from prism_core._echo import echo
 from prism_core.durable import (
     CheckpointPage,
     CheckpointRecord,
@@ -27,7 +26,7 @@ from prism_core.durable import (
     list_arguments,
     normalise_ownership,
 )
-from prism_core.sessions import UNSET, SessionEntry, SessionEntryNotFoundError
+from prism_core.sessions import UNSET, BranchAndRunTail, SessionEntry
 
 from ._checkpoints import (
     SqlCheckpointStore,
@@ -43,11 +42,13 @@ from ._sessions import (
     SqlSessionStore,
     _entry,
     append_params,
+    branch_rows,
     head_moved,
     not_inserted,
 )
 from ._sessions import _build_statements as _build_session_statements
 from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
+from ._sqlite_branch import BranchTailStatements, read_rows
 from ._transaction import SqliteTransaction, SqlTransaction
 
 __all__ = ("SqliteCheckpointStore", "SqliteSessionStore")
@@ -340,6 +341,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         self._list = compile_sqlite(statements.list)
         self._get = compile_sqlite(statements.get)
         self._branch = compile_sqlite(statements.branch)
+        self._branch_tail = BranchTailStatements.build(database.tables, self._branch)
 
     def _head_text(self, expected_leaf_id: Any) -> CompiledStatement | None:
         if expected_leaf_id is UNSET:
@@ -422,12 +424,20 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
             return connection.execute(text, params).fetchall()
 
         rows = await self._db.run("read a session branch", fetch)
-        if not rows:
-            raise SessionEntryNotFoundError(
-                f"session {echo(session_id)} has no entry {echo(leaf_id)}"
-            )
-        if rows[0].parent_id is not None:
-            raise SessionEntryNotFoundError(
-                f"session {echo(session_id)} has no entry {echo(rows[0].parent_id)}"
-            )
-        return [_entry(row) for row in rows]
+        return branch_rows(rows, session_id, leaf_id)
+
+    async def read_branch_and_run_tail(
+        self, session_id: str, leaf_id: str | None, run_id: str
+    ) -> BranchAndRunTail:
+        """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
+        in one hand-off and one read transaction, through the ``seq`` index (see
+        :mod:`prism_store_sql._sqlite_branch` and
+        :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
+        sql = self._branch_tail
+
+        def fetch(connection: sqlite3.Connection) -> tuple[builtins.list[Any], builtins.list[Any]]:
+            return read_rows(connection, sql, session_id, leaf_id, run_id)
+
+        path, tail = await self._db.run("read a session branch and a run's entries", fetch)
+        branch = [] if leaf_id is None else branch_rows(path, session_id, leaf_id)
+        return BranchAndRunTail(path=branch, tail=[_entry(row) for row in tail])

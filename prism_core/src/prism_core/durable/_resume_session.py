@@ -174,16 +174,27 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
     checkpointed is dropped so the turn is asked again. A round cut short by the crash is kept
     with the results it stored: its calls recorded in the checkpoint's pending calls stay
     owed (``dispatched`` ones are in doubt), and its other calls never started a side effect
-    (they were never marked) and are run again. Returns the leaf, its branch (both from one
-    read of the session), the kept rounds and calls, whether held input was stored, and the
-    unfinished round's anchor, owed and fresh calls.
+    (they were never marked) and are run again. Returns the leaf, its branch, the kept rounds
+    and calls, whether held input was stored, and the unfinished round's anchor, owed and
+    fresh calls, all from one store call that reads only the checkpoint's branch and the
+    run's entries after its leaf (:func:`~prism_core.sessions.read_branch_and_run_tail`).
     """
-    entries = await session.store.list(state.session_id)
-    by_id = {entry.id: entry for entry in entries}
+    # ``prism_core.sessions`` imports the run loop, which imports this package.
+    from ..sessions import SessionEntryNotFoundError, read_branch_and_run_tail
+
+    try:
+        read = await read_branch_and_run_tail(
+            session.store, state.session_id, state.leaf_id, state.run_id
+        )
+    except SessionEntryNotFoundError as exc:
+        raise AgentRunStateError(
+            "the checkpoint's session leaf is missing from the session"
+        ) from exc
+    by_id = {entry.id: entry for entry in read.path}
     children: dict[str | None, list[Any]] = {}
-    for entry in entries:
-        if entry.run_id == state.run_id:
-            children.setdefault(entry.parent_id, []).append(entry)
+    for entry in read.tail:
+        by_id[entry.id] = entry
+        children.setdefault(entry.parent_id, []).append(entry)
     safe = current = state.leaf_id
     owed = {c.tool_call_id: c for c in state.pending_calls if c.status != "pending"}
     outstanding = set(owed)
@@ -230,18 +241,9 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
         fresh = tuple(c for c in round_calls if c.id in outstanding and c.id not in owed)
     else:
         anchor, anchor_rounds, anchor_calls = safe, rounds, calls
-    path: list[Any] = []
-    cursor = leaf
-    while cursor is not None:
-        node = by_id.get(cursor)
-        if node is None:
-            raise AgentRunStateError("the checkpoint's session leaf is missing from the session")
-        path.append(node)
-        cursor = node.parent_id
-    path.reverse()
     return _Advance(
         leaf=leaf,
-        path=path,
+        path=read.path if leaf == state.leaf_id else _branch_to(leaf, by_id),
         rounds=rounds,
         calls=calls,
         input_stored=input_stored,
@@ -251,6 +253,20 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
         owed=unsettled,
         fresh=fresh,
     )
+
+
+def _branch_to(leaf: str | None, by_id: Mapping[str, Any]) -> list[Any]:
+    """The root-to-``leaf`` entries, walked up through the read branch and run tail."""
+    path: list[Any] = []
+    cursor = leaf
+    while cursor is not None:
+        node = by_id.get(cursor)
+        if node is None:
+            raise AgentRunStateError("the checkpoint's session leaf is missing from the session")
+        path.append(node)
+        cursor = node.parent_id
+    path.reverse()
+    return path
 
 
 def _find_calls(path: Sequence[Any], pending: Sequence[PendingCall]) -> dict[str, ToolCallContent]:

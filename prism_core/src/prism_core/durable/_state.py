@@ -7,7 +7,6 @@ state), never its transcript: messages live once in the session store.
 from __future__ import annotations
 
 import collections.abc
-import functools
 import hashlib
 import types
 import typing
@@ -22,6 +21,7 @@ from ..codec import converter, dumps
 from ..content import ErrorInfo, Message, Usage
 from ..errors import AgentRunStateError
 from ..skills import MAX_LOADED_SKILLS
+from ._state_codec import field_types, structure_exact, unstructure_known
 
 __all__ = (
     "MAX_SKILL_BODIES_BYTES",
@@ -227,11 +227,29 @@ class AgentRunState:
         return self.status in TERMINAL_STATUSES
 
 
+#: The records of a run state, unstructured without code generation (see ``_state_codec``).
+_RECORDS: frozenset[type[Any]] = frozenset(
+    (
+        AgentRunState,
+        DecisionScope,
+        Interruption,
+        LoopStateRecord,
+        PendingCall,
+        PendingDecision,
+        ResolutionRecord,
+        RunCountersState,
+        SessionStateRecord,
+        SkillBody,
+        StickyDecision,
+    )
+)
+
+
 def state_to_json(state: AgentRunState) -> dict[str, Any]:
     """The JSON form of ``state`` (``checkpoint_policy`` appears only for ``every-turn``,
     ``stop_reason``/``stop_detail`` only on a terminal state that has them, the lease fields
     only for a leased run)."""
-    data: dict[str, Any] = converter().unstructure(state)
+    data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
     for key in ("checkpoint_policy", "stop_reason", "stop_detail", "lease_ms", "lease_expires_at"):
@@ -281,11 +299,6 @@ _SEQUENCES = (tuple, list, collections.abc.Sequence)
 _MAPPINGS = (dict, collections.abc.Mapping)
 
 
-@functools.cache
-def _hints(cls: type[Any]) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _shape(raw: Any, kind: Any, path: str) -> None:
     """Check that every container in ``raw`` has the JSON type ``kind`` asks for (a list for a
     tuple, an object for a mapping or a record), before cattrs sees it: cattrs would iterate a
@@ -315,7 +328,7 @@ def _shape(raw: Any, kind: Any, path: str) -> None:
     if isinstance(kind, type) and attrs.has(kind):
         if not isinstance(raw, dict):
             raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
-        hints = _hints(kind)
+        hints = field_types(kind)
         for field in attrs.fields(kind):
             if field.name in raw:
                 _shape(raw[field.name], hints[field.name], f"{path}.{field.name}")
@@ -475,16 +488,20 @@ def _parse(data: Any, max_bytes: int) -> AgentRunState:
     if type(version) is not int or version != SCHEMA_VERSION:
         raise AgentRunStateError(f"unsupported agent run state schema_version {echo(version)}")
     _shape(data, AgentRunState, "state")
-    try:
-        state = converter().structure(data, AgentRunState)
-    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise _malformed(clip(_describe(exc), 300)) from exc
+    # The direct path first: it takes only exact JSON types, and whatever it declines gets
+    # the converter's result and errors.
+    state = structure_exact(data, AgentRunState)
+    if state is None:
+        try:
+            state = converter().structure(data, AgentRunState)
+        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise _malformed(clip(_describe(exc), 300)) from exc
     if state.status not in ("running", "suspended", *TERMINAL_STATUSES):
         raise AgentRunStateError(f"unknown agent run status {echo(state.status)}")
     if state.status == "suspended" and state.interruption is None:
         # Every suspension records what it waits for; without it no decision can apply.
         raise _malformed("a suspended run records no interruption")
-    _same(data, converter().unstructure(state), "state")
+    _same(data, unstructure_known(state, _RECORDS), "state")
     _check_fields(state)
     return state
 

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from ._entries import SessionEntry
+from ._run_tail import BranchAndRunTail
 from ._store import UNSET, SessionConflictError, SessionEntryNotFoundError
 
 __all__ = ("MemorySessionStore", "create_memory_session_store")
@@ -85,6 +86,17 @@ class MemorySessionStore:
             current = entry.parent_id
         path.reverse()
         return path
+
+    async def read_branch_and_run_tail(
+        self, session_id: str, leaf_id: str | None, run_id: str
+    ) -> BranchAndRunTail:
+        """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it
+        (see :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
+        path = await self.read_branch_path(session_id, leaf_id)
+        ids = self._by_session.get(session_id, [])
+        start = ids.index(leaf_id) + 1 if leaf_id is not None else 0
+        tail = [self._entries[i] for i in ids[start:] if self._entries[i].run_id == run_id]
+        return BranchAndRunTail(path=path, tail=tail)
 
     async def aclose(self) -> None:
         """Nothing to release; idempotent."""

@@ -38,6 +38,7 @@ pytest.register_assert_rewrite(
     "prism_core.testing._lease_suite",
     "prism_core.testing._session_suite",
     "prism_core.testing._races",
+    "prism_core.testing._run_tail_suite",
     "prism_core.testing._status_index_suite",
 )
 

@@ -25,6 +25,7 @@ from ..sessions import (
     create_session_entry,
 )
 from ._races import SessionRaces
+from ._run_tail_suite import RunTailReads
 
 __all__ = ("SessionStoreConformance",)
 
@@ -52,7 +53,7 @@ async def _chain(store: SessionStore, session_id: str, count: int) -> list[Sessi
     return entries
 
 
-class SessionStoreConformance(SessionRaces):
+class SessionStoreConformance(SessionRaces, RunTailReads):
     """The behaviour every :class:`~prism_core.SessionStore` must show.
 
     Subclass it in a test module as ``class TestMyStore(SessionStoreConformance)`` and define
@@ -63,7 +64,9 @@ class SessionStoreConformance(SessionRaces):
     itself). A parent outside the entry's session and an unknown branch leaf raise
     :class:`~prism_core.SessionEntryNotFoundError`; a stale ``expected_leaf_id`` and a
     duplicate entry id raise :class:`~prism_core.SessionConflictError`. Every test uses its
-    own session ids, so the suite can run against a shared server.
+    own session ids, so the suite can run against a shared server. The branch-and-run-tail
+    read (:func:`~prism_core.sessions.read_branch_and_run_tail`) is checked on the store's
+    own read when it offers one, else on its ``list`` fallback.
     """
 
     @pytest.mark.anyio

@@ -1,0 +1,226 @@
+"""The run state's JSON form without code generation: the first resume in a process is cheap.
+
+cattrs builds (and compiles) a structure and an unstructure function per class the first
+time it meets it: about two dozen classes for a run state, tens of milliseconds in a new
+process. This module walks the same attrs fields with plans made of plain closures, built
+once per process on first use and cached.
+
+- :func:`structure_exact` takes only data whose every value has its field's exact JSON type
+  (nothing cattrs would coerce) and returns ``None`` for anything else, so the caller falls
+  back to the converter and its errors; what it returns equals the converter's result.
+- :func:`unstructure_known` returns exactly what ``converter().unstructure(value)`` returns
+  (lists for tuples, plain dicts for mappings, every field in field order); any value it does
+  not know is handed to the converter.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import sys
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Literal
+
+import attrs
+
+from .._decode import Declined, decode_message
+from ..codec import converter
+from ..content import (
+    ErrorInfo,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCallContent,
+    ToolResultContent,
+    Usage,
+)
+
+__all__ = ("field_types", "structure_exact", "unstructure_known")
+
+T = typing.TypeVar("T")
+
+_Plan = Callable[[Any], Any]
+_SCALARS = (str, int, bool)
+
+
+def structure_exact(data: Any, cls: type[T]) -> T | None:
+    """The ``cls`` record ``data`` holds, or ``None`` when the direct path declines it."""
+    try:
+        record: T = _plan(typing.cast(Any, cls))(data)
+    except Declined:
+        return None
+    return record
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _scalar(kind: type[Any]) -> _Plan:
+    def plan(value: Any) -> Any:
+        if type(value) is not kind:
+            raise Declined
+        return value
+
+    return plan
+
+
+def _float(value: Any) -> float:
+    # JSON has one number type: the converter turns an integer into a float too.
+    if type(value) is float:
+        return value
+    if type(value) is int:
+        return float(value)
+    raise Declined
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise Declined
+    return dict(value)
+
+
+def _declined(value: Any) -> Any:
+    raise Declined
+
+
+def _message(value: Any) -> Message:
+    try:
+        return decode_message(value)
+    except Declined:
+        pass
+    # A rarer shape (an error result) gets the converter's own message; a refusal leaves
+    # the whole state to the converter, so the error is the one it gives.
+    try:
+        message: Message = converter().structure(value, Message)
+    except Exception as exc:
+        raise Declined from exc
+    return message
+
+
+@functools.cache
+def _plan(kind: Any) -> _Plan:
+    if kind is Any:
+        return _identity
+    if kind in _SCALARS:
+        return _scalar(kind)
+    if kind is float:
+        return _float
+    if kind is Message:
+        return _message
+    origin = typing.get_origin(kind)
+    args = typing.get_args(kind)
+    if origin is Literal and all(type(arg) is str for arg in args):
+        allowed = frozenset(args)
+
+        def literal(value: Any) -> Any:
+            if type(value) is not str or value not in allowed:
+                raise Declined
+            return value
+
+        return literal
+    if origin in (typing.Union, types.UnionType):
+        options = [arg for arg in args if arg is not type(None)]
+        if len(options) != 1:
+            return _declined
+        inner = _plan(options[0])
+        return lambda value: None if value is None else inner(value)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        item = _plan(args[0])
+
+        def sequence(value: Any) -> tuple[Any, ...]:
+            if type(value) is not list:
+                raise Declined
+            return tuple(item(element) for element in value)
+
+        return sequence
+    if origin in (collections.abc.Mapping, dict) and args == (str, Any):
+        return _mapping
+    if isinstance(kind, type) and attrs.has(kind):
+        return _record(kind)
+    return _declined
+
+
+@functools.cache
+def field_types(cls: Any) -> dict[str, Any]:
+    """The evaluated type of each attrs field of ``cls`` (what ``typing.get_type_hints``
+    gives for them), each distinct annotation text evaluated once per module."""
+    namespace = vars(sys.modules[cls.__module__])
+    return {
+        field.name: _evaluate(field.type, cls.__module__, namespace)
+        if isinstance(field.type, str)
+        else field.type
+        for field in attrs.fields(cls)
+    }
+
+
+_EVALUATED: dict[tuple[str, str], Any] = {}
+
+
+def _evaluate(annotation: str, module: str, namespace: dict[str, Any]) -> Any:
+    # ``from __future__ import annotations`` keeps annotations as text; typing.get_type_hints
+    # compiles every one of them again, which is most of a cold parse's cost.
+    key = (module, annotation)
+    if key not in _EVALUATED:
+        _EVALUATED[key] = eval(annotation, namespace)
+    return _EVALUATED[key]
+
+
+def _record(cls: Any) -> _Plan:
+    hints = field_types(cls)
+    fields = [
+        (field.name, field.alias, field.default is attrs.NOTHING, _plan(hints[field.name]))
+        for field in attrs.fields(cls)
+    ]
+
+    def record(value: Any) -> Any:
+        if type(value) is not dict:
+            raise Declined
+        kwargs: dict[str, Any] = {}
+        for name, alias, required, plan in fields:
+            if name in value:
+                kwargs[alias] = plan(value[name])
+            elif required:
+                raise Declined
+        return cls(**kwargs)
+
+    return record
+
+
+# -- unstructure ----------------------------------------------------------------------------
+
+#: The attrs classes unstructured here; any other object goes to the converter.
+_CONTENT_CLASSES = (
+    ErrorInfo,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCallContent,
+    ToolResultContent,
+    Usage,
+)
+
+
+def unstructure_known(value: Any, classes: frozenset[type[Any]]) -> Any:
+    """``converter().unstructure(value)``, without code generation, for values made of JSON
+    data and instances of ``classes`` (attrs classes without hooks of their own) and the
+    content classes; anything else inside goes to the converter."""
+    kind: Any = type(value)
+    if value is None or kind is str or kind is int or kind is float or kind is bool:
+        return value
+    if kind is list or kind is tuple:
+        return [unstructure_known(item, classes) for item in value]
+    if kind is dict:
+        return {key: unstructure_known(item, classes) for key, item in value.items()}
+    if kind in classes or kind in _CONTENT_CLASSES:
+        return {
+            name: unstructure_known(getattr(value, name), classes) for name in _field_names(kind)
+        }
+    return converter().unstructure(value)
+
+
+@functools.cache
+def _field_names(cls: Any) -> tuple[str, ...]:
+    return tuple(field.name for field in attrs.fields(cls))

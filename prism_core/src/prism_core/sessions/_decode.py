@@ -1,0 +1,75 @@
+"""Decoding stored session entries: a direct path for the common shapes, cattrs for the rest.
+
+:func:`decode_session_entry` returns exactly what ``codec.structure(data, SessionEntry)``
+returns, and raises what it raises. The direct path takes only data whose every value already
+has its field's exact JSON type (a message of text, thinking, tool-call and tool-result
+blocks); anything else (a model change, an error result, a value cattrs would coerce or
+refuse) goes through the kernel's converter, so results and errors stay those of cattrs.
+It builds no code at run time, so the first read in a new process costs no code generation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._decode import Declined, decode_message, optional_text
+from ..codec import structure
+from ._entries import ENTRY_KINDS, SessionEntry
+
+__all__ = ("decode_session_entry",)
+
+_KINDS = frozenset(ENTRY_KINDS)
+_ENTRY_KEYS = frozenset(
+    (
+        "id",
+        "session_id",
+        "kind",
+        "parent_id",
+        "timestamp",
+        "run_id",
+        "message",
+        "summary",
+        "first_kept_entry_id",
+        "model",
+        "label",
+        "data",
+    )
+)
+
+
+def decode_session_entry(data: Any) -> SessionEntry:
+    """A :class:`~prism_core.sessions.SessionEntry` from its JSON data (a decoded stored
+    entry), equal to the kernel converter's result, and failing like it on malformed data."""
+    try:
+        return _entry(data)
+    except Declined:
+        return structure(data, SessionEntry)
+
+
+def _entry(data: Any) -> SessionEntry:
+    if type(data) is not dict or not _ENTRY_KEYS.issuperset(data):
+        raise Declined
+    get = data.get
+    kind, timestamp, message = get("kind"), get("timestamp"), get("message")
+    id_, session_id = get("id"), get("session_id")
+    if (
+        kind not in _KINDS
+        or type(timestamp) is not float
+        or type(id_) is not str
+        or type(session_id) is not str
+        or get("model") is not None
+    ):
+        raise Declined
+    return SessionEntry(
+        id=id_,
+        session_id=session_id,
+        kind=kind,
+        parent_id=optional_text(get("parent_id")),
+        timestamp=timestamp,
+        run_id=optional_text(get("run_id")),
+        message=None if message is None else decode_message(message),
+        summary=optional_text(get("summary")),
+        first_kept_entry_id=optional_text(get("first_kept_entry_id")),
+        label=optional_text(get("label")),
+        data=get("data"),
+    )

@@ -1,0 +1,138 @@
+"""The branch-and-run-tail read on the thread-driven SQLite backend, by the ``seq`` index.
+
+SQLite runs a recursive query a step at a time (an index lookup, a row lookup and a queue
+entry per ancestor), several times the cost of reading the same rows in index order. A branch
+is usually the session's rows below the leaf, in order; so, inside one read transaction:
+
+1. the leaf's ``seq``;
+2. the session's rows from that ``seq`` down, through the ``(session_id, seq)`` index,
+   walking ``parent_id`` links from the leaf: a row on the branch is kept, a row of another
+   branch skipped (never decoded); the walk ends at the root. An ancestor always has a lower
+   ``seq`` than its child (the parent exists when the child is appended). When the skipped
+   rows outnumber the branch so far by :data:`SKIP_SLACK`, the branch is read with the
+   recursive query instead, so a short branch beside a long abandoned one still reads only
+   itself and a few more rows;
+3. the run's rows above the leaf's ``seq``, in order.
+
+Rows come back undecoded; the caller checks them like any branch read's rows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import attrs
+import sqlalchemy as sa
+
+from ._schema import Tables
+from ._sqlite import CompiledStatement, compile_sqlite
+
+__all__ = ("SKIP_SLACK", "BranchTailStatements", "read_rows")
+
+#: How many more rows of other branches than branch rows the walk reads before it switches
+#: to the recursive query.
+SKIP_SLACK = 32
+
+# Positions in an entry row (every statement selects the table's columns in table order).
+_ID, _PARENT = 0, 2
+
+
+@attrs.frozen
+class BranchTailStatements:
+    """The compiled statements of the read, made once per store."""
+
+    leaf_seq: CompiledStatement
+    below: CompiledStatement
+    after: CompiledStatement
+    branch: CompiledStatement
+
+    @classmethod
+    def build(cls, tables: Tables, branch: CompiledStatement) -> BranchTailStatements:
+        """The statements for ``tables``; ``branch`` is the store's recursive branch query."""
+        entries = tables.session_entries
+        e = entries.c
+        session = sa.bindparam("session", type_=e.session_id.type)
+        seq = sa.bindparam("leaf_seq", type_=e.seq.type)
+        return cls(
+            leaf_seq=compile_sqlite(
+                sa.select(e.seq).where(
+                    e.id == sa.bindparam("leaf", type_=e.id.type), e.session_id == session
+                )
+            ),
+            below=compile_sqlite(
+                sa.select(entries)
+                .where(e.session_id == session, e.seq <= seq)
+                .order_by(e.seq.desc())
+            ),
+            after=compile_sqlite(
+                sa.select(entries)
+                .where(
+                    e.session_id == session,
+                    e.seq > seq,
+                    e.run_id == sa.bindparam("run", type_=e.run_id.type),
+                )
+                .order_by(e.seq)
+            ),
+            branch=branch,
+        )
+
+
+def read_rows(
+    connection: sqlite3.Connection,
+    sql: BranchTailStatements,
+    session_id: str,
+    leaf_id: str | None,
+    run_id: str,
+) -> tuple[list[Any], list[Any]]:
+    """``(branch rows root first, the run's later rows)`` in one read transaction (worker
+    thread only). The branch rows are empty when the leaf is not in the session, and may
+    stop short of the root when a parent is missing; the caller checks them."""
+    connection.execute("BEGIN")
+    path: list[Any] = []
+    leaf_seq = 0
+    if leaf_id is not None:
+        found = connection.execute(
+            sql.leaf_seq.text, sql.leaf_seq.params({"leaf": leaf_id, "session": session_id})
+        ).fetchone()
+        if found is None:
+            connection.execute("COMMIT")
+            return [], []
+        leaf_seq = found[0]
+        path = _walk(connection, sql, session_id, leaf_id, leaf_seq)
+    after = sql.after.params({"session": session_id, "leaf_seq": leaf_seq, "run": run_id})
+    tail = connection.execute(sql.after.text, after).fetchall()
+    connection.execute("COMMIT")
+    return path, tail
+
+
+def _walk(
+    connection: sqlite3.Connection,
+    sql: BranchTailStatements,
+    session_id: str,
+    leaf_id: str,
+    leaf_seq: int,
+) -> list[Any]:
+    below = sql.below.params({"session": session_id, "leaf_seq": leaf_seq})
+    path: list[Any] = []
+    wanted: str | None = leaf_id
+    skipped = 0
+    cursor = connection.execute(sql.below.text, below)
+    try:
+        for row in cursor:
+            if row[_ID] != wanted:
+                skipped += 1
+                if skipped > len(path) + SKIP_SLACK:
+                    break
+                continue
+            path.append(row)
+            wanted = row[_PARENT]
+            if wanted is None:
+                path.reverse()
+                return path
+    finally:
+        cursor.close()
+    # A branch beside many rows of other branches, or one whose parent is missing: the
+    # recursive query reads exactly the branch (and shows where it breaks).
+    params = sql.branch.params({"leaf": leaf_id, "session": session_id})
+    return connection.execute(sql.branch.text, params).fetchall()

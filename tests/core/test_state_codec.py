@@ -1,0 +1,241 @@
+"""The run state's direct JSON path equals the cattrs converter, value and type alike."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from prism_core.codec import converter, dumps
+from prism_core.content import (
+    ErrorInfo,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCallContent,
+    ToolResultContent,
+    Usage,
+)
+from prism_core.durable._state import (
+    _RECORDS,
+    AgentRunState,
+    DecisionScope,
+    Interruption,
+    LoopStateRecord,
+    PendingCall,
+    PendingDecision,
+    ResolutionRecord,
+    RunCountersState,
+    SessionStateRecord,
+    SkillBody,
+    StickyDecision,
+    parse_state,
+    state_to_json,
+)
+from prism_core.durable._state_codec import structure_exact, unstructure_known
+
+
+def structure_state(data: Any) -> AgentRunState | None:
+    return structure_exact(data, AgentRunState)
+
+
+def unstructure_state(state: AgentRunState) -> Any:
+    return unstructure_known(state, _RECORDS)
+
+
+SCOPE = DecisionScope(
+    tool_name="deploy", effect_kind="write", identity="a/deploy", arguments_hash="h"
+)
+
+
+def _rich() -> AgentRunState:
+    return AgentRunState(
+        status="suspended",
+        run_id="run-1",
+        session_id="s-1",
+        agent_id="agent",
+        definition_revision="rev",
+        fingerprint="f" * 64,
+        leaf_id="entry_1",
+        counters=RunCountersState(
+            turns=3,
+            provider_attempts=4,
+            tool_rounds=2,
+            tool_calls=5,
+            usage=Usage(10, 20, 30, 1, 2, 3, cost=0.5, currency="USD"),
+        ),
+        limits={"max_turns": 9, "max_cost": 1.5, "cost_currency": None},
+        wall_deadline=1700000000.25,
+        checkpoint_policy="every-turn",
+        interrupt_before_tool=True,
+        max_state_bytes=262144,
+        interruption=Interruption(
+            kind="tool_approval",
+            reason="needs a human",
+            tool_call_id="c1",
+            guardrail="g",
+            pending_decisions=(
+                PendingDecision(
+                    approval_id="ap1",
+                    kind="elicitation",
+                    reason="why",
+                    guardrail="g",
+                    elicitation_schema={"type": "object", "required": ["a"]},
+                    scope=SCOPE,
+                    tool_call_id="c1",
+                ),
+                PendingDecision(approval_id="ap2", kind="tool_approval"),
+            ),
+        ),
+        pending_calls=(
+            PendingCall(
+                tool_call_id="c1",
+                name="deploy",
+                arguments_hash="h",
+                status="resolved",
+                approval_id="ap1",
+                reason="r",
+                modified_arguments={"env": "prod", "n": [1, 2]},
+                answer={"ok": True},
+                resolution="completed",
+                result={"nested": [1, {"x": None}], "f": 2.5},
+            ),
+            PendingCall(tool_call_id="c2", name="noop", arguments_hash="h2", status="pending"),
+        ),
+        pending_input=(
+            Message.user("more"),
+            Message(
+                "assistant",
+                (
+                    ThinkingContent("t", signature="s"),
+                    TextContent("x"),
+                    ToolCallContent("c9", "probe", {"step": 1}),
+                ),
+            ),
+            Message(
+                "tool",
+                (
+                    ToolResultContent("c9", "probe", "text"),
+                    ToolResultContent("c8", "probe", None, ErrorInfo("boom", "E", True, 5.0)),
+                ),
+            ),
+        ),
+        sticky_decisions=(StickyDecision(scope=SCOPE, outcome="allow_for_run", reason="ok"),),
+        loop_state=LoopStateRecord(name="plan", revision="1", snapshot={"step": [1, "two"]}),
+        tool_names=("deploy", "noop"),
+        session_state=SessionStateRecord(
+            loaded_skill_names=("a",),
+            loaded_skill_bodies=(SkillBody(name="a", instructions="do a"),),
+            guardrail_packs={"packs": [{"id": "p"}], "state": {}},
+        ),
+        error=ErrorInfo("failed once", code="ERR", retryable=False, retry_after_ms=None),
+        stop_reason="x",
+        stop_detail="y",
+        resolutions=(
+            ResolutionRecord(tool_call_id="c1", outcome="completed", source="operator", at=1.5),
+        ),
+        lease_ms=30000,
+        lease_expires_at=1700000000000,
+    )
+
+
+def _minimal() -> AgentRunState:
+    return AgentRunState(
+        status="running",
+        run_id="r",
+        session_id="s",
+        agent_id="a",
+        definition_revision="d",
+        fingerprint="f",
+        leaf_id=None,
+    )
+
+
+def _same_types(left: Any, right: Any, path: str = "state") -> None:
+    assert type(left) is type(right), path
+    if isinstance(left, dict):
+        assert list(left) == list(right), path
+        for key in left:
+            _same_types(left[key], right[key], f"{path}.{key}")
+    elif isinstance(left, list | tuple):
+        assert len(left) == len(right), path
+        for index, (a, b) in enumerate(zip(left, right, strict=True)):
+            _same_types(a, b, f"{path}[{index}]")
+    else:
+        assert left == right, path
+
+
+@pytest.mark.parametrize("state", [_rich(), _minimal()], ids=["rich", "minimal"])
+def test_unstructure_equals_the_converter(state: AgentRunState) -> None:
+    """Same keys in the same order, lists for tuples, equal leaves of equal types."""
+    _same_types(unstructure_state(state), converter().unstructure(state))
+    assert dumps(state_to_json(state)) == dumps(
+        {
+            k: v
+            for k, v in converter().unstructure(state).items()
+            if v is not None
+            or k
+            not in (
+                "checkpoint_policy",
+                "stop_reason",
+                "stop_detail",
+                "lease_ms",
+                "lease_expires_at",
+            )
+        }
+    )
+
+
+@pytest.mark.parametrize("state", [_rich(), _minimal()], ids=["rich", "minimal"])
+def test_structure_equals_the_converter(state: AgentRunState) -> None:
+    """The stored JSON comes back equal to the converter's result and to the state."""
+    data = json.loads(dumps(state_to_json(state)))
+    direct = structure_state(data)
+    assert direct is not None
+    expected = converter().structure(json.loads(dumps(state_to_json(state))), AgentRunState)
+    assert direct == expected == state
+    assert repr(direct) == repr(expected)
+    assert parse_state(data, max_bytes=1 << 20) == state
+
+
+def _data(**changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(dumps(state_to_json(_rich())))
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _data(max_state_bytes=True),
+        _data(wall_deadline="soon"),
+        _data(tool_names="deploy"),
+        _data(status="paused"),
+        _data(interrupt_before_tool=1),
+        _data(counters={"turns": 1.0}),
+        _data(pending_calls=[{"tool_call_id": "c"}]),
+        _data(pending_input=[{"role": "user", "content": "text"}]),
+        "not an object",
+    ],
+)
+def test_anything_inexact_is_declined(data: Any) -> None:
+    """Values the converter would coerce or refuse are left to the converter."""
+    assert structure_state(data) is None
+
+
+def test_an_integer_for_a_float_is_taken_as_the_converter_takes_it() -> None:
+    """JSON's one number type: ``wall_deadline: 5`` reads as ``5.0`` on both paths."""
+    data = _data(wall_deadline=5)
+    direct = structure_state(data)
+    assert direct is not None
+    assert type(direct.wall_deadline) is float
+    assert direct == converter().structure(_data(wall_deadline=5), AgentRunState)
+
+
+def test_extra_keys_are_ignored_like_the_converter() -> None:
+    """Unknown keys in nested records change nothing, as with the converter."""
+    counters = {"turns": 2, "provider_attempts": 2, "tool_rounds": 1, "tool_calls": 1, "x": 1}
+    data = _data(counters=counters)
+    direct = structure_state(data)
+    assert direct == converter().structure(_data(counters=dict(counters)), AgentRunState)
