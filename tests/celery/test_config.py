@@ -281,8 +281,9 @@ def test_a_superseded_worker_stops_and_reports_the_stored_status(
     longer than the lease) fails its next write, runs no further tool, and its task ends
     with the run as stored instead of an error or a retry."""
     tasks, url = eager
-    # Five turns of 0.4 s: the other worker claims the run well before it could end.
-    monkeypatch.setenv("PRISM_CELERY_TEST_THINK", "0.4")
+    # Five turns of 1.5 s: the other worker claims the run well before it could end, even on
+    # a loaded machine where opening the stores takes a while.
+    monkeypatch.setenv("PRISM_CELERY_TEST_THINK", "1.5")
     monkeypatch.setenv("PRISM_CELERY_TEST_TURNS", "5")
     outcome: dict[str, Any] = {}
 
