@@ -208,41 +208,22 @@ class CheckpointWriter:
         return attrs.evolve(state, lease_ms=self.lease_ms, lease_expires_at=expires)
 
     async def _commit(
-        self, entries: tuple[Any, ...], data: Any, version: int, metadata: dict[str, str] | None
+        self, entries: tuple[Any, ...], data: Any, save: dict[str, Any]
     ) -> CheckpointRecord:
-        """``entries`` and the save in one shared commit, or one after the other when the
-        stores cannot commit together."""
-        sessions = self.sessions
+        """``entries`` and the save (keyword arguments ``save``) in one shared commit, or one
+        after the other when the stores cannot commit together."""
+        # The capability is asked for directly: ``shared_transaction`` reaches
+        # ``prism_core.sessions``, which imports the run loop, which imports this module.
         begin = getattr(self.store, "shared_transaction", None)
-        transaction = begin(sessions) if callable(begin) else None
+        transaction = begin(self.sessions) if callable(begin) else None
         if transaction is None:
             for entry in entries:
-                await sessions.append(entry)
-            return await self.store.save(
-                AGENT_RUN_NAMESPACE,
-                self.run_id,
-                data,
-                version=version,
-                expected_version=self.version,
-                ownership=self.ownership,
-                fencing_token=self.fencing_token,
-                metadata=metadata,
-                category="agent-run",
-            )
+                await self.sessions.append(entry)
+            return await self.store.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
         async with transaction as tx:
             # The save first: a commit that already landed (its answer lost) is refused by
             # the compare-and-swap, which the caller then recognises as its own write.
-            tx.save(
-                AGENT_RUN_NAMESPACE,
-                self.run_id,
-                data,
-                version=version,
-                expected_version=self.version,
-                ownership=self.ownership,
-                fencing_token=self.fencing_token,
-                metadata=metadata,
-                category="agent-run",
-            )
+            tx.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
             for entry in entries:
                 tx.append(entry)
         record: CheckpointRecord = tx.records[0]
@@ -268,21 +249,20 @@ class CheckpointWriter:
         self.metadata = metadata
         version = self.version + 1
 
+        save: dict[str, Any] = {
+            "version": version,
+            "expected_version": self.version,
+            "ownership": self.ownership,
+            "fencing_token": self.fencing_token,
+            "metadata": metadata,
+            "category": "agent-run",
+        }
+
         async def attempt() -> CheckpointRecord:
             try:
                 if entries:
-                    return await self._commit(entries, data, version, metadata)
-                return await self.store.save(
-                    AGENT_RUN_NAMESPACE,
-                    self.run_id,
-                    data,
-                    version=version,
-                    expected_version=self.version,
-                    ownership=self.ownership,
-                    fencing_token=self.fencing_token,
-                    metadata=metadata,
-                    category="agent-run",
-                )
+                    return await self._commit(entries, data, save)
+                return await self.store.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
             except CheckpointConflictError:
                 # An earlier attempt (ours, or a driver's own reconnect-and-retry) may have
                 # been applied before its answer was lost: then the record is this write.
