@@ -12,19 +12,25 @@ The import graph is built from source with :mod:`ast`, one node per module of ``
 - A package ``__init__`` that re-exports its submodules has an edge to each of them, so
   importing *from a package* depends on everything the package re-exports: a module that does
   ``from ..guardrails import X`` closes a cycle if anything ``guardrails/__init__`` re-exports
-  imports that module back.
+  imports that module back, and it reaches every layer the package's ``__init__`` reaches.
 - Importing a submodule does not add an edge to its parent package's ``__init__``, although
   Python runs it first: every ``pkg._x`` would otherwise depend on ``pkg``, which re-exports
   ``pkg._x``, and no package could re-export anything. A submodule that imports its own
   package (``from . import name`` where ``name`` is not a module) does get that edge, and it is
   a cycle with the re-export.
 
-Any cycle in this graph fails :func:`test_prism_core_has_no_import_cycle`.
+Any cycle in this graph fails :func:`test_prism_core_has_no_import_cycle`. The layers are
+:data:`LAYERS`, top to bottom; every chain of imports from a module, followed through package
+``__init__`` modules, stays in its layer or goes down (:func:`test_layers_point_down`). There
+is no exemption list: a module that needs something of an upper layer declares the narrow
+``Protocol`` it uses, in its own room. ``docs/architecture.md`` lists the same layers, in the
+same order (:func:`test_architecture_page_lists_the_layers_of_the_test`).
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -37,9 +43,33 @@ MAX_CLASS_LINES = 500
 
 #: The classes above the run loop: agents and the session object.
 UPPER = ("prism_core.agents", "prism_core.sessions._session")
-#: The public resume façade: it takes an ``Agent`` and hands an ``AgentSession`` to the host's
-#: ``on_session``, so it names both for precise public types. Nothing below it imports it.
-FACADES = ("prism_core.durable._api",)
+
+#: The kernel's layers, top to bottom, as module paths relative to the package (``runs/`` is
+#: the package and everything in it, ``pkg/__init__`` a package's own module, ``*`` and ``?``
+#: are globs). A module is in the first layer that matches it; the last layer takes the rest.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "__init__",
+        "_cli",
+        "_chat",
+        "_demo",
+        "_serve_cli",
+        "_installed",
+        "_runs_cli",
+        "_runs_format",
+        "stores",
+        "testing/",
+    ),
+    ("agents",),
+    ("sessions/__init__", "sessions/_session", "sessions/_ports"),
+    ("durable/__init__", "durable/_api"),
+    ("durable/_resume*", "durable/_restore"),
+    ("runs/",),
+    ("durable/_boundary",),
+    ("durable/*",),
+    ("sessions/*",),
+    ("*",),
+)
 
 PACKAGE_ROOT = Path(prism_core.__file__).parent
 
@@ -160,6 +190,60 @@ def oversized(root: Path) -> list[str]:
     return problems
 
 
+def module_paths(root: Path) -> dict[str, str]:
+    """``{module name: path}``, the path relative to the package at ``root`` without ``.py``:
+    ``prism_core.durable._api`` is ``durable/_api``, the package ``durable`` is
+    ``durable/__init__``."""
+    return {
+        module: path.relative_to(root).with_suffix("").as_posix()
+        for module, (path, _) in module_files(root).items()
+    }
+
+
+def matches(path: str, pattern: str) -> bool:
+    """Whether module ``path`` (see :func:`module_path`) is one :data:`LAYERS` names."""
+    if pattern.endswith("/"):
+        return path.startswith(pattern)
+    return fnmatch.fnmatchcase(path, pattern)
+
+
+def layer_of(path: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> int:
+    """The index of the first layer matching ``path`` (0 is the top); -1 when none does."""
+    for index, patterns in enumerate(layers):
+        if any(matches(path, pattern) for pattern in patterns):
+            return index
+    return -1
+
+
+def layer_map(root: Path, layers: tuple[tuple[str, ...], ...] = LAYERS) -> dict[str, int]:
+    """``{module name: layer index}`` for the package at ``root``."""
+    return {module: layer_of(path, layers) for module, path in module_paths(root).items()}
+
+
+def upward_chains(graph: Mapping[str, set[str]], layer: Mapping[str, int]) -> list[str]:
+    """Every chain of imports that leads from a module to one of a higher layer, followed
+    through any modules (package ``__init__`` modules included), each as ``a -> b -> c``; a
+    chain stops at the first module above its start."""
+    chains: list[str] = []
+    for start in sorted(graph):
+        came_from: dict[str, str | None] = {start: None}
+        todo = [start]
+        while todo:
+            module = todo.pop(0)
+            for target in sorted(graph[module]):
+                if target in came_from:
+                    continue
+                came_from[target] = module
+                if layer[target] < layer[start]:
+                    chain = [target]
+                    while (step := came_from[chain[-1]]) is not None:
+                        chain.append(step)
+                    chains.append(" -> ".join(reversed(chain)))
+                else:
+                    todo.append(target)
+    return chains
+
+
 def _write(root: Path, files: Mapping[str, str]) -> Path:
     for name, text in files.items():
         path = root / name
@@ -179,16 +263,38 @@ def test_prism_core_has_no_import_cycle() -> None:
     )
 
 
+def test_every_module_has_a_layer() -> None:
+    """Each module of prism_core is in exactly the layer :data:`LAYERS` gives it, and every
+    pattern there names a module."""
+    paths = list(module_paths(PACKAGE_ROOT).values())
+    assert [path for path in paths if layer_of(path) < 0] == []
+    unused = [p for layer in LAYERS for p in layer if not any(matches(x, p) for x in paths)]
+    assert unused == []
+
+
+def test_layers_point_down() -> None:
+    """No chain of imports from a module reaches a higher layer, TYPE_CHECKING and
+    function-level imports and package ``__init__`` re-exports included."""
+    assert upward_chains(import_graph(PACKAGE_ROOT), layer_map(PACKAGE_ROOT)) == []
+
+
 def test_lower_layers_do_not_name_upper_ones() -> None:
-    """runs/, durable/ and guardrails/ never import agents or AgentSession, not even for
-    typing (the public resume façade excepted); runs/ reaches durable/ only via its boundary."""
+    """runs/, durable/ and guardrails/ never reach agents or AgentSession, not even for
+    typing; runs/ imports durable/ only via its boundary."""
     graph = import_graph(PACKAGE_ROOT)
     lower = ("prism_core.runs", "prism_core.durable", "prism_core.guardrails")
     wrong: list[str] = []
     for module, edges in sorted(graph.items()):
-        if not module.startswith(lower) or module in FACADES:
+        if not module.startswith(lower):
             continue
-        wrong.extend(f"{module} -> {target}" for target in sorted(edges) if target in UPPER)
+        seen: set[str] = set()
+        todo = [module]
+        while todo:
+            current = todo.pop()
+            if current not in seen:
+                seen.add(current)
+                todo.extend(graph[current])
+        wrong.extend(f"{module} reaches {target}" for target in sorted(seen) if target in UPPER)
         if module.startswith("prism_core.runs"):
             wrong.extend(
                 f"{module} -> {target}"
@@ -271,6 +377,39 @@ def test_graph_treats_package_reexports_as_edges(tmp_path: Path) -> None:
     (root / "_a.py").write_text("A = 1\n", encoding="utf-8")
     (root / "sub" / "_b.py").write_text("from .. import A\nB = A\n", encoding="utf-8")
     assert find_cycles(import_graph(root)) == [["pkg", "pkg.sub", "pkg.sub._b"]]
+
+
+def test_upward_chains_are_found_through_package_inits(tmp_path: Path) -> None:
+    """A low module importing a name from a package whose ``__init__`` re-exports an upper
+    module is reported with its chain, also under TYPE_CHECKING; importing the submodule that
+    holds the name is not."""
+    root = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/top.py": "from .mid import Mid\n",
+            "pkg/mid/__init__.py": "from ._x import Mid\nfrom ._y import Y\n",
+            "pkg/mid/_x.py": "from ..low import Low\nclass Mid: ...\n",
+            "pkg/mid/_y.py": "Y = 1\n",
+            "pkg/low.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from .mid import Y\n"
+                "class Low: ...\n"
+            ),
+        },
+    )
+    layers = (("top", "mid/__init__", "mid/_x"), ("low",), ("*",))
+    graph = import_graph(root)
+    assert find_cycles(graph) == [["pkg.low", "pkg.mid", "pkg.mid._x"]]
+    assert upward_chains(graph, layer_map(root, layers)) == ["pkg.low -> pkg.mid"]
+    (root / "low.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .mid._y import Y\n",
+        encoding="utf-8",
+    )
+    graph = import_graph(root)
+    assert find_cycles(graph) == []
+    assert upward_chains(graph, layer_map(root, layers)) == []
 
 
 def test_size_check_flags_long_modules_and_classes_outside_testing(tmp_path: Path) -> None:

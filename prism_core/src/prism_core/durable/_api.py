@@ -1,4 +1,10 @@
-"""The host-facing resume API: ``resume_agent_run``, its stream, and the lifecycle adapter."""
+"""The host-facing resume API: ``resume_agent_run``, its stream, and the lifecycle adapter.
+
+It owns the public signatures and the request they build; the pipeline itself is
+``_resume``. It reads the agent and the session only through
+:class:`~._resume_ports.ResumableAgentOf` and must not import ``agents`` or ``sessions/``,
+not even for typing.
+"""
 
 from __future__ import annotations
 
@@ -27,11 +33,10 @@ from ._resume import (
     prepare_resume,
 )
 from ._resume_checks import check_stream_options, coerce_hooks
+from ._resume_ports import ResumableAgentOf, SessionT
 from ._resume_stream import ResumeEventStream
 
 if TYPE_CHECKING:
-    from ..agents import Agent
-    from ..sessions._session import AgentSession
     from ._checkpoints import CheckpointStore
 
 __all__ = (
@@ -53,7 +58,7 @@ def _request(
     persist_session_state: bool | None = None,
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
-    on_session: Callable[[AgentSession], Any] | None = None,
+    on_session: Callable[[Any], Any] | None = None,
     fencing_token: int | None = None,
     force: bool = False,
     signal: AbortSignal | None = None,
@@ -113,7 +118,7 @@ async def _finish(prepared: Prepared | Settled) -> AgentRunResult:
 
 
 async def resume_agent_run(
-    agent: Agent,
+    agent: ResumableAgentOf[SessionT],
     ref: Any,
     resume: Any,
     *,
@@ -125,7 +130,7 @@ async def resume_agent_run(
     persist_session_state: bool | None = None,
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
-    on_session: Callable[[AgentSession], Any] | None = None,
+    on_session: Callable[[SessionT], Any] | None = None,
     fencing_token: int | None = None,
     force: bool = False,
     signal: AbortSignal | None = None,
@@ -167,7 +172,7 @@ async def resume_agent_run(
 
 
 def resume_agent_run_stream(
-    agent: Agent,
+    agent: ResumableAgentOf[SessionT],
     ref: Any,
     resume: Any,
     *,
@@ -179,7 +184,7 @@ def resume_agent_run_stream(
     persist_session_state: bool | None = None,
     include_skill_bodies: bool | None = None,
     ownership: Mapping[str, str] | None = None,
-    on_session: Callable[[AgentSession], Any] | None = None,
+    on_session: Callable[[SessionT], Any] | None = None,
     signal: AbortSignal | None = None,
     guardrail_packs: Sequence[Any] | None = None,
     max_queued_events: int = 1024,

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ._checkpoints import CheckpointRecord
 
 if TYPE_CHECKING:
-    # ``prism_core.sessions`` imports the run loop, which imports this package.
-    from ..sessions import SessionEntry, SessionStore
+    from ..sessions._entries import SessionEntry
+    from ..sessions._store import SessionStore
 
 __all__ = ("SharedCommitStore", "StoreTransaction", "shared_transaction")
 
@@ -93,7 +93,9 @@ def shared_transaction(
 ) -> AbstractAsyncContextManager[StoreTransaction] | None:
     """One transaction over ``checkpoints`` and ``sessions``, or ``None`` when they cannot
     commit together (a store without the capability, or stores in different databases)."""
-    from ..sessions import SessionStore
+    # Deferred: loading any module of ``sessions/`` runs its ``__init__``, which loads the run
+    # loop, which imports this package.
+    from ..sessions._store import SessionStore
 
     if not isinstance(checkpoints, SharedCommitStore) or not isinstance(sessions, SessionStore):
         return None

@@ -1,13 +1,16 @@
 """What a resume uses of the agent and the session it rebuilds: narrow protocols.
 
-The resume pipeline sits above ``runs/`` (it starts the resumed run) but below ``agents`` and
-``sessions/_session``: it never imports them, not even for typing. ``Agent`` and
-``AgentSession`` satisfy these protocols structurally. This module declares shapes only.
+The resume pipeline and the public resume API sit above ``runs/`` (they start the resumed
+run) but below ``agents`` and ``sessions/_session``: they never import them, not even for
+typing. ``Agent`` and ``AgentSession`` satisfy these protocols structurally; the public API is
+generic in the session type (:class:`ResumableAgentOf`), so a host passing an ``Agent`` sees
+its ``on_session`` typed with ``AgentSession``. This module declares shapes only: it must not
+hold behaviour.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from ..guardrails import CompiledGuardrailPacks, GuardrailConfig, GuardrailPack
 from ..middleware import MiddlewareChain
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     # which loads ``AgentSession`` and with it the run loop that imports this package.
     from ..sessions._store import SessionStore
 
-__all__ = ("ResumableAgent", "ResumedSession")
+__all__ = ("ResumableAgent", "ResumableAgentOf", "ResumedSession", "SessionT")
 
 
 class ResumedSession(RunSession, Protocol):
@@ -41,8 +44,13 @@ class ResumedSession(RunSession, Protocol):
         ...
 
 
-class ResumableAgent(FingerprintedAgent, Protocol):
-    """The agent a run is resumed on (an ``Agent`` satisfies it)."""
+#: The session type an agent's ``create_session`` returns (``AgentSession`` for an ``Agent``).
+SessionT = TypeVar("SessionT", bound=ResumedSession, covariant=True)
+
+
+class ResumableAgentOf(FingerprintedAgent, Protocol[SessionT]):
+    """The agent a run is resumed on, whose sessions are ``SessionT`` (an ``Agent`` is a
+    ``ResumableAgentOf[AgentSession]``)."""
 
     @property
     def store(self) -> SessionStore | None:
@@ -94,8 +102,10 @@ class ResumableAgent(FingerprintedAgent, Protocol):
         """The agent's plugins (restore hooks come from here)."""
         ...
 
-    def create_session(
-        self, *, id: str | None = None, leaf_id: str | None = None
-    ) -> ResumedSession:
+    def create_session(self, *, id: str | None = None, leaf_id: str | None = None) -> SessionT:
         """A new session on the agent's store."""
         ...
+
+
+#: The agent as the resume pipeline sees it: whatever its sessions are, they are resumable.
+ResumableAgent: TypeAlias = ResumableAgentOf[ResumedSession]

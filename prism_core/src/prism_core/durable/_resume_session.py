@@ -179,8 +179,10 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
     fresh calls, all from one store call that reads only the checkpoint's branch and the
     run's entries after its leaf (:func:`~prism_core.sessions.read_branch_and_run_tail`).
     """
-    # ``prism_core.sessions`` imports the run loop, which imports this package.
-    from ..sessions import SessionEntryNotFoundError, read_branch_and_run_tail
+    # Deferred: loading any module of ``sessions/`` runs its ``__init__``, which loads the run
+    # loop, which imports this package.
+    from ..sessions._run_tail import read_branch_and_run_tail
+    from ..sessions._store import SessionEntryNotFoundError
 
     try:
         read = await read_branch_and_run_tail(
