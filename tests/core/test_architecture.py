@@ -71,6 +71,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("*",),
 )
 
+#: The rooms of the run loop, durable runs and guardrails: each module's docstring says what
+#: it owns and what it must not touch.
+ROOMS = ("runs/", "durable/", "guardrails/")
+
 PACKAGE_ROOT = Path(prism_core.__file__).parent
 
 
@@ -244,6 +248,20 @@ def upward_chains(graph: Mapping[str, set[str]], layer: Mapping[str, int]) -> li
     return chains
 
 
+def docstring_gaps(root: Path, rooms: tuple[str, ...] = ROOMS) -> list[str]:
+    """Modules under ``root`` without a module docstring, and modules of ``rooms`` whose
+    docstring does not say what they must not touch (the words ``must not``)."""
+    gaps: list[str] = []
+    for module, path in module_paths(root).items():
+        source = (root / f"{path}.py").read_text(encoding="utf-8")
+        doc = ast.get_docstring(ast.parse(source))
+        if not doc or not doc.strip():
+            gaps.append(f"{module}: no module docstring")
+        elif path.startswith(rooms) and "must not" not in " ".join(doc.split()).lower():
+            gaps.append(f"{module}: the docstring does not say what it must not touch")
+    return gaps
+
+
 def _write(root: Path, files: Mapping[str, str]) -> Path:
     for name, text in files.items():
         path = root / name
@@ -323,6 +341,12 @@ def test_the_durable_boundary_does_not_reach_the_run_loop() -> None:
 def test_no_module_or_class_exceeds_the_size_bounds() -> None:
     """No prism_core module over 600 lines and no class over 500 (testing/ excepted)."""
     assert oversized(PACKAGE_ROOT) == []
+
+
+def test_every_module_says_what_it_owns() -> None:
+    """Every module of prism_core has a module docstring; in runs/, durable/ and guardrails/
+    it also says what the module must not touch."""
+    assert docstring_gaps(PACKAGE_ROOT) == []
 
 
 # -- the checks themselves --------------------------------------------------------------------
@@ -410,6 +434,28 @@ def test_upward_chains_are_found_through_package_inits(tmp_path: Path) -> None:
     graph = import_graph(root)
     assert find_cycles(graph) == []
     assert upward_chains(graph, layer_map(root, layers)) == []
+
+
+def test_docstring_check_flags_missing_docstrings_and_room_limits(tmp_path: Path) -> None:
+    """A module without a docstring is reported anywhere; one that does not say what it must
+    not touch only inside a room."""
+    root = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": '"""The package."""\n',
+            "pkg/bare.py": "x = 1\n",
+            "pkg/blank.py": '"""  """\n',
+            "pkg/plain.py": '"""Owns x."""\n',
+            "pkg/room/__init__.py": '"""The room; it must not\n    hold behaviour."""\n',
+            "pkg/room/_a.py": '"""Owns a."""\n',
+            "pkg/room/_b.py": '"""Owns b. It must not touch c."""\n',
+        },
+    )
+    assert sorted(docstring_gaps(root, ("room/",))) == [
+        "pkg.bare: no module docstring",
+        "pkg.blank: no module docstring",
+        "pkg.room._a: the docstring does not say what it must not touch",
+    ]
 
 
 def test_size_check_flags_long_modules_and_classes_outside_testing(tmp_path: Path) -> None:

@@ -1,4 +1,7 @@
-"""Durable runs: the checkpoint store contract, run state, suspension and resume."""
+"""Durable runs: the checkpoint store contract, run state, suspension and resume.
+
+It only re-exports the public names of ``durable/``; it must not hold behaviour.
+"""
 
 from ._api import (
     AgentRunLifecycle,

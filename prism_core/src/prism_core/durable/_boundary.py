@@ -3,6 +3,8 @@
 ``runs/`` imports durable names from here only, never from the private modules behind it, so
 the checkpointing side can change its internals without the run loop noticing. Nothing here
 imports ``runs/``, ``sessions/`` or ``agents``; the run is read through :class:`HostRun`.
+
+It must not hold behaviour of its own: it only names what ``runs/`` may use.
 """
 
 from ._fingerprint import agent_fingerprint

@@ -18,6 +18,8 @@ them):
   integer) raises :class:`CheckpointStoreError` with code ``ERR_PRISM_CHECKPOINT_CORRUPT``
   (build it with :func:`corrupt_record`); sidecar metadata that is not a JSON map of strings
   reads as absent (``None``), never as a failure.
+
+It must not know what a record holds: run state lives in ``_state``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ them):
   parent outside the session) rolls back all of them and is raised from the ``async with``.
 - Leaving the block with an exception writes nothing.
 - After a commit, ``entries`` and ``records`` hold what was written, in queue order.
+
+It must not decide what is written or when (that is ``_writer`` and ``_run``), and it must not name
+``AgentSession``: it reads session records only.
 """
 
 from __future__ import annotations

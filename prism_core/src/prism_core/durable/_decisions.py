@@ -10,6 +10,8 @@ Both functions accept any Python value — including objects whose dunder method
 or very deep containers and ``attrs`` instances built with bad field values — and raise nothing
 but :class:`~prism_core.errors.AgentDecisionError`. Messages name the field and index at fault
 but never its content: approval ids, reasons and payloads may be secrets or attacker-controlled.
+
+It must not read a checkpoint, a store or the agent: it checks shape only.
 """
 
 from __future__ import annotations

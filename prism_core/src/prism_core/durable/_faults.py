@@ -7,6 +7,8 @@ full-jitter exponential backoff (``RETRY_BASE_S * 2**attempt``, at most ``RETRY_
 between attempts, and never past the run's deadline. Every other error is final at once. When
 the store stays unreachable the last :class:`CheckpointStoreUnavailableError` propagates: the
 run stops with it and its record stays as last written (``running``), continuable later.
+
+It must not decide what is written: it only repeats the store call it is given.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ token. The stores refuse a save whose token is below the stored one, and every w
 run also names the version it expects, so a worker whose claim was superseded fails its next
 write (a turn checkpoint, a ``dispatched`` mark, a terminal state) or its pre-dispatch check
 with :class:`~prism_core.CheckpointConflictError`, and stops without running another tool.
+
+It must not write: it computes and checks tokens, and the claim (``_resume``) writes them.
 """
 
 from __future__ import annotations

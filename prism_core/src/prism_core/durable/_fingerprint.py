@@ -1,4 +1,8 @@
-"""The agent fingerprint: a hash of everything that gives a durable run its meaning."""
+"""The agent fingerprint: a hash of everything that gives a durable run its meaning.
+
+It reads the agent through :class:`FingerprintedAgent`; it must not import ``agents`` or touch a
+store.
+"""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 ``durable/`` sits below ``runs/``, ``sessions/`` and ``agents``; it never imports them, not even
 for typing. The run loop, the session and the agent satisfy these protocols structurally.
-This module declares shapes only and holds no behaviour.
+This module declares shapes only; it must not hold behaviour.
 """
 
 from __future__ import annotations

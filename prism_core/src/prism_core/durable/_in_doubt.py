@@ -5,6 +5,8 @@ and leaves the pending calls once its result is in the session store. A checkpoi
 holds a ``dispatched`` call therefore names a call whose side effect may or may not have
 happened. This module holds the one definition of that set, for the resume pipeline and for
 anything that lists runs, and the refusal raised while such a call has no resolution.
+
+It must not write and must not settle a call: settling is ``_resume_doubt``'s.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ without it still works: the lister then pages through the namespace and decodes 
 The indexed status is the value's top-level ``"status"`` member when the value is a JSON
 object and that member is a non-empty string (see :func:`indexed_status`); any other record
 has no status and is in no status page.
+
+It declares the capability and the status rule only; it must not read or write records itself.
 """
 
 from __future__ import annotations

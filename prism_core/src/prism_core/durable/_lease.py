@@ -20,6 +20,8 @@ the renewal keeps the version: the value is rewritten in place, conditional on t
 version and fencing token, so the version an operator last read stays valid. A third-party
 store without it gets an ordinary checkpoint save, which bumps the version; either way a
 superseded worker cannot extend a lease it no longer holds.
+
+It must not write: it reads and computes leases, and the writer stamps them.
 """
 
 from __future__ import annotations

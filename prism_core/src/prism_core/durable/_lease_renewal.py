@@ -16,6 +16,8 @@ them):
 - The version, fencing token, metadata, category and creation time stay as they are; the
   value and the update time change. The caller never changes the value's indexed status (a
   renewal is only for a ``running`` run), so a status index stays exact.
+
+It declares the capability only; it must not hold behaviour (the writer renews).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ session store to outlive the process whenever the checkpoint store does: a check
 survives a restart but points at a session kept in memory names a history that no longer
 exists. This module tells which stores are local to the process and refuses such a pairing
 before anything is written.
+
+It must not read or write a store: it judges their kinds.
 """
 
 from __future__ import annotations

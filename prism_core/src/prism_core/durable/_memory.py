@@ -1,4 +1,7 @@
-"""The in-process checkpoint store (tests, single-process hosts, the ``memory://`` URL)."""
+"""The in-process checkpoint store (tests, single-process hosts, the ``memory://`` URL).
+
+It is a store: it must not know about runs, sessions or the run loop beyond the record contract.
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 The memory stores never await inside an operation, so the queued writes are applied one after
 the other without yielding; a refusal undoes the ones applied before it, in reverse order.
+
+It must not decide what is committed or when: it applies what the writer queues.
 """
 
 from __future__ import annotations

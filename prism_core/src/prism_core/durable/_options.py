@@ -1,4 +1,7 @@
-"""Durable-run options (``run_state=``) and their limits."""
+"""Durable-run options (``run_state=``) and their limits.
+
+It must not read or write a store: it validates configuration.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@
 ``{"tool_call_id": id, "outcome": "failed", "reason": str}``. Only the shape is checked here,
 before any store access; whether each id names a call in doubt is checked against the stored
 run (see ``_resume_doubt``). Messages name the field at fault, never its content.
+
+It must not read the stored run or a store: it checks shape only.
 """
 
 from __future__ import annotations

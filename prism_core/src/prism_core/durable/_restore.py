@@ -1,4 +1,7 @@
-"""Restore hooks: put external state back, all or nothing, before a resume claims."""
+"""Restore hooks: put external state back, all or nothing, before a resume claims.
+
+It must not claim or write a checkpoint: the claim follows it in ``_resume``.
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ The steps live in their own modules, in pipeline order: ``_resume_checks`` (requ
 identity, version and status), ``_resume_session`` (packs, session, skills), ``_resume_decide``
 (decisions), ``_resumed`` (the resumed execution). This module runs them, settles a ``deny`` or
 a partial batch, and writes the claim.
+
+It must not import ``agents`` or ``sessions/_session``: it reads them through ``_resume_ports``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Owns the refusal messages, the request options, loading a run's status, and the checks on the
 request, the agent's identity (revision and fingerprint), the checkpoint's version and status,
-and its frontier. These checks read; they never write a checkpoint or a session entry.
+and its frontier. These checks read; they must not write a checkpoint or a session entry.
 """
 
 from __future__ import annotations

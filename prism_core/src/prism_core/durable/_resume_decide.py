@@ -3,7 +3,7 @@
 Owns matching each decision to its pending decision, the scope rules of each outcome, the
 re-validation of edited arguments and elicitation answers (tool schema, host validator,
 tool-input guardrails), sticky decisions, and what stays undecided. It reads the session's
-packs; it writes nothing (the claim does, in ``_resume``).
+packs; it must not write (the claim does, in ``_resume``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ its tool's ``reconcile`` after the claim; a call with none of these refuses the 
 ``ERR_PRISM_TOOL_IN_DOUBT`` and nothing is written. After the claim (so two racing continues
 cannot both act on one call): ``reconcile(call, context)`` is asked for the rest. Every
 settlement is audited in the state (:class:`ResolutionRecord`).
+
+It must not run the resumed turn: that is the run loop's, after the claim.
 """
 
 from __future__ import annotations

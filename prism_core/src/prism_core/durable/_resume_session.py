@@ -3,7 +3,7 @@
 Owns reinstating the run's guardrail packs and their state, rebuilding the session at the
 checkpoint's leaf (for ``continue``, past the crashed worker's completed tool rounds, up to the
 last result of a round the crash cut short), the loaded skills, and finding the tool calls
-the pending work refers to. It reads the session store; it writes nothing.
+the pending work refers to. It reads the session store; it must not write.
 """
 
 from __future__ import annotations

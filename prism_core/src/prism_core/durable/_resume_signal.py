@@ -5,6 +5,8 @@ aborted signal stops the pipeline at the next step with :class:`ResumeAbortedErr
 claimed, nothing is written, no tool runs. A restore hook in flight is cancelled. After the
 claim the signal is bridged into the resumed execution, which then aborts like a live run
 (``session.abort``): the step in flight is cancelled and the run ends ``aborted``.
+
+It must not write: it only checks and bridges the signal.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ bounded queue is empty. Events a step publishes (a tool's progress events, the t
 events) queue there under ``max_queued_events``/``overflow`` exactly as a subscriber's do: the
 ``close`` policy clears the queue, delivers one ``event_subscriber_overflow`` notice and ends
 the stream, which then aborts the resumed execution as leaving early does.
+
+It must not change the pipeline: it only observes it and steps the resumed run.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Owns the plan the resumed run follows (the tool calls its pending work refers to
 the ``agent_resumed`` event), restoring counters, limits, the wall deadline and loop-local state
 into the execution, and attaching the durable side that continues the claimed checkpoint. It
 writes nothing itself: the claim is written in ``_resume`` before the run starts.
+
+It must not import ``sessions/`` or ``agents``: it reads the session through ``_resume_ports``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The durable side of one run: turn checkpoints, suspension, dispatch marks, terminal saves.
 
-It reads the run through :class:`~._host.HostRun` and never imports the run loop, sessions or
-agents; ``runs/`` reaches it through :mod:`._boundary`.
+It reads the run through :class:`~._host.HostRun` and must not import the run loop, sessions or
+agents, not even for typing; ``runs/`` reaches it through :mod:`._boundary`.
 
 The write protocol of an every-turn run whose checkpoint store can commit together with its
 session store (``shared_transaction``): the session holds the entries the run appends, and

@@ -2,6 +2,8 @@
 
 The state holds the run's frontier (session leaf, counters, pending work, decisions, loop
 state), never its transcript: messages live once in the session store.
+
+It must not read or write a store: it is the schema and its checks.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ once per process on first use and cached.
 - :func:`unstructure_known` returns exactly what ``converter().unstructure(value)`` returns
   (lists for tuples, plain dicts for mappings, every field in field order); any value it does
   not know is handed to the converter.
+
+It must not change what the converter would produce: any difference is a bug.
 """
 
 from __future__ import annotations

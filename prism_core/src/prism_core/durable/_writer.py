@@ -12,6 +12,8 @@ by one, as a store without the capability always did.
 
 Middleware sees each write twice: ``checkpoint_metadata`` may extend the sidecar map before
 the save, and ``checkpoint_written`` observes the save (version, bytes, duration) after it.
+
+It must not decide when to write: the durable run (``_run``) and the resume (``_resume``) do.
 """
 
 from __future__ import annotations

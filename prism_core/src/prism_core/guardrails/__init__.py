@@ -1,4 +1,7 @@
-"""Guardrails: typed, fail-closed checks at the input, output, tool-input and tool-output stages."""
+"""Guardrails: typed, fail-closed checks at the input, output, tool-input and tool-output stages.
+
+It only re-exports the public names of ``guardrails/``; it must not hold behaviour.
+"""
 
 from ._decisions import (
     GUARDRAIL_ACTIONS,

@@ -1,4 +1,7 @@
-"""Guardrail stages, decisions and the records every evaluated guard leaves."""
+"""Guardrail stages, decisions and the records every evaluated guard leaves.
+
+Plain data: it must not evaluate a guard.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Guardrail definitions, configuration and fail-closed evaluation."""
+"""Guardrail definitions, configuration and fail-closed evaluation.
+
+It must not know the run loop or packs: the run's phases call it, the pack compiler builds on it.
+"""
 
 from __future__ import annotations
 

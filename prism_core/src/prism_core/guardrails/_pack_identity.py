@@ -7,6 +7,8 @@ pattern, action and reason, and which rules have a predicate). On resume the hos
 pack again (``guardrail_packs=[...]``); :func:`reinstate_refs` puts each supplied ref back in
 its recorded place when its id, version and digest match, and refuses otherwise, naming the
 pack. Every other pack keeps riding the checkpoint as plain data.
+
+It must not compile packs or evaluate rules.
 """
 
 from __future__ import annotations

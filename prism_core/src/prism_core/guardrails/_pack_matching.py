@@ -2,8 +2,8 @@
 
 Owns the ``evaluate`` callables the compiler installs: a rule's check (tool filter, pattern
 over the strings at the rule's argument paths, or its ``deny`` predicate on a private copy of
-the arguments) and a stateful pack's allow-only ``tool_output`` observer. It never compiles
-and never changes a call or a result.
+the arguments) and a stateful pack's allow-only ``tool_output`` observer. It must not
+compile, and must not change a call or a result.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Owns ``GuardrailPack``, ``PackRule``, ``PackRuleContext``, ``PackStateCodec``, the pack bounds,
 and the validation helpers the compiler and the state codec share. Plain data and checks: it
-compiles nothing and evaluates nothing.
+must not compile or evaluate.
 """
 
 from __future__ import annotations

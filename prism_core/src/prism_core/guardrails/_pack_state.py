@@ -2,7 +2,7 @@
 
 Owns ``CompiledGuardrailPacks`` (the guards, the normalised refs, the live pack state and how
 refs and state ride a checkpoint: snapshot, bounds, all-or-nothing restore) and the
-model-visible refusal text of a pack rule. It does not compile refs (``_packs``).
+model-visible refusal text of a pack rule. It must not compile refs (``_packs``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ compile raises :class:`~prism_core.errors.GuardrailPackError` before any guard e
 This module is the compiler: it resolves refs against the catalogue, validates options and
 rules, and builds the guards (``_pack_matching``) and the compiled set (``_pack_state``) from
 the definitions in ``_pack_model``.
+
+It must not evaluate rules (``_pack_matching``) or hold live pack state (``_pack_state``).
 """
 
 from __future__ import annotations

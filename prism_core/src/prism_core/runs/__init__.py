@@ -1,4 +1,7 @@
-"""Runs: options, limits, the run loop, loop strategies, and event broadcasting."""
+"""Runs: options, limits, the run loop, loop strategies, and event broadcasting.
+
+It only re-exports the public names of ``runs/``; it must not hold behaviour.
+"""
 
 from ._broadcast import EventBroadcaster, EventSubscription, OverflowPolicy
 from ._counters import RunCounters

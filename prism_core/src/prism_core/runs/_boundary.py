@@ -3,7 +3,7 @@
 Owns the input-guardrail stage of the run's input (an ``interrupt`` becomes the input gate of a
 durable run), appending the input, automatic compaction before the first turn, and the turn
 boundary: stop on abort, apply steered messages (each checked by the input guardrails), and
-the durable run's turn checkpoint. It does not stream, run tools or end the run.
+the durable run's turn checkpoint. It must not stream, run tools or end the run.
 """
 
 from __future__ import annotations

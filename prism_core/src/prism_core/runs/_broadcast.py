@@ -1,4 +1,7 @@
-"""The session-scoped, in-memory event broadcaster and its bounded subscriptions."""
+"""The session-scoped, in-memory event broadcaster and its bounded subscriptions.
+
+It must not know runs or sessions: it moves events to subscribers.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Compaction: replacing the older part of a branch with one summary entry."""
+"""Compaction: replacing the older part of a branch with one summary entry.
+
+It owns the compaction configuration, the strategy contract and the kept window; it must not append
+entries (the session does, in ``sessions/_compact``).
+"""
 
 from __future__ import annotations
 

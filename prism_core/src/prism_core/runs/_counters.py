@@ -1,4 +1,7 @@
-"""Run counters: what a run has spent so far, checked against its limits."""
+"""Run counters: what a run has spent so far, checked against its limits.
+
+It must not end a run: it reports a breach, and the phases decide.
+"""
 
 from __future__ import annotations
 

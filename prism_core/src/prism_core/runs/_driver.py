@@ -1,4 +1,7 @@
-"""Driving a run step by step: abort and wall time cancel only the step in flight."""
+"""Driving a run step by step: abort and wall time cancel only the step in flight.
+
+It must not hold run logic: what a step does is ``_execution``'s.
+"""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ request (``_request``) → the provider turn (``_provider_turn``) → the tool r
 (``_tool_round``) → suspension of held calls, or the next turn. The run's state lives in
 :class:`~._state.RunState`; how it ends lives in ``_terminals``. This module owns only the
 order of the phases and the mapping of the phases' exceptions to terminals.
+
+It must not hold what a phase does.
 """
 
 from __future__ import annotations

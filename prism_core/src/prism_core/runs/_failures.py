@@ -1,7 +1,8 @@
 """How a run's phases stop it: the internal exceptions the run generator turns into terminals.
 
 Owns ``AbortRequested``, ``RunSuspended`` and ``RunFailure``. It raises nothing itself and
-touches no run state; :mod:`._terminals` decides what each one ends as.
+must not
+touch run state; :mod:`._terminals` decides what each one ends as.
 """
 
 from __future__ import annotations

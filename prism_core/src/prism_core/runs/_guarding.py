@@ -3,6 +3,8 @@
 Owns the evaluation context of a stage, the ``guardrail_decision`` event, and how a decisive
 record stops the run (``RunFailure``) at a run stage (input, output) or a tool stage. Which
 stage runs when, and what a blocked tool call answers, belongs to the phases that call it.
+
+It must not decide either.
 """
 
 from __future__ import annotations

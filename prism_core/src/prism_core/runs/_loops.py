@@ -3,6 +3,8 @@
 A strategy has a ``name``, a ``revision`` and ``run(context)``, an async generator of events
 that drives provider turns through ``context.run_turns()``. Strategies that carry loop-local
 state across a suspension or a crash declare ``snapshot()``/``restore(snapshot)``.
+
+A strategy must not reach the session or the provider except through its context.
 """
 
 from __future__ import annotations

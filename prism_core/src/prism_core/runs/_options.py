@@ -1,4 +1,7 @@
-"""Run options: validated once, before any provider work."""
+"""Run options: validated once, before any provider work.
+
+It must not touch a session, a store or a provider.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """What the run loop uses of its session and its agent: narrow protocols.
 
 ``runs/`` sits below ``sessions/`` and ``agents``: it never imports them, not even for typing.
-``AgentSession`` and ``Agent`` satisfy these protocols structurally. This module declares
-shapes only and holds no behaviour.
+``AgentSession`` and ``Agent`` satisfy these protocols structurally. This module declares shapes
+only; it must not hold behaviour.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Owns the turn's streaming state, the mapping of provider events to ``message_*`` events
 (buffered while output guardrails must see the message first), provider-error redaction and
 retry, the output-guardrail stage, and appending the assistant message. It does not run tools
-(``_tool_round``) and does not decide when a turn starts (``_execution``, ``_boundary``).
+(``_tool_round``) and must not decide when a turn starts (``_execution``, ``_boundary``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Owns provider resolution, the system prompt with its skills section, the tool specs, request
 policies and ``provider_request`` middleware, redaction of what they add, and the request-size
-limit. It never calls the provider and never writes to the session.
+limit. It must not call the provider or write to the session.
 """
 
 from __future__ import annotations

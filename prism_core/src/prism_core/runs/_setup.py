@@ -1,7 +1,7 @@
 """Resolving a run's configuration from its agent and its options, before any provider work.
 
 Owns the system-prompt composition, the skill selection and the validation of a durable run's
-options. Pure functions of configuration: they touch no session, store or provider.
+options. Pure functions of configuration: they must not touch a session, a store or a provider.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
 skills, durable options) from the agent and the options, and holds everything the phases read
 and update: counters, the last message, the provider in use, the result. The phases are
 functions over it (``_request``, ``_provider_turn``, ``_tool_round``, ``_boundary``,
-``_terminals``); the flow that calls them lives in ``_execution``. This module holds no phase
-logic and does no I/O.
+``_terminals``); the flow that calls them lives in ``_execution``. This module must not hold phase
+logic or do I/O.
 """
 
 from __future__ import annotations

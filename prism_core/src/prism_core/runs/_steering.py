@@ -1,4 +1,7 @@
-"""Mid-run steering: user messages queued into the active run."""
+"""Mid-run steering: user messages queued into the active run.
+
+It must not run anything: the turn boundary (``_boundary``) takes the queued messages.
+"""
 
 from __future__ import annotations
 

@@ -7,6 +7,8 @@ to let the run finish, or ``{"action": "continue", "message": str}`` to append `
 bounds how often the hooks may do so: once it is reached, the hooks are not called again and
 the run finishes. A hook that raises or
 answers anything else fails the run closed with ``ERR_PRISM_TURN_POLICY``.
+
+It must not start turns itself: the run loop does.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The base of the owned-run event streams: start on first use, abort when left early.
 
-It drives a run through the :class:`StepDriver` protocol, so it does not import the driver.
+It drives a run through the :class:`StepDriver` protocol, so it must not import the driver.
 """
 
 from __future__ import annotations

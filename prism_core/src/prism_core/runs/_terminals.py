@@ -3,7 +3,7 @@
 Owns the four endings (succeeded, suspended, failed, aborted, the wall-time limit being a
 failure), the ``AgentRunResult`` each one sets on the run, the terminal durable write (a failed
 write is reported in the run's error, never raised), and the exception ``run()`` raises for a
-failed or aborted result. It starts no work and runs no tool.
+failed or aborted result. It must not start work or run a tool.
 """
 
 from __future__ import annotations

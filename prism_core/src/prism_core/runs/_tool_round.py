@@ -4,8 +4,8 @@ Owns, per call: ``tool_call`` middleware, the tool-input guardrail stage (an ``a
 outranks a later deny), the registry/schema/policy checks, the approval gate of a durable run
 (sticky decisions, the ``dispatched`` mark), execution with progress events, the tool-output
 guardrail stage, ``tool_result`` middleware and delivery of the result to the session. It also
-finishes the decided calls of a resumed suspension. It does not decide when a durable run
-suspends (``_execution``) and writes checkpoints only through the durable boundary.
+finishes the decided calls of a resumed suspension. It must not decide when a durable run
+suspends (``_execution``), and writes checkpoints only through the durable boundary.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ with the run's counters; it answers ``{"action": "continue"}`` (or ``None``) or
 exactly the provider requests made so far. ``max_turns`` ends the run the same way with
 ``stop_reason="max_turns"`` once that many provider turns have run. A policy that raises or
 answers anything else fails the run closed with ``ERR_PRISM_TURN_POLICY``.
+
+It must not end the run itself: the boundary acts on the decision.
 """
 
 from __future__ import annotations
