@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -76,6 +77,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 ROOMS = ("runs/", "durable/", "guardrails/")
 
 PACKAGE_ROOT = Path(prism_core.__file__).parent
+ARCHITECTURE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+#: The packages whose every module the page's table of rooms lists (their ``__init__`` aside).
+MAPPED = ("runs/", "durable/", "guardrails/", "sessions/")
 
 
 def module_files(root: Path) -> dict[str, tuple[Path, bool]]:
@@ -262,6 +266,51 @@ def docstring_gaps(root: Path, rooms: tuple[str, ...] = ROOMS) -> list[str]:
     return gaps
 
 
+def _section(page: str, title: str) -> str:
+    start = page.index(f"\n## {title}\n")
+    end = page.find("\n## ", start + 1)
+    return page[start : end if end >= 0 else len(page)]
+
+
+def _table_rows(section: str) -> list[list[str]]:
+    rows = [line.strip().strip("|").split("|") for line in section.splitlines()]
+    return [row for row in rows if len(row) > 1 and not set(row[0].strip()) <= {"-", " "}][1:]
+
+
+def page_layers(page: str) -> list[tuple[str, ...]]:
+    """The layers the page's "The layers" table lists, top to bottom, as module patterns."""
+    return [
+        tuple(re.findall(r"`([^`]+)`", row[1])) for row in _table_rows(_section(page, "The layers"))
+    ]
+
+
+def page_rooms(page: str) -> list[str]:
+    """The modules the page's "The rooms" table lists, as module paths; a bare name in a cell
+    (``_stream.py`` after ``runs/_driver.py``) is in the folder of the name before it."""
+    listed: list[str] = []
+    for row in _table_rows(_section(page, "The rooms")):
+        folder = ""
+        for name in re.findall(r"`([^`]+)`", row[0]):
+            if "/" in name:
+                folder = name.rsplit("/", 1)[0] + "/"
+            else:
+                name = folder + name
+            listed.append(name.removesuffix(".py"))
+    return listed
+
+
+def page_references(page: str) -> list[str]:
+    """Every module path the page names in code spans anywhere (``durable/_run.py``)."""
+    folders = "|".join(re.escape(folder.rstrip("/")) for folder in MAPPED)
+    spans = re.findall(rf"`((?:{folders})/_[A-Za-z0-9_]+)(?:\.py)?`", page)
+    return sorted(set(spans))
+
+
+def page_functions(page: str) -> list[tuple[str, str]]:
+    """``(module, name)`` for each ``_module.name`` the page cites (``_request.x``)."""
+    return sorted(set(re.findall(r"`(_[a-z_]+)\.(?!py`)([a-z_]+)(?:\(\))?`", page)))
+
+
 def _write(root: Path, files: Mapping[str, str]) -> Path:
     for name, text in files.items():
         path = root / name
@@ -347,6 +396,37 @@ def test_every_module_says_what_it_owns() -> None:
     """Every module of prism_core has a module docstring; in runs/, durable/ and guardrails/
     it also says what the module must not touch."""
     assert docstring_gaps(PACKAGE_ROOT) == []
+
+
+def test_architecture_page_lists_the_layers_of_the_test() -> None:
+    """docs/architecture.md lists exactly :data:`LAYERS`, in the same order."""
+    assert page_layers(ARCHITECTURE_PAGE.read_text(encoding="utf-8")) == list(LAYERS)
+
+
+def test_architecture_page_lists_every_room_and_only_rooms_that_exist() -> None:
+    """Every module the page names exists; its table of rooms lists every module of runs/,
+    durable/, guardrails/ and sessions/, once; each ``_module.function`` it cites exists."""
+    page = ARCHITECTURE_PAGE.read_text(encoding="utf-8")
+    paths = module_paths(PACKAGE_ROOT)
+    existing = set(paths.values())
+    rooms = page_rooms(page)
+    assert [name for name in rooms + page_references(page) if name not in existing] == []
+    assert sorted(name for name in rooms if rooms.count(name) > 1) == []
+    expected = {p for p in existing if p.startswith(MAPPED) and not p.endswith("__init__")}
+    assert sorted(expected - set(rooms)) == []
+    defined: dict[str, set[str]] = {}
+    for path in existing:
+        if path.startswith(MAPPED):
+            tree = ast.parse((PACKAGE_ROOT / f"{path}.py").read_text(encoding="utf-8"))
+            names = defined.setdefault(path.rsplit("/", 1)[-1], set())
+            names.update(
+                node.name
+                for node in tree.body
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            )
+    cited = page_functions(page)
+    assert cited != []
+    assert [f"{m}.{n}" for m, n in cited if n not in defined.get(m, set())] == []
 
 
 # -- the checks themselves --------------------------------------------------------------------
