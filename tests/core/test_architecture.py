@@ -62,7 +62,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "testing/",
     ),
     ("agents",),
-    ("sessions/__init__", "sessions/_session", "sessions/_ports"),
+    ("sessions/__init__", "sessions/_session", "sessions/_compact", "sessions/_ports"),
     ("durable/__init__", "durable/_api"),
     ("durable/_resume*", "durable/_restore"),
     ("runs/",),

@@ -10,20 +10,14 @@ import attrs
 from ..codec import dumps
 from ..content import ErrorInfo, Message, message_size_bound, to_messages
 from ..errors import AgentRunError, PrismError
-from ..events import AgentEvent, CompactionFinishedEvent, CompactionStartedEvent, ErrorEvent
+from ..events import AgentEvent, ErrorEvent
 from ..guardrails import CompiledGuardrailPacks, compile_guardrail_packs
 from ..middleware import MiddlewareContext
 from ..models import ModelConfig
 from ..redaction import redact_value
 from ..results import AgentRunResult
 from ..runs._broadcast import EventBroadcaster, EventSubscription, OverflowPolicy
-from ..runs._compaction import (
-    CompactionContext,
-    CompactionResult,
-    CompactionStrategy,
-    kept_window_start,
-    run_strategy,
-)
+from ..runs._compaction import CompactionResult, CompactionStrategy
 from ..runs._driver import RunDriver, RunEventStream
 from ..runs._execution import RunExecution
 from ..runs._options import InvalidOptionsError, coerce_run_options
@@ -32,6 +26,7 @@ from ..runs._steering import SteerQueue
 from ..signals import AbortSignal
 from ..skills import LoadedSkillSet
 from ._branch import branch_messages
+from ._compact import compact_branch, resolve_keep_recent
 from ._entries import SessionEntry, create_session_entry, new_entry_id
 from ._held import HeldEntries
 from ._meter import ContextMeter
@@ -205,11 +200,7 @@ class AgentSession:
         """
         self._refuse_while_running("compact")
         config = self.agent.compaction
-        keep = keep_recent_entries
-        if keep is None:
-            keep = config.keep_recent_entries if config is not None else 4
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
-            raise InvalidOptionsError("keep_recent_entries must be an integer >= 0")
+        keep = resolve_keep_recent(config, keep_recent_entries)
 
         def emit(event: AgentEvent) -> None:
             self._broadcaster.publish(redact_value(event, self.agent.redactor))
@@ -475,49 +466,14 @@ class AgentSession:
         signal: AbortSignal | None,
         emit: Any,
     ) -> CompactionResult | None:
-        path = await self._read_branch(self.leaf_id)
-        if not path or path[-1].kind == "compaction":
-            return None
-        start = kept_window_start(path, keep_recent)
-        if start == 0:
-            return None
-        context = CompactionContext(
-            session_id=self.id,
+        return await compact_branch(
+            self,
+            keep_recent=keep_recent,
+            strategy=strategy,
             run_id=run_id,
-            entries=tuple(path),
-            compacted=tuple(path[:start]),
-            kept=tuple(path[start:]),
             signal=signal,
+            emit=emit,
         )
-        emit(CompactionStartedEvent(session_id=self.id, run_id=run_id))
-        result = await run_strategy(strategy, context)
-        result = await self.agent.middleware.run(
-            "compaction",
-            result,
-            MiddlewareContext(
-                point="compaction",
-                session_id=self.id,
-                run_id=run_id,
-                metadata=self.metadata,
-                signal=signal,
-            ),
-        )
-        summary = redact_value(result.summary, self.agent.redactor)
-        entry = await self._append_entry(
-            kind="compaction",
-            run_id=run_id,
-            summary=summary,
-            first_kept_entry_id=result.first_kept_entry_id,
-            data=result.data,
-        )
-        result = attrs.evolve(result, summary=summary, entry_id=entry.id)
-        self._load_history([*path, entry])
-        emit(
-            CompactionFinishedEvent(
-                session_id=self.id, run_id=run_id, entry_id=entry.id, summary=summary
-            )
-        )
-        return result
 
     async def _settle_run(self, execution: object) -> None:
         self._settle_run_now(execution)
