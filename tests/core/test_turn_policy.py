@@ -264,3 +264,47 @@ async def test_a_resumed_run_consults_the_agents_turn_policy() -> None:
     )
     assert len(log) == 2
     assert seen[-1] == 2
+
+
+async def test_a_provider_finish_reason_is_redacted_and_bounded_everywhere() -> None:
+    """A finish reason carrying a secret and 100 KB is redacted and cut to
+    MAX_STOP_DETAIL_BYTES on message_finished, agent_finished, the result, the stop hook's
+    context and the durable terminal checkpoint."""
+    secret = "sk-live-456"
+    reason = f"{secret} " + "x" * 100_000
+    seen: list[str | None] = []
+
+    def hook(context: Any) -> Any:
+        seen.append(context.finish_reason)
+        return None
+
+    world = World()
+    agent = world.agent(
+        [[provider_text_delta("cut"), provider_done(finish_reason=reason)]],
+        redactor=create_secret_redactor([secret]),
+        stop_hooks=[hook],
+    )
+    session = agent.create_session()
+    events = [
+        event
+        async for event in session.stream(
+            "hi", run_state=world.run_state(checkpoint_policy="every-turn")
+        )
+    ]
+    finished = events[-1]
+    message_finished = next(e for e in events if e.type == "message_finished")
+    assert finished.type == "agent_finished"
+    record = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, finished.run_id)
+    assert record is not None
+    stored = record.value["stop_detail"]
+    for value in (
+        finished.finish_reason,
+        finished.stop_detail,
+        message_finished.finish_reason,
+        seen[0],
+        stored,
+    ):
+        assert value is not None
+        assert secret not in value
+        assert value.startswith("[REDACTED] xxx")
+        assert len(value.encode("utf-8")) <= MAX_STOP_DETAIL_BYTES
