@@ -434,3 +434,36 @@ async def test_stop_continuations_hold_across_a_crash_continue() -> None:
     )
     assert (result.status, result.text) == ("succeeded", "third")
     assert calls == [0, 1]
+
+
+async def test_stop_hooks_wait_while_a_steered_message_is_queued() -> None:
+    """A turn that would finish while a steered message waits runs that message instead of
+    asking the hooks; they are asked once the run is really about to finish."""
+    box: list[Any] = []
+    seen: list[tuple[str, int]] = []
+
+    def turns(request: ProviderRequest) -> Any:
+        answered = sum(1 for m in request.messages if m.role == "assistant")
+        if answered == 0:
+            box[0].steer("also check the tests")
+            return text_turn("first")
+        return text_turn("second")
+
+    def hook(context: Any) -> Any:
+        seen.append((context.text, context.continuations))
+        return None
+
+    agent = create_agent(
+        model={"provider": "mock", "model": "demo"},
+        provider=create_mock_provider(turns),
+        stop_hooks=[hook],
+        limits={"max_stop_continuations": 1},
+    )
+    session = agent.create_session()
+    box.append(session)
+    result = await session.run("go")
+    assert (result.status, result.text) == ("succeeded", "second")
+    assert seen == [("second", 0)]
+    requests = agent.provider.requests  # type: ignore[union-attr]
+    assert len(requests) == 2
+    assert requests[1].messages[-1].text == "also check the tests"
