@@ -448,3 +448,42 @@ async def test_the_lifecycle_resume_stream_honours_its_queue_bounds() -> None:
     assert log == [0, 1, 2]
     assert closing.result is not None
     assert closing.result.status == "aborted"
+
+
+async def test_an_aborted_lifecycle_resume_touches_no_store_and_resolves_no_agent() -> None:
+    """Already aborted: resume and resume_stream read nothing and never call resolve_agent.
+    Aborted while the record is read: resolve_agent is still never called."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    resolved: list[str] = []
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+
+    def resolve(agent_id: str) -> Any:
+        resolved.append(agent_id)
+        return (agent, REVISION)
+
+    lifecycle = create_agent_run_lifecycle(checkpoints=world.checkpoints, resolve_agent=resolve)
+    signal = AbortSignal()
+    signal.abort("shutting down")
+    calls = world.checkpoints.calls
+    with pytest.raises(ResumeAbortedError, match="shutting down"):
+        await lifecycle.resume(ref(run_id), continue_input(version), signal=signal)
+    stream = lifecycle.resume_stream(ref(run_id), continue_input(version), signal=signal)
+    with pytest.raises(ResumeAbortedError):
+        await stream.__anext__()
+    assert (world.checkpoints.calls, resolved, log) == (calls, [], [0, 1])
+
+    late = AbortSignal()
+    original = world.checkpoints.load
+
+    async def load_then_abort(*args: Any, **kw: Any) -> Any:
+        record = await original(*args, **kw)
+        late.abort("deploy")
+        return record
+
+    world.checkpoints.load = load_then_abort  # type: ignore[method-assign]
+    before = await world.checkpoints.raw(run_id)
+    with pytest.raises(ResumeAbortedError, match="deploy"):
+        await lifecycle.resume(ref(run_id), continue_input(version), signal=late)
+    assert (resolved, log) == ([], [0, 1])
+    assert await world.checkpoints.raw(run_id) == before
