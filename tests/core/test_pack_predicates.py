@@ -12,6 +12,7 @@ from prism_core import (
     Guardrail,
     create_agent_run_lifecycle,
     resume_agent_run,
+    resume_agent_run_stream,
 )
 
 from .durable_support import REVISION, World
@@ -152,3 +153,73 @@ async def test_pack_guards_run_after_the_agents_and_before_the_runs() -> None:
     assert result.status == "succeeded"
     assert order == ["agent", "pack", "run"]
     assert log == [("rm", {"path": "/tmp"})]
+
+
+async def test_the_resume_stream_takes_the_supplied_packs() -> None:
+    """resume_agent_run_stream(..., guardrail_packs=...) reinstates and enforces the pack;
+    without it the stream is refused before the claim."""
+    world, log = World(), []
+    agent, result = await suspended(world, log)
+    ref = {"run_id": result.run_id, "session_id": "s1"}
+    resume = {"decision": "approve", "expected_version": result.run_state.version}
+    before = await world.checkpoints.raw(result.run_id)
+    refused = resume_agent_run_stream(agent, ref, resume, **world.resume_options())
+    with pytest.raises(AgentRunStateError, match="'house'"):
+        await refused.__anext__()
+    assert await world.checkpoints.raw(result.run_id) == before
+
+    stream = resume_agent_run_stream(
+        agent, ref, resume, guardrail_packs=[house_pack()], **world.resume_options()
+    )
+    events = [event async for event in stream]
+    assert events[-1].type == "agent_finished"
+    blocked = [e for e in events if e.type == "tool_execution_blocked"]
+    assert [(e.tool_call_id, e.reason) for e in blocked] == [("c2", "guardrail_blocked")]
+    assert "pack:house/no-root" in blocked[0].error.message
+    assert log == [("echo", {"x": 1})]
+
+
+async def test_a_resumed_run_keeps_the_guard_order() -> None:
+    """After a resume the agent's guards still run first, then the packs in the order the
+    suspended run had them, whatever order the host supplies them in."""
+    world, log = World(), []
+    order: list[str] = []
+
+    def watch(ctx: Any) -> Any:
+        order.append("agent")
+        return {"action": "allow"}
+
+    def pack(name: str) -> dict[str, Any]:
+        def predicate(args: dict[str, Any], ctx: Any) -> bool:
+            order.append(name)
+            return False
+
+        return {"id": name, "rules": [{"id": "r", "tool": "rm", "deny": predicate}]}
+
+    def built() -> Any:
+        return world.agent(
+            [
+                tool_turn(("c1", "rm", {"path": "/a"})),
+                tool_turn(("c2", "rm", {"path": "/b"})),
+                text_turn("ok"),
+            ],
+            tools=[echo_tool("rm", log=log)],
+            guardrails={"tool_input": [Guardrail("agent", "tool_input", watch)]},
+        )
+
+    session = built().create_session(id="s1", guardrail_packs=[pack("first"), pack("second")])
+    first = await session.run("go", run_state=world.run_state(interrupt_before_tool=True))
+    assert first.status == "suspended"
+    assert order == ["agent", "first", "second"]
+    order.clear()
+    resumed = await resume_agent_run(
+        built(),
+        {"run_id": first.run_id, "session_id": "s1"},
+        {"decision": "approve", "expected_version": first.run_state.version},
+        guardrail_packs=[pack("second"), pack("first")],
+        **world.resume_options(),
+    )
+    assert resumed.status == "suspended"
+    # The approved call, then the next turn's call before it suspends.
+    assert order == ["agent", "first", "second"] * 2
+    assert log == [("rm", {"path": "/a"})]

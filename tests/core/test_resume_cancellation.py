@@ -339,3 +339,151 @@ async def test_a_failed_compensation_reason_is_redacted_and_bounded() -> None:
     record = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, run_id)
     assert record is not None
     assert record.value["status"] == "running"
+
+
+async def test_an_abort_during_compensation_stops_it_between_hooks() -> None:
+    """The caller aborts while the failing hook is compensated: that compensation finishes,
+    the earlier hooks are not compensated, the restore failure is raised with the audit of
+    what ran, and nothing is claimed."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    before = await world.checkpoints.raw(run_id)
+    signal = AbortSignal()
+    calls: list[str] = []
+
+    class Layer:
+        def __init__(self, id: str, *, broken: bool = False) -> None:
+            self.id, self.broken = id, broken
+
+        def restore(self, ctx: Any) -> None:
+            calls.append(f"restore {self.id}")
+            if self.broken:
+                raise OSError("disk full")
+
+        async def compensate(self, ctx: Any) -> None:
+            calls.append(f"compensate {self.id}")
+            if self.broken:
+                signal.abort("deploy")
+                # Compensation is never cancelled mid-hook: this one still completes.
+                await anyio.sleep(0.01)
+                calls.append(f"compensated {self.id}")
+
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+    with pytest.raises(CheckpointRestoreError) as caught:
+        await resume_agent_run(
+            agent,
+            ref(run_id),
+            continue_input(version),
+            signal=signal,
+            restore_hooks=[Layer("a"), Layer("b"), Layer("c", broken=True)],
+            **world.resume_options(),
+        )
+    assert calls == ["restore a", "restore b", "restore c", "compensate c", "compensated c"]
+    assert caught.value.hook == "c"
+    assert caught.value.compensation == {"ran": ["c"]}
+    assert await world.checkpoints.raw(run_id) == before
+    assert log == [0, 1]
+
+
+def progress_seen(events: list[Any]) -> list[int]:
+    """The ``n`` of every tool progress event, in order."""
+    return [e.progress["n"] for e in events if e.type == "tool_execution_progress"]
+
+
+async def test_a_resume_stream_dropping_oldest_keeps_the_newest_events() -> None:
+    """drop_oldest: each tool's first reports are lost, its last four are delivered after
+    one notice that comes before them, and the resumed run completes."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    agent = world.agent(investigation(4), tools=[chatty_probe(log, 10)])
+    stream = resume_agent_run_stream(
+        agent,
+        ref(run_id),
+        continue_input(version),
+        max_queued_events=4,
+        overflow="drop_oldest",
+        **world.resume_options(),
+    )
+    events = [event async for event in stream]
+    names = [e.type for e in events]
+    assert progress_seen(events) == [6, 7, 8, 9, 6, 7, 8, 9]
+    assert names.count("event_subscriber_overflow") == 1
+    notice = names.index("event_subscriber_overflow")
+    assert names[notice + 1] == "tool_execution_progress"
+    assert events[notice].overflow == "drop_oldest"
+    assert names[-1] == "agent_finished"
+    assert log == [0, 1, 2, 3]
+    assert stream.result is not None
+    assert stream.result.status == "succeeded"
+
+
+async def test_the_lifecycle_resume_stream_honours_its_queue_bounds() -> None:
+    """lifecycle.resume_stream(..., max_queued_events, overflow) queues like the function:
+    drop_oldest keeps the newest reports; close ends the stream and aborts the run."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    agent = world.agent(investigation(4), tools=[chatty_probe(log, 10)])
+    lifecycle = create_agent_run_lifecycle(
+        checkpoints=world.checkpoints, resolve_agent=lambda agent_id: (agent, REVISION)
+    )
+    stream = lifecycle.resume_stream(
+        ref(run_id), continue_input(version), max_queued_events=4, overflow="drop_oldest"
+    )
+    events = [event async for event in stream]
+    assert progress_seen(events) == [6, 7, 8, 9, 6, 7, 8, 9]
+    assert [e.type for e in events].count("event_subscriber_overflow") == 1
+    assert stream.result is not None
+    assert stream.result.status == "succeeded"
+
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    agent = world.agent(investigation(4), tools=[chatty_probe(log, 10)])
+    lifecycle = create_agent_run_lifecycle(
+        checkpoints=world.checkpoints, resolve_agent=lambda agent_id: (agent, REVISION)
+    )
+    closing = lifecycle.resume_stream(ref(run_id), continue_input(version), max_queued_events=4)
+    closed = [event async for event in closing]
+    assert closed[-1].type == "event_subscriber_overflow"
+    assert closed[-1].max_queued_events == 4
+    assert log == [0, 1, 2]
+    assert closing.result is not None
+    assert closing.result.status == "aborted"
+
+
+async def test_an_aborted_lifecycle_resume_touches_no_store_and_resolves_no_agent() -> None:
+    """Already aborted: resume and resume_stream read nothing and never call resolve_agent.
+    Aborted while the record is read: resolve_agent is still never called."""
+    world, log = World(), []
+    run_id, version = await crashed(world, log)
+    resolved: list[str] = []
+    agent = world.agent(investigation(4), tools=[probe_tool(log)])
+
+    def resolve(agent_id: str) -> Any:
+        resolved.append(agent_id)
+        return (agent, REVISION)
+
+    lifecycle = create_agent_run_lifecycle(checkpoints=world.checkpoints, resolve_agent=resolve)
+    signal = AbortSignal()
+    signal.abort("shutting down")
+    calls = world.checkpoints.calls
+    with pytest.raises(ResumeAbortedError, match="shutting down"):
+        await lifecycle.resume(ref(run_id), continue_input(version), signal=signal)
+    stream = lifecycle.resume_stream(ref(run_id), continue_input(version), signal=signal)
+    with pytest.raises(ResumeAbortedError):
+        await stream.__anext__()
+    assert (world.checkpoints.calls, resolved, log) == (calls, [], [0, 1])
+
+    late = AbortSignal()
+    original = world.checkpoints.load
+
+    async def load_then_abort(*args: Any, **kw: Any) -> Any:
+        record = await original(*args, **kw)
+        late.abort("deploy")
+        return record
+
+    world.checkpoints.load = load_then_abort  # type: ignore[method-assign]
+    before = await world.checkpoints.raw(run_id)
+    with pytest.raises(ResumeAbortedError, match="deploy"):
+        await lifecycle.resume(ref(run_id), continue_input(version), signal=late)
+    assert (resolved, log) == ([], [0, 1])
+    assert await world.checkpoints.raw(run_id) == before

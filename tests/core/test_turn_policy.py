@@ -10,9 +10,12 @@ from prism_core import (
     MAX_STOP_DETAIL_BYTES,
     AgentRunError,
     AgentRunStateError,
+    ProviderRequest,
     ToolDefinition,
     TurnPolicy,
     TurnPolicyContext,
+    create_agent,
+    create_mock_provider,
     create_secret_redactor,
     provider_done,
     provider_text_delta,
@@ -264,3 +267,203 @@ async def test_a_resumed_run_consults_the_agents_turn_policy() -> None:
     )
     assert len(log) == 2
     assert seen[-1] == 2
+
+
+async def test_a_provider_finish_reason_is_redacted_and_bounded_everywhere() -> None:
+    """A finish reason carrying a secret and 100 KB is redacted and cut to
+    MAX_STOP_DETAIL_BYTES on message_finished, agent_finished, the result, the stop hook's
+    context and the durable terminal checkpoint."""
+    secret = "sk-live-456"
+    reason = f"{secret} " + "x" * 100_000
+    seen: list[str | None] = []
+
+    def hook(context: Any) -> Any:
+        seen.append(context.finish_reason)
+        return None
+
+    world = World()
+    agent = world.agent(
+        [[provider_text_delta("cut"), provider_done(finish_reason=reason)]],
+        redactor=create_secret_redactor([secret]),
+        stop_hooks=[hook],
+    )
+    session = agent.create_session()
+    events = [
+        event
+        async for event in session.stream(
+            "hi", run_state=world.run_state(checkpoint_policy="every-turn")
+        )
+    ]
+    finished = events[-1]
+    message_finished = next(e for e in events if e.type == "message_finished")
+    assert finished.type == "agent_finished"
+    record = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, finished.run_id)
+    assert record is not None
+    stored = record.value["stop_detail"]
+    for value in (
+        finished.finish_reason,
+        finished.stop_detail,
+        message_finished.finish_reason,
+        seen[0],
+        stored,
+    ):
+        assert value is not None
+        assert secret not in value
+        assert value.startswith("[REDACTED] xxx")
+        assert len(value.encode("utf-8")) <= MAX_STOP_DETAIL_BYTES
+
+
+async def test_stop_continuations_hold_across_a_suspension() -> None:
+    """A continuation spent before a suspension still counts after the resume: with a bound
+    of 2, one before and one after, and the run then finishes."""
+    world = World()
+    calls: list[int] = []
+
+    def keep_going(context: Any) -> Any:
+        calls.append(context.continuations)
+        return {"action": "continue", "message": f"again ({context.continuations})"}
+
+    script = [
+        text_turn("first"),
+        tool_turn(("c1", "echo", {"n": 1})),
+        text_turn("second"),
+        text_turn("third"),
+        text_turn("fourth"),
+    ]
+    log: list[Any] = []
+    agent = world.agent(
+        script,
+        tools=[echo_tool(log=log)],
+        stop_hooks=[keep_going],
+        limits={"max_stop_continuations": 2},
+    )
+    session = agent.create_session(id="s1")
+    first = await session.run("go", run_state=world.run_state(interrupt_before_tool=True))
+    assert first.status == "suspended"
+    assert calls == [0]
+    record = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, first.run_id)
+    assert record is not None
+    assert record.value["counters"]["stop_continuations"] == 1
+
+    resumed_agent = world.agent(
+        script,
+        tools=[echo_tool(log=log)],
+        stop_hooks=[keep_going],
+        limits={"max_stop_continuations": 2},
+    )
+    second = await resume_agent_run(
+        resumed_agent,
+        {"run_id": first.run_id, "session_id": "s1"},
+        {"decision": "approve", "expected_version": first.run_state.version},
+        **world.resume_options(),
+    )
+    assert (second.status, second.text) == ("succeeded", "third")
+    assert calls == [0, 1]
+    assert len(log) == 1
+    # The resumed run made the tool round's follow-up turn and one continued turn, no more.
+    assert len(resumed_agent.provider.requests) == 2  # type: ignore[union-attr]
+
+
+async def test_a_run_without_stop_continuations_keeps_its_counters_shape() -> None:
+    """Zero continuations are left out of the stored counters, so older records and new ones
+    of runs without stop hooks have the same bytes."""
+    world = World()
+    agent = world.agent(LOOPING, tools=[echo_tool()])
+    session = agent.create_session(id="s1")
+    first = await session.run("go", run_state=world.run_state(interrupt_before_tool=True))
+    record = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, first.run_id)
+    assert record is not None
+    assert set(record.value["counters"]) == {
+        "turns",
+        "provider_attempts",
+        "tool_rounds",
+        "tool_calls",
+        "usage",
+    }
+
+
+class _WorkerDied(BaseException):
+    """Stands in for SIGKILL: nothing in the run may catch it."""
+
+
+async def test_stop_continuations_hold_across_a_crash_continue() -> None:
+    """A worker dies after one continuation; the continued run may continue once more only."""
+    world = World()
+    calls: list[int] = []
+
+    def keep_going(context: Any) -> Any:
+        calls.append(context.continuations)
+        return {"action": "continue", "message": f"again ({context.continuations})"}
+
+    script = [text_turn("first"), text_turn("second"), text_turn("third"), text_turn("fourth")]
+
+    def dying(request: ProviderRequest) -> Any:
+        if sum(1 for m in request.messages if m.role == "assistant") == 1:
+            raise _WorkerDied()
+        return script[0]
+
+    options: dict[str, Any] = {
+        "id": "investigator",
+        "model": {"provider": "mock", "model": "demo"},
+        "store": world.sessions,
+        "stop_hooks": [keep_going],
+        "limits": {"max_stop_continuations": 2},
+    }
+    first = create_agent(provider=create_mock_provider(dying), **options)
+    run_ids: list[str] = []
+
+    async def consume() -> None:
+        async for event in first.create_session(id="s1").stream(
+            "go", run_state=world.run_state(checkpoint_policy="every-turn")
+        ):
+            run_ids.append(event.run_id)
+
+    with pytest.raises(_WorkerDied):
+        await consume()
+    assert calls == [0]
+    record = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, run_ids[-1])
+    assert record is not None
+    assert record.value["counters"]["stop_continuations"] == 1
+
+    agent = world.agent(script, **{k: v for k, v in options.items() if k != "store"})
+    result = await resume_agent_run(
+        agent,
+        {"run_id": run_ids[-1], "session_id": "s1"},
+        {"decision": "continue", "expected_version": record.version},
+        **world.resume_options(),
+    )
+    assert (result.status, result.text) == ("succeeded", "third")
+    assert calls == [0, 1]
+
+
+async def test_stop_hooks_wait_while_a_steered_message_is_queued() -> None:
+    """A turn that would finish while a steered message waits runs that message instead of
+    asking the hooks; they are asked once the run is really about to finish."""
+    box: list[Any] = []
+    seen: list[tuple[str, int]] = []
+
+    def turns(request: ProviderRequest) -> Any:
+        answered = sum(1 for m in request.messages if m.role == "assistant")
+        if answered == 0:
+            box[0].steer("also check the tests")
+            return text_turn("first")
+        return text_turn("second")
+
+    def hook(context: Any) -> Any:
+        seen.append((context.text, context.continuations))
+        return None
+
+    agent = create_agent(
+        model={"provider": "mock", "model": "demo"},
+        provider=create_mock_provider(turns),
+        stop_hooks=[hook],
+        limits={"max_stop_continuations": 1},
+    )
+    session = agent.create_session()
+    box.append(session)
+    result = await session.run("go")
+    assert (result.status, result.text) == ("succeeded", "second")
+    assert seen == [("second", 0)]
+    requests = agent.provider.requests  # type: ignore[union-attr]
+    assert len(requests) == 2
+    assert requests[1].messages[-1].text == "also check the tests"

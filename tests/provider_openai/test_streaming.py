@@ -205,3 +205,38 @@ async def test_developer_role_for_the_system_prompt() -> None:
         await agent.create_session().run("hi")
     messages = server.requests[0].json()["messages"]
     assert messages[0] == {"role": "developer", "content": "Answer in French."}
+
+
+async def test_an_answer_cut_by_the_token_limit_reports_length() -> None:
+    """``finish_reason: length`` ends the turn with what arrived and reports ``length`` on
+    message_finished, agent_finished and the result's stop_detail."""
+    with serve(replay("length_cut")) as server:
+        agent = create_agent(model=MODEL, provider=provider_for(server))
+        stream = agent.create_session().stream(
+            "Describe Prism.", provider_options={"max_completion_tokens": 8}
+        )
+        events = [event async for event in stream]
+    result = stream.result
+    assert result is not None
+    assert (result.status, result.text) == (
+        "succeeded",
+        "Prism's kernel runs provider turns, dispatches",
+    )
+    assert (result.stop_reason, result.stop_detail) == ("completed", "length")
+    (finished,) = [e for e in events if e.type == "message_finished"]
+    assert finished.finish_reason == "length"
+    assert events[-1].type == "agent_finished"
+    assert events[-1].finish_reason == "length"
+    assert result.usage is not None
+    assert result.usage.output_tokens == 8
+    assert server.requests[0].json()["max_completion_tokens"] == 8
+
+
+async def test_stop_and_tool_calls_finish_reasons_are_reported() -> None:
+    """A tool turn finishes with ``tool_calls``, the answer after it with ``stop``."""
+    with serve(replay("parallel_tool_calls"), replay("tool_result_answer")) as server:
+        agent = create_agent(model=MODEL, provider=provider_for(server), tools=[add_tool()])
+        events = [e async for e in agent.create_session().stream("What are 2 + 3 and 40 + 2?")]
+    reasons = [e.finish_reason for e in events if e.type == "message_finished"]
+    assert reasons == ["tool_calls", "stop"]
+    assert events[-1].finish_reason == "stop"

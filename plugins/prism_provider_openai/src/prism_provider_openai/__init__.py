@@ -10,10 +10,11 @@ URL come from ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``. For explicit settings 
 from __future__ import annotations
 
 from . import plugin
-from ._provider import PROVIDER_ID, OpenAIProvider, create_openai_provider
+from ._provider import FINISH_REASONS, PROVIDER_ID, OpenAIProvider, create_openai_provider
 from ._request import PASS_THROUGH_OPTIONS, OpenAIRequestError
 
 __all__ = (
+    "FINISH_REASONS",
     "PASS_THROUGH_OPTIONS",
     "PROVIDER_ID",
     "OpenAIProvider",

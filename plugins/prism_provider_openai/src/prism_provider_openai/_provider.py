@@ -28,10 +28,20 @@ from prism_core.signals import AbortSignal
 from ._errors import error_info
 from ._request import OpenAIRequestError, build_params
 
-__all__ = ("PROVIDER_ID", "OpenAIProvider", "create_openai_provider")
+__all__ = ("FINISH_REASONS", "PROVIDER_ID", "OpenAIProvider", "create_openai_provider")
 
 #: The ``model.provider`` this plugin answers for (``"openai:gpt-4.1-mini"``).
 PROVIDER_ID = "openai"
+
+#: Chat Completions ``finish_reason`` → Prism finish reason (the values the Anthropic provider
+#: reports); unknown values pass through unchanged. ``content_filter`` fails the turn instead.
+FINISH_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
 
 T = TypeVar("T")
 
@@ -265,7 +275,7 @@ class OpenAIProvider:
                 )
             )
         else:
-            yield provider_done(usage)
+            yield provider_done(usage, finish_reason=FINISH_REASONS.get(finish, finish))
 
     @staticmethod
     def _delta_events(delta: Any, indexes: _ToolIndexes) -> list[ProviderEvent]:

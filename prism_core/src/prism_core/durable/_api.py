@@ -34,6 +34,7 @@ from ._resume import (
 )
 from ._resume_checks import check_stream_options, coerce_hooks
 from ._resume_ports import ResumableAgentOf, SessionT
+from ._resume_signal import check_signal, coerce_signal
 from ._resume_stream import ResumeEventStream
 
 if TYPE_CHECKING:
@@ -281,11 +282,15 @@ class AgentRunLifecycle:
         unknown = sorted(set(request) - set(_REQUEST_KEYS))
         if unknown:
             raise AgentRunStateError(f"unknown resume request keys {echo(unknown, 200)}")
+        # An aborted resume reads no record and resolves no agent.
+        signal = coerce_signal(request.get("signal"))
+        check_signal(signal, "the checkpoint load")
         found = await self.status(
             ref, agent_id=request.get("agent_id"), ownership=request.get("ownership")
         )
         if found is None:
             raise AgentRunStateError(NOT_FOUND)
+        check_signal(signal, "the agent resolution")
         resolved = self.resolve_agent(found.state.agent_id)
         if inspect.isawaitable(resolved):
             resolved = await resolved

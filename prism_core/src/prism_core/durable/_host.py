@@ -117,6 +117,11 @@ class HostCounters(Protocol):
         """Whether any provider reported usage."""
         ...
 
+    @property
+    def stop_continuations(self) -> int:
+        """How often stop hooks continued the run."""
+        ...
+
 
 class HostRun(Protocol):
     """The run whose frontier a :class:`~prism_core.durable._run.DurableRun` checkpoints."""

@@ -82,6 +82,7 @@ def _restore_execution(execution: RunExecution, state: AgentRunState) -> None:
         tool_calls=counters.tool_calls,
         usage=counters.usage or execution.counters.usage,
         usage_reported=counters.usage is not None,
+        stop_continuations=counters.stop_continuations,
     )
     if state.limits is not None:
         try:

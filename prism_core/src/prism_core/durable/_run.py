@@ -304,6 +304,7 @@ class DurableRun:
             tool_rounds=counters.tool_rounds,
             tool_calls=counters.tool_calls,
             usage=counters.usage if counters.usage_reported else None,
+            stop_continuations=counters.stop_continuations,
         )
 
     def set_anchor(self) -> None:

@@ -160,6 +160,8 @@ class RunCountersState:
     tool_rounds: int = 0
     tool_calls: int = 0
     usage: Usage | None = None
+    #: How often stop hooks continued the run; left out of the JSON form when ``0``.
+    stop_continuations: int = 0
 
 
 @attrs.frozen(kw_only=True)
@@ -250,13 +252,15 @@ _RECORDS: frozenset[type[Any]] = frozenset(
 def state_to_json(state: AgentRunState) -> dict[str, Any]:
     """The JSON form of ``state`` (``checkpoint_policy`` appears only for ``every-turn``,
     ``stop_reason``/``stop_detail`` only on a terminal state that has them, the lease fields
-    only for a leased run)."""
+    only for a leased run, ``counters.stop_continuations`` only when not ``0``)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
     for key in ("checkpoint_policy", "stop_reason", "stop_detail", "lease_ms", "lease_expires_at"):
         if data.get(key) is None:
             data.pop(key, None)
+    if data["counters"].get("stop_continuations") == 0:
+        del data["counters"]["stop_continuations"]
     return data
 
 
@@ -436,7 +440,7 @@ def _check_fields(state: AgentRunState) -> None:
         if not getattr(state, name):
             raise _malformed(f"{name} must be a non-empty string")
     counters = state.counters
-    for name in ("turns", "provider_attempts", "tool_rounds", "tool_calls"):
+    for name in ("turns", "provider_attempts", "tool_rounds", "tool_calls", "stop_continuations"):
         _count(getattr(counters, name), f"counters.{name}")
     if counters.usage is not None:
         for name in ("input_tokens", "output_tokens", "total_tokens"):

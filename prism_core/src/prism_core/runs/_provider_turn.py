@@ -43,6 +43,7 @@ from ._failures import RunFailure
 from ._guarding import act_on_run_stage, decision_event, evaluate
 from ._request import request_bytes
 from ._state import RunState
+from ._turn_policy import bounded_detail
 
 __all__ = ("TurnState", "assistant_message", "finish_message", "stream_turn")
 
@@ -104,7 +105,7 @@ async def stream_turn(
                     error = provider_event.error
                     break
                 if isinstance(provider_event, ProviderDone):
-                    run.finish_reason = provider_event.finish_reason
+                    run.finish_reason = _finish_reason(run, provider_event.finish_reason)
                     if provider_event.usage is not None:
                         state.usage = provider_event.usage
                     break
@@ -156,12 +157,25 @@ def _retry_decision(
     return run.retry.decide(attempt, error)
 
 
-def _redact_provider_error(run: RunState, error: ErrorInfo) -> ErrorInfo:
-    message = error.message
+def _without_secrets(run: RunState, text: str) -> str:
     for secret in run.secrets:
         if secret:
-            message = message.replace(secret, "[REDACTED]")
+            text = text.replace(secret, "[REDACTED]")
+    return text
+
+
+def _redact_provider_error(run: RunState, error: ErrorInfo) -> ErrorInfo:
+    message = _without_secrets(run, error.message)
     return redact_value(attrs.evolve(error, message=message), run.redactor)
+
+
+def _finish_reason(run: RunState, reason: Any) -> str | None:
+    # The provider's text reaches events, the result and the stored state: it is bounded
+    # like ``stop_detail`` so a provider cannot smuggle a secret or bloat a checkpoint.
+    if reason is None:
+        return None
+    text = reason if isinstance(reason, str) else str(reason)
+    return bounded_detail(_without_secrets(run, text), run.redactor)
 
 
 def _on_provider_event(run: RunState, event: Any, state: TurnState) -> list[AgentEvent]:
