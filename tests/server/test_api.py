@@ -117,6 +117,7 @@ def test_approve_runs_the_tool_once_and_the_second_decision_is_409(
             f"/api/runs/{run_id}/resume", json={"expected_version": version, "decision": "approve"}
         )
     assert foreign.status_code == 404
+    assert foreign.json() == {"code": "ERR_PRISM_SERVER_NOT_FOUND", "message": "no such run"}
     assert stored(database, run_id, owner) == (version, "suspended")
     with client(base) as http:
         answer = http.post(

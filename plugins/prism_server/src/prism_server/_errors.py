@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.responses import JSONResponse
 
 from prism_core import (
+    RUN_NOT_FOUND,
     AgentDecisionError,
     AgentRunStateError,
     CheckpointConflictError,
@@ -23,9 +24,6 @@ __all__ = (
     "error_response",
     "status_for",
 )
-
-#: The core's message for an absent run; a foreign run is reported with the same one.
-NOT_FOUND_MESSAGE = "Agent run checkpoint not found"
 
 
 class ServerError(PrismError):
@@ -79,7 +77,7 @@ def status_for(exc: PrismError) -> int:
     if isinstance(exc, AgentDecisionError):
         return 422
     if isinstance(exc, AgentRunStateError):
-        return 404 if str(exc) == NOT_FOUND_MESSAGE else 409
+        return 404 if exc.code == RUN_NOT_FOUND else 409
     if isinstance(exc, CheckpointConflictError | CheckpointRestoreError):
         return 409
     return 500
