@@ -263,7 +263,11 @@ def test_bodies_over_the_bound_are_413(database: Database, host: Host) -> None:
                 yield b"y" * 100
             yield b'"}'
 
-        streamed = http.post(f"/api/runs/{run_id}/resume", content=chunks())
+        streamed = http.post(
+            f"/api/runs/{run_id}/resume",
+            content=chunks(),
+            headers={"content-type": "application/json"},
+        )
     assert answer.status_code == streamed.status_code == 413
     assert answer.json()["code"] == "ERR_PRISM_SERVER_BODY_TOO_LARGE"
     assert host.refunds == []

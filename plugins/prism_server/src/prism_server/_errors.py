@@ -17,10 +17,12 @@ from prism_core import (
 __all__ = (
     "AccessDenied",
     "BadRequest",
+    "Misdirected",
     "NotAuthenticated",
     "PayloadTooLarge",
     "RunNotFound",
     "ServerError",
+    "UnsupportedMediaType",
     "error_response",
     "status_for",
 )
@@ -66,6 +68,20 @@ class PayloadTooLarge(ServerError):
 
     code = "ERR_PRISM_SERVER_BODY_TOO_LARGE"
     status = 413
+
+
+class UnsupportedMediaType(ServerError):
+    """A resume whose body is not declared ``Content-Type: application/json``."""
+
+    code = "ERR_PRISM_SERVER_UNSUPPORTED_MEDIA_TYPE"
+    status = 415
+
+
+class Misdirected(ServerError):
+    """A request to the token-less loopback server whose ``Host`` is not a loopback name."""
+
+    code = "ERR_PRISM_SERVER_MISDIRECTED"
+    status = 421
 
 
 def status_for(exc: PrismError) -> int:
