@@ -74,3 +74,43 @@ def test_readme_says_how_to_install_from_a_checkout() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "make dist" in readme
     assert "pip install --find-links dist 'prism-runtime[" in readme
+
+
+PROSE = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+INSTALL = re.compile(r"pip install (?:--?\S+ )*'?(prism[a-z0-9-]*)(?![\w/])(?:\[([a-z0-9,-]+)\])?")
+RETIRED = re.compile(r"`prism\[|\bprism-(core|store-sql|store-redis|packs)\b")
+
+
+def _extras() -> dict[str, set[str]]:
+    return {
+        _project(path)["name"]: set(_project(path).get("optional-dependencies", {}))
+        for path in MANIFESTS
+    }
+
+
+def test_install_commands_in_the_docs_name_real_distributions_and_extras() -> None:
+    """Every ``pip install prism…`` in the README, the docs and the changelog installs a
+    workspace distribution with extras it declares (``prism-runtime[sql,postgres]`` …)."""
+    extras = _extras()
+    seen = 0
+    for path in PROSE:
+        for match in INSTALL.finditer(path.read_text(encoding="utf-8")):
+            name, wanted = match.groups()
+            assert name in extras, f"{path.name}: pip install {name} is not a distribution"
+            unknown = set((wanted or "").split(",")) - {""} - extras[name]
+            assert not unknown, f"{path.name}: {name} has no extra {sorted(unknown)}"
+            seen += 1
+    assert seen > 10
+
+
+def test_the_docs_and_changelog_name_no_retired_distribution() -> None:
+    """The pre-``prism-runtime`` names appear only where the rename is explained, and every
+    ``prism-runtime-*`` name in backticks is a workspace distribution."""
+    workspace = _workspace()
+    for path in PROSE:
+        text = path.read_text(encoding="utf-8")
+        for match in RETIRED.finditer(text):
+            around = text[max(0, match.start() - 200) : match.end() + 200]
+            assert "public index" in around, f"{path.name}: {around}"
+        for name in re.findall(r"`(prism-runtime-[a-z0-9-]+)", text):
+            assert name in workspace, f"{path.name}: {name} is not a distribution"

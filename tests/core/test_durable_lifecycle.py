@@ -8,6 +8,7 @@ import pytest
 
 from prism_core import (
     AGENT_RUN_NAMESPACE,
+    RUN_NOT_FOUND,
     AgentLoopStateError,
     AgentRunStateError,
     GenerateValidateReviseLoop,
@@ -78,10 +79,11 @@ async def test_lifecycle_resume_stream_and_capability_check() -> None:
         checkpoints=world.checkpoints,
         resolve_agent=lambda agent_id: (world.agent(TURNS, tools=[echo_tool()]), REVISION),
     )
-    with pytest.raises(AgentRunStateError, match="not found"):
+    with pytest.raises(AgentRunStateError, match="not found") as intruder:
         await lifecycle.resume(
             ref(result), {"expected_version": 1, "decision": "approve"}, agent_id="intruder"
         )
+    assert intruder.value.code == RUN_NOT_FOUND
     stream = lifecycle.resume_stream(ref(result), {"expected_version": 1, "decision": "approve"})
     kinds = types([e async for e in stream])
     assert kinds[:2] == ["agent_started", "agent_resumed"]

@@ -10,6 +10,7 @@ import pytest
 
 from prism_core import (
     AGENT_RUN_NAMESPACE,
+    RUN_NOT_FOUND,
     AgentRunStateError,
     AgentRunSummary,
     CheckpointStatusIndex,
@@ -304,13 +305,14 @@ async def test_a_run_id_alone_names_a_run() -> None:
         is None
     )
     agent = world.agent(TURNS, tools=[echo_tool()])
-    with pytest.raises(AgentRunStateError, match="not found"):
+    with pytest.raises(AgentRunStateError, match="not found") as mismatch:
         await resume_agent_run(
             agent,
             {"run_id": run.run_id, "session_id": "s-b"},
             {"expected_version": 1, "decision": "approve"},
             **world.resume_options(),
         )
+    assert mismatch.value.code == RUN_NOT_FOUND == "ERR_PRISM_RUN_NOT_FOUND"
     done = await resume_agent_run(
         agent,
         {"run_id": run.run_id},
@@ -330,8 +332,9 @@ async def test_a_run_id_alone_is_still_owner_scoped() -> None:
         resolve_agent=lambda agent_id: (world.agent(TURNS, tools=[echo_tool()]), REVISION),
     )
     assert await lifecycle.status({"run_id": run.run_id}) is None
-    with pytest.raises(AgentRunStateError, match="not found"):
+    with pytest.raises(AgentRunStateError, match="not found") as foreign:
         await lifecycle.resume({"run_id": run.run_id}, {"expected_version": 1, "decision": "deny"})
+    assert foreign.value.code == RUN_NOT_FOUND
     denied = await lifecycle.resume(
         {"run_id": run.run_id}, {"expected_version": 1, "decision": "deny"}, ownership=TENANT
     )

@@ -196,6 +196,33 @@ def stored(db: Database, run_id: str, owner: dict[str, str] | None = None) -> tu
     return run_async(read)
 
 
+def stored_run(
+    db: Database, run_id: str, owner: dict[str, str] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's stored record value, and each tool result its session holds by call id (the
+    value, or the error's message)."""
+
+    async def read() -> tuple[dict[str, Any], dict[str, Any]]:
+        checkpoints, sessions = db.stores()
+        try:
+            record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_id, ownership=owner)
+            assert record is not None
+            results: dict[str, Any] = {}
+            for entry in await sessions.list(record.value["session_id"]):
+                if entry.message is not None and entry.message.role == "tool":
+                    for block in entry.message.content:
+                        error = block.error
+                        results[block.tool_call_id] = (
+                            error.message if error is not None else block.value
+                        )
+        finally:
+            await checkpoints.aclose()
+            await sessions.aclose()
+        return dict(record.value), results
+
+    return run_async(read)
+
+
 @contextmanager
 def running(app: Any, *stores: Any) -> Iterator[str]:
     """``app`` under a real uvicorn server on 127.0.0.1 (a free port), in a thread; yields the

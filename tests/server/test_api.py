@@ -19,6 +19,7 @@ from ._support import (
     seed,
     sse_frames,
     stored,
+    stored_run,
 )
 
 
@@ -117,6 +118,7 @@ def test_approve_runs_the_tool_once_and_the_second_decision_is_409(
             f"/api/runs/{run_id}/resume", json={"expected_version": version, "decision": "approve"}
         )
     assert foreign.status_code == 404
+    assert foreign.json() == {"code": "ERR_PRISM_SERVER_NOT_FOUND", "message": "no such run"}
     assert stored(database, run_id, owner) == (version, "suspended")
     with client(base) as http:
         answer = http.post(
@@ -261,7 +263,11 @@ def test_bodies_over_the_bound_are_413(database: Database, host: Host) -> None:
                 yield b"y" * 100
             yield b'"}'
 
-        streamed = http.post(f"/api/runs/{run_id}/resume", content=chunks())
+        streamed = http.post(
+            f"/api/runs/{run_id}/resume",
+            content=chunks(),
+            headers={"content-type": "application/json"},
+        )
     assert answer.status_code == streamed.status_code == 413
     assert answer.json()["code"] == "ERR_PRISM_SERVER_BODY_TOO_LARGE"
     assert host.refunds == []
@@ -360,3 +366,45 @@ def test_a_denied_run_streams_its_denial(database: Database, host: Host, base: s
     assert frames[-1][1]["status"] == "denied"
     assert stored(database, run_id, owner)[1] == "denied"
     assert host.refunds == []
+
+
+@pytest.mark.parametrize("outcome", ["completed", "failed"])
+def test_in_doubt_calls_are_resolved_over_http(
+    database: Database, host: Host, base: str, outcome: str
+) -> None:
+    """A run that crashed between ``refund B-2``'s dispatch and its result is settled by an
+    operator's resolution: the call is never run again, the rest of its round runs once, and
+    the stored run records the outcome, the result the session keeps and the audit."""
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["B-2", "C-3"], owner=owner)
+    make_in_doubt(database, run_id, owner=owner)
+    version, status = stored(database, run_id, owner)
+    assert status == "running"
+    resolution: dict[str, Any] = {"tool_call_id": "c1", "outcome": outcome}
+    if outcome == "completed":
+        resolution["result"] = {"refunded": "B-2", "by": "operator"}
+    else:
+        resolution["reason"] = "the payment provider rejected it"
+    body = {"expected_version": version, "decision": "continue", "resolutions": [resolution]}
+    with client(base) as http:
+        answer = http.post(f"/api/runs/{run_id}/resume", json=body)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["status"] == "succeeded"
+        assert answer.json()["text"] == "refunds settled"
+        again = http.post(f"/api/runs/{run_id}/resume", json=body)
+        assert again.status_code == 409
+        detail = http.get(f"/api/runs/{run_id}").json()
+    assert detail["status"] == "succeeded"
+    assert detail["in_doubt_calls"] == []
+    assert host.refunds == ["C-3"]
+    value, results = stored_run(database, run_id, owner)
+    assert value["status"] == "succeeded"
+    assert detail["version"] == answer.json()["version"] == stored(database, run_id, owner)[0]
+    assert answer.json()["version"] > version
+    assert results["c2"] == {"refunded": "C-3"}
+    if outcome == "completed":
+        assert results["c1"] == {"refunded": "B-2", "by": "operator"}
+    else:
+        assert "the payment provider rejected it" in results["c1"]
+    [audit] = value["resolutions"]
+    assert (audit["tool_call_id"], audit["outcome"], audit["source"]) == ("c1", outcome, "operator")

@@ -61,7 +61,49 @@ HOST_MODULE = textwrap.dedent(
 )
 
 
-def test_prism_serve_refuses_a_public_address_without_a_token(
+def _prism(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``prism ARGV`` in a child process, with the tests importable and no server token."""
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run(
+        [sys.executable, "-m", "prism_core._cli", *argv],
+        cwd=tmp_path,
+        env={"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_prism_serve_refuses_a_public_address_without_a_token_on_stderr(tmp_path: Path) -> None:
+    """The refusal is on stderr with exit status 2, before the host module is imported (it
+    would write ``imported``) or the store is opened (no database file appears)."""
+    (tmp_path / "served_host.py").write_text(HOST_MODULE + "\nopen('imported', 'w').close()\n")
+    url = f"sqlite:///{tmp_path / 'prism.db'}"
+    app = ["--app", "served_host:resolve_agent"]
+    done = _prism(tmp_path, "serve", "--store", url, *app, "--host", "0.0.0.0")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "refusing to listen on 0.0.0.0 without PRISM_SERVER_TOKEN" in done.stderr
+    assert not (tmp_path / "imported").exists()
+    assert not (tmp_path / "prism.db").exists()
+    unknown = _prism(tmp_path, "serve", "--store", url, "--app", "nowhere_at_all:x")
+    assert unknown.returncode == 2
+    assert unknown.stdout == ""
+    assert "cannot import 'nowhere_at_all'" in unknown.stderr
+
+
+def test_prism_serve_refuses_a_store_it_cannot_open_on_stderr(tmp_path: Path) -> None:
+    (tmp_path / "served_host.py").write_text(HOST_MODULE)
+    done = _prism(tmp_path, "serve", "--store", "nosuch://x", "--app", "served_host:resolve_agent")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "prism serve: cannot open --store: No checkpoint store for 'nosuch' URLs" in (
+        done.stderr
+    )
+
+
+def test_prism_serve_in_process_refuses_on_stderr(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "served_host.py").write_text(HOST_MODULE)
@@ -70,8 +112,9 @@ def test_prism_serve_refuses_a_public_address_without_a_token(
     url = f"sqlite:///{tmp_path / 'prism.db'}"
     argv = ["serve", "--store", url, "--app", "served_host:resolve_agent", "--host", "0.0.0.0"]
     assert main(argv) == 2
-    assert "PRISM_SERVER_TOKEN" in capsys.readouterr().out
-    assert main(["serve", "--store", url, "--app", "nowhere_at_all:x"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "PRISM_SERVER_TOKEN" in err
 
 
 def test_prism_serve_serves_a_store(sqlite_database: Database, tmp_path: Path) -> None:

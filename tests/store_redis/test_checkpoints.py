@@ -18,7 +18,9 @@ from prism_core.durable import (
 from prism_core.errors import CheckpointConflictError
 from prism_store_redis import (
     RedisCheckpointStore,
+    RedisSessionStoreError,
     create_redis_checkpoint_store,
+    create_redis_session_store,
 )
 from prism_store_redis._keys import CheckpointKeys
 from tests.conftest import REDIS_URL
@@ -320,18 +322,31 @@ def test_constructor_rejects_what_is_not_a_redis_target() -> None:
         create_redis_checkpoint_store(object())  # type: ignore[arg-type]
 
 
-def test_trio_is_refused_with_a_clear_error() -> None:
-    """Outside asyncio the store says it needs asyncio instead of failing obscurely."""
-    store = create_redis_checkpoint_store(REDIS_URL)
+TRIO_ADVICE = ("runs on asyncio only", "the SQLite store", "sqlite:///")
+
+
+def test_trio_is_refused_naming_the_store_that_works_there() -> None:
+    """Under trio both Redis stores refuse before any I/O, and the refusal names the SQLite
+    store (``sqlite:///``), the durable store that runs on trio."""
+    checkpoints = create_redis_checkpoint_store(REDIS_URL)
+    sessions = create_redis_session_store(REDIS_URL)
+    refusals: list[str] = []
 
     async def under_trio() -> None:
-        with pytest.raises(CheckpointStoreError, match="asyncio"):
-            await store.load(NS, "k")
-        with pytest.raises(CheckpointStoreError, match="asyncio"):
-            await store.aclose()
+        with pytest.raises(CheckpointStoreError) as load:
+            await checkpoints.load(NS, "k")
+        with pytest.raises(CheckpointStoreError) as close:
+            await checkpoints.aclose()
+        with pytest.raises(RedisSessionStoreError) as listing:
+            await sessions.list("s1")
+        refusals.extend(str(info.value) for info in (load, close, listing))
 
     anyio.run(under_trio, backend="trio")
-    anyio.run(store.aclose, backend="asyncio")
+    anyio.run(checkpoints.aclose, backend="asyncio")
+    anyio.run(sessions.aclose, backend="asyncio")
+    assert len(refusals) == 3
+    for message in refusals:
+        assert all(advice in message for advice in TRIO_ADVICE), message
 
 
 async def test_stores_with_and_without_limits_share_a_prefix_and_count_exactly(

@@ -59,6 +59,7 @@ from .durable import (
     resume_agent_run_stream,
 )
 from .errors import (
+    RUN_NOT_FOUND,
     AgentDecisionError,
     AgentLoopStateError,
     AgentRunError,
@@ -194,6 +195,7 @@ __all__ = (
     "HARD_MAX_PROVIDER_BYTES",
     "MAX_AGENT_RUN_METADATA_BYTES",
     "RECONCILE_NOT_STARTED",
+    "RUN_NOT_FOUND",
     "MAX_CHECKPOINT_PAGE_SIZE",
     "MAX_STOP_DETAIL_BYTES",
     "MIDDLEWARE_POINTS",

@@ -29,13 +29,19 @@ def add_serve_parser(commands: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    """Run ``prism serve``; returns the exit code (2 for usage, a missing server included)."""
+    """Run ``prism serve``; returns the exit code (2 for usage, a missing server and a refusal to
+    serve included, 1 for a store that cannot be opened); refusals are printed on stderr."""
     from ._runs_cli import _Usage, load_app
 
     try:
-        from prism_server._serve import serve
+        from prism_server._serve import serve, start_refusal
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
+        return 2
+    # Refused before the host's module is imported: importing it may have effects.
+    refusal = start_refusal(args)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
         return 2
     try:
         resolve_agent = load_app(args.app)

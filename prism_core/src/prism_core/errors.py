@@ -22,8 +22,13 @@ __all__ = (
     "GuardrailRunError",
     "JsonSchemaError",
     "PrismError",
+    "RUN_NOT_FOUND",
     "ToolDefinitionError",
 )
+
+#: The ``code`` of the :class:`AgentRunStateError` for a durable run that does not exist in the
+#: caller's ownership scope. An absent run and another tenant's run get this same code.
+RUN_NOT_FOUND = "ERR_PRISM_RUN_NOT_FOUND"
 
 
 class AgentRunError(PrismError):

@@ -12,20 +12,24 @@ from ._app import DEFAULT_MAX_BODY_BYTES, create_app
 from ._errors import (
     AccessDenied,
     BadRequest,
+    Misdirected,
     NotAuthenticated,
     PayloadTooLarge,
     RunNotFound,
     ServerError,
+    UnsupportedMediaType,
 )
 
 __all__ = (
     "DEFAULT_MAX_BODY_BYTES",
     "AccessDenied",
     "BadRequest",
+    "Misdirected",
     "NotAuthenticated",
     "PayloadTooLarge",
     "RunNotFound",
     "ServerError",
+    "UnsupportedMediaType",
     "create_app",
     "plugin",
 )

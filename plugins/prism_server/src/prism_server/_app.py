@@ -24,6 +24,7 @@ from ._auth import Authorize, caller_scope, default_authorize, token_from_enviro
 from ._body import read_json_object
 from ._console import console_routes
 from ._errors import BadRequest, RunNotFound, error_response
+from ._guards import require_json
 from ._sse import EventStreamResponse
 from ._views import result_json, run_detail, summary_json
 
@@ -169,6 +170,7 @@ def api_routes(ctx: ServerContext) -> list[Route]:
     @refusals
     async def resume_run(request: Request) -> Response:
         scope = await ctx.scope(request)
+        require_json(request)
         resume = await read_json_object(request, ctx.max_body_bytes)
         ref = {"run_id": request.path_params["run_id"]}
         packs = await ctx.packs_for(ref, scope)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hmac
 import inspect
-import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from starlette.requests import Request
 
 from ._errors import NotAuthenticated
+from ._guards import is_loopback, require_loopback_host
 
 __all__ = (
     "TOKEN_COOKIE",
@@ -29,29 +29,21 @@ TOKEN_COOKIE = "prism_token"
 Authorize = Callable[[Request], Any]
 
 
-def is_loopback(host: str | None) -> bool:
-    """Whether ``host`` names this machine only (``127.0.0.0/8``, ``::1``, ``localhost``)."""
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def default_authorize(token: str | None) -> Authorize:
     """One unscoped tenant behind ``token`` (a bearer header or the console's cookie).
 
-    Without a token only loopback clients are served: ``prism serve`` refuses to bind
-    elsewhere without one.
+    Without a token only loopback clients are served, and only requests whose ``Host`` is a
+    loopback name or address (421 otherwise): ``prism serve`` refuses to bind elsewhere
+    without one.
     """
 
     def authorize(request: Request) -> dict[str, str] | None:
         if token is None:
             client = request.client.host if request.client is not None else None
-            return {} if is_loopback(client) else None
+            if not is_loopback(client):
+                return None
+            require_loopback_host(request)
+            return {}
         header = request.headers.get("authorization", "")
         scheme, _, given = header.partition(" ")
         if scheme.lower() != "bearer":

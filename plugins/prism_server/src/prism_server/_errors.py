@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.responses import JSONResponse
 
 from prism_core import (
+    RUN_NOT_FOUND,
     AgentDecisionError,
     AgentRunStateError,
     CheckpointConflictError,
@@ -16,16 +17,15 @@ from prism_core import (
 __all__ = (
     "AccessDenied",
     "BadRequest",
+    "Misdirected",
     "NotAuthenticated",
     "PayloadTooLarge",
     "RunNotFound",
     "ServerError",
+    "UnsupportedMediaType",
     "error_response",
     "status_for",
 )
-
-#: The core's message for an absent run; a foreign run is reported with the same one.
-NOT_FOUND_MESSAGE = "Agent run checkpoint not found"
 
 
 class ServerError(PrismError):
@@ -70,6 +70,20 @@ class PayloadTooLarge(ServerError):
     status = 413
 
 
+class UnsupportedMediaType(ServerError):
+    """A resume whose body is not declared ``Content-Type: application/json``."""
+
+    code = "ERR_PRISM_SERVER_UNSUPPORTED_MEDIA_TYPE"
+    status = 415
+
+
+class Misdirected(ServerError):
+    """A request to the token-less loopback server whose ``Host`` is not a loopback name."""
+
+    code = "ERR_PRISM_SERVER_MISDIRECTED"
+    status = 421
+
+
 def status_for(exc: PrismError) -> int:
     """The HTTP status of a refusal."""
     if isinstance(exc, ServerError):
@@ -79,7 +93,7 @@ def status_for(exc: PrismError) -> int:
     if isinstance(exc, AgentDecisionError):
         return 422
     if isinstance(exc, AgentRunStateError):
-        return 404 if str(exc) == NOT_FOUND_MESSAGE else 409
+        return 404 if exc.code == RUN_NOT_FOUND else 409
     if isinstance(exc, CheckpointConflictError | CheckpointRestoreError):
         return 409
     return 500

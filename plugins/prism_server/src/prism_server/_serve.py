@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ._auth import is_loopback, token_from_environment
 
-__all__ = ("close_on_shutdown", "serve")
+__all__ = ("close_on_shutdown", "serve", "start_refusal")
 
 
 def close_on_shutdown(app: Any, *stores: Any) -> None:
@@ -28,23 +29,39 @@ def close_on_shutdown(app: Any, *stores: Any) -> None:
     app.router.lifespan_context = lifespan
 
 
-def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
-    """Run the server for ``prism serve`` until interrupted; returns the exit code."""
-    import uvicorn
-
-    from prism_core import discover_plugins, open_checkpoint_store, open_session_store
-
-    from ._app import create_app
-
+def start_refusal(args: argparse.Namespace) -> str | None:
+    """Why ``prism serve`` must not start with ``args``, or ``None`` when it may."""
     if token_from_environment() is None and not is_loopback(args.host):
-        print(
+        return (
             f"prism serve: refusing to listen on {args.host} without PRISM_SERVER_TOKEN "
             "(set a token, or bind to 127.0.0.1)"
         )
+    return None
+
+
+def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
+    """Run the server for ``prism serve`` until interrupted; returns the exit code.
+
+    A refusal to start is printed on stderr: 2 for a configuration that must not be served
+    (:func:`start_refusal`), 1 for a store that cannot be opened.
+    """
+    import uvicorn
+
+    from prism_core import PrismError, discover_plugins, open_checkpoint_store, open_session_store
+
+    from ._app import create_app
+
+    refusal = start_refusal(args)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
         return 2
     plugins = discover_plugins()
-    checkpoints = open_checkpoint_store(args.store, plugins=plugins)
-    sessions = open_session_store(args.store, plugins=plugins)
+    try:
+        checkpoints = open_checkpoint_store(args.store, plugins=plugins)
+        sessions = open_session_store(args.store, plugins=plugins)
+    except (PrismError, ValueError) as exc:
+        print(f"prism serve: cannot open --store: {exc}", file=sys.stderr)
+        return 1
     app = create_app(checkpoints=checkpoints, sessions=sessions, resolve_agent=resolve_agent)
     close_on_shutdown(app, sessions, checkpoints)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")

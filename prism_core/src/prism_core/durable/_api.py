@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._echo import echo
-from ..errors import AgentRunStateError
+from ..errors import RUN_NOT_FOUND, AgentRunStateError
 from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy
 from ..signals import AbortSignal
@@ -289,7 +289,7 @@ class AgentRunLifecycle:
             ref, agent_id=request.get("agent_id"), ownership=request.get("ownership")
         )
         if found is None:
-            raise AgentRunStateError(NOT_FOUND)
+            raise AgentRunStateError(NOT_FOUND, code=RUN_NOT_FOUND)
         check_signal(signal, "the agent resolution")
         resolved = self.resolve_agent(found.state.agent_id)
         if inspect.isawaitable(resolved):
@@ -303,7 +303,7 @@ class AgentRunLifecycle:
                 "resolve_agent must return (agent, definition_revision) or a mapping with them"
             )
         if agent is None:
-            raise AgentRunStateError(NOT_FOUND)
+            raise AgentRunStateError(NOT_FOUND, code=RUN_NOT_FOUND)
         if not isinstance(revision, str):
             raise AgentRunStateError("resolve_agent returned no definition_revision")
         resume_request = _request(
