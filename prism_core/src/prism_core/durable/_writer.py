@@ -16,6 +16,7 @@ the save, and ``checkpoint_written`` observes the save (version, bytes, duration
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -40,6 +41,8 @@ from ._options import (
 from ._state import AgentRunState, check_state_bounds, state_to_json
 
 __all__ = ("CheckpointWriter", "read_metadata", "resolve_metadata")
+
+logger = logging.getLogger(__package__ or __name__)
 
 
 def resolve_metadata(
@@ -288,9 +291,37 @@ class CheckpointWriter:
         except (CheckpointConflictError, CheckpointStoreUnavailableError) as exc:
             self.lost = exc
             raise
+        duration_ms = (time.perf_counter() - started) * 1000
         self.version = record.version
         self.writes += 1
         self.last_state = state
+        logger.debug(
+            "run %s: checkpoint version %d written (%s, %d bytes, %.1f ms)",
+            self.run_id,
+            record.version,
+            state.status,
+            len(encoded),
+            duration_ms,
+            extra={
+                "prism_run_id": self.run_id,
+                "prism_version": record.version,
+                "prism_status": state.status,
+                "prism_bytes": len(encoded),
+                "prism_duration_ms": duration_ms,
+            },
+        )
+        if entries:
+            logger.debug(
+                "run %s: %d session entries committed with checkpoint version %d",
+                self.run_id,
+                len(entries),
+                record.version,
+                extra={
+                    "prism_run_id": self.run_id,
+                    "prism_version": record.version,
+                    "prism_entries": len(entries),
+                },
+            )
         if (
             middleware is not None
             and context is not None
@@ -301,7 +332,7 @@ class CheckpointWriter:
                 version=record.version,
                 status=state.status,
                 bytes=len(encoded),
-                duration_ms=(time.perf_counter() - started) * 1000,
+                duration_ms=duration_ms,
             )
             await middleware.inform("checkpoint_written", write, context("checkpoint_written"))
         return record.version

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anyio
@@ -44,6 +45,8 @@ __all__ = (
     "AgentSession",
     "SessionClosedError",
 )
+
+logger = logging.getLogger(__package__ or __name__)
 
 #: How long ``session.snapshot()`` reuses an unchanged branch, by default and at most.
 DEFAULT_SNAPSHOT_CACHE_TTL_MS = 1000
@@ -455,6 +458,18 @@ class AgentSession:
             return entry
         stored = await self.store.append(entry)
         self.leaf_id = stored.id
+        logger.debug(
+            "session %s: %s entry %s committed (run %s)",
+            self.id,
+            kind,
+            stored.id,
+            run_id,
+            extra={
+                "prism_session_id": self.id,
+                "prism_entry_id": stored.id,
+                "prism_run_id": run_id,
+            },
+        )
         return stored
 
     async def _append_message(self, message: Message, run_id: str | None) -> SessionEntry:
