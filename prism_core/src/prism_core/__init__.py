@@ -59,6 +59,7 @@ from .durable import (
     resume_agent_run_stream,
 )
 from .errors import (
+    AgentConfigError,
     AgentDecisionError,
     AgentLoopStateError,
     AgentRunError,
@@ -202,6 +203,7 @@ __all__ = (
     "AIProvider",
     "AbortSignal",
     "Agent",
+    "AgentConfigError",
     "AgentDecisionError",
     "AgentDeniedEvent",
     "AgentEvent",
