@@ -63,6 +63,7 @@ def _log_commit(entry: SessionEntry) -> None:
         },
     )
 
+
 #: How long ``session.snapshot()`` reuses an unchanged branch, by default and at most.
 DEFAULT_SNAPSHOT_CACHE_TTL_MS = 1000
 HARD_MAX_SNAPSHOT_CACHE_TTL_MS = 30000
