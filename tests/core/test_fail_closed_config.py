@@ -12,6 +12,7 @@ import anyio.lowlevel
 import pytest
 
 from prism_core import (
+    AgentConfigError,
     AgentRunStateError,
     GuardrailPackError,
     PrismError,
@@ -304,8 +305,57 @@ async def test_sync_host_callables_run_under_the_agents_thread_limiter() -> None
     assert kinds == {"tool", "validate", "guard", "hook"}
     assert all(borrowed == 1 for _, borrowed in seen)
     assert limiter.borrowed_tokens == 0
-    with pytest.raises(TypeError, match="CapacityLimiter"):
+    with pytest.raises(AgentConfigError, match="CapacityLimiter") as info:
         create_agent(model=MODEL, thread_limiter=3)
+    assert info.value.code == "ERR_PRISM_AGENT_CONFIG"
+
+
+WRONG_CONFIG: list[tuple[str, Any]] = [
+    ("thread_limiter", 3),
+    ("thread_limiter", "4"),
+    ("thread_limiter", anyio.Lock),
+    ("run_state", 3),
+    ("run_state", "every-turn"),
+    ("stop_hooks", 3),
+    ("stop_hooks", [lambda context: None, "finish"]),
+    ("turn_policy", 3),
+    ("turn_policy", {"max_turns": -1}),
+    ("validate", "yes"),
+    ("trust", 1),
+    ("metadata", 3),
+    ("provider_options", "fast"),
+    ("system_prompt", 3),
+    ("middleware", 3),
+    ("provider_request_policies", [1]),
+    ("limits", "tight"),
+    ("retry", "often"),
+    ("context_window", -5),
+    ("skills_disclosure", "loud"),
+    ("thinking_level", 3),
+    ("redactor", "mask"),
+    ("name", 3),
+    ("tools", 3),
+    ("no_such_option", 1),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), WRONG_CONFIG, ids=[k for k, _ in WRONG_CONFIG])
+def test_a_wrong_configuration_value_is_a_typed_error_at_creation(key: str, value: Any) -> None:
+    """Every malformed ``create_agent`` value is refused when the agent is created, with a
+    ``PrismError`` and a stable code (the check's own error as its cause), not at run time."""
+    with pytest.raises(PrismError) as info:
+        create_agent(model=MODEL, **{key: value})
+    assert info.value.code in ("ERR_PRISM_AGENT_CONFIG", "ERR_PRISM_INVALID_OPTIONS")
+    assert len(str(info.value)) <= 400
+    if info.value.code == "ERR_PRISM_AGENT_CONFIG":
+        assert isinstance(info.value.__cause__, TypeError | ValueError)
+
+
+def test_a_huge_wrong_value_is_quoted_briefly() -> None:
+    """The refusal of an enormous value stays short."""
+    with pytest.raises(AgentConfigError) as info:
+        create_agent(model=MODEL, stop_hooks=["x" * 100_000])
+    assert len(str(info.value)) <= 300
 
 
 # -- a complete provider call that cannot encode ------------------------------------------------

@@ -2,7 +2,8 @@
 
 Drives run-state options (both forms) through ``session.run``, stored records with malformed
 values through ``load_agent_run_state`` and ``lifecycle.status``, and malformed ``ref``,
-``resume`` and options through ``resume_agent_run``.
+``resume`` and options through ``resume_agent_run``, ``resume_agent_run_stream`` and the
+lifecycle's ``resume`` and ``resume_stream``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from prism_core import (
     create_agent_run_lifecycle,
     load_agent_run_state,
     resume_agent_run,
+    resume_agent_run_stream,
 )
 from prism_core.durable import agent_fingerprint
 
@@ -194,31 +196,47 @@ resumes = st.one_of(
 )
 
 
-def _known_elsewhere(options: dict[str, Any]) -> bool:
-    """Inputs whose plain error comes from the restore-hook and session-observer checks of
-    the resume pipeline (a non-callable ``on_session``; a restore hook that is not callable
-    and whose ``repr`` fails), which are refused there, outside what this suite covers."""
-    on_session = options.get("on_session")
-    hooks = options.get("restore_hooks", ())
-    odd_hook = isinstance(hooks, list | tuple | dict | set) and any(
-        not callable(hook) for hook in hooks
-    )
-    return odd_hook or (on_session is not None and not callable(on_session))
+ENTRY_POINTS = ("resume", "resume_stream", "lifecycle_resume", "lifecycle_resume_stream")
+
+
+async def _drive(entry: str, agent: Any, world: World, ref: Any, resume: Any, options: Any) -> None:
+    """Resume through ``entry`` and consume it to the end."""
+    if entry.startswith("lifecycle"):
+        lifecycle = create_agent_run_lifecycle(
+            checkpoints=world.checkpoints, resolve_agent=lambda agent_id: (agent, REVISION)
+        )
+        request = {k: v for k, v in options.items() if k != "definition_revision"}
+        if entry == "lifecycle_resume":
+            await lifecycle.resume(ref, resume, **request)
+            return
+        async for _ in lifecycle.resume_stream(ref, resume, **request):
+            pass
+        return
+    kwargs = {"checkpoints": world.checkpoints, "definition_revision": REVISION, **options}
+    if entry == "resume":
+        await resume_agent_run(agent, ref, resume, **kwargs)
+        return
+    async for _ in resume_agent_run_stream(agent, ref, resume, **kwargs):
+        pass
 
 
 @FUZZ
 @given(
+    entry=st.sampled_from(ENTRY_POINTS),
     ref=refs,
     resume=resumes,
     options=st.dictionaries(st.sampled_from(RESUME_OPTIONS), values, max_size=3),
     status=st.sampled_from(["running", "suspended", "succeeded"]),
 )
-def test_fuzz_resume_input(ref: Any, resume: Any, options: dict[str, Any], status: str) -> None:
-    """Malformed ref, resume and options: a bounded PrismError, and no checkpoint write
-    unless the run was claimed (a claimed run may fail later as an AgentRunError)."""
+def test_fuzz_resume_input(
+    entry: str, ref: Any, resume: Any, options: dict[str, Any], status: str
+) -> None:
+    """Malformed ref, resume and options through every resume entry point (``resume_agent_run``,
+    its stream, the lifecycle's ``resume`` and ``resume_stream``): a bounded PrismError, and no
+    checkpoint write unless the run was claimed (a claimed run may fail later as an
+    AgentRunError)."""
     world = World()
     agent = world.agent([text_turn("done")])
-    kwargs = {"checkpoints": world.checkpoints, "definition_revision": REVISION, **options}
     state = good_state(
         status=status,
         agent_id=agent.id,
@@ -229,10 +247,8 @@ def test_fuzz_resume_input(ref: Any, resume: Any, options: dict[str, Any], statu
     async def main() -> None:
         await seed(world.checkpoints.inner, value=state)
         try:
-            await resume_agent_run(agent, ref, resume, **kwargs)
+            await _drive(entry, agent, world, ref, resume, options)
         except Exception as exc:
-            if _known_elsewhere(options) and not isinstance(exc, PrismError):
-                return
             _check_refusal(exc)
             if not isinstance(exc, AgentRunError):
                 assert world.checkpoints.saves == 0

@@ -132,3 +132,73 @@ async def test_a_tool_input_guard_that_raises_keeps_its_cause() -> None:
     assert log == []
     assert info.value.result.status == "failed"
     assert any(isinstance(c, LookupDown) for c in causes(info.value))
+
+
+def raising_pack() -> dict[str, Any]:
+    """An inline pack whose ``deny`` predicate raises, quoting a secret it was given."""
+
+    def deny(args: dict[str, Any], context: Any) -> bool:
+        raise LookupDown(f"inventory refused token {args.get('token')}")
+
+    return {
+        "id": "house",
+        "version": 1,
+        "rules": [{"id": "no-root", "tool": "echo", "deny": deny, "reason": "never the root"}],
+    }
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("durable", [False, True], ids=["live", "durable"])
+async def test_a_pack_whose_deny_predicate_raises_fails_the_run_closed(
+    durable: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The tool never runs; the run fails with ``ERR_PRISM_GUARDRAIL_BLOCKED`` chained to the
+    predicate's exception; the decision record names the exception type and its redacted
+    text; one warning names the pack rule and the type, never the secret."""
+    from .durable_support import World
+
+    log: list[Any] = []
+    world = World()
+    config: dict[str, Any] = {
+        "tools": [echo_tool(log=log)],
+        "redactor": create_secret_redactor([SECRET]),
+    }
+    turns = [tool_turn(("c1", "echo", {"path": "/", "token": SECRET})), text_turn("never")]
+    agent = world.agent(turns, **config)
+    session = agent.create_session(id="s1", guardrail_packs=[raising_pack()])
+    sub = session.subscribe()
+    options: dict[str, Any] = (
+        {"run_state": world.run_state(checkpoint_policy="every-turn")} if durable else {}
+    )
+    with (
+        caplog.at_level(logging.DEBUG, logger="prism_core"),
+        pytest.raises(GuardrailRunError) as info,
+    ):
+        await session.run("clean up", **options)
+    events = [e async for e in sub]
+    assert log == []
+    assert info.value.code == "ERR_PRISM_GUARDRAIL_BLOCKED"
+    assert info.value.result.status == "failed"
+    chain = causes(info.value)
+    assert any(isinstance(c, LookupDown) for c in chain)
+    (decision,) = [e for e in events if e.type == "guardrail_decision"]
+    record = decision.record
+    assert (record.guardrail, record.action, record.reason) == (
+        "pack:house/no-root",
+        "tripwire",
+        "guardrail_failed",
+    )
+    assert record.metadata == {
+        "error_type": "LookupDown",
+        "error": "inventory refused token [REDACTED]",
+    }
+    warnings = [r for r in caplog.records if r.name == "prism_core.guardrails"]
+    assert [r.levelno for r in warnings] == [logging.WARNING]
+    assert "pack:house/no-root" in warnings[0].getMessage()
+    assert "LookupDown" in warnings[0].getMessage()
+    assert all(SECRET not in f"{r.getMessage()} {r.__dict__!r}" for r in caplog.records)
+    if durable:
+        stored = await world.checkpoints.inner.load("prism.agent-run", info.value.result.run_id)
+        assert stored is not None
+        assert stored.value["status"] == "failed"
+        assert SECRET not in dumps(stored.value).decode()

@@ -16,13 +16,14 @@ from prism_core import (
     AgentRunStateError,
     CheckpointConflictError,
     ToolDefinition,
+    create_agent,
     load_agent_run_state,
     resume_agent_run,
     tool,
 )
 from prism_core.durable import in_doubt_calls
 
-from .durable_support import World
+from .durable_support import World, by_history
 from .helpers import text_turn, tool_turn
 
 SCRIPT = [
@@ -417,3 +418,38 @@ def test_tool_decorator_takes_reconcile() -> None:
     assert not attrs.evolve(refund, effect="read").needs_dispatch_mark
     with pytest.raises(TypeError):
         ToolDefinition("x", lambda a, c: None, reconcile="nope")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_a_sync_reconcile_runs_in_a_thread_under_the_agent_limiter() -> None:
+    """``reconcile`` is host code like a tool: sync, it runs in a worker thread holding a
+    token of the agent's ``thread_limiter``."""
+    import threading
+
+    world, host = World(), Host()
+    run_id, version = await crash(world, host, after_effect=True)
+    limiter = anyio.CapacityLimiter(1)
+    seen: list[tuple[int, float]] = []
+    answer = host.reconcile()
+
+    def reconcile(call: Any, context: Any) -> Any:
+        seen.append((threading.get_ident(), limiter.borrowed_tokens))
+        return answer(call, context)
+
+    agent = create_agent(
+        id="investigator",
+        model={"provider": "mock", "model": "demo"},
+        provider=by_history(SCRIPT),
+        store=world.sessions,
+        tools=[host.pay(reconcile=reconcile)],
+        thread_limiter=limiter,
+    )
+    result = await resume_agent_run(
+        agent,
+        ref(run_id),
+        {"expected_version": version, "decision": "continue"},
+        **world.resume_options(),
+    )
+    assert result.status == "succeeded"
+    assert seen == [(seen[0][0], 1)]
+    assert seen[0][0] != threading.get_ident()

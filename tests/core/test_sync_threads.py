@@ -244,3 +244,65 @@ def test_only_host_sync_callables_leave_the_event_loop() -> None:
     assert not runs_inline(lambda a, c: None)
     assert not runs_inline(Host())
     assert not runs_inline(functools.partial(time.sleep, 1))
+
+
+async def ticks_while(action: Any) -> tuple[Any, int]:
+    """Run ``action()`` while another task ticks every 10 ms; its result and the tick count."""
+    ticks = [0]
+    outcome: list[Any] = []
+
+    async def tick() -> None:
+        while True:
+            await anyio.sleep(0.01)
+            ticks[0] += 1
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(tick)
+        outcome.append(await action())
+        group.cancel_scope.cancel()
+    return outcome[0], ticks[0]
+
+
+@pytest.mark.anyio
+async def test_a_blocking_sync_stop_hook_leaves_the_event_loop_free() -> None:
+    """A sync stop hook that blocks for 0.4 s runs in a thread under the agent's limiter:
+    another task keeps making progress meanwhile."""
+    limiter = anyio.CapacityLimiter(2)
+    seen: list[tuple[int, float]] = []
+
+    def hook(context: Any) -> None:
+        seen.append((threading.get_ident(), limiter.borrowed_tokens))
+        time.sleep(0.4)
+
+    agent = scripted_agent([text_turn("done")], stop_hooks=[hook], thread_limiter=limiter)
+    result, ticks = await ticks_while(lambda: agent.create_session().run("go"))
+    assert result.text == "done"
+    assert ticks >= 10
+    assert len(seen) == 1
+    assert seen[0][0] != threading.get_ident()
+    assert seen[0][1] == 1
+
+
+@pytest.mark.anyio
+async def test_a_blocking_sync_turn_policy_leaves_the_event_loop_free() -> None:
+    """A sync turn policy ``stop`` that blocks runs in a thread under the agent's limiter."""
+    limiter = anyio.CapacityLimiter(2)
+    seen: list[tuple[int, float]] = []
+
+    def stop(context: Any) -> dict[str, str]:
+        seen.append((threading.get_ident(), limiter.borrowed_tokens))
+        time.sleep(0.2)
+        return {"action": "continue"}
+
+    agent = scripted_agent(
+        [tool_turn(("c1", "t", {})), text_turn("done")],
+        tools=[ToolDefinition("t", lambda args, context: 1)],
+        turn_policy=stop,
+        thread_limiter=limiter,
+    )
+    result, ticks = await ticks_while(lambda: agent.create_session().run("go"))
+    assert result.text == "done"
+    assert len(seen) >= 2
+    assert ticks >= 5 * len(seen)
+    assert all(ident != threading.get_ident() for ident, _ in seen)
+    assert all(borrowed == 1 for _, borrowed in seen)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import anyio
@@ -279,3 +280,22 @@ async def test_the_abort_signal_alone_cancels_the_provider_read() -> None:
     assert seen.count("text_delta") == 1
     assert "done" not in seen
     assert elapsed < 2
+
+
+async def test_a_retried_server_error_is_logged_by_code_and_never_with_the_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 500 quoting the API key is retried: the retry's log record carries the attempt, the
+    delay and the error code, and no record at any level carries the key."""
+    caplog.set_level(logging.DEBUG)
+    failing = error_reply(500, f"internal error for key {API_KEY}")
+    with serve(failing, replay("plain_text")) as server:
+        agent = create_agent(model=MODEL, provider=provider_for(server), retry=FAST_RETRY)
+        result = await agent.create_session().run("hi")
+    assert result.status == "succeeded"
+    retries = [r for r in caplog.records if hasattr(r, "prism_attempt")]
+    assert [(r.name, r.prism_attempt) for r in retries] == [("prism_core.runs", 1)]  # type: ignore[attr-defined]
+    assert retries[0].prism_error_code == pe.PROVIDER_SERVER  # type: ignore[attr-defined]
+    logged = "\n".join(f"{r.getMessage()} {r.__dict__!r}" for r in caplog.records)
+    assert API_KEY not in logged
+    assert API_KEY[8:-4] not in logged

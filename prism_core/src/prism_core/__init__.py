@@ -60,6 +60,7 @@ from .durable import (
 )
 from .errors import (
     RUN_NOT_FOUND,
+    AgentConfigError,
     AgentDecisionError,
     AgentLoopStateError,
     AgentRunError,
@@ -204,6 +205,7 @@ __all__ = (
     "AIProvider",
     "AbortSignal",
     "Agent",
+    "AgentConfigError",
     "AgentDecisionError",
     "AgentDeniedEvent",
     "AgentEvent",

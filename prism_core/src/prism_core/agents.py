@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ParamSpec
 
 import anyio
 import attrs
 
-from .errors import PrismError
+from ._echo import clip
+from .errors import AgentConfigError, PrismError
 from .guardrails import (
     GuardrailConfig,
     GuardrailPack,
@@ -35,6 +37,28 @@ from .tools import ToolDefinition, ToolPolicy, ToolRegistry, ToolValidator, crea
 
 __all__ = ("Agent", "create_agent", "create_agent_session", "create_secure_agent")
 
+P = ParamSpec("P")
+
+#: How much of a refused value's description an :class:`AgentConfigError` quotes.
+_CONFIG_MESSAGE_LIMIT = 300
+
+
+def _typed_config(init: Callable[P, None]) -> Callable[P, None]:
+    """Make every refusal of ``Agent(...)`` typed: a plain ``TypeError``/``ValueError`` from a
+    check (or from Python itself, for an unknown keyword) becomes :class:`AgentConfigError`
+    with the original as its ``__cause__``; Prism's own errors pass through."""
+
+    @functools.wraps(init)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            init(*args, **kwargs)
+        except PrismError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise AgentConfigError(clip(str(exc), _CONFIG_MESSAGE_LIMIT)) from exc
+
+    return checked
+
 
 def _check_session_store(store: Any) -> SessionStore:
     if isinstance(store, str):
@@ -58,8 +82,13 @@ def _check_callable(value: Any, name: str) -> None:
 
 
 class Agent:
-    """An agent definition. It holds no run state: sessions run it."""
+    """An agent definition. It holds no run state: sessions run it.
 
+    A malformed configuration value is refused here, when the agent is created, with
+    :class:`~prism_core.AgentConfigError` (``ERR_PRISM_AGENT_CONFIG``) or a more specific
+    :class:`~prism_core.PrismError`."""
+
+    @_typed_config
     def __init__(
         self,
         *,
@@ -118,7 +147,10 @@ class Agent:
             _check_session_store(store) if store is not None else create_memory_session_store()
         )
         if thread_limiter is not None and not isinstance(thread_limiter, anyio.CapacityLimiter):
-            raise TypeError("thread_limiter must be an anyio.CapacityLimiter")
+            raise TypeError(
+                "thread_limiter must be an anyio.CapacityLimiter, got "
+                f"{type(thread_limiter).__name__}"
+            )
         #: Bounds the worker threads of sync tools, guardrails, validators and restore hooks
         #: (``None``: anyio's default limiter).
         self.thread_limiter = thread_limiter
@@ -163,6 +195,13 @@ class Agent:
         self.permission = permission
         self.secure = False
         self.validate = validate
+        if run_state is not None and not isinstance(run_state, Mapping):
+            # Checked in full when a run starts (a mapping may leave fields to the host).
+            from .durable._options import RunStateOptions
+
+            if not isinstance(run_state, RunStateOptions):
+                kind = type(run_state).__name__
+                raise TypeError(f"run_state must be RunStateOptions or a mapping, got {kind}")
         self.run_state = run_state
         self.skills = skills
         self.metadata: dict[str, Any] = dict(metadata or {})

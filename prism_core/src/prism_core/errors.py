@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from .results import AgentRunResult
 
 __all__ = (
+    "AgentConfigError",
     "AgentDecisionError",
     "AgentLoopStateError",
     "AgentRunError",
@@ -147,3 +148,12 @@ class ToolDefinitionError(PrismError):
     """A tool cannot be defined: its ``execute`` does not accept ``(args, context)``."""
 
     code = "ERR_PRISM_TOOL_DEFINITION"
+
+
+class AgentConfigError(PrismError, TypeError, ValueError):
+    """An agent cannot be created: a configuration value has the wrong type or is out of range
+    (``create_agent(thread_limiter=3)``, an unknown keyword, a hook that is not callable).
+
+    It is also a ``TypeError`` and a ``ValueError``, the errors these checks raised before."""
+
+    code = "ERR_PRISM_AGENT_CONFIG"

@@ -20,6 +20,10 @@ Two observer points see what happened and cannot change it:
 - ``checkpoint_written(write, context)``: after each checkpoint write of a durable run, with a
   :class:`CheckpointWrite` (version, status, bytes, duration).
 
+Sync middleware runs inline on the event loop, never in a worker thread (it is on every
+turn's path and must see events in order): a middleware that blocks must be ``async def``
+and offload its blocking work itself.
+
 An observer's exception is logged on the ``prism_core.middleware`` logger (its type only)
 and dropped: observing never fails a run. A value-returning point may return a replacement
 value, or ``None`` to keep it unchanged. A mapping of point name to callable works as a

@@ -8,14 +8,16 @@ not even for typing.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._echo import echo
-from ..errors import RUN_NOT_FOUND, AgentRunStateError
+from .._echo import clip, echo
+from ..errors import RUN_NOT_FOUND, AgentRunStateError, PrismError
 from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy
 from ..signals import AbortSignal
@@ -47,6 +49,8 @@ __all__ = (
     "resume_agent_run",
     "resume_agent_run_stream",
 )
+
+logger = logging.getLogger(__package__ or __name__)
 
 
 def _request(
@@ -90,11 +94,28 @@ def _run_id(ref: Any) -> str:
         return "?"
 
 
+@contextlib.contextmanager
+def _logged_refusal(ref: Any) -> Iterator[None]:
+    """Log a resume refused before it ran anything: the run and the error code only, since
+    a refusal's message may quote the caller's values."""
+    try:
+        yield
+    except PrismError as exc:
+        run_id = clip(_run_id(ref))
+        logger.warning(
+            "resume of run %s refused: %s",
+            run_id,
+            exc.code,
+            extra={"prism_run_id": run_id, "prism_error_code": exc.code},
+        )
+        raise
+
+
 async def _prepare(
     ref: Any, prepare: Callable[[], Awaitable[Prepared | Settled]]
 ) -> Prepared | Settled:
     # A record the store cannot read is reported as this run's unreadable state.
-    with reading_run_record(_run_id(ref)):
+    with _logged_refusal(ref), reading_run_record(_run_id(ref)):
         return await prepare()
 
 
@@ -153,22 +174,23 @@ async def resume_agent_run(
     packs with ``deny`` predicates); a resume that cannot reinstate every recorded pack is
     refused before the claim with :class:`~prism_core.AgentRunStateError` naming the pack.
     """
-    validate_resume_input(resume)
-    request = _request(
-        checkpoints=checkpoints,
-        definition_revision=definition_revision,
-        restore_hooks=restore_hooks,
-        restore_hook_timeout_ms=restore_hook_timeout_ms,
-        checkpoint_metadata=checkpoint_metadata,
-        persist_session_state=persist_session_state,
-        include_skill_bodies=include_skill_bodies,
-        ownership=ownership,
-        on_session=on_session,
-        fencing_token=fencing_token,
-        force=force,
-        signal=signal,
-        guardrail_packs=guardrail_packs,
-    )
+    with _logged_refusal(ref):
+        validate_resume_input(resume)
+        request = _request(
+            checkpoints=checkpoints,
+            definition_revision=definition_revision,
+            restore_hooks=restore_hooks,
+            restore_hook_timeout_ms=restore_hook_timeout_ms,
+            checkpoint_metadata=checkpoint_metadata,
+            persist_session_state=persist_session_state,
+            include_skill_bodies=include_skill_bodies,
+            ownership=ownership,
+            on_session=on_session,
+            fencing_token=fencing_token,
+            force=force,
+            signal=signal,
+            guardrail_packs=guardrail_packs,
+        )
     return await _finish(await _prepare(ref, lambda: prepare_resume(agent, ref, resume, request)))
 
 
@@ -198,25 +220,25 @@ def resume_agent_run_stream(
 
     Malformed input raises :class:`~prism_core.AgentDecisionError` here, at once.
     """
-    validate_resume_input(resume)
-    check_stream_options(max_queued_events, overflow)
-
-    # Built now, so every malformed option is refused at the call, before any store access.
-    request = _request(
-        checkpoints=checkpoints,
-        definition_revision=definition_revision,
-        restore_hooks=restore_hooks,
-        restore_hook_timeout_ms=restore_hook_timeout_ms,
-        checkpoint_metadata=checkpoint_metadata,
-        persist_session_state=persist_session_state,
-        include_skill_bodies=include_skill_bodies,
-        ownership=ownership,
-        on_session=on_session,
-        fencing_token=fencing_token,
-        force=force,
-        signal=signal,
-        guardrail_packs=guardrail_packs,
-    )
+    with _logged_refusal(ref):
+        validate_resume_input(resume)
+        check_stream_options(max_queued_events, overflow)
+        # Built now, so every malformed option is refused at the call, before any store access.
+        request = _request(
+            checkpoints=checkpoints,
+            definition_revision=definition_revision,
+            restore_hooks=restore_hooks,
+            restore_hook_timeout_ms=restore_hook_timeout_ms,
+            checkpoint_metadata=checkpoint_metadata,
+            persist_session_state=persist_session_state,
+            include_skill_bodies=include_skill_bodies,
+            ownership=ownership,
+            on_session=on_session,
+            fencing_token=fencing_token,
+            force=force,
+            signal=signal,
+            guardrail_packs=guardrail_packs,
+        )
 
     def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
         observed = attrs.evolve(request, on_session=observe)
@@ -329,17 +351,19 @@ class AgentRunLifecycle:
 
     async def resume(self, ref: Any, resume: Any, **request: Any) -> AgentRunResult:
         """Resume through the same pipeline as :func:`resume_agent_run`."""
-        validate_resume_input(resume)
-        coerce_run_ref(ref)
+        with _logged_refusal(ref):
+            validate_resume_input(resume)
+            coerce_run_ref(ref)
         return await _finish(await _prepare(ref, lambda: self._prepare(ref, resume, request)))
 
     def resume_stream(self, ref: Any, resume: Any, **request: Any) -> ResumeEventStream:
         """Resume as a stream (see :func:`resume_agent_run_stream`)."""
-        validate_resume_input(resume)
-        coerce_run_ref(ref)
-        max_queued = request.pop("max_queued_events", 1024)
-        overflow = request.pop("overflow", "close")
-        check_stream_options(max_queued, overflow)
+        with _logged_refusal(ref):
+            validate_resume_input(resume)
+            coerce_run_ref(ref)
+            max_queued = request.pop("max_queued_events", 1024)
+            overflow = request.pop("overflow", "close")
+            check_stream_options(max_queued, overflow)
         on_session = request.pop("on_session", None)
 
         def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:

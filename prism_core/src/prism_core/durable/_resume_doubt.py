@@ -151,7 +151,7 @@ async def reconcile_in_doubt(
             tool_name=call.name,
         )
         try:
-            answer = await call_host(tool.reconcile, call, context)
+            answer = await call_host(tool.reconcile, call, context, limiter=agent.thread_limiter)
             outcome = _apply(pending, answer)
         except Exception as exc:
             causes.append(exc)

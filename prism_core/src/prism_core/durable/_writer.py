@@ -18,6 +18,7 @@ It must not decide when to write: the durable run (``_run``) and the resume (``_
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -42,6 +43,8 @@ from ._options import (
 from ._state import AgentRunState, check_state_bounds, state_to_json
 
 __all__ = ("CheckpointWriter", "read_metadata", "resolve_metadata")
+
+logger = logging.getLogger(__package__ or __name__)
 
 
 def resolve_metadata(
@@ -290,9 +293,37 @@ class CheckpointWriter:
         except (CheckpointConflictError, CheckpointStoreUnavailableError) as exc:
             self.lost = exc
             raise
+        duration_ms = (time.perf_counter() - started) * 1000
         self.version = record.version
         self.writes += 1
         self.last_state = state
+        logger.debug(
+            "run %s: checkpoint version %d written (%s, %d bytes, %.1f ms)",
+            self.run_id,
+            record.version,
+            state.status,
+            len(encoded),
+            duration_ms,
+            extra={
+                "prism_run_id": self.run_id,
+                "prism_version": record.version,
+                "prism_status": state.status,
+                "prism_bytes": len(encoded),
+                "prism_duration_ms": duration_ms,
+            },
+        )
+        if entries:
+            logger.debug(
+                "run %s: %d session entries committed with checkpoint version %d",
+                self.run_id,
+                len(entries),
+                record.version,
+                extra={
+                    "prism_run_id": self.run_id,
+                    "prism_version": record.version,
+                    "prism_entries": len(entries),
+                },
+            )
         if (
             middleware is not None
             and context is not None
@@ -303,7 +334,7 @@ class CheckpointWriter:
                 version=record.version,
                 status=state.status,
                 bytes=len(encoded),
-                duration_ms=(time.perf_counter() - started) * 1000,
+                duration_ms=duration_ms,
             )
             await middleware.inform("checkpoint_written", write, context("checkpoint_written"))
         return record.version

@@ -129,7 +129,7 @@ async def consult_turn_policy(run: RunState, policy: TurnPolicy) -> None:
         pending_steers=len(run.session._steers),
         metadata=run.metadata,
     )
-    await decide(policy, context, run.redactor)
+    await decide(policy, context, run.redactor, run.agent.thread_limiter)
 
 
 def has_pending_steers(run: RunState) -> bool:

@@ -8,6 +8,7 @@ retry, the output-guardrail stage, and appending the assistant message. It does 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -46,6 +47,8 @@ from ._state import RunState
 from ._turn_policy import bounded_detail
 
 __all__ = ("TurnState", "assistant_message", "finish_message", "stream_turn")
+
+logger = logging.getLogger(__package__ or __name__)
 
 
 @attrs.define
@@ -136,6 +139,20 @@ async def stream_turn(
             decision = await run.agent.middleware.run("retry", decision, run.mw_context("retry"))
         if decision is None or not decision.retry:
             raise RunFailure(attrs.evolve(error, code=error.code or "provider_error"))
+        # The code only: a provider's message may quote the request or the key.
+        logger.info(
+            "run %s: provider attempt %d failed (%s); retrying in %d ms",
+            run.run_id,
+            attempt,
+            error.code or "provider_error",
+            decision.delay_ms,
+            extra={
+                "prism_run_id": run.run_id,
+                "prism_attempt": attempt,
+                "prism_delay_ms": decision.delay_ms,
+                "prism_error_code": error.code or "provider_error",
+            },
+        )
         yield run.emit(
             RetryScheduledEvent(
                 session_id=run.session_id,

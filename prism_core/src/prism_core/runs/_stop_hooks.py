@@ -1,6 +1,7 @@
 """Stop hooks: when a run is about to finish, a hook may ask it to continue instead.
 
-A stop hook is ``hook(context)`` (sync or async) called, in order, when the provider returned
+A stop hook is ``hook(context)`` (sync, in a worker thread under the agent's
+``thread_limiter``, or async) called, in order, when the provider returned
 no tool calls and no steered message waits. It answers ``None`` (or ``{"action": "finish"}``)
 to let the run finish, or ``{"action": "continue", "message": str}`` to append ``message``
 (redacted) as a user message and run another provider turn. ``limits.max_stop_continuations``
@@ -13,12 +14,12 @@ It must not start turns itself: the run loop does.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
+from .._threads import call_host
 from ..content import Message
 from ..redaction import redact_value
 from ._state import RunState
@@ -63,9 +64,7 @@ async def consult_stop_hooks(run: RunState) -> bool:
     )
     for hook in run.stop_hooks:
         try:
-            verdict = hook(context)
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
+            verdict = await call_host(hook, context, limiter=run.agent.thread_limiter)
         except Exception as exc:
             raise TurnPolicyError(
                 f"A stop hook raised {type(exc).__name__}: {bounded_detail(str(exc), run.redactor)}"

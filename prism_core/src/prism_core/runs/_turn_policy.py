@@ -14,12 +14,13 @@ It must not end the run itself: the boundary acts on the decision.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import anyio
 import attrs
 
+from .._threads import call_host
 from ..content import Message, Usage
 from ..errors import PrismError
 from ..redaction import Redactor, redact_value
@@ -137,16 +138,22 @@ def bounded_detail(text: str, redactor: Redactor | None) -> str:
     return data[:MAX_STOP_DETAIL_BYTES].decode("utf-8", errors="ignore")
 
 
-async def decide(policy: TurnPolicy, context: TurnPolicyContext, redactor: Redactor | None) -> None:
-    """Consult ``policy`` at a boundary; raise :class:`RunStopped` to end the run there."""
+async def decide(
+    policy: TurnPolicy,
+    context: TurnPolicyContext,
+    redactor: Redactor | None,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> None:
+    """Consult ``policy`` at a boundary; raise :class:`RunStopped` to end the run there.
+
+    A sync ``stop`` runs in a worker thread under ``limiter`` (see :mod:`prism_core._threads`).
+    """
     if policy.max_turns is not None and context.turns >= policy.max_turns:
         raise RunStopped("max_turns", f"turn_policy.max_turns={policy.max_turns}")
     if policy.stop is None:
         return
     try:
-        verdict = policy.stop(context)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
+        verdict = await call_host(policy.stop, context, limiter=limiter)
     except Exception as exc:
         raise TurnPolicyError(
             f"The turn policy raised {type(exc).__name__}: {bounded_detail(str(exc), redactor)}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anyio
@@ -39,6 +40,24 @@ __all__ = (
     "AgentSession",
     "SessionClosedError",
 )
+
+logger = logging.getLogger(__package__ or __name__)
+
+
+def _log_commit(entry: SessionEntry) -> None:
+    logger.debug(
+        "session %s: %s entry %s committed (run %s)",
+        entry.session_id,
+        entry.kind,
+        entry.id,
+        entry.run_id,
+        extra={
+            "prism_session_id": entry.session_id,
+            "prism_entry_id": entry.id,
+            "prism_run_id": entry.run_id,
+        },
+    )
+
 
 #: How long ``session.snapshot()`` reuses an unchanged branch, by default and at most.
 DEFAULT_SNAPSHOT_CACHE_TTL_MS = 1000
@@ -446,6 +465,7 @@ class AgentSession:
             return entry
         stored = await self.store.append(entry)
         self.leaf_id = stored.id
+        _log_commit(stored)
         return stored
 
     async def _append_message(self, message: Message, run_id: str | None) -> SessionEntry:
