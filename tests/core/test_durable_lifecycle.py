@@ -8,8 +8,8 @@ import pytest
 
 from prism_core import (
     AGENT_RUN_NAMESPACE,
-    RUN_NOT_FOUND,
     AgentLoopStateError,
+    AgentRunNotFoundError,
     AgentRunStateError,
     GenerateValidateReviseLoop,
     PrismError,
@@ -83,7 +83,7 @@ async def test_lifecycle_resume_stream_and_capability_check() -> None:
         await lifecycle.resume(
             ref(result), {"expected_version": 1, "decision": "approve"}, agent_id="intruder"
         )
-    assert intruder.value.code == RUN_NOT_FOUND
+    assert isinstance(intruder.value, AgentRunNotFoundError)
     stream = lifecycle.resume_stream(ref(result), {"expected_version": 1, "decision": "approve"})
     kinds = types([e async for e in stream])
     assert kinds[:2] == ["agent_started", "agent_resumed"]

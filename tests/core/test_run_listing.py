@@ -10,7 +10,7 @@ import pytest
 
 from prism_core import (
     AGENT_RUN_NAMESPACE,
-    RUN_NOT_FOUND,
+    AgentRunNotFoundError,
     AgentRunStateError,
     AgentRunSummary,
     CheckpointStatusIndex,
@@ -312,7 +312,8 @@ async def test_a_run_id_alone_names_a_run() -> None:
             {"expected_version": 1, "decision": "approve"},
             **world.resume_options(),
         )
-    assert mismatch.value.code == RUN_NOT_FOUND == "ERR_PRISM_RUN_NOT_FOUND"
+    assert isinstance(mismatch.value, AgentRunNotFoundError)
+    assert mismatch.value.code == "ERR_PRISM_AGENT_RUN_STATE"
     done = await resume_agent_run(
         agent,
         {"run_id": run.run_id},
@@ -334,7 +335,7 @@ async def test_a_run_id_alone_is_still_owner_scoped() -> None:
     assert await lifecycle.status({"run_id": run.run_id}) is None
     with pytest.raises(AgentRunStateError, match="not found") as foreign:
         await lifecycle.resume({"run_id": run.run_id}, {"expected_version": 1, "decision": "deny"})
-    assert foreign.value.code == RUN_NOT_FOUND
+    assert isinstance(foreign.value, AgentRunNotFoundError)
     denied = await lifecycle.resume(
         {"run_id": run.run_id}, {"expected_version": 1, "decision": "deny"}, ownership=TENANT
     )

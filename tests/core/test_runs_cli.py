@@ -134,7 +134,7 @@ def test_unknown_and_foreign_runs_are_refused(capsys: Any, host: Any, url: str) 
     for target in ("run_nope", run_id):
         code, out, err = cli(capsys, "runs", "show", target, "--store", url)
         assert (code, out) == (1, "")
-        assert "refused (ERR_PRISM_RUN_NOT_FOUND): Agent run checkpoint not found" in err
+        assert "refused (ERR_PRISM_AGENT_RUN_STATE): Agent run checkpoint not found" in err
     code, _, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--owner", "tenant_id=t1")
     assert code == 0
     app = f"{host.__name__}:resolve_agent"

@@ -1,15 +1,16 @@
-"""Refusals become HTTP statuses by their error codes, never by their messages."""
+"""Refusals become HTTP statuses by their error classes and codes, never by their messages."""
 
 from __future__ import annotations
 
 import json
 
-from prism_core import RUN_NOT_FOUND, AgentRunStateError
+from prism_core import AgentRunNotFoundError, AgentRunStateError
 from prism_server._errors import error_response, status_for
 
 
-def test_the_run_not_found_code_is_404_whatever_the_message() -> None:
-    absent = AgentRunStateError("no durable run by that id here", code=RUN_NOT_FOUND)
+def test_a_run_not_found_is_404_whatever_the_message() -> None:
+    absent = AgentRunNotFoundError("no durable run by that id here")
+    assert absent.code == "ERR_PRISM_AGENT_RUN_STATE"
     assert status_for(absent) == 404
     answer = error_response(absent)
     assert answer.status_code == 404

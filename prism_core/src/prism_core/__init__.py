@@ -59,11 +59,11 @@ from .durable import (
     resume_agent_run_stream,
 )
 from .errors import (
-    RUN_NOT_FOUND,
     AgentConfigError,
     AgentDecisionError,
     AgentLoopStateError,
     AgentRunError,
+    AgentRunNotFoundError,
     AgentRunStateError,
     CanonicalJsonError,
     CheckpointConflictError,
@@ -196,7 +196,6 @@ __all__ = (
     "HARD_MAX_PROVIDER_BYTES",
     "MAX_AGENT_RUN_METADATA_BYTES",
     "RECONCILE_NOT_STARTED",
-    "RUN_NOT_FOUND",
     "MAX_CHECKPOINT_PAGE_SIZE",
     "MAX_STOP_DETAIL_BYTES",
     "MIDDLEWARE_POINTS",
@@ -214,6 +213,7 @@ __all__ = (
     "AgentLoopStrategy",
     "AgentResumedEvent",
     "AgentRunError",
+    "AgentRunNotFoundError",
     "AgentRunLifecycle",
     "AgentRunPage",
     "AgentRunRef",

@@ -34,7 +34,7 @@ from .durable._listing import RUN_STATUSES
 from .durable._options import AGENT_RUN_NAMESPACE
 from .durable._resume_checks import NOT_FOUND
 from .durable._state import RunStatus
-from .errors import RUN_NOT_FOUND, AgentRunStateError, PrismError
+from .errors import AgentRunNotFoundError, PrismError
 
 __all__ = ("add_runs_parser", "parse_resolution", "run_runs")
 
@@ -211,7 +211,7 @@ class _Stores:
 async def _find(stores: _Stores, run_id: str, owner: dict[str, str] | None) -> AgentRunStatus:
     found = await load_agent_run_state(stores.checkpoints, {"run_id": run_id}, ownership=owner)
     if found is None:
-        raise AgentRunStateError(NOT_FOUND, code=RUN_NOT_FOUND)
+        raise AgentRunNotFoundError(NOT_FOUND)
     return found
 
 
@@ -247,7 +247,7 @@ async def _show(stores: _Stores, args: argparse.Namespace, owner: dict[str, str]
     found = await _find(stores, args.run_id, owner)
     record = await stores.checkpoints.load(AGENT_RUN_NAMESPACE, args.run_id, ownership=owner)
     if record is None:
-        raise AgentRunStateError(NOT_FOUND, code=RUN_NOT_FOUND)
+        raise AgentRunNotFoundError(NOT_FOUND)
     detail = run_detail(summarize_run(record), found)
     print(json.dumps(detail, ensure_ascii=False) if args.json else show_text(detail))
     return 0

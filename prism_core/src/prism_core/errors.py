@@ -14,6 +14,7 @@ __all__ = (
     "AgentDecisionError",
     "AgentLoopStateError",
     "AgentRunError",
+    "AgentRunNotFoundError",
     "AgentRunStateError",
     "CanonicalJsonError",
     "CheckpointConflictError",
@@ -23,13 +24,8 @@ __all__ = (
     "GuardrailRunError",
     "JsonSchemaError",
     "PrismError",
-    "RUN_NOT_FOUND",
     "ToolDefinitionError",
 )
-
-#: The ``code`` of the :class:`AgentRunStateError` for a durable run that does not exist in the
-#: caller's ownership scope. An absent run and another tenant's run get this same code.
-RUN_NOT_FOUND = "ERR_PRISM_RUN_NOT_FOUND"
 
 
 class AgentRunError(PrismError):
@@ -56,6 +52,16 @@ class AgentRunStateError(PrismError):
     ) -> None:
         super().__init__(message, code=code)
         self.in_doubt = tuple(in_doubt)
+
+
+class AgentRunNotFoundError(AgentRunStateError):
+    """No durable run by that reference exists in the caller's ownership scope.
+
+    An absent run, another tenant's run and a run of another session or agent are refused
+    alike, so a caller cannot tell them apart. The ``code`` stays the state error's
+    (``ERR_PRISM_AGENT_RUN_STATE``); transports that answer "not found" (HTTP 404) tell it
+    apart by its class.
+    """
 
 
 class AgentDecisionError(PrismError):

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from prism_core import (
-    RUN_NOT_FOUND,
     AgentRunError,
     AgentRunResult,
     AgentRunStateError,
@@ -109,7 +108,7 @@ async def continue_run(settings: TaskSettings, stores: TaskStores, run_id: str) 
         try:
             return await _resume(settings, stores, found, run_id, resume)
         except AgentRunStateError as exc:
-            if exc.code not in ("ERR_PRISM_AGENT_RUN_STATE", RUN_NOT_FOUND):
+            if exc.code != "ERR_PRISM_AGENT_RUN_STATE":
                 raise
             latest = await _load(stores, run_id)
             if latest.version == found.version:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from starlette.responses import JSONResponse
 
 from prism_core import (
-    RUN_NOT_FOUND,
     AgentDecisionError,
+    AgentRunNotFoundError,
     AgentRunStateError,
     CheckpointConflictError,
     CheckpointRestoreError,
@@ -93,7 +93,7 @@ def status_for(exc: PrismError) -> int:
     if isinstance(exc, AgentDecisionError):
         return 422
     if isinstance(exc, AgentRunStateError):
-        return 404 if exc.code == RUN_NOT_FOUND else 409
+        return 404 if isinstance(exc, AgentRunNotFoundError) else 409
     if isinstance(exc, CheckpointConflictError | CheckpointRestoreError):
         return 409
     return 500

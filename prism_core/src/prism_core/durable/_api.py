@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._echo import clip, echo
-from ..errors import RUN_NOT_FOUND, AgentRunStateError, PrismError
+from ..errors import AgentRunNotFoundError, AgentRunStateError, PrismError
 from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy
 from ..signals import AbortSignal
@@ -311,7 +311,7 @@ class AgentRunLifecycle:
             ref, agent_id=request.get("agent_id"), ownership=request.get("ownership")
         )
         if found is None:
-            raise AgentRunStateError(NOT_FOUND, code=RUN_NOT_FOUND)
+            raise AgentRunNotFoundError(NOT_FOUND)
         check_signal(signal, "the agent resolution")
         resolved = self.resolve_agent(found.state.agent_id)
         if inspect.isawaitable(resolved):
@@ -325,7 +325,7 @@ class AgentRunLifecycle:
                 "resolve_agent must return (agent, definition_revision) or a mapping with them"
             )
         if agent is None:
-            raise AgentRunStateError(NOT_FOUND, code=RUN_NOT_FOUND)
+            raise AgentRunNotFoundError(NOT_FOUND)
         if not isinstance(revision, str):
             raise AgentRunStateError("resolve_agent returned no definition_revision")
         resume_request = _request(

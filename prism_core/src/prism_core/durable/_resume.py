@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..content import Message
-from ..errors import RUN_NOT_FOUND, AgentRunStateError
+from ..errors import AgentRunNotFoundError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
 from ..middleware import MiddlewareContext
 from ..redaction import redact_value
@@ -105,12 +105,12 @@ async def prepare_resume(
         )
     )
     if record is None:
-        raise AgentRunStateError(NOT_FOUND, code=RUN_NOT_FOUND)
+        raise AgentRunNotFoundError(NOT_FOUND)
     state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES)
     if state.run_id != run_ref.run_id or (
         run_ref.session_id is not None and state.session_id != run_ref.session_id
     ):
-        raise AgentRunStateError(NOT_FOUND, code=RUN_NOT_FOUND)
+        raise AgentRunNotFoundError(NOT_FOUND)
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
     check_lease(state, force=request.force)
