@@ -38,6 +38,7 @@ from ._resume_checks import check_stream_options, coerce_hooks
 from ._resume_ports import ResumableAgentOf, SessionT
 from ._resume_signal import check_signal, coerce_signal
 from ._resume_stream import ResumeEventStream
+from ._run_guards import coerce_resume_guardrails
 
 if TYPE_CHECKING:
     from ._checkpoints import CheckpointStore
@@ -68,6 +69,7 @@ def _request(
     force: bool = False,
     signal: AbortSignal | None = None,
     guardrail_packs: Sequence[Any] | None = None,
+    guardrails: Any = None,
 ) -> ResumeRequest:
     validate_claim_options(fencing_token, force)
     return ResumeRequest(
@@ -84,6 +86,7 @@ def _request(
         force=force,
         signal=signal,
         guardrail_packs=_packs(guardrail_packs),
+        guardrails=coerce_resume_guardrails(guardrails),
     )
 
 
@@ -157,6 +160,7 @@ async def resume_agent_run(
     force: bool = False,
     signal: AbortSignal | None = None,
     guardrail_packs: Sequence[Any] | None = None,
+    guardrails: Any = None,
 ) -> AgentRunResult:
     """Resume a durable run with ``{"expected_version", "decision" | "decisions"}``.
 
@@ -173,6 +177,12 @@ async def resume_agent_run(
     ``guardrail_packs`` supplies again the packs the checkpoint records by identity (inline
     packs with ``deny`` predicates); a resume that cannot reinstate every recorded pack is
     refused before the claim with :class:`~prism_core.AgentRunStateError` naming the pack.
+    ``guardrails`` (the shape of the run option) hands over again the run's own guards: a
+    run that recorded guards of its own is refused before the claim
+    (``ERR_PRISM_RUN_GUARDRAILS``, naming the missing and unexpected guards) unless they have
+    exactly the recorded stage, name and revision, in order; a run that recorded none is
+    refused when any are given. The guards are then enforced as in the live run: after the
+    agent's guards and the packs.
     """
     with _logged_refusal(ref):
         validate_resume_input(resume)
@@ -190,6 +200,7 @@ async def resume_agent_run(
             force=force,
             signal=signal,
             guardrail_packs=guardrail_packs,
+            guardrails=guardrails,
         )
     return await _finish(await _prepare(ref, lambda: prepare_resume(agent, ref, resume, request)))
 
@@ -210,6 +221,7 @@ def resume_agent_run_stream(
     on_session: Callable[[SessionT], Any] | None = None,
     signal: AbortSignal | None = None,
     guardrail_packs: Sequence[Any] | None = None,
+    guardrails: Any = None,
     max_queued_events: int = 1024,
     overflow: OverflowPolicy = "close",
     fencing_token: int | None = None,
@@ -238,6 +250,7 @@ def resume_agent_run_stream(
             force=force,
             signal=signal,
             guardrail_packs=guardrail_packs,
+            guardrails=guardrails,
         )
 
     def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
@@ -265,6 +278,7 @@ _REQUEST_KEYS = (
     "force",
     "signal",
     "guardrail_packs",
+    "guardrails",
 )
 
 
@@ -344,6 +358,7 @@ class AgentRunLifecycle:
             force=request.get("force", False),
             signal=request.get("signal"),
             guardrail_packs=request.get("guardrail_packs"),
+            guardrails=request.get("guardrails"),
         )
         return await prepare_resume(
             agent, ref, resume, resume_request, lifecycle_hooks=self.restore_hooks

@@ -13,6 +13,7 @@ from ._lifetime import check_store_lifetimes
 from ._options import DEFAULT_MAX_PENDING_DECISIONS as MAX_PENDING_DECISIONS
 from ._options import RunStateOptions, coerce_run_state_options
 from ._run import DurableRun, Gate, RunStateInfo, new_approval_id, scope_for
+from ._run_guards import run_guardrail_identities
 from ._state import DecisionKind, Interruption
 
 __all__ = (
@@ -31,5 +32,6 @@ __all__ = (
     "check_store_lifetimes",
     "coerce_run_state_options",
     "new_approval_id",
+    "run_guardrail_identities",
     "scope_for",
 )

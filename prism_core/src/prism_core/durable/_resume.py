@@ -1,11 +1,11 @@
 """Resuming a durable run: one pipeline, in a fixed order, that refuses before it writes.
 
 Order: input shape → ownership-scoped load → revision and fingerprint → version, status and
-clean frontier → guardrail packs → session rebuild (``continue`` keeps completed rounds) and
-skills → ``on_session`` → decisions (``deny`` and partial batches settle here), or for
-``continue`` the in-doubt calls' resolutions → counters, limits and loop state → restore hooks
-→ compare-and-swap claim → ``reconcile`` of in-doubt calls → the resumed run. Every
-refusal before the claim writes nothing and runs nothing.
+clean frontier → the run's own guardrails → guardrail packs → session rebuild (``continue``
+keeps completed rounds) and skills → ``on_session`` → decisions (``deny`` and partial batches
+settle here), or for ``continue`` the in-doubt calls' resolutions → counters, limits and loop
+state → restore hooks → compare-and-swap claim → ``reconcile`` of in-doubt calls → the resumed
+run. Every refusal before the claim writes nothing and runs nothing.
 
 The steps live in their own modules, in pipeline order: ``_resume_checks`` (request, load,
 identity, version and status), ``_resume_session`` (packs, session, skills), ``_resume_decide``
@@ -50,6 +50,7 @@ from ._resume_session import rebuild_session
 from ._resume_signal import bridge_signal, check_signal
 from ._resumed import ResumePlan, attach_durable, resumed_execution
 from ._run import RunStateInfo
+from ._run_guards import match_run_guardrails
 from ._state import AgentRunState, Interruption, parse_state
 from ._writer import CheckpointWriter, read_metadata
 
@@ -114,6 +115,7 @@ async def prepare_resume(
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
     check_lease(state, force=request.force)
+    match_run_guardrails(state.run_guardrails, request.guardrails, agent.redactor)
     token = claim_token(record, request.fencing_token)
 
     check_signal(signal, "the session rebuild")
@@ -188,7 +190,7 @@ async def prepare_resume(
         fresh=rebuilt.fresh,
     )
     execution = resumed_execution(
-        session, attrs.evolve(state, counters=rebuilt.counters), plan_for_run
+        session, attrs.evolve(state, counters=rebuilt.counters), plan_for_run, request.guardrails
     )
 
     hooks = (*lifecycle_hooks, *agent.plugin_host.restore_hooks(), *request.restore_hooks)

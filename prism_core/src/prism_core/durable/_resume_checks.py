@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from ..errors import AgentRunStateError
+from ..guardrails import GuardrailConfig
 from ..runs._broadcast import validate_subscribe_options
 from ._checkpoints import CheckpointRecord, CheckpointStore, reading_run_record
 from ._decisions import ResumeInput, coerce_run_ref
@@ -148,6 +149,8 @@ class ResumeRequest:
     signal: Any = attrs.field(default=None, eq=False)
     #: Packs the host supplies again, matched by identity to the checkpoint's records.
     guardrail_packs: tuple[Any, ...] = attrs.field(default=(), eq=False)
+    #: The run's own guards, handed over again (``None``: none given).
+    guardrails: GuardrailConfig | None = attrs.field(default=None, eq=False)
     #: The claim's fencing token (``None``: the stored token + 1).
     fencing_token: int | None = None
     #: Claim a run even while another worker's lease on it is live.

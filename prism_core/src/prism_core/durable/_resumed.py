@@ -20,6 +20,7 @@ import attrs
 from ..content import Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError
 from ..events import AgentResumedEvent
+from ..guardrails import GuardrailConfig
 from ..limits import RunLimits
 from ._checkpoints import CheckpointRecord
 from ._options import RunStateOptions
@@ -50,9 +51,13 @@ class ResumePlan:
 
 
 def resumed_execution(
-    session: ResumedSession, state: AgentRunState, plan: ResumePlan
+    session: ResumedSession,
+    state: AgentRunState,
+    plan: ResumePlan,
+    guardrails: GuardrailConfig | None = None,
 ) -> RunExecution:
-    """A run on ``session`` continuing ``state``: its counters, limits, deadline and loop."""
+    """A run on ``session`` continuing ``state``: its counters, limits, deadline and loop, and
+    its own ``guardrails`` (already matched to the recorded ones)."""
     # The run loop is imported when a resume runs, not when this module loads: ``runs/``
     # imports the durable boundary, and loading this package's ``__init__`` (which re-exports
     # the resume API) must not need a ``runs/`` that is still initialising.
@@ -62,7 +67,7 @@ def resumed_execution(
     execution = RunExecution(
         session,
         (),
-        RunOptions(tool_names=state.tool_names),
+        RunOptions(tool_names=state.tool_names, guardrails=guardrails),
         run_id=state.run_id,
         resume=plan,
     )
@@ -156,6 +161,7 @@ def attach_durable(
         metadata=writer.metadata,
         sticky=claimed.sticky_decisions,
         metadata_source=request.checkpoint_metadata,
+        run_guardrails=state.run_guardrails,
     )
     durable.pending_calls = list(claimed.pending_calls)
     durable.resolutions = list(claimed.resolutions)

@@ -42,6 +42,7 @@ from ._state import (
     PendingDecision,
     ResolutionRecord,
     RunCountersState,
+    RunGuardrailRecord,
     RunStatus,
     SessionStateRecord,
     SkillBody,
@@ -130,8 +131,11 @@ class DurableRun:
         metadata: dict[str, str] | None = None,
         sticky: Sequence[StickyDecision] = (),
         metadata_source: Any = None,
+        run_guardrails: tuple[RunGuardrailRecord, ...] | None = None,
     ) -> None:
         self.execution = execution
+        #: The identities of the run's own guards, recorded in every checkpoint.
+        self.run_guardrails = run_guardrails
         self.options = options
         self.fingerprint = fingerprint
         agent = execution.agent
@@ -292,6 +296,7 @@ class DurableRun:
             loop_state=self._loop_state(),
             tool_names=execution.tool_names,
             session_state=self._session_state(),
+            run_guardrails=self.run_guardrails,
             error=error,
             resolutions=tuple(self.resolutions[-MAX_RESOLUTION_RECORDS:]),
         )

@@ -22,12 +22,15 @@ from .._echo import clip, echo
 from ..codec import converter, dumps
 from ..content import ErrorInfo, Message, Usage
 from ..errors import AgentRunStateError
+from ..guardrails._decisions import GUARDRAIL_STAGES
 from ..skills import MAX_LOADED_SKILLS
 from ._state_codec import field_types, structure_exact, unstructure_known
 
 __all__ = (
     "MAX_SKILL_BODIES_BYTES",
     "MAX_SKILL_BODY_BYTES",
+    "MAX_RUN_GUARDRAILS",
+    "MAX_RUN_GUARDRAIL_CHARS",
     "MAX_SKILL_NAME_CHARS",
     "MAX_STATE_DEPTH",
     "MAX_STATE_PROPERTIES",
@@ -41,6 +44,7 @@ __all__ = (
     "PendingDecision",
     "ResolutionRecord",
     "RunCountersState",
+    "RunGuardrailRecord",
     "RunStatus",
     "SessionStateRecord",
     "SkillBody",
@@ -58,6 +62,9 @@ MAX_STATE_PROPERTIES = 256
 MAX_SKILL_NAME_CHARS = 256
 MAX_SKILL_BODY_BYTES = 262144
 MAX_SKILL_BODIES_BYTES = 1048576
+#: Bounds of the run guardrails a checkpoint records (see :class:`RunGuardrailRecord`).
+MAX_RUN_GUARDRAILS = 64
+MAX_RUN_GUARDRAIL_CHARS = 256
 
 RunStatus: TypeAlias = Literal["running", "suspended", "succeeded", "failed", "aborted", "denied"]
 DecisionKind: TypeAlias = Literal["tool_approval", "input_guardrail", "elicitation"]
@@ -191,6 +198,17 @@ class SessionStateRecord:
 
 
 @attrs.frozen(kw_only=True)
+class RunGuardrailRecord:
+    """The identity of one of the run's own guards (``guardrails=`` on ``run``): its stage,
+    name and revision. The guard itself is a callable no checkpoint holds; a resume must be
+    handed guards with exactly these identities again."""
+
+    stage: str
+    name: str
+    revision: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class AgentRunState:
     """Schema v1 of a durable run's state (namespace ``prism.agent-run``, key = run id)."""
 
@@ -214,6 +232,8 @@ class AgentRunState:
     loop_state: LoopStateRecord | None = None
     tool_names: tuple[str, ...] | None = None
     session_state: SessionStateRecord | None = None
+    #: The run's own guards, by identity, in enforcement order (``None``: the run has none).
+    run_guardrails: tuple[RunGuardrailRecord, ...] | None = None
     error: ErrorInfo | None = None
     stop_reason: str | None = None
     stop_detail: str | None = None
@@ -242,6 +262,7 @@ _RECORDS: frozenset[type[Any]] = frozenset(
         PendingDecision,
         ResolutionRecord,
         RunCountersState,
+        RunGuardrailRecord,
         SessionStateRecord,
         SkillBody,
         StickyDecision,
@@ -252,13 +273,25 @@ _RECORDS: frozenset[type[Any]] = frozenset(
 def state_to_json(state: AgentRunState) -> dict[str, Any]:
     """The JSON form of ``state`` (``checkpoint_policy`` appears only for ``every-turn``,
     ``stop_reason``/``stop_detail`` only on a terminal state that has them, the lease fields
-    only for a leased run, ``counters.stop_continuations`` only when not ``0``)."""
+    only for a leased run, ``counters.stop_continuations`` only when not ``0``,
+    ``run_guardrails`` only for a run with guards of its own, each row's ``revision`` only
+    when the guard has one)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
-    for key in ("checkpoint_policy", "stop_reason", "stop_detail", "lease_ms", "lease_expires_at"):
+    for key in (
+        "checkpoint_policy",
+        "stop_reason",
+        "stop_detail",
+        "lease_ms",
+        "lease_expires_at",
+        "run_guardrails",
+    ):
         if data.get(key) is None:
             data.pop(key, None)
+    for row in data.get("run_guardrails", ()):
+        if row.get("revision") is None:
+            row.pop("revision", None)
     if data["counters"].get("stop_continuations") == 0:
         del data["counters"]["stop_continuations"]
     return data
@@ -429,6 +462,22 @@ def _check_session_state(record: SessionStateRecord) -> None:
         )
 
 
+def _check_run_guardrails(rows: tuple[RunGuardrailRecord, ...]) -> None:
+    if len(rows) > MAX_RUN_GUARDRAILS:
+        raise _malformed(
+            f"run_guardrails holds {len(rows)} guards; the limit is {MAX_RUN_GUARDRAILS}"
+        )
+    for row in rows:
+        if row.stage not in GUARDRAIL_STAGES:
+            raise _malformed(f"run_guardrails has an unknown stage {echo(row.stage)}")
+        for value in (row.name, row.revision):
+            if value is not None and not 1 <= len(value) <= MAX_RUN_GUARDRAIL_CHARS:
+                raise _malformed(
+                    f"a run guardrail's name and revision must be 1..{MAX_RUN_GUARDRAIL_CHARS} "
+                    f"characters, got {len(value)}"
+                )
+
+
 def _check_fields(state: AgentRunState) -> None:
     from ._options import (
         HARD_MAX_AGENT_RUN_STATE_BYTES,
@@ -468,6 +517,8 @@ def _check_fields(state: AgentRunState) -> None:
         )
     if state.session_state is not None:
         _check_session_state(state.session_state)
+    if state.run_guardrails is not None:
+        _check_run_guardrails(state.run_guardrails)
 
 
 def parse_state(data: Any, *, max_bytes: int, run_id: str | None = None) -> AgentRunState:

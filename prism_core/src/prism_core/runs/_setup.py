@@ -15,8 +15,10 @@ from ..durable._boundary import (
     agent_fingerprint,
     check_store_lifetimes,
     coerce_run_state_options,
+    run_guardrail_identities,
 )
 from ..errors import AgentLoopStateError, AgentRunStateError
+from ..guardrails import coerce_guardrails
 from ..skills import Skill, SkillRegistry
 from ._loops import loop_is_durable
 from ._options import InvalidOptionsError, RunOptions
@@ -84,8 +86,9 @@ def start_durable(
 ) -> DurableRun:
     """Validate a durable run's options before any provider work.
 
-    A per-run ``run_state`` may not replace the agent's own one (configuration drift), and a
-    run whose checkpoints outlive the process needs a ``session_store`` that does too.
+    A per-run ``run_state`` may not replace the agent's own one (configuration drift), a run
+    whose checkpoints outlive the process needs a ``session_store`` that does too, and the
+    run's own ``guardrails`` must fit the checkpoint's record of them.
     """
     state_options = coerce_run_state_options(run_state)
     assert state_options is not None
@@ -104,9 +107,7 @@ def start_durable(
     if not (agent.id or agent.name):
         raise AgentRunStateError("a durable run needs an agent id or name")
     check_store_lifetimes(state_options.checkpoints, session_store)
-    overrides = [
-        name for name in ("model", "guardrails", "loop") if getattr(options, name) is not None
-    ]
+    overrides = [name for name in ("model", "loop") if getattr(options, name) is not None]
     if overrides:
         raise AgentRunStateError(
             f"a durable run cannot override {', '.join(overrides)} per run: the agent "
@@ -122,4 +123,6 @@ def start_durable(
         run,
         state_options,
         fingerprint=agent_fingerprint(agent, state_options.definition_revision),
+        # The run's own guards ride the checkpoint by identity; a resume must supply them.
+        run_guardrails=run_guardrail_identities(coerce_guardrails(options.guardrails)),
     )
