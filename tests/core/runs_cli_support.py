@@ -108,8 +108,11 @@ def _plugins() -> list[object]:
     return [prism_store_sql.plugin, prism_store_redis.plugin]
 
 
-def seed(url: str, host: Any, session_id: str, *, how: str, owner: Any = None) -> str:
-    """One run of the host's agent on ``url``; returns its run id.
+def seed(
+    url: str, host: Any, session_id: str, *, how: str, owner: Any = None, guardrails: Any = None
+) -> str:
+    """One run of the host's agent on ``url`` (with ``guardrails`` of its own when given);
+    returns its run id.
 
     ``how``: ``suspended`` (before its tools), ``crashed`` (the worker stopped in the second
     turn, leaving the run ``running``), ``in-doubt`` (a suspended run rewritten as a crash
@@ -132,13 +135,13 @@ def seed(url: str, host: Any, session_id: str, *, how: str, owner: Any = None) -
                 host.HANG["second_turn"] = True
                 try:
                     with anyio.move_on_after(0.5):
-                        await session.run("refund both", run_state=state)
+                        await session.run("refund both", run_state=state, guardrails=guardrails)
                 finally:
                     host.HANG["second_turn"] = False
                 record = await checkpoints.list(AGENT_RUN_NAMESPACE, ownership=owner, limit=1000)
                 mine = [r for r in record.records if r.value["session_id"] == session_id]
                 return str(mine[0].key)
-            result = await session.run("refund both", run_state=state)
+            result = await session.run("refund both", run_state=state, guardrails=guardrails)
             if how == "in-doubt":
                 await rewrite_as_in_doubt(checkpoints, result.run_id, owner)
             return str(result.run_id)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from prism_core import Guardrail
 from prism_core._cli import main
 from prism_core._runs_cli import parse_resolution
 
@@ -202,6 +203,27 @@ def test_deny_ends_the_run(capsys: Any, host: Any, url: str) -> None:
     assert code == 0
     assert out.strip() == f"run {run_id}: denied (version 2)"
     assert refunds(host) == []
+
+
+def test_a_run_with_guardrails_of_its_own_is_refused(capsys: Any, host: Any, url: str) -> None:
+    """The CLI cannot hand over a run's own guards (callables), so approve, deny and continue
+    of such a run are refused before anything is written or run."""
+    guard = Guardrail("no-b2", "tool_input", lambda ctx: {"action": "allow"})
+    app = f"{host.__name__}:resolve_agent"
+    run_id = seed(url, host, "s-1", how="suspended", guardrails={"tool_input": [guard]})
+    before = stored(url, run_id)
+    for command in ("approve", "deny"):
+        code, out, err = cli(capsys, "runs", command, run_id, "--store", url, "--app", app)
+        assert (code, out) == (1, "")
+        assert "refused (ERR_PRISM_RUN_GUARDRAILS)" in err
+        assert "tool_input:no-b2" in err
+    assert stored(url, run_id) == before
+    crashed = seed(url, host, "s-2", how="crashed", guardrails={"tool_input": [guard]})
+    before = stored(url, crashed)
+    code, _, err = cli(capsys, "runs", "continue", crashed, "--store", url, "--app", app)
+    assert code == 1
+    assert "refused (ERR_PRISM_RUN_GUARDRAILS)" in err
+    assert stored(url, crashed) == before
 
 
 def test_continue_finishes_a_crashed_run(capsys: Any, host: Any, url: str) -> None:
