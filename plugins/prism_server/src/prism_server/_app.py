@@ -52,9 +52,11 @@ class ServerContext:
         max_body_bytes: int,
         default_auth: bool,
         guardrail_packs: Callable[[Any], Any] | None = None,
+        guardrails: Callable[[Any], Any] | None = None,
     ) -> None:
         self.checkpoints = checkpoints
         self.guardrail_packs = guardrail_packs
+        self.guardrails = guardrails
         self.sessions = sessions
         self.resolve_host_agent = resolve_agent
         self.authorize = authorize
@@ -87,18 +89,28 @@ class ServerContext:
         resolved = await self.resolve_agent(agent_id)
         return resolved[0] if isinstance(resolved, tuple) else None
 
-    async def packs_for(self, ref: Mapping[str, str], scope: dict[str, str] | None) -> Any:
-        """The guardrail packs the host supplies again for this run (``()`` without a
-        ``guardrail_packs`` callable); :class:`RunNotFound` when the run is absent or foreign."""
-        if self.guardrail_packs is None:
-            return ()
+    async def handed_over(
+        self, ref: Mapping[str, str], scope: dict[str, str] | None
+    ) -> tuple[Any, Any]:
+        """The packs and the run's own guards the host hands over again for this run (``()``
+        and ``None`` without the ``guardrail_packs`` and ``guardrails`` callables), from one
+        status read; :class:`RunNotFound` when the run is absent or foreign."""
+        if self.guardrail_packs is None and self.guardrails is None:
+            return (), None
         found = await self.lifecycle.status(ref, ownership=scope)
         if found is None:
             raise RunNotFound("no such run")
-        packs = self.guardrail_packs(found.state)
-        if inspect.isawaitable(packs):
-            packs = await packs
-        return packs
+        packs: Any = ()
+        if self.guardrail_packs is not None:
+            packs = self.guardrail_packs(found.state)
+            if inspect.isawaitable(packs):
+                packs = await packs
+        guards: Any = None
+        if self.guardrails is not None:
+            guards = self.guardrails(found.state)
+            if inspect.isawaitable(guards):
+                guards = await guards
+        return packs, guards
 
     async def scope(self, request: Request) -> dict[str, str] | None:
         """The caller's ownership scope (see :func:`caller_scope`)."""
@@ -173,10 +185,10 @@ def api_routes(ctx: ServerContext) -> list[Route]:
         require_json(request)
         resume = await read_json_object(request, ctx.max_body_bytes)
         ref = {"run_id": request.path_params["run_id"]}
-        packs = await ctx.packs_for(ref, scope)
+        packs, guards = await ctx.handed_over(ref, scope)
         if "text/event-stream" in request.headers.get("accept", ""):
             stream = ctx.lifecycle.resume_stream(
-                ref, resume, ownership=scope, guardrail_packs=packs
+                ref, resume, ownership=scope, guardrail_packs=packs, guardrails=guards
             )
             try:
                 first = await anext(stream, None)
@@ -184,7 +196,9 @@ def api_routes(ctx: ServerContext) -> list[Route]:
                 await stream.aclose()
                 raise
             return EventStreamResponse(stream, first)  # type: ignore[return-value]
-        result = await ctx.lifecycle.resume(ref, resume, ownership=scope, guardrail_packs=packs)
+        result = await ctx.lifecycle.resume(
+            ref, resume, ownership=scope, guardrail_packs=packs, guardrails=guards
+        )
         return JSONResponse(result_json(result))
 
     return [
@@ -204,6 +218,7 @@ def create_app(
     title: str = "Prism",
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     guardrail_packs: Callable[[Any], Any] | None = None,
+    guardrails: Callable[[Any], Any] | None = None,
 ) -> Starlette:
     """The approval API and console over ``checkpoints`` and ``sessions``.
 
@@ -215,7 +230,10 @@ def create_app(
     ``guardrail_packs(state)`` (sync or async), when given, returns the packs a resume of the
     run with stored ``state`` must be handed again: packs whose rules hold callables (``deny``
     predicates) are recorded in a checkpoint by identity only, and a resume that cannot
-    reinstate them is refused (409).
+    reinstate them is refused (409). ``guardrails(state)`` (sync or async), when given,
+    returns the run's own guards (the shape of the ``guardrails=`` run option) a resume of
+    that run must be handed again; without it, a resume of a run that recorded guards of its
+    own is refused (409, ``ERR_PRISM_RUN_GUARDRAILS``).
     """
     if not callable(resolve_agent):
         raise TypeError("resolve_agent must be callable(agent_id)")
@@ -223,6 +241,8 @@ def create_app(
         raise TypeError("authorize must be callable(request)")
     if guardrail_packs is not None and not callable(guardrail_packs):
         raise TypeError("guardrail_packs must be callable(state)")
+    if guardrails is not None and not callable(guardrails):
+        raise TypeError("guardrails must be callable(state)")
     if (
         isinstance(max_body_bytes, bool)
         or not isinstance(max_body_bytes, int)
@@ -239,6 +259,7 @@ def create_app(
         max_body_bytes=max_body_bytes,
         default_auth=authorize is None,
         guardrail_packs=guardrail_packs,
+        guardrails=guardrails,
     )
     app = Starlette(routes=[*api_routes(ctx), *console_routes(ctx)])
     app.state.prism = ctx
