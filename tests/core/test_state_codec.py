@@ -182,6 +182,7 @@ def test_unstructure_equals_the_converter(state: AgentRunState) -> None:
             "stop_detail",
             "lease_ms",
             "lease_expires_at",
+            "run_guardrails",
         )
     }
     if not state.counters.stop_continuations:
