@@ -96,7 +96,9 @@ def test_a_killed_worker_s_task_is_redelivered_and_continues_the_run(
 def test_a_live_lease_makes_the_task_retry_later(make_rig: Callable[..., Rig]) -> None:
     """``continue_run`` for a run another worker is on finds its lease live and retries,
     until the run is over; it runs no tool of its own."""
-    rig = make_rig(turns=4, think=0.4)
+    # The run must outlast the continue's trip through the broker to the idle worker, even on
+    # a loaded machine: a run that finished first answers the continue without a retry.
+    rig = make_rig(turns=8, think=0.6)
     workers = [rig.start_worker(), rig.start_worker()]
     started = rig.tasks.start.delay("charger", "order-4", "charge")
     (first, *_) = rig.wait_for(lambda: rig.effects.entries(), 60, "no effect")
@@ -109,7 +111,7 @@ def test_a_live_lease_makes_the_task_retry_later(make_rig: Callable[..., Rig]) -
     assert started.get(timeout=60) == continued
     assert continued == {"run_id": run.run_id, "session_id": "order-4", "status": "succeeded"}
     assert b"retry: Retry in" in rig.log(other).read_bytes()
-    effects = once_each(rig, run.run_id, 4)
+    effects = once_each(rig, run.run_id, 8)
     assert {e["pid"] for e in effects} == {first["pid"]}
 
 

@@ -131,13 +131,19 @@ async def split_brain(checkpoints: Any, sessions: Any, **run_state: Any) -> Spli
                     definition_revision=REVISION,
                 )
             assert refused.value.code == "ERR_PRISM_RUN_LEASED"
-            # Let the first renewal (a third of the lease in) happen, then claim the version
-            # it wrote well before the next one.
+            # Wait for the first renewal (a third of the lease in), then claim the version it
+            # wrote before the next one. Polled: on a loaded machine it may come a little late.
             before = status
-            await anyio.sleep(run_state["lease_ms"] / 3000 + 0.15)
-            status = await load_agent_run_state(checkpoints, ref(run_id, session_id))
-            assert status is not None
-            assert (status.state.lease_expires_at or 0) > (before.state.lease_expires_at or 0)
+            renewed = None
+            with anyio.move_on_after(run_state["lease_ms"] / 1000 * 0.6):
+                while renewed is None:
+                    await anyio.sleep(0.05)
+                    latest = await load_agent_run_state(checkpoints, ref(run_id, session_id))
+                    assert latest is not None
+                    if (latest.state.lease_expires_at or 0) > (before.state.lease_expires_at or 0):
+                        renewed = latest
+            assert renewed is not None, "the live run never renewed its lease"
+            status = renewed
             if isinstance(checkpoints, LeaseRenewalStore):
                 assert status.version == before.version
             else:
