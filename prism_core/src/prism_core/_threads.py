@@ -1,23 +1,40 @@
-"""Calling host callables that may be sync or async without blocking the event loop.
+"""Calling host callables that may be sync or async without blocking the event loop, and
+reaching an event loop from other threads.
 
 A sync callable runs in a worker thread under a :class:`anyio.CapacityLimiter` (``None``
 means anyio's default limiter of the running event loop, 40 threads unless the host resizes
 it with ``anyio.to_thread.current_default_thread_limiter().total_tokens = n``). A thread cannot
 be interrupted: when the caller is cancelled (an abort, a timeout) the wait ends at once, the
 thread is abandoned to finish on its own and whatever it returns is discarded.
+
+The other way round, a host thread (a GUI, a signal handler, a sync tool) that aborts a run
+must not touch the run's cancel scopes itself: they belong to the loop's thread.
+:func:`call_on_loop` runs such a call on the loop, through anyio's event loop token.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
+import attrs
 
-__all__ = ("call_host", "call_sync", "is_async_callable", "runs_inline")
+__all__ = (
+    "LoopHandle",
+    "call_host",
+    "call_on_loop",
+    "call_sync",
+    "current_loop",
+    "is_async_callable",
+    "runs_inline",
+)
 
 # The kernel's own sync callables (pack rule checks, the load_skill tool) never block, and a
 # thread hop costs far more than they do.
@@ -71,3 +88,36 @@ async def call_host(
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+@attrs.frozen
+class LoopHandle:
+    """An event loop as other threads reach it: the thread running it and anyio's token."""
+
+    thread: int
+    token: anyio.lowlevel.EventLoopToken
+
+
+def current_loop() -> LoopHandle | None:
+    """The running event loop's handle, or ``None`` when called outside an event loop."""
+    try:
+        token = anyio.lowlevel.current_token()
+    except anyio.NoEventLoopError:
+        return None
+    return LoopHandle(threading.get_ident(), token)
+
+
+def call_on_loop(loop: LoopHandle | None, function: Callable[..., Any], *args: Any) -> None:
+    """``function(*args)`` on ``loop``'s thread: at once when already there (or when ``loop``
+    is ``None``), else through the loop, waiting until it has run.
+
+    A loop that has finished has nothing left for ``function`` to act on (its scopes and tasks
+    are gone), so the call is then dropped.
+    """
+    if loop is None or loop.thread == threading.get_ident():
+        function(*args)
+        return
+    try:
+        anyio.from_thread.run_sync(function, *args, token=loop.token)
+    except anyio.RunFinishedError:
+        return

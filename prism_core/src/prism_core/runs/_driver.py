@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from .._threads import current_loop
 from ..events import AgentEvent
 from ..results import AgentRunResult
 from ._execution import RunExecution
@@ -78,6 +79,8 @@ class RunDriver:
         deadline = execution.deadline if execution.deadline is not None else math.inf
         if deadline <= anyio.current_time():
             return await self._end_with(await execution.wall_time_terminal())
+        if execution.event_loop is None:
+            execution.event_loop = current_loop()
         scope = anyio.CancelScope(deadline=deadline)
         execution.step_scope = scope
         event: AgentEvent | None = None

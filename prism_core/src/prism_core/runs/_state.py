@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._threads import LoopHandle
 from ..content import Message
 from ..durable._boundary import DurableRun, Gate
 from ..errors import PrismError
@@ -141,6 +142,8 @@ class RunState:
         self.failure_record: GuardrailRecord | None = None
         self.deadline: float | None = None
         self.step_scope: anyio.CancelScope | None = None
+        # The loop the run steps on, so that an abort from another thread reaches its scopes.
+        self.event_loop: LoopHandle | None = None
         self.provider: AIProvider | None = None
         # Progress events a tool emitted while it ran, yielded after it (see ``_tool_round``).
         self.deferred: list[AgentEvent] = []

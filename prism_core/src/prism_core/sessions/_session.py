@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._threads import call_on_loop
 from ..codec import dumps
 from ..content import ErrorInfo, Message, message_size_bound, to_messages
 from ..errors import AgentRunError, PrismError
@@ -62,6 +63,13 @@ def _log_commit(entry: SessionEntry) -> None:
 #: How long ``session.snapshot()`` reuses an unchanged branch, by default and at most.
 DEFAULT_SNAPSHOT_CACHE_TTL_MS = 1000
 HARD_MAX_SNAPSHOT_CACHE_TTL_MS = 30000
+
+
+def _abort_execution(execution: RunExecution, reason: Any) -> None:
+    """Fire the run's signal and cancel the step in flight (on the run's event loop)."""
+    execution.signal.abort(reason)
+    if execution.step_scope is not None:
+        execution.step_scope.cancel()
 
 
 class SessionClosedError(PrismError):
@@ -173,13 +181,15 @@ class AgentSession:
         )
 
     def abort(self, reason: Any = None) -> bool:
-        """Abort the active run (its provider stream and tool are cancelled); ``False`` if idle."""
+        """Abort the active run (its provider stream and tool are cancelled); ``False`` if idle.
+
+        Safe from any thread: off the run's event loop, the abort is handed to the loop and
+        this returns once it has been applied there.
+        """
         execution = self._active
         if execution is None:
             return False
-        execution.signal.abort(reason)
-        if execution.step_scope is not None:
-            execution.step_scope.cancel()
+        call_on_loop(execution.event_loop, _abort_execution, execution, reason)
         return True
 
     def steer(self, input: Any, *, soft_interrupt: bool = False) -> None:
