@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from prism_core import codec
+from prism_core._decode import load_json
 from prism_core.content import (
     ErrorInfo,
     Message,
@@ -17,6 +19,7 @@ from prism_core.content import (
 )
 from prism_core.models import ModelConfig
 from prism_core.sessions import SessionEntry, create_session_entry, decode_session_entry
+from prism_core.sessions._decode import decode_entry_columns
 
 TRICKY = 'quote " backslash \\ nul \x00 é ✓ 😀 \u2028'
 
@@ -163,3 +166,117 @@ def test_malformed_data_fails_like_the_converter(data: dict[str, Any]) -> None:
     with pytest.raises(kind) as raised:
         decode_session_entry(data)
     assert str(raised.value) == message
+
+
+_COLUMN_NAMES = ("id", "session_id", "parent_id", "kind", "run_id", "timestamp")
+
+
+def _split(data: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+    """A store's form of ``data``: the payload text and the column values."""
+    payload = {k: v for k, v in data.items() if k not in _COLUMN_NAMES}
+    return codec.dumps(payload).decode("utf-8"), tuple(data.get(k) for k in _COLUMN_NAMES)
+
+
+@pytest.mark.parametrize("entry", _entries(), ids=lambda entry: entry.kind)
+def test_decoding_columns_and_payload_equals_the_converter(entry: SessionEntry) -> None:
+    """An entry stored as columns and a payload decodes to the converter's entry."""
+    data = codec.loads(codec.dumps(entry))
+    payload, columns = _split(data)
+    decoded = decode_entry_columns(payload, *columns)
+    expected = codec.structure(data, SessionEntry)
+    assert decoded == expected == entry
+    assert repr(decoded) == repr(expected)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _stored(timestamp=1700000000),
+        _stored(extra_key="ignored"),
+        _stored(id=7, session_id=None),
+        _stored(parent_id=7),
+        _stored(run_id=b"r"),
+        _stored(message={"role": "user", "content": [{"type": "text", "text": 5}]}),
+        _stored(
+            message={
+                "role": "assistant",
+                "content": [{"type": "thinking", "text": "t", "signature": 3}],
+            }
+        ),
+        _stored(
+            message={
+                "role": "tool",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_call_id": 1,
+                        "name": "n",
+                        "value": 1,
+                        "error": None,
+                    }
+                ],
+            }
+        ),
+    ],
+)
+def test_uncommon_columns_and_payloads_decode_like_the_converter(data: dict[str, Any]) -> None:
+    """Column values or payloads outside the common shapes get the converter's answer."""
+    payload, columns = _split(data)
+    expected = codec.structure(dict(data), SessionEntry)
+    decoded = decode_entry_columns(payload, *columns)
+    assert decoded == expected
+    assert repr(decoded) == repr(expected)
+
+
+def test_a_payload_column_wins_over_nothing_and_a_column_wins_over_the_payload() -> None:
+    """A payload key that names a column is overwritten by the column, as a merged dict is."""
+    data = _stored()
+    payload, columns = _split(data)
+    with_id = codec.dumps({**codec.loads(payload), "id": "from-payload"}).decode("utf-8")
+    assert decode_entry_columns(with_id, *columns).id == data["id"]
+
+
+@pytest.mark.parametrize("payload", ["[1, 2]", '"text"', "7", "null"])
+def test_a_payload_that_is_not_an_object_fails_like_the_merge(payload: str) -> None:
+    """A payload that is JSON but not an object fails as setting the columns on it does."""
+    data = json.loads(payload)
+    with pytest.raises(TypeError) as expected:
+        data["id"] = "x"
+    with pytest.raises(TypeError) as raised:
+        decode_entry_columns(payload, "x", "s1", None, "message", None, 1.0)
+    assert str(raised.value) == str(expected.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":1}',
+        ' {"a":1}',
+        '{"a":1} ',
+        '{"a":1}{"b":2}',
+        '{"a":1',
+        "",
+        "\ufeff{}",
+        '"\\ud800"',
+        "[1,2.5,null,true]",
+        '{"a":NaN}',
+        b'{"a":1}',
+        '{"é":"😀"}',
+    ],
+)
+def test_load_json_is_json_loads(text: str | bytes) -> None:
+    """The scanner path returns what ``json.loads`` returns and fails with its error."""
+    try:
+        expected: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        error: json.JSONDecodeError | None = exc
+    else:
+        error = None
+    if error is not None:
+        with pytest.raises(json.JSONDecodeError) as raised:
+            load_json(text)
+        assert (str(raised.value), raised.value.pos) == (str(error), error.pos)
+    else:
+        loaded = load_json(text)
+        assert loaded == expected
+        assert repr(loaded) == repr(expected)

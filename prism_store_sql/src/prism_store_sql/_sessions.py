@@ -30,15 +30,15 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from prism_core._echo import echo
-from prism_core.codec import dumps, loads, unstructure
+from prism_core.codec import dumps, unstructure
 from prism_core.sessions import (
     UNSET,
     BranchAndRunTail,
     SessionConflictError,
     SessionEntry,
     SessionEntryNotFoundError,
-    decode_session_entry,
 )
+from prism_core.sessions._decode import decode_entry_columns
 
 from ._base import SqlStoreBase
 from ._checkpoints import SqlCheckpointStore
@@ -65,10 +65,7 @@ def _payload_json(entry: SessionEntry) -> str:
 def _entry(row: Sequence[Any]) -> SessionEntry:
     # Positions, not names: every read selects the entry columns first, in table order
     # (id, session_id, parent_id, seq, kind, payload, run_id, timestamp).
-    data = loads(row[5])
-    data["id"], data["session_id"], data["parent_id"] = row[0], row[1], row[2]
-    data["kind"], data["run_id"], data["timestamp"] = row[4], row[6], row[7]
-    return decode_session_entry(data)
+    return decode_entry_columns(row[5], row[0], row[1], row[2], row[4], row[6], row[7])
 
 
 def append_params(entry: SessionEntry, expected_leaf_id: Any) -> dict[str, Any]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._decode import Declined, decode_message, optional_text
+from .._decode import Declined, decode_message, load_json, optional_text
 from ..codec import structure
 from ._entries import ENTRY_KINDS, SessionEntry
 
-__all__ = ("decode_session_entry",)
+__all__ = ("decode_entry_columns", "decode_session_entry")
 
 _KINDS = frozenset(ENTRY_KINDS)
 _ENTRY_KEYS = frozenset(
@@ -73,3 +73,52 @@ def _entry(data: Any) -> SessionEntry:
         label=optional_text(get("label")),
         data=get("data"),
     )
+
+
+def decode_entry_columns(
+    payload: Any,
+    id_: Any,
+    session_id: Any,
+    parent_id: Any,
+    kind: Any,
+    run_id: Any,
+    timestamp: Any,
+) -> SessionEntry:
+    """The entry a store keeps as columns and a JSON ``payload`` text (its other fields).
+
+    Exactly ``decode_session_entry(data)`` where ``data`` is ``json.loads(payload)`` with the
+    column values set on it (so a payload that is not a JSON object fails as that assignment
+    does), taking the column values as they are instead of through a merged dict.
+    """
+    data = load_json(payload)
+    if type(data) is dict and _ENTRY_KEYS.issuperset(data):
+        get = data.get
+        message = get("message")
+        if (
+            kind in _KINDS
+            and type(timestamp) is float
+            and type(id_) is str
+            and type(session_id) is str
+            and (parent_id is None or type(parent_id) is str)
+            and (run_id is None or type(run_id) is str)
+            and get("model") is None
+        ):
+            try:
+                return SessionEntry(
+                    id=id_,
+                    session_id=session_id,
+                    kind=kind,
+                    parent_id=parent_id,
+                    timestamp=timestamp,
+                    run_id=run_id,
+                    message=None if message is None else decode_message(message),
+                    summary=optional_text(get("summary")),
+                    first_kept_entry_id=optional_text(get("first_kept_entry_id")),
+                    label=optional_text(get("label")),
+                    data=get("data"),
+                )
+            except Declined:
+                pass
+    data["id"], data["session_id"], data["parent_id"] = id_, session_id, parent_id
+    data["kind"], data["run_id"], data["timestamp"] = kind, run_id, timestamp
+    return decode_session_entry(data)
