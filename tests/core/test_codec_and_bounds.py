@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -189,3 +192,54 @@ def test_json_size_bound_is_never_below_the_encoded_size() -> None:
         assert json_size_bound(value) >= len(codec.dumps(value)), value
         if isinstance(value, Message):
             assert message_size_bound(value) >= len(codec.dumps(value)), value
+
+
+def _frozen_reference(value: Any) -> Any:
+    """The copy a frozen value makes of its data, checked only by the general rules."""
+    if isinstance(value, Mapping):
+        return {str(k): _frozen_reference(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_frozen_reference(v) for v in value]
+    return value
+
+
+class _Text(str):
+    pass
+
+
+class _Items(list[Any]):
+    pass
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        0,
+        1.5,
+        "text",
+        _Text("sub"),
+        [1, "a", None, [2, {"k": (3, 4)}]],
+        (1, 2),
+        _Items([1, (2,)]),
+        {"a": 1, 2: "int key", "nested": {"t": (1, {"x": [True]})}},
+        OrderedDict(b=[1], a={"c": None}),
+        MappingProxyType({"p": (1,)}),
+        {1, 2},
+    ],
+    ids=repr,
+)
+def test_frozen_data_is_copied_by_the_general_rules(value: Any) -> None:
+    """Tool arguments and values are copied exactly as the general rules copy them: the same
+    data, the same container types, no container shared with the caller."""
+    call = ToolCallContent("c1", "probe", {"value": value})
+    result = ToolResultContent("c1", "probe", value)
+    expected = _frozen_reference(value)
+    assert result.value == expected
+    assert type(result.value) is type(expected)
+    assert repr(result.value) == repr(expected)
+    assert repr(call.arguments) == repr({"value": expected})
+    if isinstance(value, list | tuple | Mapping):
+        assert result.value is not value
+        assert call.arguments["value"] is not value

@@ -31,6 +31,15 @@ Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 
 def _freeze(value: Any) -> Any:
     """Copy JSON-like data so a frozen value does not share mutable containers with callers."""
+    # Exact JSON types first: the same answers as the checks below, without an ABC check
+    # for every value of a decoded transcript.
+    kind = type(value)
+    if kind is str or value is None or kind is int or kind is float or kind is bool:
+        return value
+    if kind is dict:
+        return {str(k): _freeze(v) for k, v in value.items()}
+    if kind is list:
+        return [_freeze(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): _freeze(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
