@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from prism_core.content import Message
 from prism_core.sessions import (
     BranchAndRunTailReader,
     SessionEntry,
+    SessionEntryNotFoundError,
     SessionStore,
     create_session_entry,
 )
@@ -135,3 +137,27 @@ async def test_sqlite_walks_the_seq_index_and_falls_back_beside_long_branches(
         assert read.tail == []
         assert not any("RECURSIVE" in text for text in statements)
         assert later in (await store.read_branch_and_run_tail("s", root.id, "r")).tail
+
+
+@pytest.mark.parametrize("driver", ["sqlite", "aiosqlite"])
+async def test_a_branch_whose_ancestor_is_gone_names_it(sqlite_target: Target, driver: str) -> None:
+    """A branch whose chain breaks (an ancestor row removed behind the store's back) is
+    refused by both reads, naming the missing entry, on both SQLite drivers."""
+    url = sqlite_target.url if driver == "sqlite" else aiosqlite_url(sqlite_target.url)
+    async with create_sql_session_store(url) as store:
+        branch, tail = await _session(store)
+        gone = branch[10]
+        path = sqlite_target.url.removeprefix("sqlite:///")
+        with sqlite3.connect(path) as raw:
+            raw.execute(
+                f"DELETE FROM {sqlite_target.prefix}session_entries WHERE id = ?", (gone.id,)
+            )
+        with pytest.raises(SessionEntryNotFoundError) as raised:
+            await store.read_branch_path("s", branch[-1].id)
+        assert gone.id in str(raised.value)
+        with pytest.raises(SessionEntryNotFoundError) as raised:
+            await store.read_branch_and_run_tail("s", branch[-1].id, "r")
+        assert gone.id in str(raised.value)
+        read = await store.read_branch_and_run_tail("s", branch[5].id, "r")
+        assert read.path == branch[:6]
+        assert read.tail == [*branch[6:10], *branch[11:], *tail]

@@ -112,9 +112,11 @@ def branch_rows(
     the root to ``leaf_id``."""
     if not rows:
         raise SessionEntryNotFoundError(f"session {echo(session_id)} has no entry {echo(leaf_id)}")
-    if rows[0].parent_id is not None:
+    # By position, like ``_entry``: the rows may be plain tuples.
+    root_parent = rows[0][2]
+    if root_parent is not None:
         raise SessionEntryNotFoundError(
-            f"session {echo(session_id)} has no entry {echo(rows[0].parent_id)}"
+            f"session {echo(session_id)} has no entry {echo(root_parent)}"
         )
     return [_entry(row) for row in rows]
 

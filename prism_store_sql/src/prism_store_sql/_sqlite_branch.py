@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from ._schema import Tables
 from ._sqlite import CompiledStatement, compile_sqlite
 
-__all__ = ("SKIP_SLACK", "BranchTailStatements", "read_rows")
+__all__ = ("SKIP_SLACK", "BranchTailStatements", "read_rows", "tuple_cursor")
 
 #: How many more rows of other branches than branch rows the walk reads before it switches
 #: to the recursive query.
@@ -78,6 +78,14 @@ class BranchTailStatements:
         )
 
 
+def tuple_cursor(connection: sqlite3.Connection) -> sqlite3.Cursor:
+    """A cursor on ``connection`` whose rows are plain tuples: entry rows are read by
+    position, so they need no per-row attribute class (worker thread only)."""
+    cursor = connection.cursor()
+    cursor.row_factory = None
+    return cursor
+
+
 def read_rows(
     connection: sqlite3.Connection,
     sql: BranchTailStatements,
@@ -86,28 +94,32 @@ def read_rows(
     run_id: str,
 ) -> tuple[list[Any], list[Any]]:
     """``(branch rows root first, the run's later rows)`` in one read transaction (worker
-    thread only). The branch rows are empty when the leaf is not in the session, and may
-    stop short of the root when a parent is missing; the caller checks them."""
-    connection.execute("BEGIN")
-    path: list[Any] = []
-    leaf_seq = 0
-    if leaf_id is not None:
-        found = connection.execute(
-            sql.leaf_seq.text, sql.leaf_seq.params({"leaf": leaf_id, "session": session_id})
-        ).fetchone()
-        if found is None:
-            connection.execute("COMMIT")
-            return [], []
-        leaf_seq = found[0]
-        path = _walk(connection, sql, session_id, leaf_id, leaf_seq)
-    after = sql.after.params({"session": session_id, "leaf_seq": leaf_seq, "run": run_id})
-    tail = connection.execute(sql.after.text, after).fetchall()
-    connection.execute("COMMIT")
-    return path, tail
+    thread only), as tuples. The branch rows are empty when the leaf is not in the session,
+    and may stop short of the root when a parent is missing; the caller checks them."""
+    cursor = tuple_cursor(connection)
+    try:
+        cursor.execute("BEGIN")
+        path: list[Any] = []
+        leaf_seq = 0
+        if leaf_id is not None:
+            found = cursor.execute(
+                sql.leaf_seq.text, sql.leaf_seq.params({"leaf": leaf_id, "session": session_id})
+            ).fetchone()
+            if found is None:
+                cursor.execute("COMMIT")
+                return [], []
+            leaf_seq = found[0]
+            path = _walk(cursor, sql, session_id, leaf_id, leaf_seq)
+        after = sql.after.params({"session": session_id, "leaf_seq": leaf_seq, "run": run_id})
+        tail = cursor.execute(sql.after.text, after).fetchall()
+        cursor.execute("COMMIT")
+        return path, tail
+    finally:
+        cursor.close()
 
 
 def _walk(
-    connection: sqlite3.Connection,
+    cursor: sqlite3.Cursor,
     sql: BranchTailStatements,
     session_id: str,
     leaf_id: str,
@@ -117,22 +129,18 @@ def _walk(
     path: list[Any] = []
     wanted: str | None = leaf_id
     skipped = 0
-    cursor = connection.execute(sql.below.text, below)
-    try:
-        for row in cursor:
-            if row[_ID] != wanted:
-                skipped += 1
-                if skipped > len(path) + SKIP_SLACK:
-                    break
-                continue
-            path.append(row)
-            wanted = row[_PARENT]
-            if wanted is None:
-                path.reverse()
-                return path
-    finally:
-        cursor.close()
+    for row in cursor.execute(sql.below.text, below):
+        if row[_ID] != wanted:
+            skipped += 1
+            if skipped > len(path) + SKIP_SLACK:
+                break
+            continue
+        path.append(row)
+        wanted = row[_PARENT]
+        if wanted is None:
+            path.reverse()
+            return path
     # A branch beside many rows of other branches, or one whose parent is missing: the
     # recursive query reads exactly the branch (and shows where it breaks).
     params = sql.branch.params({"leaf": leaf_id, "session": session_id})
-    return connection.execute(sql.branch.text, params).fetchall()
+    return cursor.execute(sql.branch.text, params).fetchall()

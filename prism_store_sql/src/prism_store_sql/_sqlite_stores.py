@@ -48,7 +48,7 @@ from ._sessions import (
 )
 from ._sessions import _build_statements as _build_session_statements
 from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
-from ._sqlite_branch import BranchTailStatements, read_rows
+from ._sqlite_branch import BranchTailStatements, read_rows, tuple_cursor
 from ._transaction import SqliteTransaction, SqlTransaction
 
 __all__ = ("SqliteCheckpointStore", "SqliteSessionStore")
@@ -393,7 +393,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         text, params = self._list.text, self._list.params({"session": session_id})
 
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
-            return connection.execute(text, params).fetchall()
+            return tuple_cursor(connection).execute(text, params).fetchall()
 
         return [_entry(row) for row in await self._db.run("list session entries", fetch)]
 
@@ -402,7 +402,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         text, params = self._get.text, self._get.params({"entry_id": entry_id})
 
         def fetch(connection: sqlite3.Connection) -> Any:
-            return connection.execute(text, params).fetchone()
+            return tuple_cursor(connection).execute(text, params).fetchone()
 
         row = await self._db.run("read a session entry", fetch)
         return _entry(row) if row is not None else None
@@ -421,7 +421,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         params = self._branch.params({"leaf": leaf_id, "session": session_id})
 
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
-            return connection.execute(text, params).fetchall()
+            return tuple_cursor(connection).execute(text, params).fetchall()
 
         rows = await self._db.run("read a session branch", fetch)
         return branch_rows(rows, session_id, leaf_id)
