@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from prism_core.sessions import (
+    BranchAndRunTail,
     BranchAndRunTailReader,
     SessionEntryNotFoundError,
     SessionStore,
@@ -15,6 +16,7 @@ from prism_core.sessions import (
     create_session_entry,
     read_branch_and_run_tail,
 )
+from prism_core.sessions._run_tail import PrefetchedBranchAndRunTail
 from prism_core.testing import SessionStoreConformance
 
 
@@ -82,3 +84,36 @@ async def test_stores_without_the_capability_fall_back_to_list() -> None:
     assert (read.path, read.tail, store.calls) == ([root], [later], ["list"])
     with pytest.raises(SessionEntryNotFoundError):
         await read_branch_and_run_tail(store, "s", "entry_missing", "r")
+
+
+@pytest.mark.anyio
+async def test_a_prefetched_read_is_used_only_for_its_store_and_ids() -> None:
+    """A prefetched read answers only the read of the same store and ids; any other read
+    goes to the store."""
+    store = create_memory_session_store()
+    other = create_memory_session_store()
+    root = await store.append(
+        create_session_entry(session_id="s", kind="label", label="root", run_id="r")
+    )
+    canned = BranchAndRunTail(path=[], tail=[root])
+
+    def prefetched(target: Any, session_id: str, leaf_id: str | None, run_id: str) -> Any:
+        return PrefetchedBranchAndRunTail(
+            store=target,
+            session_id=session_id,
+            leaf_id=leaf_id,
+            run_id=run_id,
+            decode=lambda: canned,
+        )
+
+    own = await store.read_branch_and_run_tail("s", root.id, "r")
+    assert own != canned
+    used = prefetched(store, "s", root.id, "r")
+    assert await read_branch_and_run_tail(store, "s", root.id, "r", used) is canned
+    for stale in (
+        prefetched(other, "s", root.id, "r"),
+        prefetched(store, "t", root.id, "r"),
+        prefetched(store, "s", None, "r"),
+        prefetched(store, "s", root.id, "q"),
+    ):
+        assert await read_branch_and_run_tail(store, "s", root.id, "r", stale) == own

@@ -27,6 +27,7 @@ from prism_core.durable import (
     normalise_ownership,
 )
 from prism_core.sessions import UNSET, BranchAndRunTail, SessionEntry
+from prism_core.sessions._run_tail import PrefetchedBranchAndRunTail
 
 from ._checkpoints import (
     SqlCheckpointStore,
@@ -147,6 +148,60 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
 
         row = await self._db.run("load a checkpoint", load)
         return self._record(row, owner) if row is not None else None
+
+    async def load_with_run_branch(
+        self,
+        namespace: str,
+        key: str,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        sessions: object,
+    ) -> tuple[CheckpointRecord | None, PrefetchedBranchAndRunTail | None]:
+        """:meth:`load`, and in the same hand-off the branch and run tail the record's value
+        names, read from ``sessions`` when it is a SQLite session store on this connection
+        (see :class:`~prism_core.durable._resume_checks.CheckpointAndBranchLoader`); the
+        read is ``None`` otherwise, or when it fails (the caller then reads as usual)."""
+        if not (
+            isinstance(sessions, SqliteSessionStore)
+            and sessions.database is self._db
+            and not sessions.closed
+        ):
+            return await self.load(namespace, key, ownership=ownership), None
+        check_name(namespace, "namespace")
+        check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
+        text, values = self._load.text, self._load.params(params)
+        statements = sessions._branch_tail
+
+        def load(connection: sqlite3.Connection) -> tuple[Any, Any, Any]:
+            row = connection.execute(text, values).fetchone()
+            if row is None:
+                return None, None, None
+            record = self._record(row, owner)
+            ids = _run_branch_ids(record.value)
+            if ids is None:
+                return record, None, None
+            try:
+                return record, ids, read_rows(connection, statements, *ids)
+            except sqlite3.Error:
+                # The resume's own read meets this failure again, at its own step.
+                if connection.in_transaction:
+                    connection.rollback()
+                return record, None, None
+
+        record, ids, rows = await self._db.run("load a checkpoint", load)
+        if ids is None:
+            return record, None
+        session_id, leaf_id, run_id = ids
+        path, tail = rows
+        return record, PrefetchedBranchAndRunTail(
+            store=sessions,
+            session_id=session_id,
+            leaf_id=leaf_id,
+            run_id=run_id,
+            decode=lambda: branch_and_tail(path, tail, session_id, leaf_id),
+        )
 
     async def save(
         self,
@@ -439,5 +494,27 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
             return read_rows(connection, sql, session_id, leaf_id, run_id)
 
         path, tail = await self._db.run("read a session branch and a run's entries", fetch)
-        branch = [] if leaf_id is None else branch_rows(path, session_id, leaf_id)
-        return BranchAndRunTail(path=branch, tail=[_entry(row) for row in tail])
+        return branch_and_tail(path, tail, session_id, leaf_id)
+
+
+def branch_and_tail(
+    path: builtins.list[Any], tail: builtins.list[Any], session_id: str, leaf_id: str | None
+) -> BranchAndRunTail:
+    """The answer for the rows of :func:`~prism_store_sql._sqlite_branch.read_rows`."""
+    branch = [] if leaf_id is None else branch_rows(path, session_id, leaf_id)
+    return BranchAndRunTail(path=branch, tail=[_entry(row) for row in tail])
+
+
+def _run_branch_ids(value: Any) -> tuple[str, str | None, str] | None:
+    """``(session_id, leaf_id, run_id)`` of a run's checkpoint value, or ``None`` when they
+    are not text (the resume refuses such a value before it reads the session)."""
+    if type(value) is not dict:
+        return None
+    session_id, leaf_id, run_id = value.get("session_id"), value.get("leaf_id"), value.get("run_id")
+    if (
+        type(session_id) is str
+        and type(run_id) is str
+        and (leaf_id is None or type(leaf_id) is str)
+    ):
+        return session_id, leaf_id, run_id
+    return None

@@ -32,7 +32,7 @@ from ._decisions import AgentRunRef, coerce_run_ref, validate_resume_input
 from ._faults import retry_transient
 from ._fencing import claim_token
 from ._lease import check_lease
-from ._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES
+from ._options import HARD_MAX_AGENT_RUN_STATE_BYTES
 from ._restore import CheckpointRestoreContext, compensate_all, run_restore_hooks
 from ._resume_checks import (
     NOT_FOUND,
@@ -42,6 +42,7 @@ from ._resume_checks import (
     check_request,
     check_version_and_status,
     load_agent_run_state,
+    load_for_resume,
 )
 from ._resume_decide import Decided, resolve_decisions
 from ._resume_doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
@@ -100,9 +101,15 @@ async def prepare_resume(
     check_request(agent, request)
     signal = request.signal
     check_signal(signal, "the checkpoint load")
-    record = await retry_transient(
-        lambda: request.checkpoints.load(
-            AGENT_RUN_NAMESPACE, run_ref.run_id, ownership=request.ownership
+    # A continue's session read rides along with the load when the store can make both in
+    # one call; it is only decoded (and its errors raised) at the session rebuild.
+    record, prefetched = await retry_transient(
+        lambda: load_for_resume(
+            request.checkpoints,
+            agent.store,
+            run_ref.run_id,
+            request.ownership,
+            with_branch=plan.decision == "continue",
         )
     )
     if record is None:
@@ -119,7 +126,9 @@ async def prepare_resume(
     token = claim_token(record, request.fencing_token)
 
     check_signal(signal, "the session rebuild")
-    rebuilt = await rebuild_session(agent, state, plan, request.guardrail_packs)
+    rebuilt = await rebuild_session(
+        agent, state, plan, request.guardrail_packs, prefetched=prefetched
+    )
     session, state, calls = rebuilt.session, rebuilt.state, rebuilt.calls
     check_signal(signal, "on_session")
     if request.on_session is not None:

@@ -8,7 +8,7 @@ and its frontier. These checks read; they must not write a checkpoint or a sessi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -35,12 +35,16 @@ from ._resume_signal import coerce_signal
 from ._state import AgentRunState, parse_state
 from ._writer import read_metadata
 
+if TYPE_CHECKING:
+    from ..sessions._run_tail import PrefetchedBranchAndRunTail
+
 __all__ = (
     "MISMATCH",
     "NOT_CLEAN",
     "NOT_FOUND",
     "STALE",
     "AgentRunStatus",
+    "CheckpointAndBranchLoader",
     "ResumeRequest",
     "check_configuration",
     "check_ownership",
@@ -50,6 +54,7 @@ __all__ = (
     "check_request",
     "check_version_and_status",
     "load_agent_run_state",
+    "load_for_resume",
 )
 
 STALE = "Stale or non-running agent run resume"
@@ -174,6 +179,46 @@ async def load_agent_run_state(
     if run_ref.session_id is not None and state.session_id != run_ref.session_id:
         return None
     return AgentRunStatus(state=state, version=record.version, metadata=read_metadata(record))
+
+
+@runtime_checkable
+class CheckpointAndBranchLoader(Protocol):
+    """A checkpoint store that loads a run's record and, in the same hand-off, reads the
+    session branch and run tail its value names (``session_id``, ``leaf_id``, ``run_id``)
+    from ``sessions``, when that session store shares its connection.
+
+    The prefetched read is ``None`` when it cannot be made (another store, no record, ids
+    that are not text, a failed read): the resume then reads as usual, so its errors come
+    at the same step as without the capability.
+    """
+
+    async def load_with_run_branch(
+        self,
+        namespace: str,
+        key: str,
+        *,
+        ownership: Mapping[str, str] | None,
+        sessions: object,
+    ) -> tuple[CheckpointRecord | None, PrefetchedBranchAndRunTail | None]:
+        """The record (as ``load`` returns it) and the prefetched read, or ``None``."""
+        ...
+
+
+async def load_for_resume(
+    checkpoints: CheckpointStore,
+    sessions: object,
+    run_id: str,
+    ownership: Mapping[str, str] | None,
+    *,
+    with_branch: bool,
+) -> tuple[CheckpointRecord | None, PrefetchedBranchAndRunTail | None]:
+    """The run's record and, when ``with_branch`` and the store can, the session read the
+    resume will make, prefetched in the same store call."""
+    if with_branch and sessions is not None and isinstance(checkpoints, CheckpointAndBranchLoader):
+        return await checkpoints.load_with_run_branch(
+            AGENT_RUN_NAMESPACE, run_id, ownership=ownership, sessions=sessions
+        )
+    return await checkpoints.load(AGENT_RUN_NAMESPACE, run_id, ownership=ownership), None
 
 
 def check_request(agent: ResumableAgent, request: ResumeRequest) -> None:

@@ -49,10 +49,14 @@ async def rebuild_session(
     state: AgentRunState,
     plan: ResumeInput,
     supplied_packs: Sequence[Any] = (),
+    *,
+    prefetched: Any = None,
 ) -> Rebuilt:
     """The session at the checkpoint's leaf, with its history, packs and skills.
 
-    ``supplied_packs`` are the packs the host supplies again (those recorded by identity)."""
+    ``supplied_packs`` are the packs the host supplies again (those recorded by identity);
+    ``prefetched`` is the session read a ``continue`` made with its checkpoint load, if any
+    (:class:`~prism_core.sessions._run_tail.PrefetchedBranchAndRunTail`)."""
     assert agent.store is not None
     compiled = _compile_packs(agent, state, supplied_packs)
     session = agent.create_session(id=state.session_id, leaf_id=state.leaf_id)
@@ -60,7 +64,7 @@ async def rebuild_session(
     fresh: tuple[ToolCallContent, ...] = ()
     counters = state.counters
     if plan.decision == "continue":
-        advance = await _advance_over_finished_work(session, state)
+        advance = await _advance_over_finished_work(session, state, prefetched)
         session.leaf_id, path = advance.leaf, advance.path
 
         def charged(rounds: int, calls: int) -> RunCountersState:
@@ -166,7 +170,9 @@ class _Advance:
     fresh: tuple[ToolCallContent, ...]
 
 
-async def _advance_over_finished_work(session: ResumedSession, state: AgentRunState) -> _Advance:
+async def _advance_over_finished_work(
+    session: ResumedSession, state: AgentRunState, prefetched: Any = None
+) -> _Advance:
     """The leaf after the crashed worker's completed tool rounds (``continue`` only).
 
     Entries the crashed worker appended after the checkpoint's leaf are kept when they form
@@ -186,7 +192,7 @@ async def _advance_over_finished_work(session: ResumedSession, state: AgentRunSt
 
     try:
         read = await read_branch_and_run_tail(
-            session.store, state.session_id, state.leaf_id, state.run_id
+            session.store, state.session_id, state.leaf_id, state.run_id, prefetched
         )
     except SessionEntryNotFoundError as exc:
         raise AgentRunStateError(

@@ -19,7 +19,7 @@ order, whichever branch they are on. Both come from one consistent read.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -30,6 +30,7 @@ from ._store import SessionEntryNotFoundError, SessionStore
 __all__ = (
     "BranchAndRunTail",
     "BranchAndRunTailReader",
+    "PrefetchedBranchAndRunTail",
     "branch_and_run_tail",
     "read_branch_and_run_tail",
 )
@@ -41,6 +42,23 @@ class BranchAndRunTail:
 
     path: builtins.list[SessionEntry]
     tail: builtins.list[SessionEntry]
+
+
+@attrs.frozen
+class PrefetchedBranchAndRunTail:
+    """A branch-and-run-tail read that a store made ahead of time (with the checkpoint load
+    of a ``continue``, in the same hand-off), for exactly the ids it names.
+
+    ``decode()`` gives what ``store.read_branch_and_run_tail(session_id, leaf_id, run_id)``
+    gives for the rows it read, and raises what that read raises; it is only used for a read
+    of the same store and ids.
+    """
+
+    store: object
+    session_id: str
+    leaf_id: str | None
+    run_id: str
+    decode: Callable[[], BranchAndRunTail]
 
 
 @runtime_checkable
@@ -81,10 +99,23 @@ def branch_and_run_tail(
 
 
 async def read_branch_and_run_tail(
-    store: SessionStore, session_id: str, leaf_id: str | None, run_id: str
+    store: SessionStore,
+    session_id: str,
+    leaf_id: str | None,
+    run_id: str,
+    prefetched: PrefetchedBranchAndRunTail | None = None,
 ) -> BranchAndRunTail:
     """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it, in
-    one store call: the store's own read when it offers one, else ``list`` of the session."""
+    one store call: the store's own read when it offers one, else ``list`` of the session.
+    A ``prefetched`` read of this very store and these ids is decoded instead of a call."""
+    if (
+        prefetched is not None
+        and prefetched.store is store
+        and prefetched.session_id == session_id
+        and prefetched.leaf_id == leaf_id
+        and prefetched.run_id == run_id
+    ):
+        return prefetched.decode()
     if isinstance(store, BranchAndRunTailReader):
         return await store.read_branch_and_run_tail(session_id, leaf_id, run_id)
     return branch_and_run_tail(await store.list(session_id), session_id, leaf_id, run_id)
