@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 import anyio
@@ -427,15 +427,19 @@ class DurableRun:
         if self.has_record:
             await self.writer.check_owner()
 
-    @asynccontextmanager
-    async def hold_lease(self) -> AsyncIterator[None]:
+    def hold_lease(self) -> AbstractAsyncContextManager[None]:
         """While the body runs, renew a leased run's lease every third of ``lease_ms`` in a
         task group owned by this block. A failed renewal stops renewing (the next write or
-        pre-dispatch check reports the loss); it never cancels the body."""
+        pre-dispatch check reports the loss); it never cancels the body. A run without a
+        lease (or that lost its record) gets a block that does nothing."""
         lease_ms = self.writer.lease_ms
         if lease_ms is None or self.writer.lost is not None:
-            yield
-            return
+            # Entered around every step of the run: no generator for a run that renews nothing.
+            return nullcontext()
+        return self._renewing(lease_ms)
+
+    @asynccontextmanager
+    async def _renewing(self, lease_ms: int) -> AsyncIterator[None]:
         failure: BaseException | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(self._renew_lease, lease_ms / 3000)
