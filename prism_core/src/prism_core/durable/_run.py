@@ -169,6 +169,8 @@ class DurableRun:
             middleware=agent.middleware,
             context=execution.mw_context,
         )
+        #: The run's limits and their JSON form, made once (the limits are frozen).
+        self._limits: tuple[Any, dict[str, Any]] | None = None
         #: The session's held entries, when this run commits them with its checkpoints.
         self.held: HeldWrites | None = None
         sessions = execution.session.store
@@ -284,7 +286,7 @@ class DurableRun:
             fingerprint=self.fingerprint,
             leaf_id=leaf,
             counters=counters_state,
-            limits=attrs.asdict(execution.limits),
+            limits=self._limits_data(),
             wall_deadline=self._wall_deadline(),
             checkpoint_policy="every-turn" if self.every_turn else None,
             interrupt_before_tool=self.options.interrupt_before_tool,
@@ -300,6 +302,14 @@ class DurableRun:
             error=error,
             resolutions=tuple(self.resolutions[-MAX_RESOLUTION_RECORDS:]),
         )
+
+    def _limits_data(self) -> dict[str, Any]:
+        limits = self.execution.limits
+        cached = self._limits
+        if cached is None or cached[0] is not limits:
+            cached = self._limits = (limits, attrs.asdict(limits))
+        # A copy per state: each state owns its map, as when it was made afresh every turn.
+        return dict(cached[1])
 
     def _counters(self) -> RunCountersState:
         counters = self.execution.counters
