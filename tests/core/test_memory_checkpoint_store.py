@@ -165,3 +165,19 @@ def test_prism_core_does_not_import_pytest() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_validate_save_reuses_the_callers_encoding_of_that_very_value() -> None:
+    """Inside ``encoded_value`` the bytes given for one value object are its canonical JSON
+    (no second encoding); an equal but different object is encoded afresh, and the hint is
+    gone once the block ends."""
+    from prism_core.codec import dumps
+    from prism_core.durable._checkpoints import encoded_value, validate_save
+
+    value = {"status": "running", "n": 1}
+    marked = b'{"n":1,"status":"running","x":0}'
+    with encoded_value(value, marked):
+        assert validate_save("ns", "k", value, version=1).value_json == marked.decode()
+        other = dict(value)
+        assert validate_save("ns", "k", other, version=1).value_json == dumps(other).decode()
+    assert validate_save("ns", "k", value, version=1).value_json == dumps(value).decode()

@@ -3,7 +3,10 @@ durable pragmas, the schema checked once, compatibility with the SQLAlchemy path
 
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -294,3 +297,65 @@ async def test_migrate_and_status_run_on_sqlite3_under_either_backend(tmp_path: 
     assert await read_schema_version(url) == 0
     async with create_sql_checkpoint_store(url, table_prefix="app_", create_schema=False) as s:
         assert await s.load("ns", "k") is None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_under_asyncio_one_database_thread_runs_calls_in_order_until_closed(
+    sqlite_target: Target,
+) -> None:
+    """Under asyncio a database runs its calls on its own thread, first come first served
+    (calls started together run in the order they were made), and that thread ends once the
+    last store on the database is closed."""
+    order: list[int] = []
+    threads: set[threading.Thread] = set()
+
+    def probe(index: int) -> Any:
+        def operation(connection: sqlite3.Connection) -> None:
+            threads.add(threading.current_thread())
+            order.append(index)
+
+        return operation
+
+    async with open_sql_stores(sqlite_target.url) as opened:
+        database = opened.checkpoints.database  # type: ignore[attr-defined]
+        async with anyio.create_task_group() as group:
+            for index in range(20):
+                group.start_soon(database.run, "probe", probe(index))
+        assert order == list(range(20))
+        saved = await opened.checkpoints.save("ns", "k", {"n": 1}, version=1)
+        assert saved.version == 1
+    assert len(threads) == 1
+    (thread,) = threads
+    assert thread is not threading.current_thread()
+    thread.join(timeout=5)
+    assert not thread.is_alive()
+
+
+def _save_in_child(store: Any, results: Any) -> None:
+    async def save() -> int:
+        record = await store.save("ns", "child", {"n": 2}, version=1)
+        return int(record.version)
+
+    results.put(asyncio.run(save()))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_forked_child_serves_the_calls_of_a_store_opened_before_the_fork(
+    sqlite_target: Target,
+) -> None:
+    """A prefork worker inherits stores whose database thread is already running in the
+    parent; the child has no copy of that thread, so it starts its own and its calls finish."""
+    context = multiprocessing.get_context("fork")
+    async with open_sql_stores(sqlite_target.url) as opened:
+        await opened.checkpoints.save("ns", "parent", {"n": 1}, version=1)
+        results = context.Queue()
+        child = context.Process(target=_save_in_child, args=(opened.checkpoints, results))
+        child.start()
+        await anyio.to_thread.run_sync(child.join, 20)
+        assert child.exitcode == 0
+        assert results.get(timeout=1) == 1
+        record = await opened.checkpoints.load("ns", "child")
+        assert record is not None
+        assert record.value == {"n": 2}

@@ -1,8 +1,10 @@
 """The thread-driven SQLite backend: one stdlib ``sqlite3`` connection, one hand-off per call.
 
 A ``sqlite:///path.db`` store runs every operation as one synchronous function on one
-dedicated connection, handed to a worker thread with ``anyio.to_thread.run_sync`` under a
-``CapacityLimiter(1)``: all statements of an operation (an append's head move and insert, a
+dedicated connection, handed to a worker thread: under asyncio the database's own thread
+(one queue, first in first out; the event loop is woken once, when the result is ready),
+under any other backend ``anyio.to_thread.run_sync`` under a ``CapacityLimiter(1)``. All
+statements of an operation (an append's head move and insert, a
 shared commit's entries and checkpoint) run in that one hand-off and end in one commit. So the
 stores work under asyncio and trio alike, and a call costs one thread round trip instead of
 one per statement.
@@ -22,6 +24,9 @@ connection, exactly the steps the async engines run.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import queue
 import sqlite3
 import threading
 import time
@@ -140,6 +145,61 @@ class _Row(tuple[Any, ...]):
             raise AttributeError(name) from None
 
 
+class _Worker:
+    """The thread that runs one database's operations for asyncio callers, in order."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
+        # Not alive: never started, or this is a forked child, which has no copy of it.
+        if self._thread is None or not self._thread.is_alive():
+            self._queue = queue.SimpleQueue()
+            self._thread = threading.Thread(
+                target=_serve, args=(self._queue,), name="prism-sqlite", daemon=True
+            )
+            self._thread.start()
+        self._queue.put((future, call))
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread = None
+
+
+def _serve(calls: queue.SimpleQueue[Any]) -> None:
+    while True:
+        item = calls.get()
+        if item is None:
+            return
+        future, call = item
+        try:
+            outcome: tuple[bool, Any] = (True, call())
+        except BaseException as error:
+            outcome = (False, error)
+        # A closed event loop refuses the answer: nobody waits for it any more.
+        with contextlib.suppress(RuntimeError):
+            future.get_loop().call_soon_threadsafe(_settle, future, outcome)
+
+
+def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    if future.done():
+        return
+    ok, value = outcome
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class SqliteDatabase:
     """One SQLite connection shared by the stores built on it, driven from worker threads.
 
@@ -178,6 +238,7 @@ class SqliteDatabase:
         self._closed = False
         # Row types by result shape, made under the connection lock.
         self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
+        self._worker = _Worker()
 
     @property
     def closed(self) -> bool:
@@ -207,9 +268,19 @@ class SqliteDatabase:
         """
         if self._closed:
             raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
-        return await anyio.to_thread.run_sync(
-            self._call, action, operation, limiter=self._thread_limiter()
-        )
+        loop = _running_loop()
+        if loop is None:
+            return await anyio.to_thread.run_sync(
+                self._call, action, operation, limiter=self._thread_limiter()
+            )
+        # One thread hand-off and one wake-up of the loop, without the thread pool's own
+        # scheduling steps; same order and cancellation rules as the pool path.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        future: asyncio.Future[T] = loop.create_future()
+        self._worker.submit(future, lambda: self._call(action, operation))
+        with anyio.CancelScope(shield=True):
+            return await future
+        raise AssertionError("unreachable")  # pragma: no cover - a shield swallows nothing
 
     def _call(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
@@ -275,6 +346,7 @@ class SqliteDatabase:
         self._closed = True
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._close)
+        self._worker.stop()
 
     def _close(self) -> None:
         with self._lock:

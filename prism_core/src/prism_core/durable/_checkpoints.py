@@ -29,6 +29,7 @@ import binascii
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -55,6 +56,7 @@ __all__ = (
     "decode_stored_metadata",
     "decode_stored_value",
     "encode_cursor",
+    "encoded_value",
     "indexed_status",
     "list_arguments",
     "normalise_ownership",
@@ -65,6 +67,10 @@ __all__ = (
 )
 
 MAX_CHECKPOINT_PAGE_SIZE = 1000
+
+#: The value the current task is saving and its canonical JSON, already encoded by the caller
+#: (see :func:`encoded_value`); ``validate_save`` reuses the bytes for that very object.
+_ENCODED: ContextVar[tuple[Any, bytes] | None] = ContextVar("prism_encoded_value", default=None)
 #: The ``code`` of the :class:`CheckpointStoreError` a store raises for a record it cannot read.
 CORRUPT_CHECKPOINT_CODE = "ERR_PRISM_CHECKPOINT_CORRUPT"
 
@@ -327,6 +333,18 @@ class SaveRequest:
     status: str | None = None
 
 
+@contextmanager
+def encoded_value(value: Any, encoded: bytes) -> Iterator[None]:
+    """Inside the block, :func:`validate_save` of this very ``value`` object takes
+    ``encoded`` (which must be ``dumps(value)``) as its canonical JSON instead of encoding it
+    again. The caller must not change ``value`` inside the block."""
+    token = _ENCODED.set((value, encoded))
+    try:
+        yield
+    finally:
+        _ENCODED.reset(token)
+
+
 def validate_save(
     namespace: Any,
     key: Any,
@@ -364,10 +382,14 @@ def validate_save(
             raise InvalidCheckpointError(
                 "metadata must be a mapping of strings to strings (valid UTF-8 text)"
             ) from None
-    try:
-        encoded = dumps(value)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidCheckpointError(f"checkpoint value is not JSON: {exc}") from exc
+    known = _ENCODED.get()
+    if known is not None and known[0] is value:
+        encoded = known[1]
+    else:
+        try:
+            encoded = dumps(value)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InvalidCheckpointError(f"checkpoint value is not JSON: {exc}") from exc
     if max_value_bytes is not None and len(encoded) > max_value_bytes:
         raise CheckpointLimitError(
             f"checkpoint value is {len(encoded)} bytes; this store allows {max_value_bytes}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 import anyio
@@ -169,6 +169,8 @@ class DurableRun:
             middleware=agent.middleware,
             context=execution.mw_context,
         )
+        #: The run's limits and their JSON form, made once (the limits are frozen).
+        self._limits: tuple[Any, dict[str, Any]] | None = None
         #: The session's held entries, when this run commits them with its checkpoints.
         self.held: HeldWrites | None = None
         sessions = execution.session.store
@@ -284,7 +286,7 @@ class DurableRun:
             fingerprint=self.fingerprint,
             leaf_id=leaf,
             counters=counters_state,
-            limits=attrs.asdict(execution.limits),
+            limits=self._limits_data(),
             wall_deadline=self._wall_deadline(),
             checkpoint_policy="every-turn" if self.every_turn else None,
             interrupt_before_tool=self.options.interrupt_before_tool,
@@ -300,6 +302,14 @@ class DurableRun:
             error=error,
             resolutions=tuple(self.resolutions[-MAX_RESOLUTION_RECORDS:]),
         )
+
+    def _limits_data(self) -> dict[str, Any]:
+        limits = self.execution.limits
+        cached = self._limits
+        if cached is None or cached[0] is not limits:
+            cached = self._limits = (limits, attrs.asdict(limits))
+        # A copy per state: each state owns its map, as when it was made afresh every turn.
+        return dict(cached[1])
 
     def _counters(self) -> RunCountersState:
         counters = self.execution.counters
@@ -427,15 +437,19 @@ class DurableRun:
         if self.has_record:
             await self.writer.check_owner()
 
-    @asynccontextmanager
-    async def hold_lease(self) -> AsyncIterator[None]:
+    def hold_lease(self) -> AbstractAsyncContextManager[None]:
         """While the body runs, renew a leased run's lease every third of ``lease_ms`` in a
         task group owned by this block. A failed renewal stops renewing (the next write or
-        pre-dispatch check reports the loss); it never cancels the body."""
+        pre-dispatch check reports the loss); it never cancels the body. A run without a
+        lease (or that lost its record) gets a block that does nothing."""
         lease_ms = self.writer.lease_ms
         if lease_ms is None or self.writer.lost is not None:
-            yield
-            return
+            # Entered around every step of the run: no generator for a run that renews nothing.
+            return nullcontext()
+        return self._renewing(lease_ms)
+
+    @asynccontextmanager
+    async def _renewing(self, lease_ms: int) -> AsyncIterator[None]:
         failure: BaseException | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(self._renew_lease, lease_ms / 3000)

@@ -30,7 +30,12 @@ from ..codec import dumps
 from ..errors import AgentRunStateError, CanonicalJsonError, CheckpointConflictError
 from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
 from ..redaction import Redactor, redact_value
-from ._checkpoints import CheckpointRecord, CheckpointStore, CheckpointStoreUnavailableError
+from ._checkpoints import (
+    CheckpointRecord,
+    CheckpointStore,
+    CheckpointStoreUnavailableError,
+    encoded_value,
+)
 from ._faults import retry_transient
 from ._lease import now_ms
 from ._lease_renewal import LeaseRenewalStore
@@ -234,6 +239,37 @@ class CheckpointWriter:
         record: CheckpointRecord = tx.records[0]
         return record
 
+    def _log_save(
+        self, version: int, status: str, size: int, duration_ms: float, entries: int
+    ) -> None:
+        logger.debug(
+            "run %s: checkpoint version %d written (%s, %d bytes, %.1f ms)",
+            self.run_id,
+            version,
+            status,
+            size,
+            duration_ms,
+            extra={
+                "prism_run_id": self.run_id,
+                "prism_version": version,
+                "prism_status": status,
+                "prism_bytes": size,
+                "prism_duration_ms": duration_ms,
+            },
+        )
+        if entries:
+            logger.debug(
+                "run %s: %d session entries committed with checkpoint version %d",
+                self.run_id,
+                entries,
+                version,
+                extra={
+                    "prism_run_id": self.run_id,
+                    "prism_version": version,
+                    "prism_entries": entries,
+                },
+            )
+
     async def _save(self, state: AgentRunState, entries: tuple[Any, ...] = ()) -> int:
         if self.lost is not None:
             raise self.lost
@@ -265,9 +301,11 @@ class CheckpointWriter:
 
         async def attempt() -> CheckpointRecord:
             try:
-                if entries:
-                    return await self._commit(entries, data, save)
-                return await self.store.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
+                # The state is encoded once, for its bounds; the store reuses those bytes.
+                with encoded_value(data, encoded):
+                    if entries:
+                        return await self._commit(entries, data, save)
+                    return await self.store.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
             except CheckpointConflictError:
                 # An earlier attempt (ours, or a driver's own reconnect-and-retry) may have
                 # been applied before its answer was lost: then the record is this write.
@@ -282,7 +320,7 @@ class CheckpointWriter:
                     record is not None
                     and record.version == version
                     and record.fencing_token == self.fencing_token
-                    and dumps(record.value) == dumps(data)
+                    and dumps(record.value) == encoded
                 ):
                     return record
                 raise
@@ -297,33 +335,8 @@ class CheckpointWriter:
         self.version = record.version
         self.writes += 1
         self.last_state = state
-        logger.debug(
-            "run %s: checkpoint version %d written (%s, %d bytes, %.1f ms)",
-            self.run_id,
-            record.version,
-            state.status,
-            len(encoded),
-            duration_ms,
-            extra={
-                "prism_run_id": self.run_id,
-                "prism_version": record.version,
-                "prism_status": state.status,
-                "prism_bytes": len(encoded),
-                "prism_duration_ms": duration_ms,
-            },
-        )
-        if entries:
-            logger.debug(
-                "run %s: %d session entries committed with checkpoint version %d",
-                self.run_id,
-                len(entries),
-                record.version,
-                extra={
-                    "prism_run_id": self.run_id,
-                    "prism_version": record.version,
-                    "prism_entries": len(entries),
-                },
-            )
+        if logger.isEnabledFor(logging.DEBUG):
+            self._log_save(record.version, state.status, len(encoded), duration_ms, len(entries))
         if (
             middleware is not None
             and context is not None
