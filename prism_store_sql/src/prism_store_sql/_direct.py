@@ -1,0 +1,154 @@
+"""The per-turn statements on PostgreSQL sent straight to asyncpg.
+
+A store on a ``postgresql+asyncpg`` engine runs its hot-path statements (checkpoint load,
+save and lease renewal, a durable turn's shared commit) on the asyncpg connection it checks
+out of the engine's pool, instead of through SQLAlchemy's execution layer: the SQL text is
+the one SQLAlchemy compiles for the engine's dialect (compiled once per statement), sent as
+one ``fetchrow`` in autocommit, which asyncpg prepares once per connection and reuses. The
+statements, their conditions (compare-and-swap, fencing, ownership), the pool, its timeouts
+and the connection settings (``statement_timeout``, ``lock_timeout``, the client-side command
+timeout) are exactly those of the SQLAlchemy path; what is skipped is per-call compilation
+lookup, result processing, the execution events and four of the six greenlet hand-offs of a
+call. Engine-level execution events (``before_cursor_execute`` and the like) do not see these
+statements.
+
+Errors are mapped as on the SQLAlchemy path (:func:`~prism_store_sql._engine.translate_errors`):
+connection failures and timeouts raise :class:`~prism_core.CheckpointStoreUnavailableError`,
+other database errors :class:`~prism_core.CheckpointStoreError`. A connection that failed
+below the server (closed, timed out on the client, or interrupted by cancellation) is
+invalidated, never returned to the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import attrs
+import sqlalchemy as sa
+from sqlalchemy.engine.interfaces import Dialect
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.util import greenlet_spawn
+
+from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
+
+from ._engine import describe, is_transient, translate_errors
+
+__all__ = ("DirectStatement", "DirectPostgres", "IntegrityRefused", "direct_postgres")
+
+
+class IntegrityRefused(Exception):
+    """The server refused a statement for a constraint (SQLSTATE class 23); nothing was
+    written. Raised only where the caller asked for it."""
+
+
+@attrs.frozen
+class DirectStatement:
+    """A statement's SQL text for asyncpg and how to order (and convert) its parameters."""
+
+    sql: str
+    names: tuple[str, ...]
+    processors: tuple[Callable[[Any], Any] | None, ...]
+
+    def arguments(self, params: Mapping[str, Any]) -> list[Any]:
+        """The positional arguments (``$1``, ``$2`` …) for ``params``."""
+        return [
+            params[name] if convert is None else convert(params[name])
+            for name, convert in zip(self.names, self.processors, strict=True)
+        ]
+
+
+def compile_direct(statement: sa.Executable, dialect: Dialect) -> DirectStatement:
+    """``statement`` compiled once for ``dialect`` (asyncpg's ``$n`` parameters)."""
+    compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
+    names = tuple(compiled.positiontup or ())
+    binds = compiled.binds
+    processors = tuple(
+        binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
+    )
+    return DirectStatement(sql=compiled.string, names=names, processors=processors)
+
+
+class DirectPostgres:
+    """One statement at a time on the raw asyncpg connections of an engine's pool."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        # Imported here: asyncpg is an optional dependency (the postgres extra).
+        import asyncpg  # type: ignore[import-untyped]
+
+        self._engine = engine
+        self._dialect = engine.dialect
+        self._compiled: dict[int, tuple[sa.Executable, DirectStatement]] = {}
+        self._server_error: type[BaseException] = asyncpg.PostgresError
+        self._integrity: type[BaseException] = asyncpg.IntegrityConstraintViolationError
+
+    def statement(self, statement: sa.Executable) -> DirectStatement:
+        """The compiled form of ``statement`` (compiled on first use, then cached)."""
+        entry = self._compiled.get(id(statement))
+        if entry is None or entry[0] is not statement:
+            entry = self._compiled[id(statement)] = (
+                statement,
+                compile_direct(statement, self._dialect),
+            )
+        return entry[1]
+
+    async def fetchrow(
+        self,
+        action: str,
+        statement: sa.Executable,
+        params: Mapping[str, Any],
+        *,
+        refuse_integrity: bool = False,
+    ) -> Sequence[Any] | None:
+        """The first row ``statement`` returns (``None``: no row), run in autocommit.
+
+        With ``refuse_integrity`` a constraint violation raises :class:`IntegrityRefused`
+        instead of ``CheckpointStoreError``.
+        """
+        direct = self.statement(statement)
+        arguments = direct.arguments(params)
+        with translate_errors(action):
+            fairy = await self._engine.raw_connection()
+        connection: Any = fairy.driver_connection
+        broken: BaseException | None = None
+        try:
+            row: Sequence[Any] | None = await connection.fetchrow(direct.sql, *arguments)
+            return row
+        except Exception as error:
+            # As SQLAlchemy decides for asyncpg: a closed connection is a disconnect (transient,
+            # and the connection is dropped); an error the server answered with leaves the
+            # connection usable; anything else from the driver leaves its state unknown.
+            disconnected = connection.is_closed()
+            if disconnected or not isinstance(error, self._server_error):
+                broken = error
+            if refuse_integrity and isinstance(error, self._integrity):
+                raise IntegrityRefused() from error
+            transient = disconnected or is_transient(error)
+            kind = CheckpointStoreUnavailableError if transient else CheckpointStoreError
+            raise kind(f"SQL store failed to {action}: {describe(error)}") from error
+        except BaseException as error:
+            # Cancelled mid-statement: the connection's state is unknown.
+            broken = error
+            raise
+        finally:
+            await _release(fairy, broken)
+
+
+async def _release(fairy: Any, broken: BaseException | None) -> None:
+    # Shielded: a connection that is neither returned nor invalidated would leak from the pool.
+    with anyio.CancelScope(shield=True):
+        if broken is None:
+            await greenlet_spawn(fairy.close)
+        else:
+            await greenlet_spawn(fairy.invalidate, broken)
+
+
+def direct_postgres(engine: AsyncEngine) -> DirectPostgres | None:
+    """A :class:`DirectPostgres` for an asyncpg engine; ``None`` for any other driver (or an
+    engine translating schema names, whose statements only SQLAlchemy renders)."""
+    if engine.dialect.name != "postgresql" or engine.dialect.driver != "asyncpg":
+        return None
+    if engine.get_execution_options().get("schema_translate_map"):
+        return None
+    return DirectPostgres(engine)
