@@ -152,3 +152,34 @@ async def test_a_turn_commit_refused_by_an_entry_writes_nothing(target: Target) 
         assert await checkpoints.load(NS, "run") is None
         assert await sessions.list(session) == [root]
         assert checkpoints.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+async def _plan_cache_modes(store: SqlCheckpointStore) -> set[str]:
+    """``plan_cache_mode`` on each connection in the store's pool."""
+    pool = store.engine.pool
+    held = [await store.engine.raw_connection() for _ in range(pool.checkedin())]  # type: ignore[attr-defined]
+    modes = {await c.driver_connection.fetchval("SHOW plan_cache_mode") for c in held}  # type: ignore[union-attr]
+    for connection in held:
+        connection.close()
+    return modes
+
+
+@pytest.mark.anyio
+async def test_own_connections_plan_once_and_a_hosts_keep_their_settings(
+    store: SqlCheckpointStore, target: Target
+) -> None:
+    """A store that created its engine switches each connection to generic plans (its
+    statements are planned once per connection, not per call); a host's engine keeps its
+    connections' settings, and both write the same records."""
+    assert await _plan_cache_modes(store) == {"force_generic_plan"}
+    host = create_async_engine(async_url(target.url))
+    try:
+        async with create_sql_checkpoint_store(host, table_prefix=target.prefix) as borrowed:
+            for version in (2, 3):
+                await borrowed.save(NS, "k", {"n": version}, version=version)
+            assert await _plan_cache_modes(borrowed) == {"auto"}
+        record = await store.load(NS, "k")
+        assert record is not None
+        assert (record.version, record.value) == (3, {"n": 3})
+    finally:
+        await host.dispose()

@@ -46,7 +46,9 @@ class SqlStoreBase:
         # opens for a write (none for a read) and is committed right after.
         self._switch_to_autocommit = handle.backend == "postgresql"
         # On asyncpg the hot-path statements skip SQLAlchemy's execution layer (see _direct).
-        self._direct: DirectPostgres | None = direct_postgres(handle.engine)
+        self._direct: DirectPostgres | None = direct_postgres(
+            handle.engine, generic_plans=handle.owned
+        )
 
     @property
     def engine(self) -> AsyncEngine:
