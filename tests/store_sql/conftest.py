@@ -61,13 +61,16 @@ def _sent_to_asyncpg(engine: AsyncEngine, record: Callable[[str], object]) -> It
         return
     import asyncpg  # type: ignore[import-untyped]
 
-    original = asyncpg.Connection.fetchrow
+    def recording(name: str) -> Any:
+        original = getattr(asyncpg.Connection, name)
 
-    async def fetchrow(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
-        record(query)
-        return await original(self, query, *args, **kwargs)
+        async def call(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+            record(query)
+            return await original(self, query, *args, **kwargs)
 
-    with mock.patch.object(asyncpg.Connection, "fetchrow", fetchrow):
+        return mock.patch.object(asyncpg.Connection, name, call)
+
+    with recording("fetchrow"), recording("fetch"):
         yield
 
 

@@ -102,6 +102,17 @@ class SqlStoreBase:
         await self._prepare()
         return await direct.fetchrow(action, statement, params, refuse_integrity=refuse_integrity)
 
+    async def _fetch_all_direct(
+        self,
+        direct: DirectPostgres,
+        action: str,
+        statement: Executable,
+        params: Mapping[str, Any],
+    ) -> list[Sequence[Any]]:
+        """Every row of one self-contained read sent straight to asyncpg."""
+        await self._prepare()
+        return await direct.fetch(action, statement, params)
+
     @asynccontextmanager
     async def _read(self, action: str) -> AsyncIterator[AsyncConnection]:
         """A connection for one self-contained read."""

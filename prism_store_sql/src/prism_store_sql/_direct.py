@@ -1,16 +1,16 @@
 """The per-turn statements on PostgreSQL sent straight to asyncpg.
 
 A store on a ``postgresql+asyncpg`` engine runs its hot-path statements (checkpoint load,
-save and lease renewal, a durable turn's shared commit) on the asyncpg connection it checks
-out of the engine's pool, instead of through SQLAlchemy's execution layer: the SQL text is
-the one SQLAlchemy compiles for the engine's dialect (compiled once per statement), sent as
-one ``fetchrow`` in autocommit, which asyncpg prepares once per connection and reuses. The
-statements, their conditions (compare-and-swap, fencing, ownership), the pool, its timeouts
-and the connection settings (``statement_timeout``, ``lock_timeout``, the client-side command
-timeout) are exactly those of the SQLAlchemy path; what is skipped is per-call compilation
-lookup, result processing, the execution events and four of the six greenlet hand-offs of a
-call. Engine-level execution events (``before_cursor_execute`` and the like) do not see these
-statements.
+save and lease renewal, a durable turn's shared commit, the branch reads of a resume) on the
+asyncpg connection it checks out of the engine's pool, instead of through SQLAlchemy's
+execution layer: the SQL text is the one SQLAlchemy compiles for the engine's dialect
+(compiled once per statement), sent as one ``fetchrow`` or ``fetch`` in autocommit, which
+asyncpg prepares once per connection and reuses. The statements, their conditions
+(compare-and-swap, fencing, ownership), the pool, its timeouts and the connection settings
+(``statement_timeout``, ``lock_timeout``, the client-side command timeout) are exactly those
+of the SQLAlchemy path; what is skipped is per-call compilation lookup, result processing,
+the execution events and most of the greenlet hand-offs of a call. Engine-level execution
+events (``before_cursor_execute`` and the like) do not see these statements.
 
 Errors are mapped as on the SQLAlchemy path (:func:`~prism_store_sql._engine.translate_errors`):
 connection failures and timeouts raise :class:`~prism_core.CheckpointStoreUnavailableError`,
@@ -51,12 +51,16 @@ class DirectStatement:
     sql: str
     names: tuple[str, ...]
     processors: tuple[Callable[[Any], Any] | None, ...]
+    #: The values of the statement's own literals (``sa.literal(0)``), by parameter name.
+    fixed: Mapping[str, Any]
 
     def arguments(self, params: Mapping[str, Any]) -> list[Any]:
         """The positional arguments (``$1``, ``$2`` …) for ``params``."""
+        fixed = self.fixed
+        values = [params[name] if name not in fixed else fixed[name] for name in self.names]
         return [
-            params[name] if convert is None else convert(params[name])
-            for name, convert in zip(self.names, self.processors, strict=True)
+            value if convert is None else convert(value)
+            for value, convert in zip(values, self.processors, strict=True)
         ]
 
 
@@ -68,7 +72,9 @@ def compile_direct(statement: sa.Executable, dialect: Dialect) -> DirectStatemen
     processors = tuple(
         binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
     )
-    return DirectStatement(sql=compiled.string, names=names, processors=processors)
+    # Anonymous parameters are the statement's literals; named ones come from the caller.
+    fixed = {name: binds[name].effective_value for name in names if binds[name].unique}
+    return DirectStatement(sql=compiled.string, names=names, processors=processors, fixed=fixed)
 
 
 class DirectPostgres:
@@ -108,6 +114,29 @@ class DirectPostgres:
         With ``refuse_integrity`` a constraint violation raises :class:`IntegrityRefused`
         instead of ``CheckpointStoreError``.
         """
+        row: Sequence[Any] | None = await self._run(
+            action, statement, params, every_row=False, refuse_integrity=refuse_integrity
+        )
+        return row
+
+    async def fetch(
+        self, action: str, statement: sa.Executable, params: Mapping[str, Any]
+    ) -> list[Sequence[Any]]:
+        """Every row ``statement`` returns, run in autocommit."""
+        rows: list[Sequence[Any]] = await self._run(
+            action, statement, params, every_row=True, refuse_integrity=False
+        )
+        return rows
+
+    async def _run(
+        self,
+        action: str,
+        statement: sa.Executable,
+        params: Mapping[str, Any],
+        *,
+        every_row: bool,
+        refuse_integrity: bool,
+    ) -> Any:
         direct = self.statement(statement)
         arguments = direct.arguments(params)
         with translate_errors(action):
@@ -117,8 +146,9 @@ class DirectPostgres:
         try:
             if self._generic_plans and connection not in _GENERIC:
                 await _plan_once(connection)
-            row: Sequence[Any] | None = await connection.fetchrow(direct.sql, *arguments)
-            return row
+            if every_row:
+                return await connection.fetch(direct.sql, *arguments)
+            return await connection.fetchrow(direct.sql, *arguments)
         except Exception as error:
             # As SQLAlchemy decides for asyncpg: a closed connection is a disconnect (transient,
             # and the connection is dropped); an error the server answered with leaves the
