@@ -14,13 +14,15 @@ import itertools
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+from unittest import mock
 
 import attrs
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from prism_store_sql._engine import async_url
 from tests.conftest import POSTGRES_URL, service_unavailable
@@ -48,6 +50,67 @@ def run_in_fresh_loop(make: Callable[[], Awaitable[T]]) -> T:
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, main()).result()
+
+
+@contextmanager
+def _sent_to_asyncpg(engine: AsyncEngine, record: Callable[[str], object]) -> Iterator[None]:
+    """``record`` the SQL of each statement the stores send straight to asyncpg (on an asyncpg
+    engine their hot path skips SQLAlchemy's execution layer, and so its events)."""
+    if engine.dialect.driver != "asyncpg":
+        yield
+        return
+    import asyncpg  # type: ignore[import-untyped]
+
+    def recording(name: str) -> Any:
+        original = getattr(asyncpg.Connection, name)
+
+        async def call(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+            record(query)
+            return await original(self, query, *args, **kwargs)
+
+        return mock.patch.object(asyncpg.Connection, name, call)
+
+    with recording("fetchrow"), recording("fetch"):
+        yield
+
+
+@contextmanager
+def sent_statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    """The SQL text of every statement sent on ``engine``'s connections while the block runs,
+    through SQLAlchemy (its cursor events) or straight to asyncpg."""
+    statements: list[str] = []
+
+    def record(*args: Any) -> None:
+        statements.append(str(args[2]))
+
+    sa.event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        with _sent_to_asyncpg(engine, statements.append):
+            yield statements
+    finally:
+        sa.event.remove(engine.sync_engine, "before_cursor_execute", record)
+
+
+@contextmanager
+def counted_commits(engine: AsyncEngine) -> Iterator[Callable[[], int]]:
+    """A reader of the commits on ``engine``'s connections while the block runs: SQLAlchemy's
+    commit events, plus each write sent straight to asyncpg (one statement in autocommit is
+    its own commit; a read starts with ``SELECT``)."""
+    count = [0]
+
+    def committed(*_: Any) -> None:
+        count[0] += 1
+
+    def sent(query: str) -> None:
+        if not query.lstrip().upper().startswith("SELECT"):
+            count[0] += 1
+
+    sa.event.listen(engine.sync_engine, "commit", committed)
+    try:
+        with _sent_to_asyncpg(engine, sent):
+            yield lambda: count[0]
+    finally:
+        sa.event.remove(engine.sync_engine, "commit", committed)
 
 
 @attrs.frozen

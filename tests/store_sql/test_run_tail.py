@@ -6,7 +6,6 @@ import sqlite3
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from prism_core.content import Message
 from prism_core.sessions import (
@@ -18,7 +17,7 @@ from prism_core.sessions import (
 )
 from prism_store_sql import create_sql_session_store
 
-from .conftest import PostgresServer, Target, aiosqlite_url
+from .conftest import PostgresServer, Target, aiosqlite_url, sent_statements
 
 pytestmark = pytest.mark.anyio
 
@@ -73,17 +72,8 @@ async def test_engine_stores_read_in_one_statement(
     async with store:
         assert isinstance(store, BranchAndRunTailReader)
         branch, tail = await _session(store)
-        statements: list[str] = []
-
-        def record(*args: Any) -> None:
-            statements.append(args[2])
-
-        engine = store.engine.sync_engine  # type: ignore[attr-defined]
-        sa.event.listen(engine, "before_cursor_execute", record)
-        try:
+        with sent_statements(store.engine) as statements:  # type: ignore[attr-defined]
             read = await store.read_branch_and_run_tail("s", branch[-1].id, "r")
-        finally:
-            sa.event.remove(engine, "before_cursor_execute", record)
         assert (read.path, read.tail) == (branch, tail)
         assert len(statements) == 1, statements
 

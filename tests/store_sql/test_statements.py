@@ -9,7 +9,6 @@ from typing import Any
 import attrs
 import pytest
 import sqlalchemy as sa
-from sqlalchemy import event
 
 from prism_core.errors import CheckpointConflictError
 from prism_core.sessions import (
@@ -24,7 +23,7 @@ from prism_store_sql import (
     create_sql_session_store,
 )
 
-from .conftest import PostgresServer, Target, aiosqlite_url
+from .conftest import PostgresServer, Target, aiosqlite_url, sent_statements
 
 NS = "statements"
 
@@ -59,19 +58,15 @@ async def sessions(engine_target: Target) -> AsyncIterator[SqlSessionStore]:
 
 
 class _Recorder:
-    """The first word of every statement an engine sends, in order."""
+    """The first word of every statement an engine's connections are sent, in order."""
 
     def __init__(self, store: SqlCheckpointStore | SqlSessionStore) -> None:
-        self.statements: list[str] = []
-        event.listen(store.engine.sync_engine, "before_cursor_execute", self._record)
-
-    def _record(self, *args: Any) -> None:
-        self.statements.append(str(args[2]).split(None, 1)[0].upper())
+        self._engine = store.engine
 
     async def run(self, call: Callable[[], Awaitable[Any]]) -> list[str]:
-        self.statements.clear()
-        await call()
-        return list(self.statements)
+        with sent_statements(self._engine) as statements:
+            await call()
+        return [statement.split(None, 1)[0].upper() for statement in statements]
 
 
 @pytest.mark.anyio

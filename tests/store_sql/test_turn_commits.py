@@ -14,7 +14,6 @@ from typing import Any
 
 import attrs
 import pytest
-import sqlalchemy as sa
 
 from prism_core.errors import CheckpointConflictError
 from prism_core.sessions import (
@@ -25,7 +24,7 @@ from prism_core.sessions import (
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
 from tests.turn_commits import commits_per_turn
 
-from .conftest import PostgresServer, Target
+from .conftest import PostgresServer, Target, counted_commits, sent_statements
 
 SHARED = {"read-only": 1, "idempotent": 1, "side-effecting": 2, "answer": 1}
 WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
@@ -77,17 +76,8 @@ async def test_postgres_one_commit_per_read_only_turn(postgres_server: PostgresS
     idempotent turn, 2 for a side-effecting one."""
     target = postgres_server.shared()
     async with open_sql_stores(target.url, table_prefix=target.prefix) as stores:
-        count = [0]
-
-        def committed(connection: Any) -> None:
-            count[0] += 1
-
-        engine = stores.checkpoints.engine.sync_engine
-        sa.event.listen(engine, "commit", committed)
-        try:
-            per_turn = await commits_per_turn(stores.checkpoints, stores.sessions, lambda: count[0])
-        finally:
-            sa.event.remove(engine, "commit", committed)
+        with counted_commits(stores.checkpoints.engine) as commits:
+            per_turn = await commits_per_turn(stores.checkpoints, stores.sessions, commits)
     assert per_turn == SHARED
 
 
@@ -100,13 +90,8 @@ async def test_postgres_session_store_on_the_checkpoint_engine_shares_commits(
     checkpoints = create_sql_checkpoint_store(target.url, table_prefix=target.prefix)
     sessions = create_sql_session_store(checkpoints)
     async with checkpoints, sessions:
-        count = [0]
-
-        def committed(connection: Any) -> None:
-            count[0] += 1
-
-        sa.event.listen(checkpoints.engine.sync_engine, "commit", committed)
-        per_turn = await commits_per_turn(checkpoints, sessions, lambda: count[0])
+        with counted_commits(checkpoints.engine) as commits:
+            per_turn = await commits_per_turn(checkpoints, sessions, commits)
     assert per_turn == SHARED
 
 
@@ -133,19 +118,12 @@ async def test_postgres_turn_commit_in_one_statement(postgres_server: PostgresSe
         await sessions.append(root)
         first = _label(session, "a", root)
         second = _label(session, "b", first)
-        statements: list[str] = []
-
-        def executed(*args: Any) -> None:
-            statements.append(args[2])
-
         assert await checkpoints.load(ns, run) is None  # prepares the store
-        engine = checkpoints.engine.sync_engine
-        sa.event.listen(engine, "before_cursor_execute", executed)
-        async with stores.transaction() as tx:
-            tx.save(ns, run, {"v": 1}, version=1, expected_version=0)
-            tx.append(first)
-            tx.append(second)
-        sa.event.remove(engine, "before_cursor_execute", executed)
+        with sent_statements(checkpoints.engine) as statements:
+            async with stores.transaction() as tx:
+                tx.save(ns, run, {"v": 1}, version=1, expected_version=0)
+                tx.append(first)
+                tx.append(second)
         assert len(statements) == 1
         assert [r.version for r in tx.records] == [1]
         assert await sessions.read_branch_path(session, second.id) == [root, first, second]

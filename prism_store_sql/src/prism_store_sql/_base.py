@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
+from sqlalchemy import Executable
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from prism_core.durable import CheckpointStoreError
 
+from ._direct import DirectPostgres, direct_postgres
 from ._engine import EngineHandle, require_asyncio, translate_errors
 from ._migrations import apply_migrations, require_schema
 from ._schema import Tables
@@ -26,6 +28,10 @@ class SqlStoreBase:
     construction: building a store opens no connection.
     """
 
+    #: Set on asyncpg engines; stores without an engine (the thread-driven SQLite ones) keep
+    #: this default.
+    _direct: DirectPostgres | None = None
+
     def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
         self._handle = handle
         self._tables = tables
@@ -39,6 +45,10 @@ class SqlStoreBase:
         # the COMMIT it saves), so there the statement runs in the transaction the driver
         # opens for a write (none for a read) and is committed right after.
         self._switch_to_autocommit = handle.backend == "postgresql"
+        # On asyncpg the hot-path statements skip SQLAlchemy's execution layer (see _direct).
+        self._direct: DirectPostgres | None = direct_postgres(
+            handle.engine, generic_plans=handle.owned
+        )
 
     @property
     def engine(self) -> AsyncEngine:
@@ -78,6 +88,30 @@ class SqlStoreBase:
                         await require_schema(self.engine, self._tables)
                     self._ready = True
         return self.engine
+
+    async def _fetch_direct(
+        self,
+        direct: DirectPostgres,
+        action: str,
+        statement: Executable,
+        params: Mapping[str, Any],
+        *,
+        refuse_integrity: bool = False,
+    ) -> Sequence[Any] | None:
+        """The first row of one self-contained statement sent straight to asyncpg."""
+        await self._prepare()
+        return await direct.fetchrow(action, statement, params, refuse_integrity=refuse_integrity)
+
+    async def _fetch_all_direct(
+        self,
+        direct: DirectPostgres,
+        action: str,
+        statement: Executable,
+        params: Mapping[str, Any],
+    ) -> list[Sequence[Any]]:
+        """Every row of one self-contained read sent straight to asyncpg."""
+        await self._prepare()
+        return await direct.fetch(action, statement, params)
 
     @asynccontextmanager
     async def _read(self, action: str) -> AsyncIterator[AsyncConnection]:

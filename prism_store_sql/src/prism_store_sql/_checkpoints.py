@@ -226,23 +226,23 @@ class SqlCheckpointStore(SqlStoreBase):
         self._sql = _build_statements(tables.checkpoints, handle.backend)
         self._turn_statements: dict[int, sa.Executable] = {}
 
-    def _record(self, row: sa.Row[Any], ownership: dict[str, str] | None) -> CheckpointRecord:
-        namespace, key = row.namespace, row.key
-        fence = row.fencing_token
-        category = row.category
+    def _record(self, row: Sequence[Any], ownership: dict[str, str] | None) -> CheckpointRecord:
+        # Positions, not names: a SQLAlchemy row and an asyncpg record both unpack, in table
+        # order (every read selects the whole table).
+        namespace, key, _, version, fence, category, value, metadata, created, updated, _ = row
         if category is not None and not isinstance(category, str):
             raise corrupt_record(namespace, key, "its category is not text")
         return CheckpointRecord(
             namespace=namespace,
             key=key,
-            version=stored_int(row.version, namespace, key, "version"),
-            value=decode_stored_value(row.value, namespace, key),
-            metadata=decode_stored_metadata(row.metadata),
+            version=stored_int(version, namespace, key, "version"),
+            value=decode_stored_value(value, namespace, key),
+            metadata=decode_stored_metadata(metadata),
             ownership=dict(ownership) if ownership is not None else None,
             fencing_token=None if fence is None else stored_int(fence, namespace, key, "fence"),
             category=category,
-            created_at=_stored_time(row.created_at, namespace, key),
-            updated_at=_stored_time(row.updated_at, namespace, key),
+            created_at=_stored_time(created, namespace, key),
+            updated_at=_stored_time(updated, namespace, key),
         )
 
     async def load(
@@ -253,8 +253,14 @@ class SqlCheckpointStore(SqlStoreBase):
         check_name(key, "key")
         owner = normalise_ownership(ownership)
         params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
-        async with self._read("load a checkpoint") as connection:
-            row = (await connection.execute(self._sql.load, params)).first()
+        row: Sequence[Any] | None
+        if self._direct is not None:
+            row = await self._fetch_direct(
+                self._direct, "load a checkpoint", self._sql.load, params
+            )
+        else:
+            async with self._read("load a checkpoint") as connection:
+                row = (await connection.execute(self._sql.load, params)).first()
         return self._record(row, owner) if row is not None else None
 
     def _save_statement(self, req: SaveRequest) -> sa.Executable:
@@ -320,14 +326,17 @@ class SqlCheckpointStore(SqlStoreBase):
             category=category,
         )
         now = time.time()
-        async with self._write("save a checkpoint") as connection:
-            row = (
-                await connection.execute(self._save_statement(req), save_params(req, now))
-            ).first()
+        statement, params = self._save_statement(req), save_params(req, now)
+        row: Sequence[Any] | None
+        if self._direct is not None:
+            row = await self._fetch_direct(self._direct, "save a checkpoint", statement, params)
+        else:
+            async with self._write("save a checkpoint") as connection:
+                row = (await connection.execute(statement, params)).first()
         if row is None:
             logger.debug("checkpoint save %s/%s lost its conditional write", req.namespace, req.key)
             raise conflict(req.namespace, req.key)
-        return saved_record(req, row.created_at, now)
+        return saved_record(req, row[0], now)
 
     async def renew_lease(
         self,
@@ -350,8 +359,12 @@ class SqlCheckpointStore(SqlStoreBase):
             ownership=ownership,
             fencing_token=fencing_token,
         )
-        async with self._write("renew a lease") as connection:
-            row = (await connection.execute(self._sql.renew, params)).first()
+        row: Sequence[Any] | None
+        if self._direct is not None:
+            row = await self._fetch_direct(self._direct, "renew a lease", self._sql.renew, params)
+        else:
+            async with self._write("renew a lease") as connection:
+                row = (await connection.execute(self._sql.renew, params)).first()
         if row is None:
             raise conflict(req.namespace, req.key)
 

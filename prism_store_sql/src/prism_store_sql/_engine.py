@@ -47,6 +47,7 @@ __all__ = (
     "require_asyncio",
     "sql_scheme",
     "check_timeout_ms",
+    "describe",
     "is_transient",
     "sqlite_file",
     "translate_errors",
@@ -323,10 +324,11 @@ def translate_errors(action: str) -> Iterator[None]:
         yield
     except (exc.SQLAlchemyError, OSError, TimeoutError) as error:
         kind = CheckpointStoreUnavailableError if is_transient(error) else CheckpointStoreError
-        raise kind(f"SQL store failed to {action}: {_describe(error)}") from error
+        raise kind(f"SQL store failed to {action}: {describe(error)}") from error
 
 
-def _describe(error: BaseException) -> str:
+def describe(error: BaseException) -> str:
+    """``error`` as ``Type: message`` for a store error's text (the driver's error when wrapped)."""
     if isinstance(error, exc.StatementError) and error.orig is not None:
         return f"{type(error.orig).__name__}: {error.orig}"
     return f"{type(error).__name__}: {error}"

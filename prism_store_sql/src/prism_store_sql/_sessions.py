@@ -306,9 +306,13 @@ class SqlSessionStore(SqlStoreBase):
         if leaf_id is None:
             return []
         params = {"leaf": leaf_id, "session": session_id}
-        async with self._read("read a session branch") as connection:
-            rows = (await connection.execute(self._sql.branch, params)).all()
-        return branch_rows(list(rows), session_id, leaf_id)
+        action = "read a session branch"
+        if self._direct is not None:
+            rows = await self._fetch_all_direct(self._direct, action, self._sql.branch, params)
+        else:
+            async with self._read(action) as connection:
+                rows = list((await connection.execute(self._sql.branch, params)).all())
+        return branch_rows(rows, session_id, leaf_id)
 
     async def read_branch_and_run_tail(
         self, session_id: str, leaf_id: str | None, run_id: str
@@ -316,9 +320,13 @@ class SqlSessionStore(SqlStoreBase):
         """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
         in one query (see :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
         params = {"leaf": leaf_id, "session": session_id, "run": run_id}
-        async with self._read("read a session branch and a run's entries") as connection:
-            rows = (await connection.execute(self._sql.run_tail, params)).all()
-        return run_tail_result(list(rows), session_id, leaf_id)
+        action = "read a session branch and a run's entries"
+        if self._direct is not None:
+            rows = await self._fetch_all_direct(self._direct, action, self._sql.run_tail, params)
+        else:
+            async with self._read(action) as connection:
+                rows = list((await connection.execute(self._sql.run_tail, params)).all())
+        return run_tail_result(rows, session_id, leaf_id)
 
 
 def create_sql_session_store(
@@ -360,8 +368,11 @@ def _sharing(checkpoints: SqlCheckpointStore) -> SqlSessionStore:
         raise SqlStoreConfigError("the checkpoint store to share is closed")
     if isinstance(checkpoints, SqliteCheckpointStore):
         return SqliteSessionStore(checkpoints.database)
-    return SqlSessionStore(
+    sessions = SqlSessionStore(
         EngineHandle(checkpoints.engine, owned=False),
         checkpoints.tables,
         create_schema=checkpoints.creates_schema,
     )
+    # The same connections: their statements and plan settings too.
+    sessions._direct = checkpoints._direct
+    return sessions

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -22,6 +22,7 @@ from prism_core.durable import CheckpointRecord, CheckpointStoreError, SaveReque
 from prism_core.sessions import UNSET, SessionEntry
 
 from ._checkpoints import _validated, save_params, saved_record
+from ._direct import IntegrityRefused
 from ._errors import SqlStoreConfigError
 from ._pg_commit import turn_params
 from ._sessions import append_params
@@ -215,18 +216,30 @@ class EngineTransaction(SqlTransaction):
     async def _commit_turn(self, save: _Save, appends: list[_Append], now: float) -> float:
         statement = self._checkpoints._turn_statement(save.request)
         params = turn_params(save_params(save.request, now), [op.params for op in appends])
+        action = "commit session entries and a checkpoint"
+        checkpoints = self._checkpoints
+        row: Sequence[Any] | None
         # One statement in autocommit: atomic on its own, one round trip.
-        async with self._checkpoints._write("commit session entries and a checkpoint") as conn:
+        if checkpoints._direct is not None:
             try:
-                row = (await conn.execute(statement, params)).one()
-            except sa.exc.IntegrityError as exc:
+                row = await checkpoints._fetch_direct(
+                    checkpoints._direct, action, statement, params, refuse_integrity=True
+                )
+            except IntegrityRefused as exc:
                 raise _Refused() from exc
-        if row.created_at is None:
+        else:
+            async with checkpoints._write(action) as conn:
+                try:
+                    row = (await conn.execute(statement, params)).one()
+                except sa.exc.IntegrityError as exc:
+                    raise _Refused() from exc
+        assert row is not None  # the outer SELECT returns one row
+        created, inserted = row[0], row[1]
+        if created is None:
             raise conflict(save.request.namespace, save.request.key)
-        if row.inserted != len(appends):  # pragma: no cover - each row inserts or fails
+        if inserted != len(appends):  # pragma: no cover - each row inserts or fails
             raise CheckpointStoreError("a shared commit wrote fewer entries than queued")
-        created: float = row.created_at
-        return created
+        return float(created)
 
     async def _commit_each(self, ops: list[_Append | _Save], now: float) -> list[float]:
         created: list[float] = []
