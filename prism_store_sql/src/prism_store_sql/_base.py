@@ -9,11 +9,12 @@ from types import TracebackType
 from typing import Any, Self
 
 from sqlalchemy import Executable
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from prism_core.durable import CheckpointStoreError
 
-from ._direct import DirectPostgres, direct_postgres
+from ._direct import DirectPostgres, IntegrityRefused, direct_postgres
 from ._engine import EngineHandle, require_asyncio, translate_errors
 from ._migrations import apply_migrations, require_schema
 from ._schema import Tables
@@ -89,29 +90,43 @@ class SqlStoreBase:
                     self._ready = True
         return self.engine
 
-    async def _fetch_direct(
+    async def _first_row(
         self,
-        direct: DirectPostgres,
         action: str,
         statement: Executable,
         params: Mapping[str, Any],
         *,
+        write: bool = False,
         refuse_integrity: bool = False,
     ) -> Sequence[Any] | None:
-        """The first row of one self-contained statement sent straight to asyncpg."""
-        await self._prepare()
-        return await direct.fetchrow(action, statement, params, refuse_integrity=refuse_integrity)
+        """The first row of one self-contained statement (``None``: no row): straight to
+        asyncpg on an asyncpg engine, else through SQLAlchemy on a read (or, with ``write``,
+        a committed write) connection. With ``refuse_integrity`` a constraint violation
+        raises :class:`~._direct.IntegrityRefused` on either path."""
+        direct = self._direct
+        if direct is not None:
+            await self._prepare()
+            return await direct.fetchrow(
+                action, statement, params, refuse_integrity=refuse_integrity
+            )
+        async with self._write(action) if write else self._read(action) as connection:
+            try:
+                return (await connection.execute(statement, params)).first()
+            except sa_exc.IntegrityError as error:
+                if not refuse_integrity:
+                    raise
+                raise IntegrityRefused() from error
 
-    async def _fetch_all_direct(
-        self,
-        direct: DirectPostgres,
-        action: str,
-        statement: Executable,
-        params: Mapping[str, Any],
+    async def _all_rows(
+        self, action: str, statement: Executable, params: Mapping[str, Any]
     ) -> list[Sequence[Any]]:
-        """Every row of one self-contained read sent straight to asyncpg."""
-        await self._prepare()
-        return await direct.fetch(action, statement, params)
+        """Every row of one self-contained read, by the same path as :meth:`_first_row`."""
+        direct = self._direct
+        if direct is not None:
+            await self._prepare()
+            return await direct.fetch(action, statement, params)
+        async with self._read(action) as connection:
+            return list((await connection.execute(statement, params)).all())
 
     @asynccontextmanager
     async def _read(self, action: str) -> AsyncIterator[AsyncConnection]:

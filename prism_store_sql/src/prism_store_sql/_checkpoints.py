@@ -253,14 +253,7 @@ class SqlCheckpointStore(SqlStoreBase):
         check_name(key, "key")
         owner = normalise_ownership(ownership)
         params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
-        row: Sequence[Any] | None
-        if self._direct is not None:
-            row = await self._fetch_direct(
-                self._direct, "load a checkpoint", self._sql.load, params
-            )
-        else:
-            async with self._read("load a checkpoint") as connection:
-                row = (await connection.execute(self._sql.load, params)).first()
+        row = await self._first_row("load a checkpoint", self._sql.load, params)
         return self._record(row, owner) if row is not None else None
 
     def _save_statement(self, req: SaveRequest) -> sa.Executable:
@@ -326,13 +319,9 @@ class SqlCheckpointStore(SqlStoreBase):
             category=category,
         )
         now = time.time()
-        statement, params = self._save_statement(req), save_params(req, now)
-        row: Sequence[Any] | None
-        if self._direct is not None:
-            row = await self._fetch_direct(self._direct, "save a checkpoint", statement, params)
-        else:
-            async with self._write("save a checkpoint") as connection:
-                row = (await connection.execute(statement, params)).first()
+        row = await self._first_row(
+            "save a checkpoint", self._save_statement(req), save_params(req, now), write=True
+        )
         if row is None:
             logger.debug("checkpoint save %s/%s lost its conditional write", req.namespace, req.key)
             raise conflict(req.namespace, req.key)
@@ -359,12 +348,7 @@ class SqlCheckpointStore(SqlStoreBase):
             ownership=ownership,
             fencing_token=fencing_token,
         )
-        row: Sequence[Any] | None
-        if self._direct is not None:
-            row = await self._fetch_direct(self._direct, "renew a lease", self._sql.renew, params)
-        else:
-            async with self._write("renew a lease") as connection:
-                row = (await connection.execute(self._sql.renew, params)).first()
+        row = await self._first_row("renew a lease", self._sql.renew, params, write=True)
         if row is None:
             raise conflict(req.namespace, req.key)
 

@@ -306,12 +306,7 @@ class SqlSessionStore(SqlStoreBase):
         if leaf_id is None:
             return []
         params = {"leaf": leaf_id, "session": session_id}
-        action = "read a session branch"
-        if self._direct is not None:
-            rows = await self._fetch_all_direct(self._direct, action, self._sql.branch, params)
-        else:
-            async with self._read(action) as connection:
-                rows = list((await connection.execute(self._sql.branch, params)).all())
+        rows = await self._all_rows("read a session branch", self._sql.branch, params)
         return branch_rows(rows, session_id, leaf_id)
 
     async def read_branch_and_run_tail(
@@ -321,11 +316,7 @@ class SqlSessionStore(SqlStoreBase):
         in one query (see :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
         params = {"leaf": leaf_id, "session": session_id, "run": run_id}
         action = "read a session branch and a run's entries"
-        if self._direct is not None:
-            rows = await self._fetch_all_direct(self._direct, action, self._sql.run_tail, params)
-        else:
-            async with self._read(action) as connection:
-                rows = list((await connection.execute(self._sql.run_tail, params)).all())
+        rows = await self._all_rows(action, self._sql.run_tail, params)
         return run_tail_result(rows, session_id, leaf_id)
 
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import attrs
-import sqlalchemy as sa
 
 from prism_core.durable import CheckpointRecord, CheckpointStoreError, SaveRequest, conflict
 from prism_core.sessions import UNSET, SessionEntry
@@ -216,24 +215,19 @@ class EngineTransaction(SqlTransaction):
     async def _commit_turn(self, save: _Save, appends: list[_Append], now: float) -> float:
         statement = self._checkpoints._turn_statement(save.request)
         params = turn_params(save_params(save.request, now), [op.params for op in appends])
-        action = "commit session entries and a checkpoint"
-        checkpoints = self._checkpoints
-        row: Sequence[Any] | None
         # One statement in autocommit: atomic on its own, one round trip.
-        if checkpoints._direct is not None:
-            try:
-                row = await checkpoints._fetch_direct(
-                    checkpoints._direct, action, statement, params, refuse_integrity=True
-                )
-            except IntegrityRefused as exc:
-                raise _Refused() from exc
-        else:
-            async with checkpoints._write(action) as conn:
-                try:
-                    row = (await conn.execute(statement, params)).one()
-                except sa.exc.IntegrityError as exc:
-                    raise _Refused() from exc
-        assert row is not None  # the outer SELECT returns one row
+        try:
+            row = await self._checkpoints._first_row(
+                "commit session entries and a checkpoint",
+                statement,
+                params,
+                write=True,
+                refuse_integrity=True,
+            )
+        except IntegrityRefused as exc:
+            raise _Refused() from exc
+        if row is None:  # pragma: no cover - the outer SELECT always returns one row
+            raise CheckpointStoreError("a shared commit returned no row")
         created, inserted = row[0], row[1]
         if created is None:
             raise conflict(save.request.namespace, save.request.key)
