@@ -127,8 +127,16 @@ def run_tail_result(
     """The answer of a ``run_tail`` read: its branch rows (``part``, the ninth column, 0),
     then the run's rows."""
     split = next((i for i, row in enumerate(rows) if row[8] == 1), len(rows))
-    path = [] if leaf_id is None else branch_rows(rows[:split], session_id, leaf_id)
-    return BranchAndRunTail(path=path, tail=[_entry(row) for row in rows[split:]])
+    return branch_and_tail(rows[:split], rows[split:], session_id, leaf_id)
+
+
+def branch_and_tail(
+    path: builtins.list[Any], tail: builtins.list[Any], session_id: str, leaf_id: str | None
+) -> BranchAndRunTail:
+    """The answer for a branch's rows (root first; checked by :func:`branch_rows`) and the
+    run's later rows."""
+    branch = [] if leaf_id is None else branch_rows(path, session_id, leaf_id)
+    return BranchAndRunTail(path=branch, tail=[_entry(row) for row in tail])
 
 
 @attrs.frozen

@@ -43,6 +43,7 @@ from ._sessions import (
     SqlSessionStore,
     _entry,
     append_params,
+    branch_and_tail,
     branch_rows,
     head_moved,
     not_inserted,
@@ -495,14 +496,6 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
 
         path, tail = await self._db.run("read a session branch and a run's entries", fetch)
         return branch_and_tail(path, tail, session_id, leaf_id)
-
-
-def branch_and_tail(
-    path: builtins.list[Any], tail: builtins.list[Any], session_id: str, leaf_id: str | None
-) -> BranchAndRunTail:
-    """The answer for the rows of :func:`~prism_store_sql._sqlite_branch.read_rows`."""
-    branch = [] if leaf_id is None else branch_rows(path, session_id, leaf_id)
-    return BranchAndRunTail(path=branch, tail=[_entry(row) for row in tail])
 
 
 def _run_branch_ids(value: Any) -> tuple[str, str | None, str] | None:

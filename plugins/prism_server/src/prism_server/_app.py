@@ -37,6 +37,14 @@ _RUN_STATUSES = ("running", "suspended", "succeeded", "failed", "aborted", "deni
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+async def _host_answer(hook: Callable[[Any], Any] | None, state: Any, absent: Any) -> Any:
+    """What the host's sync or async ``hook(state)`` answers (``absent`` without a hook)."""
+    if hook is None:
+        return absent
+    answer = hook(state)
+    return await answer if inspect.isawaitable(answer) else answer
+
+
 class ServerContext:
     """What every route needs: the stores, the lifecycle, the caller check, the bounds."""
 
@@ -100,16 +108,8 @@ class ServerContext:
         found = await self.lifecycle.status(ref, ownership=scope)
         if found is None:
             raise RunNotFound("no such run")
-        packs: Any = ()
-        if self.guardrail_packs is not None:
-            packs = self.guardrail_packs(found.state)
-            if inspect.isawaitable(packs):
-                packs = await packs
-        guards: Any = None
-        if self.guardrails is not None:
-            guards = self.guardrails(found.state)
-            if inspect.isawaitable(guards):
-                guards = await guards
+        packs = await _host_answer(self.guardrail_packs, found.state, ())
+        guards = await _host_answer(self.guardrails, found.state, None)
         return packs, guards
 
     async def scope(self, request: Request) -> dict[str, str] | None:
