@@ -151,3 +151,42 @@ async def test_a_branch_whose_ancestor_is_gone_names_it(sqlite_target: Target, d
         read = await store.read_branch_and_run_tail("s", branch[5].id, "r")
         assert read.path == branch[:6]
         assert read.tail == [*branch[6:10], *branch[11:], *tail]
+
+
+@pytest.mark.parametrize("driver", ["sqlite", "aiosqlite", "postgresql"])
+async def test_a_parent_link_into_another_session_is_not_followed(
+    sqlite_target: Target, driver: str, request: pytest.FixtureRequest
+) -> None:
+    """The branch query walks parent links by primary key and keeps only the session's own
+    rows: an entry whose parent was pointed (behind the store's back) at another session's
+    entry reads as a branch with a missing ancestor, never as that session's rows."""
+    if driver == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        target = server.fresh()
+        store: Any = create_sql_session_store(target.url, table_prefix=target.prefix)
+    else:
+        target = sqlite_target
+        url = sqlite_target.url if driver == "sqlite" else aiosqlite_url(sqlite_target.url)
+        store = create_sql_session_store(url)
+    async with store:
+        branch, _ = await _session(store)
+        other = await store.append(
+            create_session_entry(session_id="t", kind="message", message=Message.user("t"))
+        )
+        table = f"{target.prefix}session_entries"
+        update = f"UPDATE {table} SET parent_id = :parent WHERE id = :entry"
+        params = {"parent": other.id, "entry": branch[3].id}
+        if driver == "sqlite":
+            with sqlite3.connect(sqlite_target.url.removeprefix("sqlite:///")) as raw:
+                raw.execute(update, params)
+        else:
+            import sqlalchemy as sa
+
+            async with store.engine.begin() as connection:
+                await connection.execute(sa.text(update), params)
+        with pytest.raises(SessionEntryNotFoundError) as raised:
+            await store.read_branch_path("s", branch[-1].id)
+        assert other.id in str(raised.value)
+        with pytest.raises(SessionEntryNotFoundError):
+            await store.read_branch_and_run_tail("s", branch[-1].id, "r")
+        assert await store.read_branch_path("t", other.id) == [other]
