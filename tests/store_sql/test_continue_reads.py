@@ -64,15 +64,29 @@ async def _crashed(checkpoints: Any, sessions: Any) -> tuple[dict[str, str], int
 
 
 def _count_runs(store: Any) -> list[str]:
+    """The actions of the store calls on ``store``'s connection, in order: each hand-off,
+    and each one-row read (inline or, when it must wait, handed off), once."""
     calls: list[str] = []
     database = store.database
-    run = database.run
+    run, read = database.run, database.read
+    reading = False
 
     async def counted(action: str, operation: Any) -> Any:
-        calls.append(action)
+        if not reading:
+            calls.append(action)
         return await run(action, operation)
 
+    async def counted_read(action: str, operation: Any) -> Any:
+        nonlocal reading
+        calls.append(action)
+        reading = True
+        try:
+            return await read(action, operation)
+        finally:
+            reading = False
+
     database.run = counted
+    database.read = counted_read
     return calls
 
 

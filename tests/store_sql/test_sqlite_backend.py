@@ -29,7 +29,7 @@ from prism_store_sql import (
     open_sql_stores,
     read_schema_version,
 )
-from prism_store_sql._sqlite import SqliteDatabase
+from prism_store_sql._sqlite import CompiledStatement, SqliteDatabase
 
 from .conftest import Target, aiosqlite_url
 
@@ -47,13 +47,20 @@ class Tracer:
         self.database = database
         self.statements: list[str] = []
         self.handoffs = 0
+        self.inline = 0
         original = database._call
+        read_now = database._read_now
 
         def counting(action: str, operation: Any) -> Any:
             self.handoffs += 1
             return original(action, operation)
 
+        def counting_inline(action: str, connection: Any, operation: Any) -> Any:
+            self.inline += 1
+            return read_now(action, connection, operation)
+
         database._call = counting  # type: ignore[method-assign]
+        database._read_now = counting_inline  # type: ignore[method-assign]
 
     async def start(self) -> None:
         def trace(connection: sqlite3.Connection) -> None:
@@ -65,6 +72,7 @@ class Tracer:
     def reset(self) -> None:
         self.statements.clear()
         self.handoffs = 0
+        self.inline = 0
 
     def words(self) -> list[str]:
         return [s.split(None, 1)[0].upper() for s in self.statements]
@@ -85,7 +93,8 @@ async def test_each_call_is_one_handoff_and_at_most_one_commit(
     stores: tuple[Any, Any, Tracer],
 ) -> None:
     """A save is one statement (its own commit); an append is one transaction of two; reads
-    are one statement; each call is one hand-off; the schema is not looked at again."""
+    are one statement; each call is one hand-off, except a one-row read, which runs inline
+    with no lock wait (busy timeout 0, then back); the schema is not looked at again."""
     checkpoints, sessions, tracer = stores
     await checkpoints.save("ns", "k", {"v": 1}, version=1, expected_version=0)
     assert (tracer.handoffs, tracer.words()) == (1, ["INSERT"])
@@ -94,7 +103,10 @@ async def test_each_call_is_one_handoff_and_at_most_one_commit(
     assert (tracer.handoffs, tracer.words()) == (1, ["UPDATE"])
     tracer.reset()
     assert await checkpoints.load("ns", "k") is not None
-    assert (tracer.handoffs, tracer.words()) == (1, ["SELECT"])
+    assert (tracer.handoffs, tracer.inline) == (0, 1)
+    assert tracer.statements[0] == "PRAGMA busy_timeout=0"
+    assert tracer.words()[1:] == ["SELECT", "PRAGMA"]
+    assert tracer.statements[2] == "PRAGMA busy_timeout=5000"
     tracer.reset()
     root = create_session_entry(session_id="s", kind="label", label="root")
     await sessions.append(root, expected_leaf_id=None)
@@ -107,6 +119,96 @@ async def test_each_call_is_one_handoff_and_at_most_one_commit(
     assert await sessions.read_branch_path("s", child.id) == [root, child]
     assert (tracer.handoffs, tracer.words()) == (1, ["WITH"])
     assert not any("sqlite_master" in s or "schema_version" in s for s in tracer.statements)
+
+
+@pytest.mark.anyio
+async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
+    stores: tuple[Any, Any, Tracer],
+) -> None:
+    """A load while another call holds the connection, and one that SQLite answers "busy",
+    are handed to the worker thread; they return the record, and the loop keeps running."""
+    checkpoints, sessions, tracer = stores
+    database = checkpoints.database
+    await checkpoints.save("ns", "k", {"v": 1}, version=1, expected_version=0)
+    entry = create_session_entry(session_id="s", kind="label", label="root")
+    await sessions.append(entry, expected_leaf_id=None)
+    tracer.reset()
+    release = threading.Event()
+    holding = threading.Event()
+
+    def hold(connection: sqlite3.Connection) -> None:
+        holding.set()
+        release.wait(10)
+
+    ticks = 0
+    loaded: list[Any] = []
+
+    async def tick() -> None:
+        nonlocal ticks
+        while not loaded:
+            ticks += 1
+            await anyio.sleep(0.005)
+
+    async def load() -> None:
+        await anyio.to_thread.run_sync(holding.wait, 10)
+        loaded.append(await checkpoints.load("ns", "k"))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(database.run, "hold the connection", hold)
+        group.start_soon(tick)
+        group.start_soon(load)
+        await anyio.sleep(0.1)
+        assert not loaded  # waiting for the connection, in the worker thread's queue
+        release.set()
+    assert loaded[0] is not None
+    assert loaded[0].value == {"v": 1}
+    assert tracer.inline == 0
+    assert tracer.handoffs == 2
+    assert ticks >= 10
+
+    # SQLite's "busy" on the inline attempt: the same read again, in the worker thread.
+    loop_thread = threading.get_ident()
+
+    def busy_on_the_loop_thread(connection: sqlite3.Connection) -> Any:
+        if threading.get_ident() == loop_thread:
+            busy = sqlite3.OperationalError("database is locked")
+            busy.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+            raise busy
+        return connection.execute("PRAGMA busy_timeout").fetchone()[0]
+
+    tracer.reset()
+    assert await database.read("read", busy_on_the_loop_thread) == 5000
+    assert (tracer.inline, tracer.handoffs) == (1, 1)
+    assert await sessions.get(entry.id) == entry
+
+    def broken(connection: sqlite3.Connection) -> Any:
+        return connection.execute("SELECT * FROM no_such_table").fetchall()
+
+    with pytest.raises(CheckpointStoreError, match="read a missing table"):
+        await database.read("read a missing table", broken)
+
+    def timeout(connection: sqlite3.Connection) -> Any:
+        return connection.execute("PRAGMA busy_timeout").fetchone()[0]
+
+    assert await database.run("read the busy timeout", timeout) == 5000
+
+
+@pytest.mark.anyio
+async def test_a_read_on_an_unopened_or_closed_connection_is_not_inline(
+    sqlite_target: Target,
+) -> None:
+    """The first call opens the connection in the worker thread (a schema check may take
+    time); a closed store refuses a read."""
+    async with open_sql_stores(sqlite_target.url) as opened:
+        checkpoints = opened.checkpoints
+        assert isinstance(checkpoints, SqliteCheckpointStore)
+        tracer = Tracer(checkpoints.database)
+        assert await checkpoints.load("ns", "absent") is None
+        assert (tracer.handoffs, tracer.inline) == (1, 0)
+        assert await checkpoints.load("ns", "absent") is None
+        assert (tracer.handoffs, tracer.inline) == (1, 1)
+    with pytest.raises(CheckpointStoreError, match="closed"):
+        await checkpoints.load("ns", "absent")
 
 
 @pytest.mark.anyio
@@ -359,3 +461,24 @@ async def test_a_forked_child_serves_the_calls_of_a_store_opened_before_the_fork
         record = await opened.checkpoints.load("ns", "child")
         assert record is not None
         assert record.value == {"n": 2}
+
+
+@pytest.mark.anyio
+async def test_statements_compile_on_first_use(sqlite_target: Target) -> None:
+    """Opening the stores compiles no statement; a load compiles only its own, once."""
+    async with open_sql_stores(sqlite_target.url) as opened:
+        checkpoints = opened.checkpoints
+        assert isinstance(checkpoints, SqliteCheckpointStore)
+        statements = [
+            value
+            for store in (checkpoints, opened.sessions)
+            for value in vars(store).values()
+            if isinstance(value, CompiledStatement)
+        ]
+        assert len(statements) >= 10
+        assert all(statement._text is None for statement in statements)
+        assert await checkpoints.load("ns", "absent") is None
+        compiled = [statement for statement in statements if statement._text is not None]
+        assert compiled == [checkpoints._load]
+        assert "SELECT" in checkpoints._load.text
+        assert checkpoints._load.text is checkpoints._load.text

@@ -3,7 +3,9 @@
 The same tables, statements and rules as the SQLAlchemy stores they subclass: the statements
 are the same SQLAlchemy constructs, compiled once to SQLite text and run on one stdlib
 ``sqlite3`` connection (see :mod:`prism_store_sql._sqlite`). Every call is one hand-off to a
-worker thread; an append's head move and insert run in that one hand-off and one commit.
+worker thread, except a one-row read (a checkpoint load, an entry by id), which runs inline
+when the connection is free and needs no lock wait; an append's head move and insert run in
+that one hand-off and one commit.
 """
 
 from __future__ import annotations
@@ -147,7 +149,9 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def load(connection: sqlite3.Connection) -> Any:
             return connection.execute(text, values).fetchone()
 
-        row = await self._db.run("load a checkpoint", load)
+        # One row by primary key: read inline when the connection is free (see
+        # SqliteDatabase.read), as a run's pre-dispatch ownership check does every turn.
+        row = await self._db.read("load a checkpoint", load)
         return self._record(row, owner) if row is not None else None
 
     async def load_with_run_branch(
@@ -460,7 +464,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         def fetch(connection: sqlite3.Connection) -> Any:
             return tuple_cursor(connection).execute(text, params).fetchone()
 
-        row = await self._db.run("read a session entry", fetch)
+        row = await self._db.read("read a session entry", fetch)
         return _entry(row) if row is not None else None
 
     async def read_branch_path(
