@@ -190,13 +190,18 @@ def _build_statements(tables: Tables, dialect: str) -> _Statements:
         .where(e.id == leaf, e.session_id == session)
         .cte("branch", recursive=True)
     )
-    # Each step follows the primary key alone. With the session in the step too, PostgreSQL
-    # may plan a scan of the whole session per ancestor when the table has no statistics
-    # yet (90 ms for 801 entries instead of 3). A parent is always in its child's session
-    # (the append checks it); the rows are filtered by session once, after the walk.
+    # Each step looks up one parent by primary key, in a subquery run once per ancestor. As
+    # a join (with or without the session in it), PostgreSQL may plan a scan of the whole
+    # session or table per ancestor when the table has no statistics yet: 20 ms for a
+    # 400-turn branch instead of 5. A parent is always in its child's session (the append
+    # checks it); the rows are kept to the session once, after the walk, and a missing
+    # parent ends the walk there (the caller names it).
+    parent_of = (
+        sa.select(alias.c.parent_id).where(alias.c.id == branch.c.parent_id).scalar_subquery()
+    )
     branch = branch.union_all(
-        sa.select(alias.c.id, alias.c.parent_id, branch.c.depth + 1).where(
-            alias.c.id == branch.c.parent_id
+        sa.select(branch.c.parent_id, parent_of, branch.c.depth + 1).where(
+            branch.c.parent_id.is_not(None)
         )
     )
     branch_rows = (
