@@ -24,9 +24,11 @@ Printed for each stack and backend:
   ``BaseException``, as a killed worker would); continuing it on the open stores (Prism:
   ``resume_agent_run(..., "continue")``; LangGraph: ``ainvoke(None, config)``) is timed up
   to the model's next call;
-- cold resume: the same in a new process, timed from after the imports and the store's
-  opening call (``open_sql_stores`` / ``from_conn_string``) to the model call; the opening
-  call is timed separately (Prism's opens nothing until the first call, LangGraph's connects).
+- cold resume: the same in a new process, timed from after the imports (each stack's
+  database driver included: LangGraph's saver imports psycopg, and the child imports asyncpg
+  for Prism) and the store's opening call (``open_sql_stores`` / ``from_conn_string``) to the
+  model call; the opening call is timed separately (Prism's opens nothing until the first
+  call, LangGraph's connects).
 
 Run it (about 2 minutes)::
 
@@ -123,6 +125,12 @@ async def resume_prism(sessions: Any, checkpoints: Any, ids: dict[str, Any], tur
 async def cold_child(job: dict[str, Any]) -> dict[str, float]:
     """In a fresh process: open the store, continue the crashed run; both times."""
     from prism_store_sql import open_sql_stores
+
+    if job["stack"] == "prism" and job["backend"] == "postgres":
+        # The driver is an import, as for LangGraph, whose saver module imports psycopg
+        # before its clock starts; Prism's store imports asyncpg only when it makes its
+        # engine, which would put a 20 ms import inside the opening call.
+        import asyncpg  # type: ignore[import-untyped]  # noqa: F401
 
     start = time.perf_counter()
     if job["stack"] == "prism":
