@@ -8,10 +8,8 @@ It must not read or write a store: it is the schema and its checks.
 
 from __future__ import annotations
 
-import collections.abc
+import functools
 import hashlib
-import types
-import typing
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
@@ -24,7 +22,9 @@ from ..content import ErrorInfo, Message, Usage
 from ..errors import AgentRunStateError
 from ..guardrails._decisions import GUARDRAIL_STAGES
 from ..skills import MAX_LOADED_SKILLS
-from ._state_codec import field_types, structure_exact, unstructure_known
+from ._state_codec import structure_exact, unstructure_known
+from ._state_shape import check_same, check_shape
+from ._state_shape import malformed as _malformed
 
 __all__ = (
     "MAX_SKILL_BODIES_BYTES",
@@ -330,103 +330,49 @@ def check_state_bounds(data: Any, max_bytes: int) -> bytes:
     return encoded
 
 
-def _malformed(detail: str) -> AgentRunStateError:
-    return AgentRunStateError(f"Malformed agent run state: {detail}")
-
-
-_SEQUENCES = (tuple, list, collections.abc.Sequence)
-_MAPPINGS = (dict, collections.abc.Mapping)
-
-
-def _shape(raw: Any, kind: Any, path: str) -> None:
-    """Check that every container in ``raw`` has the JSON type ``kind`` asks for (a list for a
-    tuple, an object for a mapping or a record), before cattrs sees it: cattrs would iterate a
-    string where a list belongs and fail once per character."""
-    if raw is None:
-        return
-    origin = typing.get_origin(kind)
-    if origin in (typing.Union, types.UnionType):
-        options = [arg for arg in typing.get_args(kind) if arg is not type(None)]
-        if len(options) == 1:
-            _shape(raw, options[0], path)
-        elif options and all(attrs.has(arg) for arg in options) and not isinstance(raw, dict):
-            raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
-        return
-    if origin in _SEQUENCES:
-        if not isinstance(raw, list):
-            raise _malformed(f"{path} must be a list, got {type(raw).__name__}")
-        args = typing.get_args(kind)
-        if args:
-            for index, item in enumerate(raw):
-                _shape(item, args[0], f"{path}[{index}]")
-        return
-    if origin in _MAPPINGS:
-        if not isinstance(raw, dict):
-            raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
-        return
-    if isinstance(kind, type) and attrs.has(kind):
-        if not isinstance(raw, dict):
-            raise _malformed(f"{path} must be an object, got {type(raw).__name__}")
-        hints = field_types(kind)
-        for field in attrs.fields(kind):
-            if field.name in raw:
-                _shape(raw[field.name], hints[field.name], f"{path}.{field.name}")
-
-
-def _same(raw: Any, built: Any, path: str) -> None:
-    """Refuse any value cattrs had to coerce: structuring and unstructuring again must give
-    back exactly what was stored (a string stays a string, never a list of its characters;
-    an integer is never a bool or a float)."""
-    if isinstance(raw, dict):
-        if not isinstance(built, Mapping):
-            raise _malformed(f"{path} must not be an object")
-        for name, item in raw.items():
-            if name in built:
-                _same(item, built[name], f"{path}.{name}")
-        return
-    if isinstance(raw, list):
-        if not isinstance(built, list | tuple) or len(built) != len(raw):
-            raise _malformed(f"{path} must not be a list")
-        for index, item in enumerate(raw):
-            _same(item, built[index], f"{path}[{index}]")
-        return
-    if type(raw) is type(built) and raw == built:
-        return
-    # JSON has one number type: an integer stored for a float field is the same number.
-    if type(raw) is int and type(built) is float and raw == built:
-        return
-    raise _malformed(f"{path} has the wrong type: {echo(raw)}")
-
-
 def _count(value: int, path: str, *, high: int | None = None) -> None:
     if value < 0 or (high is not None and value > high):
         bound = f"0..{high}" if high is not None else "a non-negative integer"
         raise _malformed(f"{path} must be {bound}, got {echo(value)}")
 
 
-def _check_limits(limits: Mapping[str, Any]) -> None:
+@functools.cache
+def _limit_kinds() -> dict[str, tuple[str, bool, int | None]]:
+    """Each run limit's ``(kind, nullable, upper bound)``, kind ``"str"``, ``"int"`` or
+    ``"number"``, read once from :class:`~prism_core.RunLimits`."""
     from ..limits import HARD_MAX_PROVIDER_BYTES, RunLimits
 
-    fields = {f.name: f for f in attrs.fields(RunLimits)}
-    for name, value in limits.items():
-        field = fields.get(name)
-        path = f"limits.{echo(name, 40)}"
-        if field is None:
-            raise _malformed(f"{path} is not a run limit")
+    kinds: dict[str, tuple[str, bool, int | None]] = {}
+    for field in attrs.fields(RunLimits):
         kind = str(field.type)
+        short = "str" if kind.startswith("str") else "int" if kind.startswith("int") else "number"
+        high = HARD_MAX_PROVIDER_BYTES if "bytes" in field.name else None
+        kinds[field.name] = (short, "None" in kind, high)
+    return kinds
+
+
+def _check_limits(limits: Mapping[str, Any]) -> None:
+    kinds = _limit_kinds()
+    for name, value in limits.items():
+        known = kinds.get(name)
+        if known is None:
+            raise _malformed(f"limits.{echo(name, 40)} is not a run limit")
+        kind, nullable, high = known
         if value is None:
-            if "None" not in kind:
-                raise _malformed(f"{path} cannot be null")
-        elif kind.startswith("str"):
+            if not nullable:
+                raise _malformed(f"limits.{echo(name, 40)} cannot be null")
+        elif kind == "str":
             if not isinstance(value, str):
-                raise _malformed(f"{path} must be a string, got {echo(value)}")
-        elif kind.startswith("int"):
+                raise _malformed(f"limits.{echo(name, 40)} must be a string, got {echo(value)}")
+        elif kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
-                raise _malformed(f"{path} must be an integer, got {echo(value)}")
-            high = HARD_MAX_PROVIDER_BYTES if "bytes" in name else None
-            _count(value, path, high=high)
+                raise _malformed(f"limits.{echo(name, 40)} must be an integer, got {echo(value)}")
+            if value < 0 or (high is not None and value > high):
+                _count(value, f"limits.{echo(name, 40)}", high=high)
         elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise _malformed(f"{path} must be a non-negative number, got {echo(value)}")
+            raise _malformed(
+                f"limits.{echo(name, 40)} must be a non-negative number, got {echo(value)}"
+            )
 
 
 def _check_session_state(record: SessionStateRecord) -> None:
@@ -544,7 +490,7 @@ def _parse(data: Any, max_bytes: int) -> AgentRunState:
     version = data.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:
         raise AgentRunStateError(f"unsupported agent run state schema_version {echo(version)}")
-    _shape(data, AgentRunState, "state")
+    check_shape(data, AgentRunState, "state")
     # The direct path first: it takes only exact JSON types, and whatever it declines gets
     # the converter's result and errors.
     state = structure_exact(data, AgentRunState)
@@ -558,7 +504,7 @@ def _parse(data: Any, max_bytes: int) -> AgentRunState:
     if state.status == "suspended" and state.interruption is None:
         # Every suspension records what it waits for; without it no decision can apply.
         raise _malformed("a suspended run records no interruption")
-    _same(data, unstructure_known(state, _RECORDS), "state")
+    check_same(data, unstructure_known(state, _RECORDS), "state")
     _check_fields(state)
     return state
 
