@@ -312,7 +312,7 @@ class SqliteDatabase:
 
     async def read(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run a short read (``operation`` must only read, and only a bounded amount) on the
-        calling thread when it cannot wait: the connection is open and free, and SQLite can
+        calling thread when it need not wait: the connection is open and free, and SQLite can
         start the read without a lock wait. Otherwise, like :meth:`run`.
 
         A read of one row takes a few microseconds, several times less than the two thread
@@ -344,17 +344,18 @@ class SqliteDatabase:
     ) -> tuple[bool, Any]:
         """``(True, result)`` of ``operation`` run here with no lock wait, or ``(False,
         None)`` when SQLite would have had to wait (the caller then hands it off)."""
-        connection.execute("PRAGMA busy_timeout=0")
         try:
-            return True, operation(connection)
+            connection.execute("PRAGMA busy_timeout=0")
+            try:
+                return True, operation(connection)
+            finally:
+                connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
         except sqlite3.Error as error:
             if connection.in_transaction:
                 connection.rollback()
             if getattr(error, "sqlite_errorcode", 0) & 0xFF in _WAIT_CODES:
                 return False, None
             raise sqlite_error(action, error) from error
-        finally:
-            connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
 
     def _call(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
