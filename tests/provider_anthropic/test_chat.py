@@ -4,18 +4,14 @@ server speaking the real streaming wire format, through the official SDK."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 from prism_core._chat import DEFAULT_SYSTEM
+from tests.chat_cli import run_prism_chat
 from tests.fake_http import Reply, serve, sse_frames
 
 from .support import API_KEY, sent_key
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _frame(event: str, data: dict[str, Any]) -> str:
@@ -70,19 +66,7 @@ def _tool(call_id: str, name: str, *json_parts: str) -> Reply:
 def _prism_chat(
     args: list[str], stdin: str, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).with_name("prism")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "prism_core._cli"]
-    base = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    return subprocess.run(
-        [*command, "chat", *args],
-        input=stdin,
-        capture_output=True,
-        encoding="utf-8",
-        env={**base, "PYTHONIOENCODING": "utf-8", **env},
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    return run_prism_chat(args, stdin, env, provider_env_prefix="ANTHROPIC_")
 
 
 def test_chat_with_an_anthropic_model_runs_tools_and_asks_before_calculate() -> None:

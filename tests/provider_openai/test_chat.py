@@ -4,35 +4,19 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 from prism_core._chat import DEFAULT_SYSTEM, run_chat
+from tests.chat_cli import run_prism_chat
 from tests.fake_http import FakeHTTPServer, serve
 
 from ._support import API_KEY, error_reply, replay, text_reply, tool_reply
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _prism_chat(
     args: list[str], stdin: str, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).with_name("prism")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "prism_core._cli"]
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    return subprocess.run(
-        [*command, "chat", *args],
-        input=stdin,
-        capture_output=True,
-        encoding="utf-8",
-        env={**base, "PYTHONIOENCODING": "utf-8", **env},
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    return run_prism_chat(args, stdin, env, provider_env_prefix="OPENAI_")
 
 
 def _tool_names(server: FakeHTTPServer) -> list[str]:
