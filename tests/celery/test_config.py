@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from celery import Celery
+from celery import Celery, signals
 from celery.exceptions import Retry
 
 import prism_store_sql
@@ -274,21 +274,65 @@ def test_a_task_retries_as_often_as_its_run_needs(tmp_path: Path, failure: Excep
     app.close()
 
 
-def test_a_superseded_worker_stops_and_reports_the_stored_status(
-    eager: tuple[RunTasks, str], effects: agents.EffectLog, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("propagates", "waits"), [(False, [2.0]), (True, [])])
+def test_an_eager_retry_waits_its_countdown_unless_celery_raises_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, propagates: bool, waits: list[float]
+) -> None:
+    """Celery runs a non-propagating eager retry at once, nested in the call: the task waits
+    its countdown first. A propagating eager call hands ``Retry`` to its caller at once."""
+    app = Celery("eager_retries", broker="memory://", backend="cache+memory://")
+    app.conf.update(task_always_eager=True, task_eager_propagates=propagates)
+    url = f"sqlite:///{tmp_path / 'eager.db'}"
+    tasks = create_run_tasks(app, resolve_agent=agents.resolve_agent, store_url=url)
+    settings = make_settings(
+        resolve_agent=agents.resolve_agent, store_url=url, lease_ms=30000, sessions_url=None
+    )
+    slept: list[float] = []
+    monkeypatch.setattr("prism_celery._tasks.time.sleep", slept.append)
+
+    async def body(stores: Any) -> None:
+        raise RetryLater(2.0, "leased")
+
+    task = tasks.continue_run
+    task.push_request(
+        id="t-2", retries=0, args=("run_x",), kwargs={}, is_eager=True, called_directly=False
+    )
+    try:
+        with pytest.raises(Retry) as caught:
+            _runner(app, settings)(task, body)
+    finally:
+        task.pop_request()
+    assert caught.value.when == 2.0
+    assert slept == waits
+    app.close()
+
+
+def test_a_superseded_worker_stops_and_its_task_reports_the_settled_run(
+    tmp_path: Path, effects: agents.EffectLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker whose run another worker claimed (a forced continue here, as after a pause
-    longer than the lease) fails its next write, runs no further tool, and its task ends
-    with the run as stored instead of an error or a retry."""
-    tasks, url = eager
+    longer than the lease) fails its next write and runs no further tool; its task retries
+    until the other worker has settled the run, then reports it (an eager retry waits its
+    countdown, here the other worker's 2 s lease, instead of spinning)."""
+    app = Celery("prism_celery_fenced", broker="memory://", backend="cache+memory://")
+    # Not propagating: Celery runs the eager retries in place instead of raising Retry.
+    app.conf.update(task_always_eager=True, task_eager_propagates=False)
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    tasks = create_run_tasks(app, resolve_agent=agents.resolve_agent, store_url=url, lease_ms=2000)
     # Five turns of 1.5 s: the other worker claims the run well before it could end, even on
     # a loaded machine where opening the stores takes a while.
     monkeypatch.setenv("PRISM_CELERY_TEST_THINK", "1.5")
     monkeypatch.setenv("PRISM_CELERY_TEST_TURNS", "5")
     outcome: dict[str, Any] = {}
+    retried: list[str] = []
+
+    def on_retry(sender: Any = None, reason: Any = None, **_: Any) -> None:
+        retried.append(str(reason.exc))
 
     def first_worker() -> None:
         outcome["result"] = tasks.start.apply(args=("charger", "s-fenced", "charge")).get()
+
+    signals.task_retry.connect(on_retry, sender=tasks.start, weak=False)
 
     worker = threading.Thread(target=first_worker)
     worker.start()
@@ -327,10 +371,13 @@ def test_a_superseded_worker_stops_and_reports_the_stored_status(
     assert not worker.is_alive()
     (record,) = _records(url, "prism.agent-run")
     assert outcome["result"]["run_id"] == record.key
-    assert outcome["result"]["status"] in ("running", "succeeded")
+    signals.task_retry.disconnect(on_retry, sender=tasks.start)
+    assert outcome["result"]["status"] == "succeeded"
+    assert any("another worker has the run" in reason for reason in retried), retried
     keys = [e["key"] for e in effects.entries()]
     assert sorted(e["call"] for e in effects.entries()) == [f"call_{i}" for i in range(5)]
     assert len(keys) == len(set(keys))
+    app.close()
 
 
 def test_an_agent_s_own_durable_options_are_kept(tmp_path: Path, effects: agents.EffectLog) -> None:

@@ -42,21 +42,29 @@ async def _load(stores: TaskStores, run_id: str) -> Any:
     return found
 
 
-async def _stored(stores: TaskStores, run_id: str) -> dict[str, Any]:
+async def _superseded(stores: TaskStores, run_id: str) -> dict[str, Any]:
+    """The task result once another worker has claimed the run: the stored status when the
+    run has settled, else :class:`RetryLater` until that worker's lease would expire, so the
+    task ends when the run does, as it does when it finds a live lease up front."""
     found = await _load(stores, run_id)
-    return outcome(run_id, found.state.session_id, found.state.status)
+    state = found.state
+    if state.status == "running":
+        wait = lease_wait_seconds(state.lease_expires_at)
+        raise RetryLater(max(1.0, wait), "another worker has the run")
+    return outcome(run_id, state.session_id, state.status)
 
 
 async def settle(stores: TaskStores, result: AgentRunResult) -> dict[str, Any]:
     """The task result for a run that ended on this worker.
 
-    A run that lost its record to another worker's claim wrote nothing more: the stored status
-    is the truth then. A run stopped by an unreachable store stays ``running``: try later.
+    A run that lost its record to another worker's claim wrote nothing more: the task waits
+    for that worker to settle it. A run stopped by an unreachable store stays ``running``: try
+    later.
     """
     error = result.error
     code = error.code if error is not None else None
     if result.status == "failed" and code in SUPERSEDED_CODES:
-        return await _stored(stores, result.run_id)
+        return await _superseded(stores, result.run_id)
     if result.status == "failed" and code == _STORE_UNAVAILABLE:
         raise RetryLater(STORE_RETRY_SECONDS, "a store did not answer")
     return outcome(result.run_id, result.session_id, result.status)
@@ -79,7 +87,7 @@ async def _resume(
         return await settle(stores, exc.result)
     except CheckpointConflictError:
         # Another worker claimed the run first: it is that worker's now.
-        return await _stored(stores, run_id)
+        return await _superseded(stores, run_id)
     except AgentRunStateError as exc:
         if exc.code == _LEASED:
             latest = await _load(stores, run_id)

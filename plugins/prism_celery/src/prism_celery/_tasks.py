@@ -7,6 +7,7 @@ its stores inside that event loop and closing them before it returns.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -74,6 +75,11 @@ def _runner(
             return anyio.run(main)
         except RetryLater as later:
             countdown = retry_countdown(app, later.countdown, task.request.retries)
+            if task.request.is_eager and not app.conf.task_eager_propagates:
+                # Celery runs such an eager retry at once, nested in this call: without the
+                # wait, a task waiting for another worker's lease would spin until the stack
+                # ran out. (A propagating eager call hands the Retry to its caller instead.)
+                time.sleep(countdown)
             raise task.retry(countdown=countdown, max_retries=RETRY_LIMIT, exc=later) from None
 
     return run
@@ -103,7 +109,10 @@ def create_run_tasks(
     - ``sweep()``: enqueue ``continue_run`` for every recoverable run; returns how many.
 
     A live lease makes a task retry later (its countdown under half the broker's visibility
-    timeout); a worker that another worker superseded stops and reports the stored status.
+    timeout); a worker that another worker superseded stops and its task retries the same way,
+    so every task's ``status`` is where the run settled (suspended or ended). An eager call
+    that does not propagate errors (``task_eager_propagates`` off) waits each retry's countdown
+    in the calling thread; a propagating one raises Celery's ``Retry`` to its caller.
     Raises :class:`CeleryConfigError` for a wrong configuration, e.g. a ``memory://`` or an
     in-memory SQLite URL that other workers could never read.
     """
