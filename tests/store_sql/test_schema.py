@@ -20,13 +20,14 @@ from prism_store_sql import (
     create_sql_checkpoint_store,
     create_sql_session_store,
     migrate,
+    open_sql_stores,
     read_schema_version,
 )
 from prism_store_sql._engine import async_url
 from prism_store_sql._migrations import migrate_command
 from prism_store_sql._schema import build_tables
 
-from .conftest import PostgresServer, Target
+from .conftest import PostgresServer, Target, sent_statements
 
 
 async def _version_rows(target: Target) -> list[tuple[int, str]]:
@@ -180,6 +181,35 @@ async def test_a_migrated_schema_costs_one_version_read(
     assert len(schema) == 1, statements
     assert "max(" in schema[0].lower()
     assert len(statements) == 2, statements
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("backend", ["aiosqlite", "postgresql"])
+@pytest.mark.parametrize("pairing", ["open_sql_stores", "sharing"])
+async def test_stores_on_one_engine_check_the_schema_once(
+    backend: str, pairing: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The two stores of ``open_sql_stores`` (or a session store made on a checkpoint store)
+    share the engine and the tables, so the first call of the second store reads no schema
+    version; a missing schema is still created once, by whichever store comes first."""
+    if backend == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        target = server.fresh()
+    else:
+        target = Target("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'p.db'}", "prism_")
+    if pairing == "open_sql_stores":
+        checkpoints, sessions = open_sql_stores(target.url, table_prefix=target.prefix)
+    else:
+        checkpoints = create_sql_checkpoint_store(target.url, table_prefix=target.prefix)
+        sessions = create_sql_session_store(checkpoints)
+    async with checkpoints, sessions:
+        assert await sessions.list("s1") == []  # the first call: creates the tables
+        with sent_statements(checkpoints.engine) as statements:
+            assert await checkpoints.load("ns", "k") is None
+            assert await sessions.list("s2") == []
+        assert [text for text in statements if "schema_version" in text] == []
+        assert len(statements) == 2, statements
+    assert await read_schema_version(target.url, table_prefix=target.prefix) == SCHEMA_VERSION
 
 
 @pytest.mark.anyio

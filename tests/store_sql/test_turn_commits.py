@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 import pytest
+import sqlalchemy as sa
 
 from prism_core.errors import CheckpointConflictError
 from prism_core.sessions import (
@@ -156,3 +157,41 @@ async def test_postgres_turn_commit_in_one_statement(postgres_server: PostgresSe
             second.id,
             third.id,
         ]
+
+
+@pytest.mark.anyio
+async def test_postgres_turn_commit_on_a_new_connection_reads_no_catalog(
+    postgres_server: PostgresServer,
+) -> None:
+    """The one-statement turn commit binds only array types asyncpg encodes without asking
+    the server: a new connection's first commit sends no catalog (type) query, which costs
+    8-11 ms, and every timestamp reads back as the same double."""
+    target = postgres_server.shared()
+    session = f"s-{uuid.uuid4().hex}"
+    queries: list[str] = []
+    async with open_sql_stores(target.url, table_prefix=target.prefix) as stores:
+        checkpoints, sessions = stores
+
+        def on_connect(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.driver_connection.add_query_logger(
+                lambda logged: queries.append(logged.query)
+            )
+
+        sa.event.listen(checkpoints.engine.sync_engine, "connect", on_connect)
+        root = _label(session, "root")
+        assert await checkpoints.load("ns", session) is None  # connects, reads the schema
+        queries.clear()
+        times = (1764607000.1234567, 0.1 + 0.2, 1e-7, 2.0**40 + 0.5)
+        chain = [root]
+        for index, timestamp in enumerate(times):
+            entry = attrs.evolve(_label(session, f"e{index}", chain[-1]), timestamp=timestamp)
+            chain.append(entry)
+        async with stores.transaction() as tx:
+            tx.save("ns", session, {"v": 1}, version=1, expected_version=0)
+            for entry in chain:
+                tx.append(entry)
+        assert queries, "the query logger saw nothing: it is not on the store's connection"
+        assert [q for q in queries if "pg_catalog" in q] == []
+        stored = await sessions.read_branch_path(session, chain[-1].id)
+        assert [e.timestamp for e in stored] == [e.timestamp for e in chain]
+        assert stored == chain

@@ -19,7 +19,16 @@ from ._engine import EngineHandle, require_asyncio, translate_errors
 from ._migrations import apply_migrations, require_schema
 from ._schema import Tables
 
-__all__ = ("SqlStoreBase",)
+__all__ = ("SchemaCheck", "SqlStoreBase")
+
+
+class SchemaCheck:
+    """Whether one prefix's tables on one engine were checked (or migrated) yet. Stores that
+    share an engine and a prefix share one, so a resume that reads both checks once."""
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.lock = asyncio.Lock()
 
 
 class SqlStoreBase:
@@ -37,9 +46,8 @@ class SqlStoreBase:
         self._handle = handle
         self._tables = tables
         self._create_schema = create_schema
-        self._ready = False
+        self._schema = SchemaCheck()
         self._closed = False
-        self._ready_lock = asyncio.Lock()
         # One statement needs no BEGIN/COMMIT of its own. asyncpg (and psycopg) switch a
         # connection to autocommit and back without a round trip, which spares both. On
         # SQLite each switch is a trip to aiosqlite's worker thread (two per call, more than
@@ -80,14 +88,15 @@ class SqlStoreBase:
         require_asyncio()
         if self._closed:
             raise CheckpointStoreError(f"this {type(self).__name__} is closed")
-        if not self._ready:
-            async with self._ready_lock:
-                if not self._ready:
+        schema = self._schema
+        if not schema.ready:
+            async with schema.lock:
+                if not schema.ready:
                     if self._create_schema:
                         await apply_migrations(self.engine, self._tables)
                     else:
                         await require_schema(self.engine, self._tables)
-                    self._ready = True
+                    schema.ready = True
         return self.engine
 
     async def _first_row(

@@ -388,6 +388,8 @@ def _sharing(checkpoints: SqlCheckpointStore) -> SqlSessionStore:
         checkpoints.tables,
         create_schema=checkpoints.creates_schema,
     )
-    # The same connections: their statements and plan settings too.
+    # The same connections: their statements and plan settings too; and the same tables,
+    # checked once for both.
     sessions._direct = checkpoints._direct
+    sessions._schema = checkpoints._schema
     return sessions
