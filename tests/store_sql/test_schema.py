@@ -184,6 +184,32 @@ async def test_a_migrated_schema_costs_one_version_read(
 
 
 @pytest.mark.anyio
+async def test_the_schema_check_on_postgresql_opens_no_transaction(
+    postgres_server: PostgresServer,
+) -> None:
+    """On PostgreSQL the version read runs in autocommit: the server sees the one ``SELECT``
+    and no ``BEGIN`` or ``ROLLBACK`` around it (two round trips spared on every new engine)."""
+    target = postgres_server.fresh()
+    await migrate(target.url, table_prefix=target.prefix)
+    sent: list[str] = []
+    async with create_sql_checkpoint_store(target.url, table_prefix=target.prefix) as store:
+
+        def on_connect(dbapi_connection: object, _record: object) -> None:
+            driver = dbapi_connection.driver_connection  # type: ignore[attr-defined]
+            driver.add_query_logger(lambda logged: sent.append(logged.query))
+
+        # Added before the first call: the logger sees the transaction commands asyncpg
+        # sends after SQLAlchemy's own first-connect queries; the cursor event sees the
+        # version read (a prepared statement, which the logger does not see).
+        sa.event.listen(store.engine.sync_engine, "connect", on_connect)
+        with sent_statements(store.engine) as statements:
+            assert await store.load("ns", "k") is None
+    heads = [query.split(None, 1)[0].rstrip(";").upper() for query in sent]
+    assert {"BEGIN", "ROLLBACK"}.isdisjoint(heads), sent
+    assert sum("schema_version" in text for text in statements) == 1, statements
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("backend", ["aiosqlite", "postgresql"])
 @pytest.mark.parametrize("pairing", ["open_sql_stores", "sharing"])
 async def test_stores_on_one_engine_check_the_schema_once(

@@ -275,6 +275,10 @@ async def _recorded_or_none(engine: AsyncEngine, tables: Tables) -> int | None:
     no): the caller then takes the full path, which reports any real failure."""
     with translate_errors("read the schema version"):
         async with engine.connect() as connection:
+            if engine.dialect.name == "postgresql":
+                # One read needs no transaction: asyncpg and psycopg switch to autocommit
+                # without a round trip, which spares a BEGIN and a ROLLBACK.
+                connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
             try:
                 value = (
                     await connection.execute(
