@@ -242,6 +242,19 @@ def test_an_agent_with_an_owner_scope_is_refused(tmp_path: Path, effects: agents
     app.close()
 
 
+def _retry_raised(run: Any, task: Any, body: Any, **request: Any) -> Retry:
+    """The ``Retry`` that ``run(task, body)`` raises inside a delivered task's request."""
+    task.push_request(
+        id="t-1", args=("run_x",), kwargs={}, delivery_info={}, called_directly=False, **request
+    )
+    try:
+        with pytest.raises(Retry) as caught:
+            run(task, body)
+    finally:
+        task.pop_request()
+    return caught.value
+
+
 @pytest.mark.parametrize(
     "failure",
     [RetryLater(3.0, "leased"), CheckpointStoreUnavailableError("the database did not answer")],
@@ -260,17 +273,9 @@ def test_a_task_retries_as_often_as_its_run_needs(tmp_path: Path, failure: Excep
     async def body(stores: Any) -> None:
         raise failure
 
-    task = tasks.continue_run
-    task.push_request(
-        id="t-1", retries=5, args=("run_x",), kwargs={}, delivery_info={}, called_directly=False
-    )
-    try:
-        with pytest.raises(Retry) as caught:
-            _runner(app, settings)(task, body)
-    finally:
-        task.pop_request()
+    retry = _retry_raised(_runner(app, settings), tasks.continue_run, body, retries=5)
     # Five retries so far: a backoff of 16 s, above the 3 s the lease asked for, below 30 s.
-    assert caught.value.when == 16.0
+    assert retry.when == 16.0
     app.close()
 
 
@@ -293,16 +298,8 @@ def test_an_eager_retry_waits_its_countdown_unless_celery_raises_it(
     async def body(stores: Any) -> None:
         raise RetryLater(2.0, "leased")
 
-    task = tasks.continue_run
-    task.push_request(
-        id="t-2", retries=0, args=("run_x",), kwargs={}, is_eager=True, called_directly=False
-    )
-    try:
-        with pytest.raises(Retry) as caught:
-            _runner(app, settings)(task, body)
-    finally:
-        task.pop_request()
-    assert caught.value.when == 2.0
+    retry = _retry_raised(_runner(app, settings), tasks.continue_run, body, is_eager=True)
+    assert retry.when == 2.0
     assert slept == waits
     app.close()
 
