@@ -183,3 +183,33 @@ async def test_own_connections_plan_once_and_a_hosts_keep_their_settings(
         assert (record.version, record.value) == (3, {"n": 3})
     finally:
         await host.dispose()
+
+
+@pytest.mark.anyio
+async def test_engines_the_stores_create_share_compiled_statements(
+    store: SqlCheckpointStore, target: Target
+) -> None:
+    """A store opened again on the same prefix (a task queue's worker opens its stores for
+    each task) takes the compiled SQL of the statements the first store compiled; a host's
+    engine compiles for itself. Either way the statement runs alike."""
+    again = create_sql_checkpoint_store(target.url, table_prefix=target.prefix)
+    host = create_async_engine(async_url(target.url))
+    borrowed = create_sql_checkpoint_store(host, table_prefix=target.prefix)
+    try:
+        async with again, borrowed:
+            for opened in (store, again, borrowed):
+                record = await opened.load(NS, "k")
+                assert record is not None
+                assert (record.version, record.value) == (1, {"n": 1})
+            load = again._sql.load
+            assert load is store._sql.load
+            first = store._direct.statement(load)  # type: ignore[union-attr]
+            assert again._direct is not None
+            assert again._direct is not store._direct
+            assert again._direct.statement(load).sql is first.sql  # the same text object
+            assert borrowed._direct is not None
+            hosted = borrowed._direct.statement(load)
+            assert hosted.sql == first.sql
+            assert hosted.sql is not first.sql  # compiled anew for the host's dialect
+    finally:
+        await host.dispose()

@@ -7,6 +7,7 @@ import asyncio
 import multiprocessing
 import sqlite3
 import threading
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -465,8 +466,10 @@ async def test_a_forked_child_serves_the_calls_of_a_store_opened_before_the_fork
 
 @pytest.mark.anyio
 async def test_statements_compile_on_first_use(sqlite_target: Target) -> None:
-    """Opening the stores compiles no statement; a load compiles only its own, once."""
-    async with open_sql_stores(sqlite_target.url) as opened:
+    """Opening the stores compiles no statement; a load compiles only its own, once. (A
+    prefix of this test's own: statements are shared by every store on a prefix.)"""
+    prefix = f"t{uuid.uuid4().hex[:12]}_"
+    async with open_sql_stores(sqlite_target.url, table_prefix=prefix) as opened:
         checkpoints = opened.checkpoints
         assert isinstance(checkpoints, SqliteCheckpointStore)
         statements = [
@@ -482,3 +485,29 @@ async def test_statements_compile_on_first_use(sqlite_target: Target) -> None:
         assert compiled == [checkpoints._load]
         assert "SELECT" in checkpoints._load.text
         assert checkpoints._load.text is checkpoints._load.text
+
+
+@pytest.mark.anyio
+async def test_stores_opened_again_on_a_prefix_reuse_its_compiled_statements(
+    tmp_path: Path,
+) -> None:
+    """Stores opened again on the same prefix (another file too) share the tables, the
+    statements and their compiled text: nothing is built or compiled a second time."""
+    prefix = f"t{uuid.uuid4().hex[:12]}_"
+    first = open_sql_stores(f"sqlite:///{tmp_path / 'a.db'}", table_prefix=prefix)
+    async with first:
+        assert await first.checkpoints.load("ns", "absent") is None
+    second = open_sql_stores(f"sqlite:///{tmp_path / 'b.db'}", table_prefix=prefix)
+    async with second:
+        one, two = first.checkpoints, second.checkpoints
+        assert isinstance(one, SqliteCheckpointStore)
+        assert isinstance(two, SqliteCheckpointStore)
+        assert two.tables is one.tables
+        assert two._load is one._load
+        assert two._load._text is not None  # compiled by the first store's load
+        assert second.sessions._branch_tail is first.sessions._branch_tail  # type: ignore[attr-defined]
+        assert await two.load("ns", "absent") is None
+    other = open_sql_stores(f"sqlite:///{tmp_path / 'c.db'}", table_prefix=f"{prefix}x_")
+    async with other:
+        assert other.checkpoints.tables is not one.tables
+        assert other.checkpoints._load is not one._load  # type: ignore[attr-defined]

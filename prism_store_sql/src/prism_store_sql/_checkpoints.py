@@ -15,6 +15,7 @@ No row returned means the write lost, and it raises the one generic conflict err
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -122,7 +123,8 @@ def saved_record(req: SaveRequest, created_at: float, now: float) -> CheckpointR
 
 @attrs.frozen
 class _Statements:
-    """The statements of the hot paths, built once per store with bound parameters.
+    """The statements of the hot paths with bound parameters, built once per table and
+    dialect in a process (the stores on one prefix share them).
 
     Reusing one statement object spares rebuilding it and lets SQLAlchemy find its compiled
     form by a cache key it computed once. Parameter names differ from column names, which
@@ -137,6 +139,7 @@ class _Statements:
     delete: sa.Executable
 
 
+@functools.lru_cache(maxsize=128)
 def _build_statements(table: sa.Table, dialect: str) -> _Statements:
     p = sa.bindparam
     is_record = sa.and_(
@@ -224,7 +227,6 @@ class SqlCheckpointStore(SqlStoreBase):
     def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
         super().__init__(handle, tables, create_schema=create_schema)
         self._sql = _build_statements(tables.checkpoints, handle.backend)
-        self._turn_statements: dict[int, sa.Executable] = {}
 
     def _record(self, row: Sequence[Any], ownership: dict[str, str] | None) -> CheckpointRecord:
         # Positions, not names: a SQLAlchemy row and an asyncpg record both unpack, in table
@@ -263,14 +265,10 @@ class SqlCheckpointStore(SqlStoreBase):
 
     def _turn_statement(self, req: SaveRequest) -> sa.Executable:
         """The one-statement commit of ``req`` and a turn's appends (PostgreSQL; built once
-        per kind of save, so SQLAlchemy compiles each once)."""
+        per kind of save and prefix in a process, so each is compiled once)."""
         from ._pg_commit import turn_statement
 
-        statement = self._save_statement(req)
-        cached = self._turn_statements.get(id(statement))
-        if cached is None:
-            cached = self._turn_statements[id(statement)] = turn_statement(statement, self._tables)
-        return cached
+        return turn_statement(self._save_statement(req), self._tables)
 
     def shared_transaction(self, sessions: object) -> SqlTransaction | None:
         """One transaction over this store and ``sessions`` (see

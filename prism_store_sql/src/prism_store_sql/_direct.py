@@ -30,6 +30,7 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.types import TypeEngine
 from sqlalchemy.util import greenlet_spawn
 
 from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
@@ -64,17 +65,53 @@ class DirectStatement:
         ]
 
 
-def compile_direct(statement: sa.Executable, dialect: Dialect) -> DirectStatement:
-    """``statement`` compiled once for ``dialect`` (asyncpg's ``$n`` parameters)."""
+@attrs.frozen
+class _CompiledText:
+    """What compiling a statement gives, before any dialect instance's bind processors."""
+
+    sql: str
+    names: tuple[str, ...]
+    types: tuple[TypeEngine[Any], ...]
+    fixed: Mapping[str, Any]
+
+
+def _compile_text(statement: sa.Executable, dialect: Dialect) -> _CompiledText:
     compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
     names = tuple(compiled.positiontup or ())
     binds = compiled.binds
-    processors = tuple(
-        binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
-    )
     # Anonymous parameters are the statement's literals; named ones come from the caller.
     fixed = {name: binds[name].effective_value for name in names if binds[name].unique}
-    return DirectStatement(sql=compiled.string, names=names, processors=processors, fixed=fixed)
+    types = tuple(binds[name].type for name in names)
+    return _CompiledText(sql=compiled.string, names=names, types=types, fixed=fixed)
+
+
+def _with_processors(text: _CompiledText, dialect: Dialect) -> DirectStatement:
+    processors = tuple(kind.dialect_impl(dialect).bind_processor(dialect) for kind in text.types)
+    return DirectStatement(sql=text.sql, names=text.names, processors=processors, fixed=text.fixed)
+
+
+def compile_direct(statement: sa.Executable, dialect: Dialect) -> DirectStatement:
+    """``statement`` compiled once for ``dialect`` (asyncpg's ``$n`` parameters)."""
+    return _with_processors(_compile_text(statement, dialect), dialect)
+
+
+#: Compiled text shared by the engines the stores created in this process, keyed by the
+#: statement (the stores on one prefix share theirs, see ``build_tables``), the dialect's
+#: class and the server's version: such engines' dialects are configured alike, so a store
+#: opened again (a task queue's worker opens its stores for each task) compiles nothing.
+#: A host's engine, whose dialect may be configured otherwise, compiles for itself.
+_SHARED_TEXT: dict[tuple[sa.Executable, type[Dialect], Any], _CompiledText] = {}
+_SHARED_TEXT_LIMIT = 1024
+
+
+def _shared_text(statement: sa.Executable, dialect: Dialect) -> _CompiledText:
+    key = (statement, type(dialect), dialect.server_version_info)
+    text = _SHARED_TEXT.get(key)
+    if text is None:
+        if len(_SHARED_TEXT) >= _SHARED_TEXT_LIMIT:
+            _SHARED_TEXT.clear()  # many prefixes come and go: start again
+        text = _SHARED_TEXT[key] = _compile_text(statement, dialect)
+    return text
 
 
 class DirectPostgres:
@@ -92,13 +129,17 @@ class DirectPostgres:
         self._integrity: type[BaseException] = asyncpg.IntegrityConstraintViolationError
 
     def statement(self, statement: sa.Executable) -> DirectStatement:
-        """The compiled form of ``statement`` (compiled on first use, then cached)."""
+        """The compiled form of ``statement`` (compiled on first use, then cached; on an
+        engine the stores created, the text is shared with the process's other such
+        engines)."""
         entry = self._compiled.get(id(statement))
         if entry is None or entry[0] is not statement:
-            entry = self._compiled[id(statement)] = (
-                statement,
-                compile_direct(statement, self._dialect),
-            )
+            dialect = self._dialect
+            if self._generic_plans:
+                compiled = _with_processors(_shared_text(statement, dialect), dialect)
+            else:
+                compiled = compile_direct(statement, dialect)
+            entry = self._compiled[id(statement)] = (statement, compiled)
         return entry[1]
 
     async def fetchrow(

@@ -19,6 +19,7 @@ The statement returns the save's ``created_at`` (``NULL``: refused, nothing writ
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,9 +30,10 @@ from ._schema import Tables
 __all__ = ("turn_statement", "turn_params")
 
 
+@functools.lru_cache(maxsize=256)
 def turn_statement(save: sa.Executable, tables: Tables) -> sa.Executable:
     """The one-statement commit of ``save`` (a save statement ``RETURNING created_at``) and
-    the appends bound by :func:`turn_params`."""
+    the appends bound by :func:`turn_params`; one per save statement in a process."""
     entries, heads = tables.session_entries, tables.session_heads
     e, h = entries.c, heads.c
     session = sa.bindparam("session", type_=e.session_id.type)

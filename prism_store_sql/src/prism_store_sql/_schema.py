@@ -8,6 +8,7 @@ SQLite's and Python's.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import attrs
@@ -75,8 +76,17 @@ class Tables:
 
 
 def build_tables(prefix: str = DEFAULT_TABLE_PREFIX) -> Tables:
-    """The table definitions of the current schema version for ``prefix``."""
-    prefix = check_table_prefix(prefix)
+    """The table definitions of the current schema version for ``prefix``.
+
+    One ``Tables`` per prefix in a process (the most recent 64 prefixes are kept): stores
+    opened again on the same prefix, as a task queue's worker does for each task, reuse the
+    tables and the statements built on them instead of building both anew.
+    """
+    return _tables_for(check_table_prefix(prefix))
+
+
+@functools.lru_cache(maxsize=64)
+def _tables_for(prefix: str) -> Tables:
     metadata = sa.MetaData()
     checkpoints = sa.Table(
         f"{prefix}checkpoints",

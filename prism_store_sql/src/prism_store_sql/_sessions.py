@@ -20,6 +20,7 @@ root.
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -141,7 +142,8 @@ def branch_and_tail(
 
 @attrs.frozen
 class _Statements:
-    """The session store's statements, built once per store with bound parameters.
+    """The session store's statements with bound parameters, built once per tables and
+    dialect in a process (the stores on one prefix share them).
 
     Parameter names differ from column names: an ``INSERT`` would take a parameter named
     after a column as that column's value.
@@ -158,6 +160,7 @@ class _Statements:
     run_tail: sa.Executable  # the branch, then the run's entries after the leaf
 
 
+@functools.lru_cache(maxsize=128)
 def _build_statements(tables: Tables, dialect: str) -> _Statements:
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     entries, heads = tables.session_entries, tables.session_heads

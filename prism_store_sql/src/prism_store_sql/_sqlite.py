@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import queue
 import sqlite3
 import threading
@@ -155,8 +156,11 @@ def sqlite_path(url_or_engine: object) -> tuple[str, URL] | None:
     return (url.database or ":memory:"), url
 
 
+@functools.lru_cache(maxsize=1024)
 def compile_sqlite(statement: sa.Executable) -> CompiledStatement:
-    """``statement`` as SQLite text (see :class:`CompiledStatement`)."""
+    """``statement`` as SQLite text (see :class:`CompiledStatement`): one per statement in a
+    process, so stores sharing a statement (one prefix's, see
+    :func:`~prism_store_sql._schema.build_tables`) compile it once."""
     return CompiledStatement(statement)
 
 

@@ -19,6 +19,7 @@ Rows come back undecoded; the caller checks them like any branch read's rows.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from typing import Any
 
@@ -40,7 +41,7 @@ _ID, _PARENT = 0, 2
 
 @attrs.frozen
 class BranchTailStatements:
-    """The compiled statements of the read, made once per store."""
+    """The compiled statements of the read, made once per tables in a process."""
 
     leaf_seq: CompiledStatement
     below: CompiledStatement
@@ -48,6 +49,7 @@ class BranchTailStatements:
     branch: CompiledStatement
 
     @classmethod
+    @functools.lru_cache(maxsize=64)
     def build(cls, tables: Tables, branch: CompiledStatement) -> BranchTailStatements:
         """The statements for ``tables``; ``branch`` is the store's recursive branch query."""
         entries = tables.session_entries
