@@ -41,6 +41,7 @@ check: lint test
 bench: install
 	$(PY) bench/stores.py
 	$(PY) bench/durable.py
+	$(PY) bench/reopen.py
 
 # Wheels and sdists of every distribution in dist/, for
 # pip install --find-links dist 'prism-runtime[sql,redis]' (see README: installing from a checkout).
