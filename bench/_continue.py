@@ -44,6 +44,7 @@ from _support import (
     format_table,
     median_ms,
     probe_tool,
+    run_until_the_worker_dies,
     unique_prefix,
 )
 
@@ -84,16 +85,8 @@ async def _crash(checkpoints: Any, sessions: Any, turns: int) -> dict[str, Any]:
     it leaves."""
     provider = Investigation(turns, die_at=turns)
     session = _agent(sessions, provider).create_session()
-    try:
-        options = RunStateOptions(checkpoints, REVISION, checkpoint_policy="every-turn")
-        await session.run(QUESTION, run_state=options)
-    except WorkerDied:
-        pass
-    except BaseExceptionGroup as group:
-        if group.subgroup(WorkerDied) is None:
-            raise
-    else:
-        raise RuntimeError("the worker was meant to die")
+    options = RunStateOptions(checkpoints, REVISION, checkpoint_policy="every-turn")
+    await run_until_the_worker_dies(session.run(QUESTION, run_state=options))
     (record,) = [
         r
         for r in (await checkpoints.list(NAMESPACE, limit=1000)).records

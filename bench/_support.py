@@ -7,7 +7,7 @@ import os
 import secrets
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -30,8 +30,10 @@ __all__ = (
     "REVISION",
     "Investigation",
     "WorkerDied",
+    "run_until_the_worker_dies",
     "delete_redis_keys",
     "drop_sql_tables",
+    "drop_sql_tables_at",
     "format_table",
     "median_ms",
     "p95_ms",
@@ -92,6 +94,21 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 
 class WorkerDied(BaseException):
     """Stands in for the worker process being killed: nothing in a run may catch it."""
+
+
+async def run_until_the_worker_dies(run: Awaitable[object]) -> None:
+    """Await ``run``, which must end with :class:`WorkerDied` (raised alone, or inside the
+    exception group of a task group); anything else propagates, and a run that ends
+    normally is an error."""
+    try:
+        await run
+    except WorkerDied:
+        return
+    except BaseExceptionGroup as group:
+        if group.subgroup(WorkerDied) is None:
+            raise
+        return
+    raise RuntimeError("the worker was meant to die")
 
 
 def tool_output(step: int, size: int = 2048) -> str:
@@ -243,6 +260,20 @@ async def drop_sql_tables(engine: Any, prefix: str) -> list[str]:
                     continue
                 await connection.execute(text(f'DROP TABLE IF EXISTS "{name}"'))
     return names
+
+
+async def drop_sql_tables_at(url: str, prefix: str) -> list[str]:
+    """:func:`drop_sql_tables` on an engine of its own for ``url``, disposed of afterwards."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from prism_store_sql._engine import async_url
+
+    engine = create_async_engine(async_url(url))
+    try:
+        return await drop_sql_tables(engine, prefix)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await engine.dispose()
 
 
 async def delete_redis_keys(client: Any, prefix: str) -> int:

@@ -64,7 +64,7 @@ from _support import (
     DEFAULT_POSTGRES_URL,
     REVISION,
     Investigation,
-    drop_sql_tables,
+    drop_sql_tables_at,
     format_table,
     median_ms,
     probe_postgres,
@@ -219,7 +219,7 @@ async def open_backend(
             stack.callback(drop_schema, url, schema)
             location = lg.pg_conninfo(url, schema)
             raw = RawPostgres(url, prefix)
-            stack.push_async_callback(drop_prism_tables, url, prefix)
+            stack.push_async_callback(drop_sql_tables_at, url, prefix)
         stack.callback(raw.close)
         checkpoints, sessions = open_sql_stores(url, table_prefix=prefix)
         stack.push_async_callback(checkpoints.aclose)
@@ -237,19 +237,6 @@ def drop_schema(url: str, schema: str) -> None:
 
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-
-
-async def drop_prism_tables(url: str, prefix: str) -> None:
-    """Drop Prism's tables of this run."""
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    from prism_store_sql._engine import async_url
-
-    engine = create_async_engine(async_url(url))
-    try:
-        await drop_sql_tables(engine, prefix)
-    finally:
-        await engine.dispose()
 
 
 async def measure_backend(name: str, args: argparse.Namespace, prefix: str) -> BackendResult:

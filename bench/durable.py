@@ -75,15 +75,15 @@ from _support import (
     DEFAULT_REDIS_URL,
     REVISION,
     Investigation,
-    WorkerDied,
     delete_redis_keys,
-    drop_sql_tables,
+    drop_sql_tables_at,
     format_table,
     median_ms,
     p95_ms,
     probe_postgres,
     probe_redis,
     probe_tool,
+    run_until_the_worker_dies,
     unique_prefix,
 )
 
@@ -296,15 +296,7 @@ async def open_stores(name: str, args: argparse.Namespace, prefix: str) -> Async
                 with anyio.CancelScope(shield=True):
                     raw.close()
                     if name == "postgres":
-                        from sqlalchemy.ext.asyncio import create_async_engine
-
-                        from prism_store_sql._engine import async_url
-
-                        engine = create_async_engine(async_url(url))
-                        try:
-                            await drop_sql_tables(engine, prefix)
-                        finally:
-                            await engine.dispose()
+                        await drop_sql_tables_at(url, prefix)
                     await sessions.aclose()
                     await checkpoints.aclose()
     else:
@@ -423,19 +415,8 @@ class Bench:
         provider = Investigation(self.turns, die_at=self.turns)
         self.trace.reset(provider)
         session_id = f"s-{uuid.uuid4().hex}"
-        try:
-            await (
-                self.agent(provider)
-                .create_session(id=session_id)
-                .run(QUESTION, run_state=self.options("every-turn"))
-            )
-        except WorkerDied:
-            pass
-        except BaseExceptionGroup as group:
-            if group.subgroup(WorkerDied) is None:
-                raise
-        else:
-            raise RuntimeError("the worker was meant to die")
+        session = self.agent(provider).create_session(id=session_id)
+        await run_until_the_worker_dies(session.run(QUESTION, run_state=self.options("every-turn")))
         last = self.trace.saves[-1]
         if last.value["status"] != "running" or last.value["counters"]["turns"] != self.turns:
             raise RuntimeError("the crashed run did not leave a turn checkpoint after its turns")

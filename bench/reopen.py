@@ -21,6 +21,7 @@ end. An unreachable PostgreSQL is reported as skipped.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import sqlite3
 import sys
@@ -33,7 +34,7 @@ from typing import Any
 import anyio
 from _support import (
     DEFAULT_POSTGRES_URL,
-    drop_sql_tables,
+    drop_sql_tables_at,
     format_table,
     median_ms,
     p95_ms,
@@ -124,7 +125,21 @@ def _interleaved(
     return ours, plain
 
 
-def _row(backend: str, ours: Sequence[float], plain: Sequence[float], what: str) -> list[str]:
+#: What the plain driver does in each sample, by backend.
+_RAW_DOES = {
+    "sqlite": "sqlite3.connect + 2 SELECT + close",
+    "postgres": "asyncpg.connect + 2 SELECT + close",
+}
+
+
+def _compare(
+    backend: str, url: str, prefix: str, raw: Callable[[str], float], args: argparse.Namespace
+) -> list[str]:
+    """Seed the stores at ``url``, time Prism and ``raw(prefix)`` interleaved; the row."""
+    anyio.run(_seed, url, prefix, backend="asyncio")
+    ours, plain = _interleaved(
+        lambda: _prism(url, prefix), lambda: raw(prefix), args.samples, args.warmup
+    )
     return [
         backend,
         f"{median_ms(ours):.2f}",
@@ -132,7 +147,7 @@ def _row(backend: str, ours: Sequence[float], plain: Sequence[float], what: str)
         f"{median_ms(plain):.2f}",
         f"{p95_ms(plain):.2f}",
         f"{median_ms(ours) / median_ms(plain):.2f}x",
-        what,
+        _RAW_DOES[backend],
     ]
 
 
@@ -143,15 +158,8 @@ def run(args: argparse.Namespace) -> int:
     if "sqlite" in args.backends:
         with tempfile.TemporaryDirectory(prefix="prism-reopen-") as work:
             path = str(Path(work) / "runs.db")
-            url, prefix = f"sqlite:///{path}", "prism_"
-            anyio.run(_seed, url, prefix, backend="asyncio")
-            ours, plain = _interleaved(
-                lambda: _prism(url, prefix),
-                lambda: _raw_sqlite(path, prefix),
-                args.samples,
-                args.warmup,
-            )
-            rows.append(_row("sqlite", ours, plain, "sqlite3.connect + 2 SELECT + close"))
+            raw_sqlite = functools.partial(_raw_sqlite, path)
+            rows.append(_compare("sqlite", f"sqlite:///{path}", "prism_", raw_sqlite, args))
     if "postgres" in args.backends:
         url = args.postgres_url
         unreachable = anyio.run(probe_postgres, url, backend="asyncio")
@@ -160,16 +168,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             prefix = unique_prefix()
             try:
-                anyio.run(_seed, url, prefix, backend="asyncio")
-                ours, plain = _interleaved(
-                    lambda: _prism(url, prefix),
-                    lambda: _raw_postgres(url, prefix),
-                    args.samples,
-                    args.warmup,
-                )
-                rows.append(_row("postgres", ours, plain, "asyncpg.connect + 2 SELECT + close"))
+                raw_postgres = functools.partial(_raw_postgres, url)
+                rows.append(_compare("postgres", url, prefix, raw_postgres, args))
             finally:
-                anyio.run(_drop, url, prefix, backend="asyncio")
+                anyio.run(drop_sql_tables_at, url, prefix, backend="asyncio")
     print(
         f"reopen per task: open_sql_stores + load + list + close in a new event loop, "
         f"{args.samples} samples after {args.warmup} warm-up, interleaved with the plain driver"
@@ -179,18 +181,6 @@ def run(args: argparse.Namespace) -> int:
     for note in notes:
         print(note)
     return 0
-
-
-async def _drop(url: str, prefix: str) -> None:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    from prism_store_sql._engine import async_url
-
-    engine = create_async_engine(async_url(url))
-    try:
-        await drop_sql_tables(engine, prefix)
-    finally:
-        await engine.dispose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

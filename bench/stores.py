@@ -52,7 +52,7 @@ from _support import (
     NAMESPACE,
     Investigation,
     delete_redis_keys,
-    drop_sql_tables,
+    drop_sql_tables_at,
     format_table,
     p95_ms,
     probe_postgres,
@@ -305,15 +305,7 @@ async def bench_sql(
     finally:
         with anyio.CancelScope(shield=True):
             if backend == "postgres":
-                from sqlalchemy.ext.asyncio import create_async_engine
-
-                from prism_store_sql._engine import async_url
-
-                engine = create_async_engine(async_url(url))
-                try:
-                    await drop_sql_tables(engine, prefix)
-                finally:
-                    await engine.dispose()
+                await drop_sql_tables_at(url, prefix)
             raw.close()
             await sessions.aclose()
             await checkpoints.aclose()
