@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import pytest
@@ -46,15 +48,22 @@ async def _lock_row(connection: AsyncConnection, target: Target) -> None:
     )
 
 
-async def _server_pids(store: SqlCheckpointStore) -> set[int]:
-    """The server process ids of the connections in the store's pool (checked out one by
-    one, and back)."""
+@asynccontextmanager
+async def _pooled(store: SqlCheckpointStore) -> AsyncIterator[list[Any]]:
+    """The asyncpg connections in the store's pool, checked out one by one (and back)."""
     pool = store.engine.pool
     held = [await store.engine.raw_connection() for _ in range(pool.checkedin())]  # type: ignore[attr-defined]
-    pids = {connection.driver_connection.get_server_pid() for connection in held}  # type: ignore[union-attr]
-    for connection in held:
-        connection.close()
-    return pids
+    try:
+        yield [connection.driver_connection for connection in held]
+    finally:
+        for connection in held:
+            connection.close()
+
+
+async def _server_pids(store: SqlCheckpointStore) -> set[int]:
+    """The server process ids of the connections in the store's pool."""
+    async with _pooled(store) as connections:
+        return {connection.get_server_pid() for connection in connections}
 
 
 @pytest.mark.anyio
@@ -156,12 +165,8 @@ async def test_a_turn_commit_refused_by_an_entry_writes_nothing(target: Target) 
 
 async def _plan_cache_modes(store: SqlCheckpointStore) -> set[str]:
     """``plan_cache_mode`` on each connection in the store's pool."""
-    pool = store.engine.pool
-    held = [await store.engine.raw_connection() for _ in range(pool.checkedin())]  # type: ignore[attr-defined]
-    modes = {await c.driver_connection.fetchval("SHOW plan_cache_mode") for c in held}  # type: ignore[union-attr]
-    for connection in held:
-        connection.close()
-    return modes
+    async with _pooled(store) as connections:
+        return {await c.fetchval("SHOW plan_cache_mode") for c in connections}
 
 
 @pytest.mark.anyio
