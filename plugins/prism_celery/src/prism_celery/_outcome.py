@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-__all__ = ("SUPERSEDED_CODES", "RetryLater", "lease_wait_seconds", "outcome")
+__all__ = ("SUPERSEDED_CODES", "RetryLater", "lease_wait_seconds", "outcome", "retry_after_lease")
 
 #: Error codes a worker gets when another worker has claimed its run since: it stops.
 SUPERSEDED_CODES = frozenset({"ERR_PRISM_CHECKPOINT_CONFLICT", "ERR_PRISM_FENCING_TOKEN"})
@@ -36,3 +36,9 @@ def lease_wait_seconds(expires_at_ms: int | None) -> float:
     if expires_at_ms is None:
         return 0.0
     return max(0.0, expires_at_ms / 1000 + _LEASE_SKEW_SECONDS - time.time())
+
+
+def retry_after_lease(expires_at_ms: int | None, reason: str) -> RetryLater:
+    """A retry for when the lease expiring at ``expires_at_ms`` stops being live, and not
+    sooner than in a second (a lease about to expire, or none, is looked at again then)."""
+    return RetryLater(max(1.0, lease_wait_seconds(expires_at_ms)), reason)

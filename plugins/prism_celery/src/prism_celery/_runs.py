@@ -22,7 +22,13 @@ from prism_core import (
 from ._agents import resolve_task_agent
 from ._config import TaskSettings
 from ._errors import RunTaskError
-from ._outcome import SUPERSEDED_CODES, RetryLater, lease_wait_seconds, outcome
+from ._outcome import (
+    SUPERSEDED_CODES,
+    RetryLater,
+    lease_wait_seconds,
+    outcome,
+    retry_after_lease,
+)
 from ._stores import TaskStores
 
 __all__ = ("STORE_RETRY_SECONDS", "continue_run", "recoverable_run_ids", "resume_run", "settle")
@@ -49,8 +55,7 @@ async def _superseded(stores: TaskStores, run_id: str) -> dict[str, Any]:
     found = await _load(stores, run_id)
     state = found.state
     if state.status == "running":
-        wait = lease_wait_seconds(state.lease_expires_at)
-        raise RetryLater(max(1.0, wait), "another worker has the run")
+        raise retry_after_lease(state.lease_expires_at, "another worker has the run")
     return outcome(run_id, state.session_id, state.status)
 
 
@@ -91,9 +96,7 @@ async def _resume(
     except AgentRunStateError as exc:
         if exc.code == _LEASED:
             latest = await _load(stores, run_id)
-            raise RetryLater(
-                max(1.0, lease_wait_seconds(latest.state.lease_expires_at)), "leased"
-            ) from exc
+            raise retry_after_lease(latest.state.lease_expires_at, "leased") from exc
         raise
     return await settle(stores, result)
 
@@ -109,9 +112,8 @@ async def continue_run(settings: TaskSettings, stores: TaskStores, run_id: str) 
         state = found.state
         if state.status != "running":
             return outcome(run_id, state.session_id, state.status)
-        wait = lease_wait_seconds(state.lease_expires_at)
-        if wait > 0:
-            raise RetryLater(max(1.0, wait), "leased")
+        if lease_wait_seconds(state.lease_expires_at) > 0:
+            raise retry_after_lease(state.lease_expires_at, "leased")
         resume = {"expected_version": found.version, "decision": "continue"}
         try:
             return await _resume(settings, stores, found, run_id, resume)
