@@ -96,7 +96,7 @@ from prism_core import (
     resume_agent_run,
 )
 from prism_core.codec import dumps
-from prism_core.sessions import read_branch_and_run_tail
+from prism_core.records import read_branch_and_run_tail
 
 STORES = ("memory", "sqlite", "postgres", "redis")
 #: Cost per turn over one raw durable write: a read-only tool turn (one commit), and a

@@ -42,7 +42,7 @@ from _support import (
     unique_prefix,
 )
 
-from prism_core.sessions import create_session_entry
+from prism_core.records import create_session_entry
 from prism_store_sql import open_sql_stores
 
 NS, KEY, SESSION = "bench.reopen", "run-1", "session-1"

@@ -81,7 +81,7 @@ from prism_core.durable._state import (
     parse_state,
     state_to_json,
 )
-from prism_core.sessions import new_entry_id
+from prism_core.records import new_entry_id
 
 TARGET_RATIO = 1.5
 WARMUP = 30

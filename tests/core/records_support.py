@@ -23,7 +23,7 @@ from prism_core import (
 )
 from prism_core.durable import CORRUPT_CHECKPOINT_CODE, AgentRunState, Interruption
 from prism_core.durable._state import state_to_json
-from prism_core.sessions._memory import MemorySessionStore
+from prism_core.records._memory import MemorySessionStore
 
 from .durable_support import REVISION
 from .helpers import text_turn

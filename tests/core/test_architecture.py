@@ -36,6 +36,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
+
 import prism_core
 
 #: Size bounds of the kernel; the conformance suites in ``testing/`` are exempt.
@@ -62,24 +64,22 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "testing/",
     ),
     ("agents",),
-    ("sessions/__init__", "sessions/_session", "sessions/_compact", "sessions/_ports"),
-    ("durable/__init__", "durable/_api"),
-    ("durable/_resume*", "durable/_restore"),
+    ("sessions/",),
+    ("resume/",),
     ("runs/",),
-    ("durable/_boundary",),
-    ("durable/*",),
-    ("sessions/*",),
+    ("durable/",),
+    ("records/",),
     ("*",),
 )
 
 #: The rooms of the run loop, durable runs and guardrails: each module's docstring says what
 #: it owns and what it must not touch.
-ROOMS = ("runs/", "durable/", "guardrails/")
+ROOMS = ("resume/", "runs/", "durable/", "records/", "guardrails/")
 
 PACKAGE_ROOT = Path(prism_core.__file__).parent
 ARCHITECTURE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 #: The packages whose every module the page's table of rooms lists (their ``__init__`` aside).
-MAPPED = ("runs/", "durable/", "guardrails/", "sessions/")
+MAPPED = ("resume/", "runs/", "durable/", "records/", "guardrails/", "sessions/")
 
 
 def module_files(root: Path) -> dict[str, tuple[Path, bool]]:
@@ -200,7 +200,7 @@ def oversized(root: Path) -> list[str]:
 
 def module_paths(root: Path) -> dict[str, str]:
     """``{module name: path}``, the path relative to the package at ``root`` without ``.py``:
-    ``prism_core.durable._api`` is ``durable/_api``, the package ``durable`` is
+    ``prism_core.resume._api`` is ``durable/_api``, the package ``durable`` is
     ``durable/__init__``."""
     return {
         module: path.relative_to(root).with_suffix("").as_posix()
@@ -366,8 +366,7 @@ def test_lower_layers_do_not_name_upper_ones() -> None:
             wrong.extend(
                 f"{module} -> {target}"
                 for target in sorted(edges)
-                if target.startswith("prism_core.durable")
-                and target != "prism_core.durable._boundary"
+                if target.startswith("prism_core.durable") and target != "prism_core.durable"
             )
     assert wrong == []
 
@@ -377,7 +376,7 @@ def test_the_durable_boundary_does_not_reach_the_run_loop() -> None:
     through other modules."""
     graph = import_graph(PACKAGE_ROOT)
     seen: set[str] = set()
-    todo = ["prism_core.durable._boundary"]
+    todo = ["prism_core.durable"]
     while todo:
         module = todo.pop()
         if module not in seen:
@@ -427,6 +426,98 @@ def test_architecture_page_lists_every_room_and_only_rooms_that_exist() -> None:
     cited = page_functions(page)
     assert cited != []
     assert [f"{m}.{n}" for m, n in cited if n not in defined.get(m, set())] == []
+
+
+#: The root of every distribution's import package in this repository.
+REPOSITORY = Path(__file__).resolve().parents[2]
+FAMILY_ROOTS = tuple(
+    sorted(
+        [
+            PACKAGE_ROOT,
+            REPOSITORY / "prism_store_sql" / "src" / "prism_store_sql",
+            REPOSITORY / "prism_store_redis" / "src" / "prism_store_redis",
+            *(p.parent for p in REPOSITORY.glob("plugins/*/src/*/__init__.py")),
+        ]
+    )
+)
+#: Top-level imports the kernel must not make: the family's other distributions and the
+#: drivers they wrap.
+FOREIGN = frozenset(
+    {root.name for root in FAMILY_ROOTS if root != PACKAGE_ROOT}
+    | {"sqlalchemy", "asyncpg", "psycopg", "redis", "celery", "starlette", "uvicorn"}
+)
+
+
+def face_and_foreign_imports(root: Path, foreign: frozenset[str] = FOREIGN) -> list[str]:
+    """Imports under package ``root`` of the package face itself (``from prism_core import``,
+    ``from .. import name`` reaching the root, ``import prism_core``) or of a ``foreign``
+    top-level package, as ``module: statement``; the face's own ``__init__`` is exempt."""
+    problems: list[str] = []
+    face = root.name
+    for module, (path, is_package) in module_files(root).items():
+        if module == face:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    if alias.name == face or top in foreign:
+                        problems.append(f"{module}: import {alias.name}")
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = module.split(".") if is_package else module.split(".")[:-1]
+                    base = base[: len(base) - (node.level - 1)]
+                    target = ".".join([*base, node.module] if node.module else base)
+                else:
+                    target = node.module or ""
+                if target == face or target.split(".")[0] in foreign:
+                    names = ", ".join(alias.name for alias in node.names)
+                    problems.append(f"{module}: from {target} import {names}")
+    return problems
+
+
+@pytest.mark.parametrize("root", FAMILY_ROOTS, ids=lambda root: root.name)
+def test_no_distribution_has_an_import_cycle(root: Path) -> None:
+    """No cycle among the modules of any distribution of the family, counted as for the
+    kernel (TYPE_CHECKING, function-level and re-export edges included)."""
+    cycles = find_cycles(import_graph(root))
+    assert cycles == [], f"import cycles in {root.name}:\n" + "\n".join(
+        " <-> ".join(cycle) for cycle in cycles
+    )
+
+
+def test_the_kernel_imports_neither_its_face_nor_another_distribution() -> None:
+    """No kernel module imports ``prism_core`` itself (it is the face, not a room) or another
+    distribution of the family or a store driver."""
+    assert face_and_foreign_imports(PACKAGE_ROOT) == []
+
+
+def test_layers_are_folders() -> None:
+    """Every layer below the face is made of whole folders or top-level modules: no pattern
+    names part of a folder, so a folder's place in the table is its layer."""
+    partial = [
+        pattern
+        for layer in LAYERS[1:]
+        for pattern in layer
+        if "/" in pattern.rstrip("/") or ("*" in pattern and pattern != "*")
+    ]
+    assert partial == []
+    folders = [p.rstrip("/") for layer in LAYERS for p in layer if p.endswith("/")]
+    assert len(folders) == len(set(folders))
+
+
+def test_moved_durable_names_resolve_with_a_warning() -> None:
+    """Names that moved from ``prism_core.durable`` to ``prism_core.resume`` still resolve
+    there, to the same objects, with a ``DeprecationWarning``; an unknown name does not."""
+    import prism_core.durable as durable
+    import prism_core.resume as resume
+
+    assert set(resume.__all__) == durable.MOVED_TO_RESUME
+    for name in sorted(durable.MOVED_TO_RESUME):
+        with pytest.warns(DeprecationWarning, match=f"prism_core.durable.{name} moved"):
+            assert getattr(durable, name) is getattr(resume, name)
+    with pytest.raises(AttributeError):
+        _ = durable.no_such_name
 
 
 # -- the checks themselves --------------------------------------------------------------------
@@ -556,4 +647,27 @@ def test_size_check_flags_long_modules_and_classes_outside_testing(tmp_path: Pat
     assert oversized(root) == [
         f"pkg.big.Big: {MAX_CLASS_LINES + 1} lines (limit {MAX_CLASS_LINES})",
         f"pkg.long: {MAX_MODULE_LINES + 1} lines (limit {MAX_MODULE_LINES})",
+    ]
+
+
+def test_face_check_flags_face_and_foreign_imports(tmp_path: Path) -> None:
+    """``from pkg import x``, ``from .. import x`` reaching the root, ``import pkg`` and a
+    foreign top-level import are reported; the face's own ``__init__`` and a submodule
+    import are not."""
+    root = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from ._a import A\n",
+            "pkg/_a.py": "A = 1\n",
+            "pkg/_b.py": "from pkg import A\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/_c.py": "from .. import _a\nfrom .._a import A\n",
+            "pkg/_d.py": "import pkg\nimport sqlalchemy.ext\n",
+        },
+    )
+    assert sorted(face_and_foreign_imports(root, frozenset({"sqlalchemy"}))) == [
+        "pkg._b: from pkg import A",
+        "pkg._d: import pkg",
+        "pkg._d: import sqlalchemy.ext",
+        "pkg.sub._c: from pkg import _a",
     ]

@@ -330,7 +330,7 @@ async def test_refused_resolutions_write_nothing(resolutions: Any, code: str) ->
 
 @pytest.mark.anyio
 async def test_resolutions_travel_with_continue_only() -> None:
-    from prism_core.durable import validate_resume_input
+    from prism_core.resume import validate_resume_input
 
     with pytest.raises(AgentDecisionError) as info:
         validate_resume_input(

@@ -261,7 +261,7 @@ async def test_listing_reads_the_lease() -> None:
     """list_agent_runs reports a leased run's expiry (epoch seconds) and does not offer it
     as recoverable while its worker holds it; once it ends, it holds no lease."""
     from prism_core import ToolDefinition
-    from prism_core.durable import list_agent_runs
+    from prism_core.resume import list_agent_runs
 
     store, sessions = CountingStore(), create_memory_session_store()
     seen: list[Any] = []

@@ -17,7 +17,7 @@ from prism_core.durable import (
     create_memory_checkpoint_store,
 )
 from prism_core.errors import CheckpointConflictError
-from prism_core.sessions import SessionStore, create_memory_session_store
+from prism_core.records import SessionStore, create_memory_session_store
 from prism_core.testing import CheckpointStoreConformance, SharedCommitConformance
 
 

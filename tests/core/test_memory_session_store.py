@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from prism_core.sessions import (
+from prism_core.records import (
     BranchAndRunTail,
     BranchAndRunTailReader,
     SessionEntryNotFoundError,
@@ -16,7 +16,7 @@ from prism_core.sessions import (
     create_session_entry,
     read_branch_and_run_tail,
 )
-from prism_core.sessions._run_tail import PrefetchedBranchAndRunTail
+from prism_core.records._run_tail import PrefetchedBranchAndRunTail
 from prism_core.testing import SessionStoreConformance
 
 

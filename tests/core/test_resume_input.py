@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from prism_core.durable._decisions import (
+from prism_core.errors import AgentDecisionError
+from prism_core.resume._input import (
     MAX_APPROVAL_ID_CHARS,
     MAX_DECISION_BATCH,
     MAX_DECISION_PAYLOAD_BYTES,
@@ -24,7 +25,6 @@ from prism_core.durable._decisions import (
     coerce_run_ref,
     validate_resume_input,
 )
-from prism_core.errors import AgentDecisionError
 
 INVALID = "ERR_PRISM_DECISION_INVALID"
 LIMIT = "ERR_PRISM_DECISION_LIMIT"

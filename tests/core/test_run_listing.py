@@ -20,8 +20,8 @@ from prism_core import (
     load_agent_run_state,
     resume_agent_run,
 )
-from prism_core.durable import is_recoverable
 from prism_core.durable._lease import LEASE_CLOCK_SKEW_MS
+from prism_core.resume import is_recoverable
 
 from .durable_support import REVISION, CountingStore, World
 from .helpers import echo_tool, text_turn, tool_turn

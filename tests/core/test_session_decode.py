@@ -18,8 +18,8 @@ from prism_core.content import (
     ToolResultContent,
 )
 from prism_core.models import ModelConfig
-from prism_core.sessions import SessionEntry, create_session_entry, decode_session_entry
-from prism_core.sessions._decode import decode_entry_columns
+from prism_core.records import SessionEntry, create_session_entry, decode_session_entry
+from prism_core.records._decode import decode_entry_columns
 
 TRICKY = 'quote " backslash \\ nul \x00 é ✓ 😀 \u2028'
 

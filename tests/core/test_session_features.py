@@ -23,7 +23,7 @@ from prism_core import (
     provider_done,
     provider_text_delta,
 )
-from prism_core.sessions import COMPACTION_SUMMARY_PREFIX
+from prism_core.records import COMPACTION_SUMMARY_PREFIX
 
 from .helpers import MODEL, scripted_agent, text_turn, tool_turn, types
 

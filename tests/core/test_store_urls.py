@@ -11,7 +11,7 @@ from prism_core.durable import MemoryCheckpointStore
 from prism_core.errors import PrismError
 from prism_core.hookspecs import hookimpl
 from prism_core.plugins import PluginError
-from prism_core.sessions import MemorySessionStore, create_session_entry
+from prism_core.records import MemorySessionStore, create_session_entry
 from prism_core.stores import STORE_INSTALL_HINTS, open_checkpoint_store, open_session_store
 
 

@@ -176,7 +176,7 @@ async def test_sync_validators_and_guardrails_run_off_the_event_loop() -> None:
 def restore_context() -> Any:
     """A restore-hook context for run r1."""
     from prism_core.durable._checkpoints import CheckpointRecord
-    from prism_core.durable._restore import CheckpointRestoreContext
+    from prism_core.resume._restore import CheckpointRestoreContext
 
     record = CheckpointRecord(namespace="prism.agent-run", key="r1", version=1, value={})
     return CheckpointRestoreContext(
@@ -194,7 +194,7 @@ async def test_sync_restore_hooks_run_in_a_thread_under_the_limiter() -> None:
     """A sync restore hook runs off the event loop; a limiter with no free token makes it
     wait, and its timeout then refuses the resume."""
     from prism_core import CheckpointRestoreError
-    from prism_core.durable._restore import run_restore_hooks
+    from prism_core.resume._restore import run_restore_hooks
 
     threads: list[int] = []
 

@@ -21,7 +21,7 @@ from prism_core import (
     create_agent,
     create_mock_provider,
 )
-from prism_core.sessions import MemorySessionStore, SessionEntry
+from prism_core.records import MemorySessionStore, SessionEntry
 from tests.core.durable_support import CountingStore
 from tests.core.helpers import text_turn, tool_turn
 from tests.turn_commits import commits_per_turn

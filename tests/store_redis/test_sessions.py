@@ -10,7 +10,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from prism_core.content import Message
-from prism_core.sessions import (
+from prism_core.records import (
     BranchAndRunTailReader,
     SessionConflictError,
     SessionEntry,

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from prism_core.durable import CheckpointStore
-from prism_core.sessions import SessionStore
+from prism_core.records import SessionStore
 from prism_core.testing import (
     CheckpointStatusIndexConformance,
     CheckpointStoreConformance,

@@ -18,7 +18,7 @@ from prism_core.durable import (
     CheckpointStoreError,
     CheckpointStoreUnavailableError,
 )
-from prism_core.sessions import (
+from prism_core.records import (
     SessionConflictError,
     SessionEntryNotFoundError,
     SessionStore,

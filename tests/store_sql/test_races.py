@@ -12,7 +12,7 @@ import pytest
 
 from prism_core.content import Message
 from prism_core.errors import CheckpointConflictError
-from prism_core.sessions import SessionConflictError, SessionEntry, create_session_entry
+from prism_core.records import SessionConflictError, SessionEntry, create_session_entry
 from prism_store_sql import (
     SqlCheckpointStore,
     SqlSessionStore,

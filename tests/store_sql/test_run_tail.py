@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from prism_core.content import Message
-from prism_core.sessions import (
+from prism_core.records import (
     BranchAndRunTailReader,
     SessionEntry,
     SessionEntryNotFoundError,

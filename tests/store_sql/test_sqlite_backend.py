@@ -17,7 +17,7 @@ import pytest
 
 from prism_core.durable import CheckpointStoreError, shared_transaction
 from prism_core.errors import CheckpointConflictError
-from prism_core.sessions import create_session_entry
+from prism_core.records import create_session_entry
 from prism_store_sql import (
     SCHEMA_VERSION,
     SqliteCheckpointStore,

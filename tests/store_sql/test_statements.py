@@ -11,11 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from prism_core.errors import CheckpointConflictError
-from prism_core.sessions import (
-    SessionConflictError,
-    SessionEntryNotFoundError,
-    create_session_entry,
-)
+from prism_core.records import SessionConflictError, SessionEntryNotFoundError, create_session_entry
 from prism_store_sql import (
     SqlCheckpointStore,
     SqlSessionStore,

@@ -17,11 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from prism_core.errors import CheckpointConflictError
-from prism_core.sessions import (
-    SessionConflictError,
-    SessionEntryNotFoundError,
-    create_session_entry,
-)
+from prism_core.records import SessionConflictError, SessionEntryNotFoundError, create_session_entry
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
 from tests.turn_commits import commits_per_turn
 

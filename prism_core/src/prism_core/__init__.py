@@ -24,16 +24,10 @@ from .durable import (
     HARD_MAX_AGENT_RUN_STATE_BYTES,
     MAX_AGENT_RUN_METADATA_BYTES,
     MAX_CHECKPOINT_PAGE_SIZE,
-    AgentRunLifecycle,
-    AgentRunPage,
-    AgentRunRef,
     AgentRunState,
-    AgentRunStatus,
-    AgentRunSummary,
     CheckpointLimitError,
     CheckpointPage,
     CheckpointRecord,
-    CheckpointRestoreContext,
     CheckpointStatusIndex,
     CheckpointStore,
     CheckpointStoreError,
@@ -43,20 +37,11 @@ from .durable import (
     InvalidCheckpointError,
     MemoryCheckpointStore,
     PendingDecision,
-    ResumeAbortedError,
-    ResumeEventStream,
-    ResumeInput,
-    RunDecision,
     RunStateInfo,
     RunStateOptions,
     StickyDecision,
     agent_fingerprint,
-    create_agent_run_lifecycle,
     create_memory_checkpoint_store,
-    list_agent_runs,
-    load_agent_run_state,
-    resume_agent_run,
-    resume_agent_run_stream,
 )
 from .errors import (
     AgentConfigError,
@@ -137,8 +122,35 @@ from .providers import (
     provider_tool_call_delta,
     provider_usage,
 )
+from .records import (
+    MemorySessionStore,
+    SessionConflictError,
+    SessionEntry,
+    SessionEntryNotFoundError,
+    SessionStore,
+    create_memory_session_store,
+    create_session_entry,
+)
+from .records._meter import ContextMeter
 from .redaction import REDACTED, SecretRedactor, create_secret_redactor
 from .results import AgentRunResult, RunStatus
+from .resume import (
+    AgentRunLifecycle,
+    AgentRunPage,
+    AgentRunRef,
+    AgentRunStatus,
+    AgentRunSummary,
+    CheckpointRestoreContext,
+    ResumeAbortedError,
+    ResumeEventStream,
+    ResumeInput,
+    RunDecision,
+    create_agent_run_lifecycle,
+    list_agent_runs,
+    load_agent_run_state,
+    resume_agent_run,
+    resume_agent_run_stream,
+)
 from .retry import RetryConfig, RetryDecision
 from .runs import (
     MAX_STOP_DETAIL_BYTES,
@@ -155,18 +167,7 @@ from .runs import (
     TurnPolicyError,
 )
 from .runs._compaction import CompactionConfig, CompactionContext, CompactionResult
-from .sessions import (
-    AgentSession,
-    MemorySessionStore,
-    SessionClosedError,
-    SessionConflictError,
-    SessionEntry,
-    SessionEntryNotFoundError,
-    SessionStore,
-    create_memory_session_store,
-    create_session_entry,
-)
-from .sessions._meter import ContextMeter
+from .sessions import AgentSession, SessionClosedError
 from .signals import AbortSignal
 from .skills import (
     LoadedSkillSet,

@@ -23,16 +23,13 @@ import anyio.to_thread
 
 from .agents import Agent, create_agent
 from .content import ToolCallContent
-from .durable import (
-    RunStateOptions,
-    create_memory_checkpoint_store,
-    resume_agent_run_stream,
-)
+from .durable import RunStateOptions, create_memory_checkpoint_store
 from .errors import PrismError
 from .guardrails import Guardrail
 from .models import ModelConfig
 from .plugins import create_plugin_manager, discover_plugins
-from .sessions import create_memory_session_store
+from .records import create_memory_session_store
+from .resume import resume_agent_run_stream
 from .tools import ToolDefinition
 
 __all__ = ("DEFAULT_SYSTEM", "ChatSetupError", "chat_tools", "find_provider", "run_chat")

@@ -174,7 +174,8 @@ def _emit(event: Any) -> None:
 
 
 async def _worker(args: dict[str, Any]) -> int:
-    from .durable import RunStateOptions, load_agent_run_state, resume_agent_run_stream
+    from .durable import RunStateOptions
+    from .resume import load_agent_run_state, resume_agent_run_stream
 
     checkpoints, sessions = open_stores(args["store"], args["prefix"])
     async with checkpoints, sessions:
@@ -352,7 +353,7 @@ def run_crash_demo(
 
 def asyncio_status_version(url: str, prefix: str, run_id: str, session_id: str) -> int:
     """The version of the run's last checkpoint, read in this (orchestrating) process."""
-    from .durable import load_agent_run_state
+    from .resume import load_agent_run_state
 
     async def read() -> int:
         checkpoints, sessions = open_stores(url, prefix)

@@ -22,19 +22,19 @@ from typing import Any
 import anyio
 
 from ._runs_format import run_detail, show_text, summary_table
-from .durable import (
+from .durable import CheckpointStore
+from .durable._options import AGENT_RUN_NAMESPACE
+from .durable._state import RunStatus
+from .errors import AgentRunNotFoundError, PrismError
+from .resume import (
     AgentRunStatus,
     AgentRunSummary,
-    CheckpointStore,
     list_agent_runs,
     load_agent_run_state,
     summarize_run,
 )
-from .durable._listing import RUN_STATUSES
-from .durable._options import AGENT_RUN_NAMESPACE
-from .durable._resume_checks import NOT_FOUND
-from .durable._state import RunStatus
-from .errors import AgentRunNotFoundError, PrismError
+from .resume._checks import NOT_FOUND
+from .resume._listing import RUN_STATUSES
 
 __all__ = ("add_runs_parser", "parse_resolution", "run_runs")
 
@@ -279,7 +279,7 @@ def _decisions(args: argparse.Namespace, found: AgentRunStatus) -> dict[str, Any
 
 
 async def _resume(stores: _Stores, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
-    from .durable import create_agent_run_lifecycle
+    from .resume import create_agent_run_lifecycle
 
     resolve = load_app(args.app)
     found = await _find(stores, args.run_id, owner)

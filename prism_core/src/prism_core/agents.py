@@ -24,14 +24,14 @@ from .middleware import MiddlewareChain
 from .models import ModelConfig, coerce_model
 from .plugins import PluginHost
 from .providers import AIProvider, ProviderResolver
+from .records._memory import create_memory_session_store
+from .records._store import SessionStore
 from .redaction import Redactor
 from .retry import RetryConfig, coerce_retry
 from .runs._compaction import coerce_compaction
 from .runs._loops import SingleShotLoop, coerce_loop
 from .runs._turn_policy import TurnPolicy, coerce_stop_hooks, coerce_turn_policy
-from .sessions._memory import create_memory_session_store
 from .sessions._session import DEFAULT_SNAPSHOT_CACHE_TTL_MS, AgentSession
-from .sessions._store import SessionStore
 from .skills import Skill, SkillRegistry
 from .tools import ToolDefinition, ToolPolicy, ToolRegistry, ToolValidator, create_tool_registry
 

@@ -10,7 +10,8 @@ from typing import Any
 import attrs
 import pluggy
 
-from . import hookspecs
+import prism_core.hookspecs as hookspecs
+
 from .errors import PrismError
 
 __all__ = (

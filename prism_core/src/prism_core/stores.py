@@ -15,7 +15,7 @@ from typing import Any
 from .durable import CheckpointStore, create_memory_checkpoint_store
 from .errors import PrismError
 from .plugins import PluginError, PluginHost
-from .sessions import SessionStore, create_memory_session_store
+from .records import SessionStore, create_memory_session_store
 
 __all__ = ("STORE_INSTALL_HINTS", "open_checkpoint_store", "open_session_store")
 

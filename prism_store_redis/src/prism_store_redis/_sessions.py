@@ -11,7 +11,7 @@ import redis.asyncio as aioredis
 from prism_core._echo import echo
 from prism_core.codec import dumps, loads
 from prism_core.errors import PrismError
-from prism_core.sessions import (
+from prism_core.records import (
     UNSET,
     BranchAndRunTail,
     SessionConflictError,

@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from prism_core.durable import CheckpointRecord, InvalidCheckpointError
-from prism_core.sessions import UNSET, SessionEntry
+from prism_core.records import UNSET, SessionEntry
 
 from ._client import run_script, text
 

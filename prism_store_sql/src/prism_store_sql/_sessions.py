@@ -32,14 +32,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from prism_core._echo import echo
 from prism_core.codec import dumps, unstructure
-from prism_core.sessions import (
+from prism_core.records import (
     UNSET,
     BranchAndRunTail,
     SessionConflictError,
     SessionEntry,
     SessionEntryNotFoundError,
 )
-from prism_core.sessions._decode import decode_entry_columns
+from prism_core.records._decode import decode_entry_columns
 
 from ._base import SqlStoreBase
 from ._checkpoints import SqlCheckpointStore

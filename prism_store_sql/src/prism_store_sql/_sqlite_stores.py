@@ -28,8 +28,8 @@ from prism_core.durable import (
     list_arguments,
     normalise_ownership,
 )
-from prism_core.sessions import UNSET, BranchAndRunTail, SessionEntry
-from prism_core.sessions._run_tail import PrefetchedBranchAndRunTail
+from prism_core.records import UNSET, BranchAndRunTail, SessionEntry
+from prism_core.records._run_tail import PrefetchedBranchAndRunTail
 
 from ._checkpoints import (
     SqlCheckpointStore,
@@ -164,7 +164,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
     ) -> tuple[CheckpointRecord | None, PrefetchedBranchAndRunTail | None]:
         """:meth:`load`, and in the same hand-off the branch and run tail the record's value
         names, read from ``sessions`` when it is a SQLite session store on this connection
-        (see :class:`~prism_core.durable._resume_checks.CheckpointAndBranchLoader`); the
+        (see :class:`~prism_core.resume._checks.CheckpointAndBranchLoader`); the
         read is ``None`` otherwise, or when it fails (the caller then reads as usual)."""
         if not (
             isinstance(sessions, SqliteSessionStore)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Self
 import attrs
 
 from prism_core.durable import CheckpointRecord, CheckpointStoreError, SaveRequest, conflict
-from prism_core.sessions import UNSET, SessionEntry
+from prism_core.records import UNSET, SessionEntry
 
 from ._checkpoints import _validated, save_params, saved_record
 from ._direct import IntegrityRefused

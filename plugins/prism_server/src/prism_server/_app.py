@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import functools
-import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -16,17 +14,17 @@ from starlette.routing import Route
 from prism_core import (
     CheckpointStore,
     PrismError,
-    create_agent_run_lifecycle,
     list_agent_runs,
 )
 
-from ._auth import Authorize, caller_scope, default_authorize, token_from_environment
+from ._auth import Authorize, default_authorize, token_from_environment
 from ._body import read_json_object
 from ._console import console_routes
-from ._errors import BadRequest, RunNotFound, error_response
+from ._context import ServerContext
+from ._errors import BadRequest, error_response
 from ._guards import require_json
 from ._sse import EventStreamResponse
-from ._views import result_json, run_detail, summary_json
+from ._views import result_json, summary_json
 
 __all__ = ("DEFAULT_MAX_BODY_BYTES", "ServerContext", "create_app")
 
@@ -35,97 +33,6 @@ DEFAULT_MAX_BODY_BYTES = 262144
 _RUN_STATUSES = ("running", "suspended", "succeeded", "failed", "aborted", "denied")
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-async def _host_answer(hook: Callable[[Any], Any] | None, state: Any, absent: Any) -> Any:
-    """What the host's sync or async ``hook(state)`` answers (``absent`` without a hook)."""
-    if hook is None:
-        return absent
-    answer = hook(state)
-    return await answer if inspect.isawaitable(answer) else answer
-
-
-class ServerContext:
-    """What every route needs: the stores, the lifecycle, the caller check, the bounds."""
-
-    def __init__(
-        self,
-        *,
-        checkpoints: CheckpointStore,
-        sessions: Any,
-        resolve_agent: Callable[[str], Any],
-        authorize: Authorize,
-        restore_hooks: Sequence[Any],
-        title: str,
-        max_body_bytes: int,
-        default_auth: bool,
-        guardrail_packs: Callable[[Any], Any] | None = None,
-        guardrails: Callable[[Any], Any] | None = None,
-    ) -> None:
-        self.checkpoints = checkpoints
-        self.guardrail_packs = guardrail_packs
-        self.guardrails = guardrails
-        self.sessions = sessions
-        self.resolve_host_agent = resolve_agent
-        self.authorize = authorize
-        self.title = title
-        self.max_body_bytes = max_body_bytes
-        self.default_auth = default_auth
-        self.lifecycle = create_agent_run_lifecycle(
-            checkpoints=checkpoints, resolve_agent=self.resolve_agent, restore_hooks=restore_hooks
-        )
-
-    async def resolve_agent(self, agent_id: str) -> Any:
-        """The host's agent for ``agent_id``, on the server's session store."""
-        resolved = self.resolve_host_agent(agent_id)
-        if inspect.isawaitable(resolved):
-            resolved = await resolved
-        if isinstance(resolved, Mapping):
-            agent, revision = resolved.get("agent"), resolved.get("definition_revision")
-        elif isinstance(resolved, tuple) and len(resolved) == 2:
-            agent, revision = resolved
-        else:
-            return resolved  # the lifecycle refuses it with its own message
-        if agent is not None and getattr(agent, "store", None) is not self.sessions:
-            # A copy: the host's agent object keeps its own store.
-            agent = copy.copy(agent)
-            agent.store = self.sessions
-        return agent, revision
-
-    async def agent_for(self, agent_id: str) -> Any:
-        """The resolved agent alone (``None`` when the host does not know it)."""
-        resolved = await self.resolve_agent(agent_id)
-        return resolved[0] if isinstance(resolved, tuple) else None
-
-    async def handed_over(
-        self, ref: Mapping[str, str], scope: dict[str, str] | None
-    ) -> tuple[Any, Any]:
-        """The packs and the run's own guards the host hands over again for this run (``()``
-        and ``None`` without the ``guardrail_packs`` and ``guardrails`` callables), from one
-        status read; :class:`RunNotFound` when the run is absent or foreign."""
-        if self.guardrail_packs is None and self.guardrails is None:
-            return (), None
-        found = await self.lifecycle.status(ref, ownership=scope)
-        if found is None:
-            raise RunNotFound("no such run")
-        packs = await _host_answer(self.guardrail_packs, found.state, ())
-        guards = await _host_answer(self.guardrails, found.state, None)
-        return packs, guards
-
-    async def scope(self, request: Request) -> dict[str, str] | None:
-        """The caller's ownership scope (see :func:`caller_scope`)."""
-        return await caller_scope(self.authorize, request)
-
-    async def detail(self, run_id: str, scope: dict[str, str] | None) -> dict[str, Any]:
-        """A run's detail for the caller; :class:`RunNotFound` when absent or foreign."""
-        found = await self.lifecycle.status({"run_id": run_id}, ownership=scope)
-        if found is None:
-            raise RunNotFound("no such run")
-        agent = await self.agent_for(found.state.agent_id)
-        detail = await run_detail(self.checkpoints, self.sessions, run_id, scope, agent)
-        if detail is None:
-            raise RunNotFound("no such run")
-        return detail
 
 
 def refusals(handler: Handler) -> Handler:

@@ -25,7 +25,7 @@ from ._errors import NotAuthenticated, PayloadTooLarge, status_for
 from ._views import summary_json
 
 if TYPE_CHECKING:
-    from ._app import ServerContext
+    from ._context import ServerContext
 
 __all__ = ("console_routes",)
 

@@ -13,7 +13,7 @@ from prism_core import (
     CheckpointStore,
     load_agent_run_state,
 )
-from prism_core.durable import summarize_run
+from prism_core.resume import summarize_run
 
 __all__ = ("result_json", "run_detail", "summary_json")
 

@@ -1,15 +1,23 @@
-"""Durable runs: the checkpoint store contract, run state, suspension and resume.
+"""Durable runs below the run loop: checkpoints, run state, the writer, leases, fingerprints.
 
-It only re-exports the public names of ``durable/``; it must not hold behaviour.
+This is the durable boundary: ``runs/`` (and everything above it) imports durable names from
+here, never from the private modules behind it, so the checkpointing side can change its
+internals without the run loop noticing. Nothing in ``durable/`` imports ``runs/``,
+``resume/``, ``sessions/`` or ``agents``; the run is read through :class:`HostRun`. This
+module must not hold behaviour beyond the deprecation shim below.
+
+It re-exports the public names of ``durable/`` and the store contract that lives here (for
+store authors, :mod:`prism_core.stores` is the face). The resume API moved up to
+:mod:`prism_core.resume`; its names still resolve here for one release, with a
+``DeprecationWarning``, through a module ``__getattr__`` (the only behaviour this module has;
+a plain import would tie the boundary to the layer above it).
 """
 
-from ._api import (
-    AgentRunLifecycle,
-    ResumeEventStream,
-    create_agent_run_lifecycle,
-    resume_agent_run,
-    resume_agent_run_stream,
-)
+from __future__ import annotations
+
+import importlib
+import warnings
+
 from ._checkpoints import (
     CORRUPT_CHECKPOINT_CODE,
     MAX_CHECKPOINT_PAGE_SIZE,
@@ -35,34 +43,12 @@ from ._checkpoints import (
     validate_save,
 )
 from ._commit import SharedCommitStore, StoreTransaction, shared_transaction
-from ._decisions import (
-    MAX_APPROVAL_ID_CHARS,
-    MAX_DECISION_BATCH,
-    MAX_DECISION_PAYLOAD_BYTES,
-    MAX_DECISION_REASON_BYTES,
-    MAX_EXPECTED_VERSION,
-    AgentRunRef,
-    DecisionOutcome,
-    LegacyDecision,
-    ResumeInput,
-    RunDecision,
-    coerce_run_ref,
-    validate_resume_input,
-)
-from ._fingerprint import (
-    agent_fingerprint,
-)
+from ._fingerprint import agent_fingerprint
+from ._host import HostAgent, HostCounters, HostRun, HostSession
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
 from ._index import MAX_INDEXED_STATUS_CHARS, CheckpointStatusIndex, check_status, indexed_status
 from ._lease_renewal import LeaseRenewalStore
-from ._listing import (
-    AgentRunPage,
-    AgentRunSummary,
-    is_recoverable,
-    lease_expires_at,
-    list_agent_runs,
-    summarize_run,
-)
+from ._lifetime import check_store_lifetimes
 from ._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 from ._options import (
     AGENT_RUN_NAMESPACE,
@@ -75,20 +61,14 @@ from ._options import (
     HARD_MAX_STICKY_DECISIONS,
     MAX_AGENT_RUN_METADATA_BYTES,
     RunStateOptions,
+    coerce_run_state_options,
 )
-from ._restore import (
-    CheckpointRestoreContext,
-)
-from ._resume_checks import (
-    AgentRunStatus,
-    load_agent_run_state,
-)
-from ._resume_signal import ResumeAbortedError
-from ._run import (
-    RunStateInfo,
-)
+from ._options import DEFAULT_MAX_PENDING_DECISIONS as MAX_PENDING_DECISIONS
+from ._run import DurableRun, Gate, RunStateInfo, new_approval_id, scope_for
+from ._run_guards import run_guardrail_identities
 from ._state import (
     AgentRunState,
+    DecisionKind,
     DecisionScope,
     Interruption,
     PendingCall,
@@ -97,69 +77,103 @@ from ._state import (
     arguments_hash,
 )
 
+#: Names that moved to :mod:`prism_core.resume`; resolved lazily, with a deprecation warning.
+MOVED_TO_RESUME = frozenset(
+    {
+        "MAX_APPROVAL_ID_CHARS",
+        "MAX_DECISION_BATCH",
+        "MAX_DECISION_PAYLOAD_BYTES",
+        "MAX_DECISION_REASON_BYTES",
+        "MAX_EXPECTED_VERSION",
+        "AgentRunLifecycle",
+        "AgentRunPage",
+        "AgentRunRef",
+        "AgentRunStatus",
+        "AgentRunSummary",
+        "CheckpointRestoreContext",
+        "DecisionOutcome",
+        "LegacyDecision",
+        "ResumeAbortedError",
+        "ResumeEventStream",
+        "ResumeInput",
+        "RunDecision",
+        "coerce_run_ref",
+        "create_agent_run_lifecycle",
+        "is_recoverable",
+        "lease_expires_at",
+        "list_agent_runs",
+        "load_agent_run_state",
+        "resume_agent_run",
+        "resume_agent_run_stream",
+        "summarize_run",
+        "validate_resume_input",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    """Resolve a name that moved to :mod:`prism_core.resume`, warning once per access."""
+    if name not in MOVED_TO_RESUME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"prism_core.durable.{name} moved: import it from prism_core.resume or prism_core",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module("prism_core.resume"), name)
+
+
 __all__ = (
-    "LeaseRenewalStore",
-    "SharedCommitStore",
-    "StoreTransaction",
-    "shared_transaction",
     "AGENT_RUN_NAMESPACE",
+    "CORRUPT_CHECKPOINT_CODE",
     "DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS",
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",
     "DEFAULT_MAX_PENDING_DECISIONS",
     "DEFAULT_MAX_STICKY_DECISIONS",
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
-    "IN_DOUBT_CODE",
     "HARD_MAX_PENDING_DECISIONS",
     "HARD_MAX_STICKY_DECISIONS",
+    "IN_DOUBT_CODE",
     "MAX_AGENT_RUN_METADATA_BYTES",
-    "MAX_APPROVAL_ID_CHARS",
     "MAX_CHECKPOINT_PAGE_SIZE",
-    "MAX_DECISION_BATCH",
-    "MAX_DECISION_PAYLOAD_BYTES",
-    "MAX_DECISION_REASON_BYTES",
-    "MAX_EXPECTED_VERSION",
     "MAX_INDEXED_STATUS_CHARS",
-    "AgentRunPage",
-    "AgentRunSummary",
-    "CheckpointStatusIndex",
-    "check_status",
-    "indexed_status",
-    "is_recoverable",
-    "lease_expires_at",
-    "list_agent_runs",
-    "summarize_run",
-    "AgentRunLifecycle",
-    "AgentRunRef",
+    "MAX_PENDING_DECISIONS",
+    "MOVED_TO_RESUME",
     "AgentRunState",
-    "AgentRunStatus",
-    "CORRUPT_CHECKPOINT_CODE",
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
-    "CheckpointRestoreContext",
+    "CheckpointStatusIndex",
     "CheckpointStore",
     "CheckpointStoreError",
     "CheckpointStoreUnavailableError",
-    "DecisionOutcome",
+    "DecisionKind",
     "DecisionScope",
+    "DurableRun",
+    "Gate",
+    "HostAgent",
+    "HostCounters",
+    "HostRun",
+    "HostSession",
     "Interruption",
     "InvalidCheckpointError",
-    "LegacyDecision",
+    "LeaseRenewalStore",
     "MemoryCheckpointStore",
     "PendingCall",
     "PendingDecision",
-    "ResumeAbortedError",
-    "ResumeEventStream",
-    "ResumeInput",
-    "RunDecision",
     "RunStateInfo",
     "RunStateOptions",
     "SaveRequest",
-    "check_name",
+    "SharedCommitStore",
     "StickyDecision",
+    "StoreTransaction",
     "agent_fingerprint",
     "arguments_hash",
-    "coerce_run_ref",
+    "check_name",
+    "check_status",
+    "check_store_lifetimes",
+    "coerce_run_state_options",
+    "create_memory_checkpoint_store",
     "conflict",
     "corrupt_record",
     "decode_cursor",
@@ -168,15 +182,14 @@ __all__ = (
     "encode_cursor",
     "in_doubt_calls",
     "in_doubt_error",
+    "indexed_status",
     "list_arguments",
-    "create_agent_run_lifecycle",
-    "create_memory_checkpoint_store",
-    "load_agent_run_state",
+    "new_approval_id",
     "normalise_ownership",
-    "resume_agent_run",
-    "resume_agent_run_stream",
+    "run_guardrail_identities",
+    "scope_for",
+    "shared_transaction",
     "stored_int",
     "validate_list",
-    "validate_resume_input",
     "validate_save",
 )

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ._checkpoints import CheckpointRecord
 
 if TYPE_CHECKING:
-    from ..sessions._entries import SessionEntry
-    from ..sessions._store import SessionStore
+    from ..records._entries import SessionEntry
+    from ..records._store import SessionStore
 
 __all__ = ("SharedCommitStore", "StoreTransaction", "shared_transaction")
 
@@ -98,7 +98,7 @@ def shared_transaction(
     commit together (a store without the capability, or stores in different databases)."""
     # Deferred: loading any module of ``sessions/`` runs its ``__init__``, which loads the run
     # loop, which imports this package.
-    from ..sessions._store import SessionStore
+    from ..records._store import SessionStore
 
     if not isinstance(checkpoints, SharedCommitStore) or not isinstance(sessions, SessionStore):
         return None

@@ -275,7 +275,7 @@ class MemoryCheckpointStore:
         """One commit over this store and ``sessions`` (see
         :func:`prism_core.durable.shared_transaction`), or ``None`` unless ``sessions`` is a
         memory session store."""
-        from ..sessions._memory import MemorySessionStore
+        from ..records._memory import MemorySessionStore
 
         if not isinstance(sessions, MemorySessionStore):
             return None

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Self
 from ._checkpoints import CheckpointRecord, InvalidCheckpointError, SaveRequest, validate_save
 
 if TYPE_CHECKING:
-    from ..sessions._entries import SessionEntry
-    from ..sessions._memory import MemorySessionStore
+    from ..records._entries import SessionEntry
+    from ..records._memory import MemorySessionStore
 
 __all__ = ("MemoryTransaction",)
 
@@ -56,8 +56,8 @@ class MemoryTransaction:
 
     def append(self, entry: SessionEntry, *, expected_leaf_id: Any = _UNSET) -> None:
         """Queue a session append (checked now, written when the block ends)."""
-        from ..sessions._entries import SessionEntry
-        from ..sessions._store import UNSET
+        from ..records._entries import SessionEntry
+        from ..records._store import UNSET
 
         self._check_open()
         if not isinstance(entry, SessionEntry):

@@ -13,7 +13,7 @@ import inspect
 import anyio
 
 from ..content import Message, ToolCallContent
-from ..durable._boundary import Gate, new_approval_id, scope_for
+from ..durable import Gate, new_approval_id, scope_for
 from ..events import AgentEvent, SteerRejectedEvent
 from ..guardrails import first_decisive
 from ..redaction import redact_value

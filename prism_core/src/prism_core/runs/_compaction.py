@@ -17,7 +17,7 @@ from ..errors import PrismError
 from ..signals import AbortSignal
 
 if TYPE_CHECKING:
-    from ..sessions._entries import SessionEntry
+    from ..records._entries import SessionEntry
 from ._options import InvalidOptionsError
 
 __all__ = (

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from ..content import ErrorInfo, Message
-from ..durable._boundary import Gate
+from ..durable import Gate
 from ..errors import PrismError
 from ..events import AgentEvent, AgentStartedEvent, TurnFinishedEvent, TurnStartedEvent
 from ..redaction import redact_value

@@ -8,7 +8,7 @@ touch run state; :mod:`._terminals` decides what each one ends as.
 from __future__ import annotations
 
 from ..content import ErrorInfo
-from ..durable._boundary import Interruption
+from ..durable import Interruption
 from ..guardrails import GuardrailRecord
 from ..limits import RunLimitBreach
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..durable._boundary import (
+from ..durable import (
     DurableRun,
     HostRun,
     agent_fingerprint,

@@ -18,7 +18,7 @@ import attrs
 
 from .._threads import LoopHandle
 from ..content import Message
-from ..durable._boundary import DurableRun, Gate
+from ..durable import DurableRun, Gate
 from ..errors import PrismError
 from ..events import AgentEvent
 from ..guardrails import GuardrailRecord, coerce_guardrails

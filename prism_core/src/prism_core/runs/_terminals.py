@@ -15,7 +15,7 @@ import anyio
 import attrs
 
 from ..content import ErrorInfo
-from ..durable._boundary import Interruption
+from ..durable import Interruption
 from ..errors import AgentRunError, GuardrailRunError, PrismError
 from ..events import (
     AgentEvent,

@@ -19,13 +19,7 @@ import anyio
 import attrs
 
 from ..content import ErrorInfo, Message, ToolCallContent, ToolResult
-from ..durable._boundary import (
-    MAX_PENDING_DECISIONS,
-    DecisionKind,
-    Gate,
-    new_approval_id,
-    scope_for,
-)
+from ..durable import MAX_PENDING_DECISIONS, DecisionKind, Gate, new_approval_id, scope_for
 from ..errors import AgentDecisionError
 from ..events import (
     AgentEvent,

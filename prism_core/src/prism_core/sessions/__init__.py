@@ -1,17 +1,32 @@
-"""Sessions: entries, the ``SessionStore`` protocol, the memory store and ``AgentSession``."""
+"""Sessions: ``AgentSession``, the object a host runs an agent on.
 
-from ._branch import COMPACTION_SUMMARY_PREFIX, branch_messages
-from ._decode import decode_session_entry
-from ._entries import ENTRY_KINDS, EntryKind, SessionEntry, create_session_entry, new_entry_id
-from ._memory import MemorySessionStore, create_memory_session_store
-from ._run_tail import (
+The session records it appends (entries, the ``SessionStore`` protocol, the memory store,
+branch reads) live in :mod:`prism_core.records`, below the run loop; this package re-exports
+them for one release, so ``from prism_core.sessions import SessionEntry`` keeps working. It
+only re-exports; it must not hold behaviour.
+"""
+
+from ..records import (
+    COMPACTION_SUMMARY_PREFIX,
+    ENTRY_KINDS,
+    UNSET,
     BranchAndRunTail,
     BranchAndRunTailReader,
+    EntryKind,
+    MemorySessionStore,
+    SessionConflictError,
+    SessionEntry,
+    SessionEntryNotFoundError,
+    SessionStore,
     branch_and_run_tail,
+    branch_messages,
+    create_memory_session_store,
+    create_session_entry,
+    decode_session_entry,
+    new_entry_id,
     read_branch_and_run_tail,
 )
 from ._session import AgentSession, SessionClosedError
-from ._store import UNSET, SessionConflictError, SessionEntryNotFoundError, SessionStore
 
 __all__ = (
     "COMPACTION_SUMMARY_PREFIX",

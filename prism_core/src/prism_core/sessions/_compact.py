@@ -17,6 +17,7 @@ import attrs
 
 from ..events import AgentEvent, CompactionFinishedEvent, CompactionStartedEvent
 from ..middleware import MiddlewareContext
+from ..records._entries import SessionEntry
 from ..redaction import redact_value
 from ..runs._compaction import (
     CompactionConfig,
@@ -28,7 +29,6 @@ from ..runs._compaction import (
 )
 from ..runs._options import InvalidOptionsError
 from ..signals import AbortSignal
-from ._entries import SessionEntry
 from ._ports import SessionAgent
 
 __all__ = ("CompactingSession", "compact_branch", "resolve_keep_recent")

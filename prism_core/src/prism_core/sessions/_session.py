@@ -16,6 +16,11 @@ from ..events import AgentEvent, ErrorEvent
 from ..guardrails import CompiledGuardrailPacks, compile_guardrail_packs
 from ..middleware import MiddlewareContext
 from ..models import ModelConfig
+from ..records._branch import branch_messages
+from ..records._entries import SessionEntry, create_session_entry, new_entry_id
+from ..records._held import HeldEntries
+from ..records._meter import ContextMeter
+from ..records._store import SessionStore
 from ..redaction import redact_value
 from ..results import AgentRunResult
 from ..runs._broadcast import EventBroadcaster, EventSubscription, OverflowPolicy
@@ -27,13 +32,8 @@ from ..runs._ports import RunIdentity
 from ..runs._steering import SteerQueue
 from ..signals import AbortSignal
 from ..skills import LoadedSkillSet
-from ._branch import branch_messages
 from ._compact import compact_branch, resolve_keep_recent
-from ._entries import SessionEntry, create_session_entry, new_entry_id
-from ._held import HeldEntries
-from ._meter import ContextMeter
 from ._ports import SessionAgent
-from ._store import SessionStore
 
 __all__ = (
     "DEFAULT_SNAPSHOT_CACHE_TTL_MS",

@@ -10,7 +10,7 @@ import pytest
 from ..durable import CheckpointStore, CheckpointStoreError, InvalidCheckpointError
 from ..durable._commit import shared_transaction
 from ..errors import CheckpointConflictError
-from ..sessions import (
+from ..records import (
     SessionConflictError,
     SessionEntry,
     SessionEntryNotFoundError,

@@ -19,7 +19,7 @@ import pytest
 from ..content import Message
 from ..durable import CheckpointRecord, CheckpointStore
 from ..errors import CheckpointConflictError
-from ..sessions import SessionConflictError, SessionEntry, SessionStore, create_session_entry
+from ..records import SessionConflictError, SessionEntry, SessionStore, create_session_entry
 
 __all__ = ("CheckpointRaces", "SessionRaces")
 

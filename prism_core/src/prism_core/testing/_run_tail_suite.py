@@ -15,7 +15,7 @@ import pytest
 
 from ..content import ErrorInfo, Message, TextContent, ToolCallContent, ToolResultContent
 from ..models import ModelConfig
-from ..sessions import (
+from ..records import (
     BranchAndRunTail,
     SessionEntry,
     SessionEntryNotFoundError,

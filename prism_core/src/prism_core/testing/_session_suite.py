@@ -17,7 +17,7 @@ from ..content import (
     ToolResultContent,
 )
 from ..models import ModelConfig
-from ..sessions import (
+from ..records import (
     SessionConflictError,
     SessionEntry,
     SessionEntryNotFoundError,

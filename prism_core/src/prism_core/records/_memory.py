@@ -1,4 +1,7 @@
-"""The in-process session store (the default when a host supplies none)."""
+"""The in-process session store (the default when a host supplies none).
+
+It must not know runs, checkpoints or sessions: it stores entries.
+"""
 
 from __future__ import annotations
 

@@ -17,15 +17,17 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._echo import clip, echo
+from ..durable._checkpoints import reading_run_record
+from ..durable._fencing import validate_claim_options
+from ..durable._options import DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS, CheckpointMetadataSource
+from ..durable._run_guards import coerce_resume_guardrails
 from ..errors import AgentRunNotFoundError, AgentRunStateError, PrismError
 from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy
 from ..signals import AbortSignal
-from ._checkpoints import reading_run_record
-from ._decisions import coerce_run_ref, validate_resume_input
-from ._fencing import validate_claim_options
-from ._options import DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS, CheckpointMetadataSource
-from ._resume import (
+from ._checks import check_stream_options, coerce_hooks
+from ._input import coerce_run_ref, validate_resume_input
+from ._pipeline import (
     NOT_FOUND,
     AgentRunStatus,
     Prepared,
@@ -34,14 +36,12 @@ from ._resume import (
     load_agent_run_state,
     prepare_resume,
 )
-from ._resume_checks import check_stream_options, coerce_hooks
-from ._resume_ports import ResumableAgentOf, SessionT
-from ._resume_signal import check_signal, coerce_signal
-from ._resume_stream import ResumeEventStream
-from ._run_guards import coerce_resume_guardrails
+from ._ports import ResumableAgentOf, SessionT
+from ._signal import check_signal, coerce_signal
+from ._stream import ResumeEventStream
 
 if TYPE_CHECKING:
-    from ._checkpoints import CheckpointStore
+    from ..durable._checkpoints import CheckpointStore
 
 __all__ = (
     "AgentRunLifecycle",

@@ -14,6 +14,8 @@ them): ``path`` equals ``read_branch_path(session_id, leaf_id)``, including its
 holds exactly the entries of the session whose ``run_id`` is ``run_id`` and that were
 appended after ``leaf_id`` (every entry of the run when ``leaf_id`` is ``None``), in append
 order, whichever branch they are on. Both come from one consistent read.
+
+It reads; it must not write to a store.
 """
 
 from __future__ import annotations

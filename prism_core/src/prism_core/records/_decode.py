@@ -6,6 +6,8 @@ has its field's exact JSON type (a message of text, thinking, tool-call and tool
 blocks); anything else (a model change, an error result, a value cattrs would coerce or
 refuse) goes through the kernel's converter, so results and errors stay those of cattrs.
 It builds no code at run time, so the first read in a new process costs no code generation.
+
+It decodes only; it must not read or write a store.
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ import attrs
 
 from .._echo import echo
 from .._threads import call_host
+from ..durable._checkpoints import CheckpointRecord
 from ..errors import CheckpointRestoreError
 from ..redaction import Redactor, redact_value
-from ._checkpoints import CheckpointRecord
-from ._resume_signal import check_signal, signal_scope
+from ._signal import check_signal, signal_scope
 
 __all__ = (
     "MAX_COMPENSATION_REASON_BYTES",

@@ -24,7 +24,7 @@ from typing import Any, Literal, NoReturn, TypeVar, cast
 
 import attrs
 
-from .. import codec
+from ..codec import dumps, loads
 from ..errors import AgentDecisionError
 from ._resolutions import Resolution, ResolutionInputError, parse_resolutions
 
@@ -434,14 +434,14 @@ def _payload(value: object, where: str) -> dict[str, Any]:
     plain = _PayloadCopy(where).copy(value, 1)
     limit = MAX_DECISION_PAYLOAD_BYTES
     try:
-        blob = codec.dumps(plain)
+        blob = dumps(plain)
     except UnicodeEncodeError:
         _fail(f"{where} holds text that is not valid Unicode (a lone surrogate)")
     except (ValueError, TypeError, RecursionError):
         _fail(f"{where} is not JSON-serialisable")
     if len(blob) > limit:
         _fail(f"{where} is {len(blob)} bytes of canonical JSON; the limit is {limit}", _LIMIT)
-    return cast("dict[str, Any]", codec.loads(blob))
+    return cast("dict[str, Any]", loads(blob))
 
 
 class _PayloadCopy:

@@ -23,18 +23,20 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..content import Message
+from ..durable._faults import retry_transient
+from ..durable._fencing import claim_token
+from ..durable._lease import check_lease
+from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
+from ..durable._run import RunStateInfo
+from ..durable._run_guards import match_run_guardrails
+from ..durable._state import AgentRunState, Interruption, parse_state
+from ..durable._writer import CheckpointWriter, read_metadata
 from ..errors import AgentRunNotFoundError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
 from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..results import AgentRunResult
-from ._decisions import AgentRunRef, coerce_run_ref, validate_resume_input
-from ._faults import retry_transient
-from ._fencing import claim_token
-from ._lease import check_lease
-from ._options import HARD_MAX_AGENT_RUN_STATE_BYTES
-from ._restore import CheckpointRestoreContext, compensate_all, run_restore_hooks
-from ._resume_checks import (
+from ._checks import (
     NOT_FOUND,
     AgentRunStatus,
     ResumeRequest,
@@ -44,16 +46,14 @@ from ._resume_checks import (
     load_agent_run_state,
     load_for_resume,
 )
-from ._resume_decide import Decided, resolve_decisions
-from ._resume_doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
-from ._resume_ports import ResumableAgent, ResumedSession
-from ._resume_session import rebuild_session
-from ._resume_signal import bridge_signal, check_signal
+from ._decide import Decided, resolve_decisions
+from ._doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
+from ._input import AgentRunRef, coerce_run_ref, validate_resume_input
+from ._ports import ResumableAgent, ResumedSession
+from ._restore import CheckpointRestoreContext, compensate_all, run_restore_hooks
 from ._resumed import ResumePlan, attach_durable, resumed_execution
-from ._run import RunStateInfo
-from ._run_guards import match_run_guardrails
-from ._state import AgentRunState, Interruption, parse_state
-from ._writer import CheckpointWriter, read_metadata
+from ._session import rebuild_session
+from ._signal import bridge_signal, check_signal
 
 if TYPE_CHECKING:
     from ..runs._driver import RunDriver

@@ -14,14 +14,20 @@ import attrs
 
 from .._threads import call_host
 from ..content import ToolCallContent
+from ..durable._options import DEFAULT_MAX_STICKY_DECISIONS
+from ..durable._state import (
+    AgentRunState,
+    PendingCall,
+    PendingDecision,
+    StickyDecision,
+    arguments_hash,
+)
 from ..errors import AgentDecisionError
 from ..guardrails import GuardrailContext, evaluate_guardrails, first_decisive
 from ..schema import validate_json_schema
 from ..tools import ToolDefinition, ToolExecutionContext
-from ._decisions import ResumeInput, RunDecision
-from ._options import DEFAULT_MAX_STICKY_DECISIONS
-from ._resume_ports import ResumableAgent, ResumedSession
-from ._state import AgentRunState, PendingCall, PendingDecision, StickyDecision, arguments_hash
+from ._input import ResumeInput, RunDecision
+from ._ports import ResumableAgent, ResumedSession
 
 __all__ = ("Decided", "resolve_decisions")
 

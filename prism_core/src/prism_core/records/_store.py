@@ -1,4 +1,7 @@
-"""The ``SessionStore`` protocol every session store implements."""
+"""The ``SessionStore`` protocol every session store implements.
+
+It declares the contract and its refusals; it must not hold a store's behaviour.
+"""
 
 from __future__ import annotations
 

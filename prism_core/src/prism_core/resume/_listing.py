@@ -21,8 +21,7 @@ from typing import Any, get_args
 
 import attrs
 
-from ..errors import AgentRunStateError
-from ._checkpoints import (
+from ..durable._checkpoints import (
     MAX_CHECKPOINT_PAGE_SIZE,
     CheckpointPage,
     CheckpointRecord,
@@ -31,11 +30,12 @@ from ._checkpoints import (
     normalise_ownership,
     validate_list,
 )
-from ._in_doubt import in_doubt_calls
-from ._index import CheckpointStatusIndex
-from ._lease import LEASE_CLOCK_SKEW_MS, record_lease
-from ._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES, check_store
-from ._state import RunStatus, parse_state
+from ..durable._in_doubt import in_doubt_calls
+from ..durable._index import CheckpointStatusIndex
+from ..durable._lease import LEASE_CLOCK_SKEW_MS, record_lease
+from ..durable._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES, check_store
+from ..durable._state import RunStatus, parse_state
+from ..errors import AgentRunStateError
 
 __all__ = (
     "AgentRunPage",

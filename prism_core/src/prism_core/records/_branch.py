@@ -1,4 +1,7 @@
-"""Branch helpers: turning a root-to-leaf path of entries into provider history."""
+"""Branch helpers: turning a root-to-leaf path of entries into provider history.
+
+It reads entries only; it must not write to a store.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The context meter: how full the latest provider turn's input was."""
+"""The context meter: how full the latest provider turn's input was.
+
+It is a value; it must not read the session or a store.
+"""
 
 from __future__ import annotations
 

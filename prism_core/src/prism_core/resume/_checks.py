@@ -12,15 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from ..errors import AgentRunStateError
-from ..guardrails import GuardrailConfig
-from ..runs._broadcast import validate_subscribe_options
-from ._checkpoints import CheckpointRecord, CheckpointStore, reading_run_record
-from ._decisions import ResumeInput, coerce_run_ref
-from ._fingerprint import agent_fingerprint
-from ._in_doubt import in_doubt_calls, in_doubt_error
-from ._lifetime import check_store_lifetimes
-from ._options import (
+from ..durable._checkpoints import CheckpointRecord, CheckpointStore, reading_run_record
+from ..durable._fingerprint import agent_fingerprint
+from ..durable._in_doubt import in_doubt_calls, in_doubt_error
+from ..durable._lifetime import check_store_lifetimes
+from ..durable._options import (
     AGENT_RUN_NAMESPACE,
     DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS,
     HARD_MAX_AGENT_RUN_STATE_BYTES,
@@ -29,14 +25,18 @@ from ._options import (
     check_store,
     coerce_run_state_options,
 )
+from ..durable._state import AgentRunState, parse_state
+from ..durable._writer import read_metadata
+from ..errors import AgentRunStateError
+from ..guardrails import GuardrailConfig
+from ..runs._broadcast import validate_subscribe_options
+from ._input import ResumeInput, coerce_run_ref
+from ._ports import ResumableAgent
 from ._restore import check_hooks
-from ._resume_ports import ResumableAgent
-from ._resume_signal import coerce_signal
-from ._state import AgentRunState, parse_state
-from ._writer import read_metadata
+from ._signal import coerce_signal
 
 if TYPE_CHECKING:
-    from ..sessions._run_tail import PrefetchedBranchAndRunTail
+    from ..records._run_tail import PrefetchedBranchAndRunTail
 
 __all__ = (
     "MISMATCH",

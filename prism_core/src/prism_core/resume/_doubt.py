@@ -22,12 +22,18 @@ import attrs
 from .._threads import call_host
 from ..codec import dumps
 from ..content import ToolCallContent, ToolResult
+from ..durable._in_doubt import in_doubt_calls, in_doubt_error
+from ..durable._state import (
+    AgentRunState,
+    PendingCall,
+    ResolutionRecord,
+    check_state_bounds,
+    state_to_json,
+)
 from ..errors import AgentDecisionError, AgentRunStateError
 from ..tools import RECONCILE_NOT_STARTED, ToolExecutionContext
-from ._decisions import ResumeInput
-from ._in_doubt import in_doubt_calls, in_doubt_error
-from ._resume_ports import ResumableAgent
-from ._state import AgentRunState, PendingCall, ResolutionRecord, check_state_bounds, state_to_json
+from ._input import ResumeInput
+from ._ports import ResumableAgent
 
 __all__ = ("Settlement", "check_claim_size", "reconcile_in_doubt", "settle_in_doubt")
 

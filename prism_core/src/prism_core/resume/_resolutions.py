@@ -18,7 +18,7 @@ from typing import Any, Literal, cast
 
 import attrs
 
-from .. import codec
+from ..codec import dumps, loads
 from ..errors import AgentDecisionError
 
 __all__ = (
@@ -143,7 +143,7 @@ def _entry(value: object, where: str) -> Resolution:
 def _json(value: object, where: str) -> Any:
     """A detached copy of ``value`` through its canonical JSON, within the size cap."""
     try:
-        blob = codec.dumps(value)
+        blob = dumps(value)
     except (TypeError, ValueError, RecursionError, UnicodeEncodeError):
         raise _fail(f"{where}.result is not JSON-serialisable") from None
     if len(blob) > MAX_RESOLUTION_RESULT_BYTES:
@@ -152,4 +152,4 @@ def _json(value: object, where: str) -> Any:
             f"{MAX_RESOLUTION_RESULT_BYTES}",
             _LIMIT,
         )
-    return cast(Any, codec.loads(blob))
+    return cast(Any, loads(blob))

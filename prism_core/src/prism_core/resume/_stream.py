@@ -19,7 +19,7 @@ from ..events import AgentEvent
 from ..results import AgentRunResult
 from ..runs._broadcast import EventSubscription, OverflowPolicy
 from ..runs._stream import DriverStream, StepDriver
-from ._resume import Prepared, Settled
+from ._pipeline import Prepared, Settled
 
 __all__ = ("ResumeEventStream",)
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
+from ..durable._fingerprint import FingerprintedAgent
 from ..guardrails import CompiledGuardrailPacks, GuardrailConfig, GuardrailPack
 from ..middleware import MiddlewareChain
 from ..plugins import PluginHost
 from ..redaction import Redactor
 from ..runs._ports import RunSession
 from ..tools import ToolRegistry, ToolValidator
-from ._fingerprint import FingerprintedAgent
 
 if TYPE_CHECKING:
     # Only a type here: loading ``sessions/`` at import time would run its ``__init__``,
     # which loads ``AgentSession`` and with it the run loop that imports this package.
-    from ..sessions._store import SessionStore
+    from ..records._store import SessionStore
 
 __all__ = ("ResumableAgent", "ResumableAgentOf", "ResumedSession", "SessionT")
 

@@ -14,13 +14,13 @@ from typing import Any
 import attrs
 
 from ..content import ToolCallContent
+from ..durable._state import AgentRunState, PendingCall, RunCountersState, arguments_hash
 from ..errors import AgentRunStateError, GuardrailPackError
 from ..guardrails import CompiledGuardrailPacks, compile_guardrail_packs
 from ..guardrails._pack_identity import reinstate_refs
 from ..skills import Skill, SkillRegistry
-from ._decisions import ResumeInput
-from ._resume_ports import ResumableAgent, ResumedSession
-from ._state import AgentRunState, PendingCall, RunCountersState, arguments_hash
+from ._input import ResumeInput
+from ._ports import ResumableAgent, ResumedSession
 
 __all__ = ("Rebuilt", "rebuild_session")
 
@@ -56,7 +56,7 @@ async def rebuild_session(
 
     ``supplied_packs`` are the packs the host supplies again (those recorded by identity);
     ``prefetched`` is the session read a ``continue`` made with its checkpoint load, if any
-    (:class:`~prism_core.sessions._run_tail.PrefetchedBranchAndRunTail`)."""
+    (:class:`~prism_core.records._run_tail.PrefetchedBranchAndRunTail`)."""
     assert agent.store is not None
     compiled = _compile_packs(agent, state, supplied_packs)
     session = agent.create_session(id=state.session_id, leaf_id=state.leaf_id)
@@ -187,8 +187,8 @@ async def _advance_over_finished_work(
     """
     # Deferred: loading any module of ``sessions/`` runs its ``__init__``, which loads the run
     # loop, which imports this package.
-    from ..sessions._run_tail import read_branch_and_run_tail
-    from ..sessions._store import SessionEntryNotFoundError
+    from ..records._run_tail import read_branch_and_run_tail
+    from ..records._store import SessionEntryNotFoundError
 
     try:
         read = await read_branch_and_run_tail(

@@ -1,4 +1,7 @@
-"""Session entries: the append-only, branch-aware records a session store holds."""
+"""Session entries: the append-only, branch-aware records a session store holds.
+
+It defines the record; it must not read or write a store.
+"""
 
 from __future__ import annotations
 

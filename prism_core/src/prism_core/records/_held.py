@@ -4,6 +4,8 @@ Under a shared commit (``prism_core.durable.shared_transaction``) an every-turn 
 turn's entries together with its checkpoint. Until then the session holds them here: its leaf
 already names the newest, the history already has their messages, and a branch read adds
 them after the entries the store holds.
+
+It keeps the list only; it must not write to a store.
 """
 
 from __future__ import annotations

@@ -18,17 +18,17 @@ import anyio
 import attrs
 
 from ..content import Message, ToolCallContent
+from ..durable._checkpoints import CheckpointRecord
+from ..durable._options import RunStateOptions
+from ..durable._run import DurableRun
+from ..durable._state import AgentRunState
+from ..durable._writer import CheckpointWriter
 from ..errors import AgentLoopStateError, AgentRunStateError
 from ..events import AgentResumedEvent
 from ..guardrails import GuardrailConfig
 from ..limits import RunLimits
-from ._checkpoints import CheckpointRecord
-from ._options import RunStateOptions
-from ._resume_checks import ResumeRequest
-from ._resume_ports import ResumedSession
-from ._run import DurableRun
-from ._state import AgentRunState
-from ._writer import CheckpointWriter
+from ._checks import ResumeRequest
+from ._ports import ResumedSession
 
 if TYPE_CHECKING:
     from ..runs._driver import RunDriver

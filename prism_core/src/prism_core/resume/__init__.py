@@ -1,0 +1,70 @@
+"""Resuming durable runs: the public resume API, the resume pipeline, restore hooks, listing.
+
+``resume/`` sits above the run loop (it starts the resumed run) and below ``agents`` and
+``sessions/``: it reads the agent and the session it rebuilds through the protocols of
+``resume/_ports.py``. It only re-exports the public names of ``resume/``; it must not hold
+behaviour.
+"""
+
+from ._api import (
+    AgentRunLifecycle,
+    ResumeEventStream,
+    create_agent_run_lifecycle,
+    resume_agent_run,
+    resume_agent_run_stream,
+)
+from ._checks import AgentRunStatus, load_agent_run_state
+from ._input import (
+    MAX_APPROVAL_ID_CHARS,
+    MAX_DECISION_BATCH,
+    MAX_DECISION_PAYLOAD_BYTES,
+    MAX_DECISION_REASON_BYTES,
+    MAX_EXPECTED_VERSION,
+    AgentRunRef,
+    DecisionOutcome,
+    LegacyDecision,
+    ResumeInput,
+    RunDecision,
+    coerce_run_ref,
+    validate_resume_input,
+)
+from ._listing import (
+    AgentRunPage,
+    AgentRunSummary,
+    is_recoverable,
+    lease_expires_at,
+    list_agent_runs,
+    summarize_run,
+)
+from ._restore import CheckpointRestoreContext
+from ._signal import ResumeAbortedError
+
+__all__ = (
+    "MAX_APPROVAL_ID_CHARS",
+    "MAX_DECISION_BATCH",
+    "MAX_DECISION_PAYLOAD_BYTES",
+    "MAX_DECISION_REASON_BYTES",
+    "MAX_EXPECTED_VERSION",
+    "AgentRunLifecycle",
+    "AgentRunPage",
+    "AgentRunRef",
+    "AgentRunStatus",
+    "AgentRunSummary",
+    "CheckpointRestoreContext",
+    "DecisionOutcome",
+    "LegacyDecision",
+    "ResumeAbortedError",
+    "ResumeEventStream",
+    "ResumeInput",
+    "RunDecision",
+    "coerce_run_ref",
+    "create_agent_run_lifecycle",
+    "is_recoverable",
+    "lease_expires_at",
+    "list_agent_runs",
+    "load_agent_run_state",
+    "resume_agent_run",
+    "resume_agent_run_stream",
+    "summarize_run",
+    "validate_resume_input",
+)
