@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "_installed",
         "_runs_cli",
         "_runs_format",
-        "stores",
+        "stores/",
         "testing/",
     ),
     ("agents",),

@@ -12,7 +12,14 @@ from prism_core.errors import PrismError
 from prism_core.hookspecs import hookimpl
 from prism_core.plugins import PluginError
 from prism_core.records import MemorySessionStore, create_session_entry
-from prism_core.stores import STORE_INSTALL_HINTS, open_checkpoint_store, open_session_store
+from prism_core.stores import (
+    STORE_INSTALL_HINTS,
+    StorePair,
+    open_checkpoint_store,
+    open_session_store,
+    open_stores,
+    shared_transaction,
+)
 
 
 class TinyStorePlugin:
@@ -217,3 +224,90 @@ def test_install_hints_cover_the_shipped_stores() -> None:
     assert STORE_INSTALL_HINTS["redis"] == "pip install 'prism-runtime[redis]'"
     with pytest.raises(TypeError):
         STORE_INSTALL_HINTS["x"] = "y"  # type: ignore[index]
+
+
+class PairPlugin:
+    """Opens ``pair://`` URLs as one pair of memory stores, and counts what it opened."""
+
+    store_schemes = ("pair",)
+
+    def __init__(self) -> None:
+        self.pairs: list[StorePair] = []
+
+    @hookimpl
+    def prism_open_stores(self, url: str) -> Any:
+        if not url.startswith("pair://"):
+            return None
+        pair = StorePair(MemoryCheckpointStore(), MemorySessionStore())
+        self.pairs.append(pair)
+        return pair
+
+
+class WrongPairPlugin:
+    """Answers ``prism_open_stores`` with a plain tuple, then with a pair of non-stores."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    @hookimpl
+    def prism_open_stores(self, url: str) -> Any:
+        return self.answer
+
+
+@pytest.mark.anyio
+async def test_memory_url_opens_a_pair_that_commits_together() -> None:
+    """``open_stores("memory://")`` gives fresh memory stores that share a commit, unpacks as
+    ``checkpoints, sessions`` and closes idempotently."""
+    async with open_stores("memory://") as pair:
+        checkpoints, sessions = pair
+        assert isinstance(checkpoints, MemoryCheckpointStore)
+        assert isinstance(sessions, MemorySessionStore)
+        assert shared_transaction(checkpoints, sessions) is not None
+    await pair.aclose()
+    other = open_stores("memory://")
+    assert other.checkpoints is not checkpoints
+
+
+def test_the_pair_hook_answers_first() -> None:
+    """A plugin's ``prism_open_stores`` answer is returned as is; the single-store hooks of a
+    later plugin are not asked."""
+    pairs, singles = PairPlugin(), TinyStorePlugin()
+    pair = open_stores("pair://x", plugins=[pairs, singles])
+    assert pairs.pairs == [pair]
+    assert singles.urls == []
+
+
+@pytest.mark.anyio
+async def test_without_a_pair_hook_the_single_store_hooks_open_both() -> None:
+    """A plugin with only the two single-store hooks still opens a pair (two separate stores)."""
+    plugin = TinyStorePlugin()
+    async with open_stores("tiny://db", plugins=[plugin]) as pair:
+        assert isinstance(pair.checkpoints, MemoryCheckpointStore)
+        assert isinstance(pair.sessions, MemorySessionStore)
+    assert plugin.urls == ["tiny://db", "tiny://db"]
+
+
+def test_pair_of_an_unknown_scheme_is_unsupported_without_echoing_credentials() -> None:
+    """An unknown scheme fails with ``ERR_PRISM_STORE_UNSUPPORTED`` and never quotes the
+    URL's user or password."""
+    with pytest.raises(PrismError) as info:
+        open_stores("foo://user:s3cret@host/db", plugins=[PairPlugin()])
+    assert info.value.code == "ERR_PRISM_STORE_UNSUPPORTED"
+    assert "s3cret" not in str(info.value)
+    assert "pair" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        (MemoryCheckpointStore(), MemorySessionStore()),
+        StorePair("not a store", MemorySessionStore()),  # type: ignore[arg-type]
+        StorePair(MemoryCheckpointStore(), object()),  # type: ignore[arg-type]
+    ],
+    ids=["tuple", "bad-checkpoints", "bad-sessions"],
+)
+def test_a_pair_answer_that_is_not_a_pair_of_stores_is_refused(answer: Any) -> None:
+    """``prism_open_stores`` must answer a :class:`StorePair` of two stores, else
+    ``PluginError``."""
+    with pytest.raises(PluginError):
+        open_stores("odd://x", plugins=[WrongPairPlugin(answer)])

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+import prism_store_redis
+from prism_core import open_stores
 from prism_store_redis import (
     create_redis_checkpoint_store,
     create_redis_session_store,
@@ -49,6 +51,22 @@ async def test_one_script_per_read_only_turn(redis_client: aioredis.Redis, prefi
     async with open_redis_stores(REDIS_URL, prefix=prefix) as stores:
         count = count_writes(stores.checkpoints.client, (stores.checkpoints, stores.sessions))
         per_turn = await commits_per_turn(stores.checkpoints, stores.sessions, lambda: count[0])
+    assert per_turn == {"read-only": 1, "idempotent": 1, "side-effecting": 2, "answer": 1}
+
+
+@pytest.mark.anyio
+async def test_redis_url_opened_as_a_pair_commits_a_turn_once(
+    redis_client: aioredis.Redis, prefix: str
+) -> None:
+    """``prism_core.open_stores("redis://…?prefix=…")`` gives both stores one client: one
+    script call for a read-only or idempotent turn, two for a side-effecting one."""
+    async with open_stores(
+        f"{REDIS_URL}?prefix={prefix}", plugins=[prism_store_redis.plugin]
+    ) as pair:
+        checkpoints, sessions = pair
+        assert sessions._connection.client is checkpoints.client  # type: ignore[attr-defined]
+        count = count_writes(checkpoints.client, (checkpoints, sessions))
+        per_turn = await commits_per_turn(checkpoints, sessions, lambda: count[0])
     assert per_turn == {"read-only": 1, "idempotent": 1, "side-effecting": 2, "answer": 1}
 
 

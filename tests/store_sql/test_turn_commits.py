@@ -16,6 +16,8 @@ import attrs
 import pytest
 import sqlalchemy as sa
 
+import prism_store_sql
+from prism_core import open_stores
 from prism_core.errors import CheckpointConflictError
 from prism_core.records import SessionConflictError, SessionEntryNotFoundError, create_session_entry
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
@@ -53,6 +55,20 @@ async def test_sqlite_one_commit_per_read_only_turn(sqlite_target: Target) -> No
 
 
 @pytest.mark.anyio
+async def test_sqlite_url_opened_as_a_pair_commits_a_turn_once(sqlite_target: Target) -> None:
+    """``prism_core.open_stores("sqlite:///…")`` through the plugin gives both stores one
+    connection: 1 commit for a read-only or idempotent turn, 2 for a side-effecting one."""
+    async with open_stores(sqlite_target.url, plugins=[prism_store_sql.plugin]) as pair:
+        checkpoints, sessions = pair
+        await checkpoints.load("warm", "up")
+        connection = checkpoints.database._connection  # type: ignore[attr-defined]
+        assert sessions.database._connection is connection  # type: ignore[attr-defined]
+        count = count_sqlite_commits(connection)
+        per_turn = await commits_per_turn(checkpoints, sessions, lambda: count[0])
+    assert per_turn == SHARED
+
+
+@pytest.mark.anyio
 async def test_sqlite_stores_on_two_connections_commit_each_write(sqlite_target: Target) -> None:
     """Two stores opened from one URL have a connection each and do not share commits: the
     session store's appends commit on their own connection (counted there)."""
@@ -75,6 +91,22 @@ async def test_postgres_one_commit_per_read_only_turn(postgres_server: PostgresS
     async with open_sql_stores(target.url, table_prefix=target.prefix) as stores:
         with counted_commits(stores.checkpoints.engine) as commits:
             per_turn = await commits_per_turn(stores.checkpoints, stores.sessions, commits)
+    assert per_turn == SHARED
+
+
+@pytest.mark.anyio
+async def test_postgres_url_opened_as_a_pair_commits_a_turn_once(
+    postgres_server: PostgresServer,
+) -> None:
+    """``prism_core.open_stores("postgresql://…?table_prefix=…")`` gives both stores one
+    engine: 1 commit for a read-only or idempotent turn, 2 for a side-effecting one."""
+    target = postgres_server.shared()
+    url = f"{target.url}?table_prefix={target.prefix}"
+    async with open_stores(url, plugins=[prism_store_sql.plugin]) as pair:
+        checkpoints, sessions = pair
+        assert sessions.engine is checkpoints.engine  # type: ignore[attr-defined]
+        with counted_commits(checkpoints.engine) as commits:  # type: ignore[attr-defined]
+            per_turn = await commits_per_turn(checkpoints, sessions, commits)
     assert per_turn == SHARED
 
 

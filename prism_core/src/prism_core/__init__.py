@@ -176,7 +176,13 @@ from .skills import (
     create_load_skill_tool,
     create_skill_registry,
 )
-from .stores import STORE_INSTALL_HINTS, open_checkpoint_store, open_session_store
+from .stores import (
+    STORE_INSTALL_HINTS,
+    StorePair,
+    open_checkpoint_store,
+    open_session_store,
+    open_stores,
+)
 from .tools import (
     RECONCILE_NOT_STARTED,
     ToolDefinition,
@@ -202,6 +208,7 @@ __all__ = (
     "MIDDLEWARE_POINTS",
     "REDACTED",
     "STORE_INSTALL_HINTS",
+    "StorePair",
     "AIProvider",
     "AbortSignal",
     "Agent",
@@ -360,6 +367,7 @@ __all__ = (
     "load_agent_run_state",
     "open_checkpoint_store",
     "open_session_store",
+    "open_stores",
     "provider_done",
     "provider_error",
     "provider_text_delta",

@@ -40,6 +40,19 @@ def prism_session_store(url: str) -> Any:
 
 
 @hookspec(firstresult=True)
+def prism_open_stores(url: str) -> Any:
+    """Open a checkpoint store and a session store for ``url``, as a pair.
+
+    Called by ``open_stores(url, plugins=...)`` (and so by ``prism runs``, ``prism serve``,
+    the Celery tasks and the demo) until one plugin answers. ``url`` is the store URL as the
+    host wrote it. Return a ``prism_core.stores.StorePair`` whose two stores share one
+    connection (or engine, or client) and commit a durable turn together, or ``None`` when
+    the URL's scheme is not this plugin's; ``open_stores`` then falls back to the two
+    single-store hooks.
+    """
+
+
+@hookspec(firstresult=True)
 def prism_provider(model: Any) -> Any:
     """Provide the model provider for ``model``.
 

@@ -178,6 +178,10 @@ class PluginHost:
         """The first plugin provider for ``model``, or ``None``."""
         return self.manager.hook.prism_provider(model=model)
 
+    def open_stores(self, url: str) -> Any:
+        """The first plugin's pair of stores for ``url``, or ``None``."""
+        return self.manager.hook.prism_open_stores(url=url)
+
     def checkpoint_store(self, url: str) -> Any:
         """The first plugin checkpoint store for ``url``, or ``None``."""
         return self.manager.hook.prism_checkpoint_store(url=url)

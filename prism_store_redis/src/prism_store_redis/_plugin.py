@@ -5,10 +5,12 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from prism_core.hookspecs import hookimpl
+from prism_core.stores import StorePair
 
 from ._checkpoints import RedisCheckpointStore, create_redis_checkpoint_store
 from ._client import REDIS_SCHEMES, split_store_url
 from ._sessions import RedisSessionStore, create_redis_session_store
+from ._shared import open_redis_stores
 
 __all__ = ("RedisStorePlugin", "plugin")
 
@@ -29,6 +31,16 @@ class RedisStorePlugin:
             return None
         redis_url, prefix = split_store_url(url)
         return create_redis_checkpoint_store(redis_url, prefix=prefix or "prism")
+
+    @hookimpl
+    def prism_open_stores(self, url: str) -> StorePair | None:
+        """Both Redis stores for a Redis URL on one client, committing a durable turn
+        together (one script); ``None`` for any other scheme."""
+        if not self._owns(url):
+            return None
+        redis_url, prefix = split_store_url(url)
+        checkpoints, sessions = open_redis_stores(redis_url, prefix=prefix or "prism")
+        return StorePair(checkpoints, sessions)
 
     @hookimpl
     def prism_session_store(self, url: str) -> RedisSessionStore | None:

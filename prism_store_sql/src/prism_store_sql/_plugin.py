@@ -5,12 +5,14 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, quote, urlencode
 
 from prism_core.hookspecs import hookimpl
+from prism_core.stores import StorePair
 
 from ._checkpoints import SqlCheckpointStore, create_sql_checkpoint_store
 from ._engine import STORE_SCHEMES, sql_scheme
 from ._errors import SqlStoreConfigError
 from ._schema import DEFAULT_TABLE_PREFIX
 from ._sessions import SqlSessionStore, create_sql_session_store
+from ._shared import open_sql_stores
 
 __all__ = ("SqlStorePlugin", "plugin", "split_table_prefix")
 
@@ -51,6 +53,16 @@ class SqlStorePlugin:
             return None
         database, prefix = split_table_prefix(url)
         return create_sql_checkpoint_store(database, table_prefix=prefix)
+
+    @hookimpl
+    def prism_open_stores(self, url: str) -> StorePair | None:
+        """Both SQL stores for ``url`` on one connection (or engine), committing a durable
+        turn together; ``None`` for other schemes."""
+        if not sql_scheme(url):
+            return None
+        database, prefix = split_table_prefix(url)
+        checkpoints, sessions = open_sql_stores(database, table_prefix=prefix)
+        return StorePair(checkpoints, sessions)
 
     @hookimpl
     def prism_session_store(self, url: str) -> SqlSessionStore | None:

@@ -1,9 +1,10 @@
 """Open checkpoint and session stores from URLs through the composed plugins.
 
 ``memory://`` is built in; every other scheme (``sqlite:///run.db``, ``postgresql://…``,
-``redis://…``) is answered by a store plugin's ``prism_checkpoint_store`` /
-``prism_session_store`` hook. A plugin object may list the schemes it opens in a
-``store_schemes`` attribute so an unsupported URL's error can say what would work.
+``redis://…``) is answered by a store plugin's ``prism_open_stores`` hook (a pair that
+commits together) or its ``prism_checkpoint_store`` / ``prism_session_store`` hooks. A
+plugin object may list the schemes it opens in a ``store_schemes`` attribute so an
+unsupported URL's error can say what would work. It opens; it must not hold store behaviour.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from .durable import CheckpointStore, create_memory_checkpoint_store
-from .errors import PrismError
-from .plugins import PluginError, PluginHost
-from .records import SessionStore, create_memory_session_store
+from ..durable._checkpoints import CheckpointStore
+from ..durable._memory import create_memory_checkpoint_store
+from ..errors import PrismError
+from ..plugins import PluginError, PluginHost
+from ..records._memory import create_memory_session_store
+from ..records._store import SessionStore
+from ._pair import StorePair
 
-__all__ = ("STORE_INSTALL_HINTS", "open_checkpoint_store", "open_session_store")
+__all__ = ("STORE_INSTALL_HINTS", "open_checkpoint_store", "open_session_store", "open_stores")
 
 _UNSUPPORTED_CODE = "ERR_PRISM_STORE_UNSUPPORTED"
 
@@ -147,3 +151,42 @@ def open_session_store(url: str, *, plugins: Iterable[object] = ()) -> SessionSt
             f"{type(store).__name__}, which is not a SessionStore"
         )
     return store
+
+
+def open_stores(url: str, *, plugins: Iterable[object] = ()) -> StorePair:
+    """A checkpoint store and a session store for ``url``, as one :class:`StorePair`.
+
+    ``memory://`` gives the two memory stores, which commit together. Other schemes go to the
+    first plugin whose ``prism_open_stores`` hook answers: for ``sqlite:///``,
+    ``postgresql://`` and ``redis://`` URLs the two stores share one connection (or engine,
+    or client), so a durable turn of read-only or idempotent tools is one commit. When no
+    plugin answers that hook, the two single-store hooks open the stores one by one (they do
+    not commit together). Nothing connects until the first call; close the pair with
+    ``await pair.aclose()`` or ``async with``. Raises :class:`~prism_core.PrismError` with
+    code ``ERR_PRISM_STORE_UNSUPPORTED`` when no composed plugin opens the URL's scheme.
+    """
+    _check_url(url)
+    if _scheme(url) == "memory":
+        return StorePair(create_memory_checkpoint_store(), create_memory_session_store())
+    host = PluginHost(plugins)
+    pair = host.open_stores(url)
+    if pair is None:
+        checkpoints = host.checkpoint_store(url)
+        if checkpoints is None:
+            raise _unsupported("checkpoint", url, host.plugins)
+        sessions = host.session_store(url)
+        if sessions is None:
+            raise _unsupported("session", url, host.plugins)
+        pair = StorePair(checkpoints, sessions)
+    if not isinstance(pair, StorePair):
+        raise PluginError(
+            f"a plugin answered prism_open_stores for a {_scheme(url)!r} URL with "
+            f"{type(pair).__name__}, which is not a prism_core.stores.StorePair"
+        )
+    for store, protocol in ((pair.checkpoints, CheckpointStore), (pair.sessions, SessionStore)):
+        if not isinstance(store, protocol):
+            raise PluginError(
+                f"a plugin's pair for a {_scheme(url)!r} URL holds {type(store).__name__}, "
+                f"which is not a {protocol.__name__}"
+            )
+    return pair
