@@ -13,10 +13,11 @@ from ..content import Usage
 from ..guardrails import CompiledGuardrailPacks
 from ..limits import RunLimits
 from ..middleware import MiddlewareChain, MiddlewareContext
+from ..records._transcript import Transcript
 from ..redaction import Redactor
 from ..skills import LoadedSkillSet
 
-__all__ = ("HeldWrites", "HostAgent", "HostCounters", "HostRun", "HostSession")
+__all__ = ("HostAgent", "HostCounters", "HostRun", "HostSession")
 
 
 class HostAgent(Protocol):
@@ -38,34 +39,18 @@ class HostAgent(Protocol):
         ...
 
 
-class HeldWrites(Protocol):
-    """Session entries appended but held for the run's next checkpoint write."""
-
-    @property
-    def entries(self) -> list[Any]:
-        """The held entries, oldest first."""
-        ...
-
-    def committed(self, count: int) -> None:
-        """The first ``count`` held entries are in the store now."""
-        ...
-
-
 class HostSession(Protocol):
     """The session state a checkpoint carries: the leaf, loaded skills and guardrail packs;
-    and the session's store, whose appends a shared commit can hold."""
+    the session's store, and its transcript, whose appends a shared commit holds."""
 
     @property
     def store(self) -> Any:
         """The session store the session appends to."""
         ...
 
-    def _hold_appends(self) -> HeldWrites:
-        """Hold appended entries from now on, for the run's checkpoint writes to commit."""
-        ...
-
-    def _release_appends(self) -> None:
-        """Stop holding appends; entries still held go back out of the session."""
+    @property
+    def transcript(self) -> Transcript:
+        """The session's branch; a shared commit holds its appends (``transcript.hold()``)."""
         ...
 
     @property

@@ -26,9 +26,10 @@ from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
 from ..guardrails._pack_identity import checkpoint_rows
+from ..records._held import HeldEntries
 from ..tools import ToolDefinition
 from ._checkpoints import CheckpointStoreUnavailableError
-from ._host import HeldWrites, HostRun
+from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._state import (
     MAX_SKILL_BODIES_BYTES,
@@ -172,11 +173,11 @@ class DurableRun:
         #: The run's limits and their JSON form, made once (the limits are frozen).
         self._limits: tuple[Any, dict[str, Any]] | None = None
         #: The session's held entries, when this run commits them with its checkpoints.
-        self.held: HeldWrites | None = None
+        self.held: HeldEntries | None = None
         sessions = execution.session.store
         if self.every_turn and _commits_together(options.checkpoints, sessions):
             self.writer.sessions = sessions
-            self.held = execution.session._hold_appends()
+            self.held = execution.session.transcript.hold()
 
     @property
     def has_record(self) -> bool:
@@ -525,7 +526,7 @@ class DurableRun:
         session's leaf and history go back to what its store holds."""
         if self.held is not None:
             self.held = None
-            self.execution.session._release_appends()
+            self.execution.session.transcript.release()
 
     def sticky_for(self, scope: DecisionScope) -> StickyDecision | None:
         """A sticky decision matching ``scope`` exactly, if any."""

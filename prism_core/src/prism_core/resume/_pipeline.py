@@ -338,7 +338,7 @@ async def _settle_partial(
 
 def _publish(session: ResumedSession, writer: CheckpointWriter, event: AgentEvent) -> None:
     """Publish a settled resume's last event to subscribers and ``event`` observers."""
-    session._broadcaster.publish(event)
-    session._broadcaster.close_run_subscribers()
+    session.broadcaster.publish(event)
+    session.broadcaster.close_run_subscribers()
     if writer.middleware is not None and writer.context is not None:
         writer.middleware.observe("event", event, writer.context("event"))

@@ -10,20 +10,16 @@ hold behaviour.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from ..durable._fingerprint import FingerprintedAgent
 from ..guardrails import CompiledGuardrailPacks, GuardrailConfig, GuardrailPack
 from ..middleware import MiddlewareChain
 from ..plugins import PluginHost
+from ..records._store import SessionStore
 from ..redaction import Redactor
 from ..runs._ports import RunSession
 from ..tools import ToolRegistry, ToolValidator
-
-if TYPE_CHECKING:
-    # Only a type here: loading ``sessions/`` at import time would run its ``__init__``,
-    # which loads ``AgentSession`` and with it the run loop that imports this package.
-    from ..records._store import SessionStore
 
 __all__ = ("ResumableAgent", "ResumableAgentOf", "ResumedSession", "SessionT")
 
@@ -32,16 +28,7 @@ class ResumedSession(RunSession, Protocol):
     """The session a resume rebuilds at the checkpoint's leaf and hands the resumed run."""
 
     store: SessionStore
-    leaf_id: str | None
     compiled_packs: CompiledGuardrailPacks | None
-
-    def _load_history(self, path: list[Any]) -> None:
-        """Take ``path`` (the branch, root first) as the session's history."""
-        ...
-
-    def _begin(self, execution: Any) -> None:
-        """Make a resumed ``execution`` the session's active run."""
-        ...
 
 
 #: The session type an agent's ``create_session`` returns (``AgentSession`` for an ``Agent``).

@@ -171,5 +171,5 @@ def attach_durable(
     durable.writer.writes = writer.writes
     durable.writer.last_state = writer.last_state
     execution.durable = durable
-    session._begin(execution)
+    session.run_slot.claim(execution)
     return RunDriver(execution)

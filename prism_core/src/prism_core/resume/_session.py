@@ -65,7 +65,7 @@ async def rebuild_session(
     counters = state.counters
     if plan.decision == "continue":
         advance = await _advance_over_finished_work(session, state, prefetched)
-        session.leaf_id, path = advance.leaf, advance.path
+        leaf, path = advance.leaf, advance.path
 
         def charged(rounds: int, calls: int) -> RunCountersState:
             # The crashed worker's kept rounds are charged, and its stored input is not
@@ -87,8 +87,9 @@ async def rebuild_session(
         )
         fresh = advance.fresh
     else:
-        path = await session.store.read_branch_path(session.id, session.leaf_id)
-    session._load_history(path)
+        leaf = session.leaf_id
+        path = await session.store.read_branch_path(session.id, leaf)
+    session.transcript.move_to(leaf, path)
     _restore_skills(agent, session, state)
     # ``deny`` runs nothing and reads no call, so a run is always decidable by a deny, even
     # when its pending calls no longer match the session.

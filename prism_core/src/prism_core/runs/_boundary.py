@@ -17,6 +17,7 @@ from ..durable import Gate, new_approval_id, scope_for
 from ..events import AgentEvent, SteerRejectedEvent
 from ..guardrails import first_decisive
 from ..redaction import redact_value
+from ._compact import compact_branch
 from ._failures import AbortRequested
 from ._guarding import (
     act_on_run_stage,
@@ -88,12 +89,12 @@ async def recheck_approved_input(run: RunState, messages: tuple[Message, ...]) -
 
 async def append_input(run: RunState) -> None:
     """Store the run's input (after a ``model_change`` entry when the model changed)."""
-    session = run.session
-    if run.model != session.current_model:
-        await session._append_entry(kind="model_change", run_id=run.run_id, model=run.model)
-        session.current_model = run.model
+    transcript = run.session.transcript
+    if run.model != run.session.current_model:
+        # The entry moves the session's current model (``transcript.model``) to run.model.
+        await transcript.append_entry(kind="model_change", run_id=run.run_id, model=run.model)
     for message in run.input_messages:
-        await session._append_message(redact_value(message, run.redactor), run.run_id)
+        await transcript.append_message(redact_value(message, run.redactor), run.run_id)
 
 
 async def turn_boundary(run: RunState) -> list[AgentEvent]:
@@ -126,7 +127,7 @@ async def consult_turn_policy(run: RunState, policy: TurnPolicy) -> None:
         tool_calls=counters.tool_calls,
         usage=counters.usage if counters.usage_reported else None,
         last_message=run.last_message,
-        pending_steers=len(run.session._steers),
+        pending_steers=len(run.session.steers),
         metadata=run.metadata,
     )
     await decide(policy, context, run.redactor, run.agent.thread_limiter)
@@ -134,7 +135,7 @@ async def consult_turn_policy(run: RunState, policy: TurnPolicy) -> None:
 
 def has_pending_steers(run: RunState) -> bool:
     """Whether steered messages wait for the next turn boundary."""
-    return len(run.session._steers) > 0
+    return len(run.session.steers) > 0
 
 
 async def apply_pending_steers(run: RunState) -> list[AgentEvent]:
@@ -145,7 +146,7 @@ async def apply_pending_steers(run: RunState) -> list[AgentEvent]:
     """
     events: list[AgentEvent] = []
     guards = run.guardrails.for_stage("input")
-    for message in run.session._steers.drain():
+    for message in run.session.steers.drain():
         message = redact_value(message, run.redactor)
         if guards:
             records = await evaluate(run, "input", guards, (message,))
@@ -165,7 +166,7 @@ async def apply_pending_steers(run: RunState) -> list[AgentEvent]:
                     )
                 )
                 continue
-        await run.session._append_message(message, run.run_id)
+        await run.session.transcript.append_message(message, run.run_id)
     return events
 
 
@@ -177,7 +178,7 @@ async def auto_compact(run: RunState) -> list[AgentEvent]:
     session = run.session
     due = (
         config.threshold_entries is not None
-        and len(session._history_messages()) >= config.threshold_entries
+        and len(session.transcript.messages) >= config.threshold_entries
     )
     meter = session.context_meter()
     if not due and config.input_ratio is not None and meter.input_tokens is not None:
@@ -191,7 +192,11 @@ async def auto_compact(run: RunState) -> list[AgentEvent]:
     if not due:
         return []
     events: list[AgentEvent] = []
-    await session._compact(
+    await compact_branch(
+        session.transcript,
+        metadata=session.metadata,
+        middleware=session.agent.middleware,
+        redactor=session.agent.redactor,
         keep_recent=config.keep_recent_entries,
         strategy=config.strategy,
         run_id=run.run_id,

@@ -1,23 +1,21 @@
 """Compaction: replacing the older part of a branch with one summary entry.
 
-It owns the compaction configuration, the strategy contract and the kept window; it must not append
-entries (the session does, in ``sessions/_compact``).
+It owns the compaction configuration, the strategy contract and the kept window; it must not
+append entries (``_compact`` does).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from ..content import message_text
 from ..errors import PrismError
+from ..records._entries import SessionEntry
 from ..signals import AbortSignal
-
-if TYPE_CHECKING:
-    from ..records._entries import SessionEntry
 from ._options import InvalidOptionsError
 
 __all__ = (

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
@@ -19,15 +20,7 @@ from ._execution import RunExecution
 from ._failures import AbortRequested
 from ._stream import DriverStream
 
-__all__ = ("RunDriver", "RunEventStream", "RunStarter")
-
-
-class RunStarter(Protocol):
-    """A session that starts an owned run (``AgentSession`` satisfies it)."""
-
-    def _start_run(self, input: Any, options: dict[str, Any]) -> RunExecution:
-        """Validate ``input`` and ``options`` and make a new run the session's active run."""
-        ...
+__all__ = ("RunDriver", "RunEventStream")
 
 
 def _aborted(execution: RunExecution) -> bool:
@@ -115,7 +108,7 @@ class RunDriver:
     async def _settle(self) -> None:
         if not self.settled:
             self.settled = True
-            await self.execution.session._settle_run(self.execution)
+            self.execution.session.run_slot.settle(self.execution)
 
     def abandon(self, reason: Any) -> None:
         """End the run now without awaiting (the consumer went away or was cancelled)."""
@@ -126,7 +119,7 @@ class RunDriver:
             self._pending.extend(self.execution.abort_terminal_now(reason))
         self.settled = True
         _close_now(self._events)
-        self.execution.session._settle_run_now(self.execution)
+        self.execution.session.run_slot.settle(self.execution)
 
     async def drain(self) -> AgentRunResult:
         """Run to the end and return the result."""
@@ -149,14 +142,13 @@ class RunEventStream(DriverStream):
     ``result`` holds the :class:`AgentRunResult` once the run has ended.
     """
 
-    def __init__(self, session: RunStarter, input: Any, options: dict[str, Any]) -> None:
+    def __init__(self, start: Callable[[], RunExecution]) -> None:
         super().__init__()
-        self._session = session
-        self._input = input
-        self._options = options
+        #: Validates the run's input and options and makes it the session's active run.
+        self._start_run = start
 
     async def _start(self) -> RunDriver:
-        return RunDriver(self._session._start_run(self._input, self._options))
+        return RunDriver(self._start_run())
 
     @property
     def result(self) -> AgentRunResult | None:

@@ -56,11 +56,11 @@ class RunExecution(RunState):
                 assert self.resume.resumed_event is not None
                 yield self.emit(self.resume.resumed_event)
             self.provider = await resolve_provider(self)
-            await self.session._ensure_started(self)
+            await self.session.run_slot.ensure_started(self.run_id, self.metadata, self.signal)
             if self.resume is None:
                 for event in await _boundary.check_input(self):
                     yield event
-                await self.session._ensure_history()
+                await self.session.transcript.ensure_loaded()
                 if self.input_gate is not None:
                     assert self.durable is not None
                     raise RunSuspended(
@@ -73,7 +73,7 @@ class RunExecution(RunState):
                 for event in await _boundary.auto_compact(self):
                     yield event
             else:
-                await self.session._ensure_history()
+                await self.session.transcript.ensure_loaded()
                 resumed = resume_pending(self)
                 async with aclosing(resumed):
                     async for event in resumed:
@@ -162,7 +162,9 @@ class RunExecution(RunState):
 
     async def add_user_message(self, message: Message) -> None:
         """Append a user message (used by loop strategies between turn sequences)."""
-        await self.session._append_message(redact_value(message, self.redactor), self.run_id)
+        await self.session.transcript.append_message(
+            redact_value(message, self.redactor), self.run_id
+        )
 
     def has_pending_steers(self) -> bool:
         """Whether steered messages wait for the next turn boundary."""

@@ -10,20 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..content import Message
 from ..guardrails import CompiledGuardrailPacks, GuardrailConfig
 from ..limits import RunLimits
 from ..middleware import MiddlewareChain
 from ..models import ModelConfig
 from ..plugins import PluginHost
 from ..providers import AIProvider
+from ..records._transcript import Transcript
 from ..redaction import Redactor
 from ..retry import RetryConfig
 from ..signals import AbortSignal
 from ..skills import LoadedSkillSet
 from ..tools import ToolPolicy, ToolRegistry, ToolValidator
 from ._broadcast import EventBroadcaster
-from ._compaction import CompactionConfig, CompactionResult, CompactionStrategy
+from ._compaction import CompactionConfig
+from ._slot import RunSlot
 from ._steering import SteerQueue
 
 __all__ = ("ContextReading", "RunAgent", "RunIdentity", "RunSession")
@@ -95,20 +96,21 @@ class ContextReading(Protocol):
 
 
 class RunSession(Protocol):
-    """The session a run appends to (an ``AgentSession`` satisfies it).
-
-    The underscored members are the session's run-facing internals: history, appends,
-    compaction, steering and the broadcaster.
-    """
+    """The session a run works on (an ``AgentSession`` satisfies it): its identity and the
+    parts it lends its runs, all public: the transcript, the broadcaster, the steer queue and
+    the run slot."""
 
     id: str
     metadata: dict[str, Any]
-    current_model: ModelConfig
-    _meter_input: tuple[int, str] | None
 
     @property
     def agent(self) -> RunAgent:
         """The session's agent."""
+        ...
+
+    @property
+    def current_model(self) -> ModelConfig:
+        """The model the branch last changed to, else the agent's."""
         ...
 
     @property
@@ -132,71 +134,25 @@ class RunSession(Protocol):
         ...
 
     @property
-    def _broadcaster(self) -> EventBroadcaster:
+    def transcript(self) -> Transcript:
+        """The branch the run reads and appends to."""
+        ...
+
+    @property
+    def broadcaster(self) -> EventBroadcaster:
         """Where the run's events are published."""
         ...
 
     @property
-    def _steers(self) -> SteerQueue:
+    def steers(self) -> SteerQueue:
         """Messages steered into the run, waiting for the next turn boundary."""
+        ...
+
+    @property
+    def run_slot(self) -> RunSlot:
+        """Which run holds the session."""
         ...
 
     def context_meter(self) -> ContextReading:
         """The latest provider turn's input tokens."""
-        ...
-
-    async def _ensure_started(self, execution: RunIdentity) -> None:
-        """Notify ``session_start`` middleware once per session."""
-        ...
-
-    async def _ensure_history(self) -> None:
-        """Load the branch history, if not loaded yet."""
-        ...
-
-    def _history_messages(self) -> list[Message]:
-        """The branch history as messages."""
-        ...
-
-    def _history_bytes(self) -> int:
-        """The exact canonical-JSON size of the history."""
-        ...
-
-    def _history_bound_bytes(self) -> int:
-        """A cheap upper bound of :meth:`_history_bytes`."""
-        ...
-
-    async def _append_entry(self, *, kind: Any, run_id: str | None, **payload: Any) -> object:
-        """Append an entry to the store and move the leaf."""
-        ...
-
-    async def _append_message(self, message: Message, run_id: str | None) -> object:
-        """Append a message entry and extend the history."""
-        ...
-
-    async def _compact(
-        self,
-        *,
-        keep_recent: int,
-        strategy: CompactionStrategy | None,
-        run_id: str | None,
-        signal: AbortSignal | None,
-        emit: Any,
-    ) -> CompactionResult | None:
-        """Compact the branch, emitting through ``emit``."""
-        ...
-
-    async def _settle_run(self, execution: object) -> None:
-        """Release the session after ``execution`` ended."""
-        ...
-
-    def _settle_run_now(self, execution: object) -> None:
-        """Release the session without awaiting."""
-        ...
-
-    def _hold_appends(self) -> Any:
-        """Hold appended entries for the durable run's shared commits; return them."""
-        ...
-
-    def _release_appends(self) -> None:
-        """Stop holding appends; entries still held go back out of the session."""
         ...

@@ -282,7 +282,7 @@ async def finish_message(run: RunState, message: Message, state: TurnState) -> l
     if not state.started:
         events.append(run.emit(MessageStartedEvent(session_id=run.session_id, run_id=run.run_id)))
     message = redact_value(message, run.redactor)
-    await run.session._append_message(message, run.run_id)
+    await run.session.transcript.append_message(message, run.run_id)
     run.last_message = message
     events.append(
         run.emit(
@@ -295,9 +295,9 @@ async def finish_message(run: RunState, message: Message, state: TurnState) -> l
         )
     )
     if state.usage is not None and state.usage.input_tokens > 0:
-        run.session._meter_input = (state.usage.input_tokens, "reported")
+        run.session.transcript.last_input = (state.usage.input_tokens, "reported")
     else:
-        run.session._meter_input = (max(1, request_bytes(run) // 4), "estimate")
+        run.session.transcript.last_input = (max(1, request_bytes(run) // 4), "estimate")
     if state.usage is not None:
         run.counters.add_usage(state.usage, run.limits)
     return events

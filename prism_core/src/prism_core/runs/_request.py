@@ -109,7 +109,7 @@ async def assemble_request(run: RunState) -> ProviderRequest:
     options.setdefault("cache_key", run.session_id)
     request = ProviderRequest(
         model=run.model,
-        messages=tuple(run.session._history_messages()),
+        messages=tuple(run.session.transcript.messages),
         tools=_tool_specs(run),
         system=_system_prompt(run),
         options=options,
@@ -151,7 +151,7 @@ async def assemble_request(run: RunState) -> ProviderRequest:
 def _request_bound(run: RunState) -> int:
     messages = run.request_messages
     history = (
-        run.session._history_bound_bytes()
+        run.session.transcript.size_bound()
         if messages is None
         else sum(message_size_bound(m) for m in messages)
     )
@@ -161,5 +161,7 @@ def _request_bound(run: RunState) -> int:
 def request_bytes(run: RunState) -> int:
     """The exact canonical-JSON size of the last request (measured on demand)."""
     messages = run.request_messages
-    history = run.session._history_bytes() if messages is None else len(dumps(list(messages)))
+    history = (
+        run.session.transcript.size_bytes() if messages is None else len(dumps(list(messages)))
+    )
     return history + run.request_extra_bytes

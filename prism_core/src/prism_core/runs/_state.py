@@ -164,7 +164,7 @@ class RunState:
     def emit(self, event: AgentEvent) -> AgentEvent:
         """Redact ``event`` and publish it to the session's subscribers; return what was sent."""
         redacted = redact_value(event, self.redactor)
-        self.session._broadcaster.publish(redacted)
+        self.session.broadcaster.publish(redacted)
         middleware = self.agent.middleware
         if middleware.handles("event"):
             middleware.observe("event", redacted, self.mw_context("event"))

@@ -82,7 +82,7 @@ async def consult_stop_hooks(run: RunState) -> bool:
         if not isinstance(message, str) or not message:
             raise TurnPolicyError("A stop hook's continue needs a non-empty string message")
         counters.stop_continuations += 1
-        await run.session._append_message(
+        await run.session.transcript.append_message(
             redact_value(Message.user(message), run.redactor), run.run_id
         )
         return True

@@ -322,7 +322,7 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
     if gates:
         raise RunSuspended(await run.durable.suspend(gates))
     for message in plan.pending_input:
-        await run.session._append_message(message, run.run_id)
+        await run.session.transcript.append_message(message, run.run_id)
 
 
 async def deliver(run: RunState, call: ToolCallContent, result: ToolResult) -> AgentEvent:
@@ -416,4 +416,4 @@ async def _block(run: RunState, call: ToolCallContent, reason: str, error: Error
 
 async def _append_result(run: RunState, result: ToolResult) -> None:
     message = Message("tool", (redact_value(result, run.redactor).to_content(),))
-    await run.session._append_message(message, run.run_id)
+    await run.session.transcript.append_message(message, run.run_id)

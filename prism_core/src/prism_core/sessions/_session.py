@@ -2,37 +2,33 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import anyio
 import attrs
 
 from .._threads import call_on_loop
-from ..codec import dumps
-from ..content import ErrorInfo, Message, message_size_bound, to_messages
-from ..errors import AgentRunError, PrismError
-from ..events import AgentEvent, ErrorEvent
+from ..content import to_messages
+from ..errors import PrismError
+from ..events import AgentEvent
 from ..guardrails import CompiledGuardrailPacks, compile_guardrail_packs
 from ..middleware import MiddlewareContext
 from ..models import ModelConfig
-from ..records._branch import branch_messages
-from ..records._entries import SessionEntry, create_session_entry, new_entry_id
-from ..records._held import HeldEntries
+from ..records._entries import SessionEntry, new_entry_id
 from ..records._meter import ContextMeter
 from ..records._store import SessionStore
+from ..records._transcript import Transcript
 from ..redaction import redact_value
 from ..results import AgentRunResult
 from ..runs._broadcast import EventBroadcaster, EventSubscription, OverflowPolicy
+from ..runs._compact import compact_branch, resolve_keep_recent
 from ..runs._compaction import CompactionResult, CompactionStrategy
 from ..runs._driver import RunDriver, RunEventStream
 from ..runs._execution import RunExecution
 from ..runs._options import InvalidOptionsError, coerce_run_options
-from ..runs._ports import RunIdentity
+from ..runs._slot import RunSlot
 from ..runs._steering import SteerQueue
-from ..signals import AbortSignal
 from ..skills import LoadedSkillSet
-from ._compact import compact_branch, resolve_keep_recent
 from ._ports import SessionAgent
 
 __all__ = (
@@ -41,24 +37,6 @@ __all__ = (
     "AgentSession",
     "SessionClosedError",
 )
-
-logger = logging.getLogger(__package__ or __name__)
-
-
-def _log_commit(entry: SessionEntry) -> None:
-    logger.debug(
-        "session %s: %s entry %s committed (run %s)",
-        entry.session_id,
-        entry.kind,
-        entry.id,
-        entry.run_id,
-        extra={
-            "prism_session_id": entry.session_id,
-            "prism_entry_id": entry.id,
-            "prism_run_id": entry.run_id,
-        },
-    )
-
 
 #: How long ``session.snapshot()`` reuses an unchanged branch, by default and at most.
 DEFAULT_SNAPSHOT_CACHE_TTL_MS = 1000
@@ -82,6 +60,9 @@ class AgentSession:
     """A session of an agent: runs, streams, subscriptions and branch navigation.
 
     Only one run may be active at a time; a second concurrent run is rejected, not queued.
+    What its runs work on, the session lends them: :attr:`transcript` (the branch, its
+    history and appends), :attr:`broadcaster` (where events go), :attr:`steers` (messages
+    steered into the active run) and :attr:`run_slot` (which run holds the session).
     """
 
     def __init__(
@@ -108,23 +89,34 @@ class AgentSession:
         self.agent = agent
         self.id = id
         self.store = store
-        self.leaf_id = leaf_id
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.compiled_packs = compiled_packs
-        self.current_model: ModelConfig = agent.model
-        self._broadcaster = EventBroadcaster()
-        self._active: RunExecution | None = None
-        self._started = False
-        self._closed = False
-        self._history: list[Message] | None = None
-        self._history_size: int | None = 0
-        self._history_bound = 0
-        self._steers = SteerQueue()
-        self._meter_input: tuple[int, str] | None = None
         self.loaded_skills = LoadedSkillSet()
-        #: Entries held for the durable run's next shared commit (``None``: appends go
-        #: straight to the store).
-        self._held: HeldEntries | None = None
+        #: The session's branch as its runs work on it.
+        self.transcript = Transcript(id, store, leaf_id)
+        #: Where the session's events are published (subscriptions read from it).
+        self.broadcaster = EventBroadcaster()
+        #: Messages steered into the active run, waiting for its next turn boundary.
+        self.steers = SteerQueue()
+        #: Which run holds the session.
+        self.run_slot = RunSlot(
+            session_id=id,
+            transcript=self.transcript,
+            broadcaster=self.broadcaster,
+            steers=self.steers,
+            middleware=agent.middleware,
+        )
+        self._closed = False
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The session's current leaf entry (``None`` on an empty session)."""
+        return self.transcript.leaf_id
+
+    @property
+    def current_model(self) -> ModelConfig:
+        """The model the branch last changed to (a ``model_change`` entry), else the agent's."""
+        return self.transcript.model or self.agent.model
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -162,7 +154,7 @@ class AgentSession:
         from ..runs._broadcast import validate_subscribe_options
 
         validate_subscribe_options(max_queued_events, overflow)
-        return RunEventStream(self, input, options)
+        return RunEventStream(lambda: self._start_run(input, options))
 
     def subscribe(
         self,
@@ -176,7 +168,7 @@ class AgentSession:
         Run-scoped by default (closed when the run ends); ``across_runs=True`` keeps it open
         until the host closes it or the session closes. Consume it concurrently with the run.
         """
-        return self._broadcaster.subscribe(
+        return self.broadcaster.subscribe(
             across_runs=across_runs, max_queued_events=max_queued_events, overflow=overflow
         )
 
@@ -186,7 +178,7 @@ class AgentSession:
         Safe from any thread: off the run's event loop, the abort is handed to the loop and
         this returns once it has been applied there.
         """
-        execution = self._active
+        execution = self.run_slot.active
         if execution is None:
             return False
         call_on_loop(execution.event_loop, _abort_execution, execution, reason)
@@ -200,7 +192,7 @@ class AgentSession:
         stream in flight so the run moves on to the steered input at once. Fails when no run
         is active or the queue is full (8 messages, 64 KiB).
         """
-        execution = self._active
+        execution = self.run_slot.active
         if execution is None:
             raise PrismError(
                 f"No active run on session {self.id!r} to steer", code="ERR_PRISM_NO_ACTIVE_RUN"
@@ -213,7 +205,7 @@ class AgentSession:
             if message.role != "user":
                 raise InvalidOptionsError("steered messages must have the user role")
         for message in messages:
-            self._steers.push(message)
+            self.steers.push(message)
         if soft_interrupt:
             execution.soft_interrupt()
 
@@ -232,9 +224,13 @@ class AgentSession:
         keep = resolve_keep_recent(config, keep_recent_entries)
 
         def emit(event: AgentEvent) -> None:
-            self._broadcaster.publish(redact_value(event, self.agent.redactor))
+            self.broadcaster.publish(redact_value(event, self.agent.redactor))
 
-        return await self._compact(
+        return await compact_branch(
+            self.transcript,
+            metadata=self.metadata,
+            middleware=self.agent.middleware,
+            redactor=self.agent.redactor,
             keep_recent=keep,
             strategy=strategy or (config.strategy if config is not None else None),
             run_id=None,
@@ -249,9 +245,10 @@ class AgentSession:
         cap = self.agent.context_window or (
             compaction.context_window if compaction is not None else None
         )
-        if self._meter_input is None:
+        reading = self.transcript.last_input
+        if reading is None:
             return ContextMeter.measure(None, "none", cap)
-        tokens, source = self._meter_input
+        tokens, source = reading
         return ContextMeter.measure(tokens, source, cap)
 
     @property
@@ -262,7 +259,7 @@ class AgentSession:
     @property
     def running(self) -> bool:
         """Whether a run is active."""
-        return self._active is not None
+        return self.run_slot.running
 
     async def close(self) -> None:
         """Dispatch ``session_shutdown`` middleware once, then close every subscriber.
@@ -276,7 +273,7 @@ class AgentSession:
             "session_shutdown",
             MiddlewareContext(point="session_shutdown", session_id=self.id, metadata=self.metadata),
         )
-        self._broadcaster.close_all()
+        self.broadcaster.close_all()
 
     # -- branch navigation ------------------------------------------------------------------
 
@@ -291,7 +288,7 @@ class AgentSession:
             and (now - cached[1]) * 1000 < self.snapshot_cache_ttl_ms
         ):
             return cached[2]
-        entries = tuple(await self._read_branch(self.leaf_id))
+        entries = tuple(await self.transcript.read_branch(self.leaf_id))
         if self.snapshot_cache_ttl_ms > 0:
             self._snapshot = (self.leaf_id, now, entries)
         return entries
@@ -299,7 +296,7 @@ class AgentSession:
     async def entries(self) -> list[SessionEntry]:
         """The entries of the current branch, root to leaf (during a durable run, with the
         entries held for its next commit)."""
-        return await self._read_branch(self.leaf_id)
+        return await self.transcript.read_branch(self.leaf_id)
 
     async def checkout(self, leaf_id: str | None = None) -> list[SessionEntry]:
         """Move to ``leaf_id`` (default: the session's newest entry) and rebuild history.
@@ -311,8 +308,7 @@ class AgentSession:
             entries = await self.store.list(self.id)
             leaf_id = entries[-1].id if entries else None
         path = await self.store.read_branch_path(self.id, leaf_id)
-        self.leaf_id = leaf_id
-        self._load_history(path)
+        self.transcript.move_to(leaf_id, path)
         return path
 
     def fork(
@@ -347,7 +343,7 @@ class AgentSession:
         new_id = id or f"session_{new_entry_id()[6:]}"
         if new_id == self.id and target is self.store:
             raise InvalidOptionsError("clone needs a new session id (or another store)")
-        path = await self._read_branch(leaf_id if leaf_id is not None else self.leaf_id)
+        path = await self.transcript.read_branch(leaf_id if leaf_id is not None else self.leaf_id)
         mapping: dict[str, str] = {}
         parent: str | None = None
         for entry in path:
@@ -370,10 +366,10 @@ class AgentSession:
             compiled_packs=self._fresh_packs(),
         )
 
-    # -- internals used by runs ---------------------------------------------------------------
+    # -- internals ----------------------------------------------------------------------------
 
     def _refuse_while_running(self, what: str) -> None:
-        if self._active is not None:
+        if self.run_slot.running:
             raise PrismError(
                 f"Cannot {what} while a run is active on session {self.id!r}",
                 code="ERR_PRISM_RUN_ACTIVE",
@@ -387,10 +383,10 @@ class AgentSession:
             messages = to_messages(input)
         except (TypeError, ValueError) as exc:
             raise InvalidOptionsError(str(exc)) from exc
-        if self._active is not None:
-            self._reject_concurrent_run()
+        if self.run_slot.running:
+            self.run_slot.refuse()
         execution = RunExecution(self, messages, run_options)
-        self._active = execution
+        self.run_slot.claim(execution)
         return execution
 
     def _fresh_packs(self) -> CompiledGuardrailPacks | None:
@@ -403,141 +399,3 @@ class AgentSession:
             can_suspend=True,
             redactor=self.agent.redactor,
         )
-
-    def _begin(self, execution: RunExecution) -> None:
-        """Make a resumed ``execution`` this session's active run."""
-        if self._active is not None:
-            self._reject_concurrent_run()
-        self._active = execution
-
-    def _reject_concurrent_run(self) -> None:
-        run_id = f"run_{new_entry_id()[6:]}"
-        error = ErrorInfo(
-            f"A run is already active on session {self.id!r}; Prism does not queue runs",
-            code="ERR_PRISM_RUN_ACTIVE",
-        )
-        self._broadcaster.publish(ErrorEvent(session_id=self.id, run_id=run_id, error=error))
-        result = AgentRunResult(
-            session_id=self.id, run_id=run_id, status="failed", error=error, leaf_id=self.leaf_id
-        )
-        raise AgentRunError(error.message, result=result, code=error.code)
-
-    async def _ensure_started(self, execution: RunIdentity) -> None:
-        if self._started:
-            return
-        self._started = True
-        await self.agent.middleware.notify(
-            "session_start",
-            MiddlewareContext(
-                point="session_start",
-                session_id=self.id,
-                run_id=execution.run_id,
-                metadata=execution.metadata,
-                signal=execution.signal,
-            ),
-        )
-
-    async def _ensure_history(self) -> None:
-        if self._history is None:
-            self._load_history(await self.store.read_branch_path(self.id, self.leaf_id))
-
-    def _load_history(self, path: list[SessionEntry]) -> None:
-        self._history = branch_messages(path)
-        self._history_size = None
-        self._history_bound = sum(message_size_bound(m) + 1 for m in self._history)
-        self.current_model = self.agent.model
-        for entry in reversed(path):
-            if entry.kind == "model_change" and entry.model is not None:
-                self.current_model = entry.model
-                break
-
-    def _history_messages(self) -> list[Message]:
-        assert self._history is not None
-        return self._history
-
-    def _history_bytes(self) -> int:
-        """The exact canonical-JSON size of the history (computed once, then kept current)."""
-        if self._history_size is None:
-            self._history_size = sum(len(dumps(m)) + 1 for m in self._history_messages())
-        return self._history_size
-
-    def _history_bound_bytes(self) -> int:
-        """A cheap upper bound of :meth:`_history_bytes`."""
-        return self._history_bound
-
-    async def _append_entry(self, *, kind: Any, run_id: str | None, **payload: Any) -> SessionEntry:
-        entry = create_session_entry(
-            session_id=self.id, kind=kind, parent_id=self.leaf_id, run_id=run_id, **payload
-        )
-        if self._held is not None:
-            self._held.entries.append(entry)
-            self.leaf_id = entry.id
-            return entry
-        stored = await self.store.append(entry)
-        self.leaf_id = stored.id
-        _log_commit(stored)
-        return stored
-
-    async def _append_message(self, message: Message, run_id: str | None) -> SessionEntry:
-        entry = await self._append_entry(kind="message", run_id=run_id, message=message)
-        if self._history is not None:
-            self._history.append(message)
-            self._history_bound += message_size_bound(message) + 1
-            if self._history_size is not None:
-                self._history_size += len(dumps(message)) + 1
-        return entry
-
-    async def _compact(
-        self,
-        *,
-        keep_recent: int,
-        strategy: CompactionStrategy | None,
-        run_id: str | None,
-        signal: AbortSignal | None,
-        emit: Any,
-    ) -> CompactionResult | None:
-        return await compact_branch(
-            self,
-            keep_recent=keep_recent,
-            strategy=strategy,
-            run_id=run_id,
-            signal=signal,
-            emit=emit,
-        )
-
-    async def _settle_run(self, execution: object) -> None:
-        self._settle_run_now(execution)
-
-    def _settle_run_now(self, execution: object) -> None:
-        if self._active is execution:
-            self._active = None
-            # Steers belong to the run they were sent to; a later run starts clean.
-            self._steers.drain()
-            # A run that ended without committing what it held (abandoned, cancelled) leaves
-            # the session where its store is.
-            self._release_appends()
-        self._broadcaster.close_run_subscribers()
-
-    # -- appends held for a shared commit (see ``_held``) ----------------------------------
-
-    async def _read_branch(self, leaf_id: str | None) -> list[SessionEntry]:
-        held = self._held
-        if held is not None and held.entries and leaf_id == self.leaf_id:
-            path = await self.store.read_branch_path(self.id, held.committed_leaf)
-            return [*path, *held.entries]
-        return await self.store.read_branch_path(self.id, leaf_id)
-
-    def _hold_appends(self) -> HeldEntries:
-        """Hold appended entries from now on, for the durable run to commit; return them."""
-        if self._held is None:
-            self._held = HeldEntries(self.leaf_id)
-        return self._held
-
-    def _release_appends(self) -> None:
-        """Stop holding appends. Entries still held were never committed: the leaf and the
-        history go back to what the store holds."""
-        held, self._held = self._held, None
-        if held is not None and held.entries:
-            self.leaf_id = held.committed_leaf
-            self._history = None
-            self._snapshot = None

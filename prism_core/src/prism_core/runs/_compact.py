@@ -3,23 +3,26 @@
 Owns what ``session.compact()`` and automatic compaction do once compaction is decided: the
 keep-recent default and its check, the strategy's summary through ``compaction`` middleware,
 its redaction, the ``compaction`` entry, reloading the history and the
-``compaction_started``/``compaction_finished`` events. It reads the session through
-:class:`CompactingSession`; when to compact is the caller's (``session.compact()``, or the run
-boundary in ``runs/_boundary``), and the strategy contract is ``runs/_compaction``'s.
+``compaction_started``/``compaction_finished`` events. It works on the session's
+:class:`~prism_core.records._transcript.Transcript`; it must not decide when to compact (that
+is ``session.compact()``'s, or the run boundary's in ``_boundary``), and the strategy contract
+is ``_compaction``'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
 from ..events import AgentEvent, CompactionFinishedEvent, CompactionStartedEvent
-from ..middleware import MiddlewareContext
-from ..records._entries import SessionEntry
-from ..redaction import redact_value
-from ..runs._compaction import (
+from ..middleware import MiddlewareChain, MiddlewareContext
+from ..records._transcript import Transcript
+from ..redaction import Redactor, redact_value
+from ..signals import AbortSignal
+from ._compaction import (
+    DEFAULT_KEEP_RECENT_ENTRIES,
     CompactionConfig,
     CompactionContext,
     CompactionResult,
@@ -27,35 +30,9 @@ from ..runs._compaction import (
     kept_window_start,
     run_strategy,
 )
-from ..runs._options import InvalidOptionsError
-from ..signals import AbortSignal
-from ._ports import SessionAgent
+from ._options import InvalidOptionsError
 
-__all__ = ("CompactingSession", "compact_branch", "resolve_keep_recent")
-
-#: How many entries ``session.compact()`` keeps when neither it nor the agent says.
-DEFAULT_KEEP_RECENT_ENTRIES = 4
-
-
-class CompactingSession(Protocol):
-    """What compaction uses of the session it compacts (``AgentSession`` satisfies it)."""
-
-    agent: SessionAgent
-    id: str
-    leaf_id: str | None
-    metadata: dict[str, Any]
-
-    async def _read_branch(self, leaf_id: str | None) -> list[SessionEntry]:
-        """The branch ending at ``leaf_id``, root first, held entries included."""
-        ...
-
-    async def _append_entry(self, *, kind: Any, run_id: str | None, **payload: Any) -> SessionEntry:
-        """Append one entry at the leaf (or hold it for the durable run's next commit)."""
-        ...
-
-    def _load_history(self, path: list[SessionEntry]) -> None:
-        """Take ``path`` (the branch, root first) as the session's history."""
-        ...
+__all__ = ("compact_branch", "resolve_keep_recent")
 
 
 def resolve_keep_recent(config: CompactionConfig | None, keep: int | None) -> int:
@@ -69,8 +46,11 @@ def resolve_keep_recent(config: CompactionConfig | None, keep: int | None) -> in
 
 
 async def compact_branch(
-    session: CompactingSession,
+    transcript: Transcript,
     *,
+    metadata: dict[str, Any],
+    middleware: MiddlewareChain,
+    redactor: Redactor | None,
     keep_recent: int,
     strategy: CompactionStrategy | None,
     run_id: str | None,
@@ -81,36 +61,38 @@ async def compact_branch(
 
     Returns ``None`` when there is nothing to compact (or the branch already ends with a
     compaction); otherwise the result, with its redacted summary and the new entry's id.
+    ``metadata`` and ``middleware`` are the session's; ``redactor`` redacts the summary.
     """
-    path = await session._read_branch(session.leaf_id)
+    session_id = transcript.session_id
+    path = await transcript.read_branch(transcript.leaf_id)
     if not path or path[-1].kind == "compaction":
         return None
     start = kept_window_start(path, keep_recent)
     if start == 0:
         return None
     context = CompactionContext(
-        session_id=session.id,
+        session_id=session_id,
         run_id=run_id,
         entries=tuple(path),
         compacted=tuple(path[:start]),
         kept=tuple(path[start:]),
         signal=signal,
     )
-    emit(CompactionStartedEvent(session_id=session.id, run_id=run_id))
+    emit(CompactionStartedEvent(session_id=session_id, run_id=run_id))
     result = await run_strategy(strategy, context)
-    result = await session.agent.middleware.run(
+    result = await middleware.run(
         "compaction",
         result,
         MiddlewareContext(
             point="compaction",
-            session_id=session.id,
+            session_id=session_id,
             run_id=run_id,
-            metadata=session.metadata,
+            metadata=metadata,
             signal=signal,
         ),
     )
-    summary = redact_value(result.summary, session.agent.redactor)
-    entry = await session._append_entry(
+    summary = redact_value(result.summary, redactor)
+    entry = await transcript.append_entry(
         kind="compaction",
         run_id=run_id,
         summary=summary,
@@ -118,10 +100,10 @@ async def compact_branch(
         data=result.data,
     )
     result = attrs.evolve(result, summary=summary, entry_id=entry.id)
-    session._load_history([*path, entry])
+    transcript.load([*path, entry])
     emit(
         CompactionFinishedEvent(
-            session_id=session.id, run_id=run_id, entry_id=entry.id, summary=summary
+            session_id=session_id, run_id=run_id, entry_id=entry.id, summary=summary
         )
     )
     return result
