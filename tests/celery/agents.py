@@ -122,13 +122,15 @@ def _ask_before_deploy(context: Any) -> dict[str, str]:
     return {"action": "allow"}
 
 
-def charger() -> Any:
-    """The crash-tested agent: ``turns()`` charges, each reconciled from the effect log."""
+def charger(**config: Any) -> Any:
+    """The crash-tested agent: ``turns()`` charges, each reconciled from the effect log
+    (``config`` adds agent configuration, such as ``run_state``)."""
     return create_agent(
         id="charger",
         model={"provider": "mock", "model": "scripted"},
         provider=ScriptedModel("charge", turns()),
         tools=[ToolDefinition("charge", _charge, effect="write", reconcile=_reconcile)],
+        **config,
     )
 
 

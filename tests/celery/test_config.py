@@ -224,11 +224,10 @@ def test_an_agent_with_an_owner_scope_is_refused(tmp_path: Path, effects: agents
     """Tasks name runs by id alone, so an agent whose runs are owned is refused up front."""
 
     def owned(agent_id: str) -> tuple[Any, str]:
-        agent = agents.charger()
-        agent.run_state = RunStateOptions(
+        run_state = RunStateOptions(
             create_memory_checkpoint_store(), "r1", ownership={"tenant_id": "acme"}
         )
-        return agent, "r1"
+        return agents.charger(run_state=run_state), "r1"
 
     app = Celery("owned", broker="memory://", backend="cache+memory://")
     app.conf.update(task_always_eager=True, task_eager_propagates=True)
@@ -382,9 +381,7 @@ def test_an_agent_s_own_durable_options_are_kept(tmp_path: Path, effects: agents
     revision) still gates every tool: the tasks add their store, revision, policy and lease."""
 
     def gated(agent_id: str) -> tuple[Any, str]:
-        agent = agents.charger()
-        agent.run_state = {"interrupt_before_tool": True}
-        return agent, agents.REVISION
+        return agents.charger(run_state={"interrupt_before_tool": True}), agents.REVISION
 
     app = Celery("gated", broker="memory://", backend="cache+memory://")
     app.conf.update(task_always_eager=True, task_eager_propagates=True)

@@ -492,6 +492,32 @@ def test_the_kernel_imports_neither_its_face_nor_another_distribution() -> None:
     assert face_and_foreign_imports(PACKAGE_ROOT) == []
 
 
+def session_private_reaches(root: Path, home: str = "sessions/") -> list[str]:
+    """Attribute reads ``<…session>._name`` (a private member of something named ``session``)
+    in modules under ``root`` outside the ``home`` folder, as ``module:line: expression``."""
+    found: list[str] = []
+    for module, path in module_paths(root).items():
+        if path.startswith(home):
+            continue
+        tree = ast.parse((root / f"{path}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+                continue
+            if node.attr.startswith("__"):
+                continue
+            owner = node.value
+            name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+            if name == "session" or name.endswith("_session"):
+                found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+    return sorted(found)
+
+
+def test_no_room_reaches_into_a_session() -> None:
+    """Outside ``sessions/``, no kernel module touches a session's private members: runs use
+    what the session lends them (transcript, broadcaster, steers, run slot)."""
+    assert session_private_reaches(PACKAGE_ROOT) == []
+
+
 def test_layers_are_folders() -> None:
     """Every layer below the face is made of whole folders or top-level modules: no pattern
     names part of a folder, so a folder's place in the table is its layer."""
@@ -670,4 +696,28 @@ def test_face_check_flags_face_and_foreign_imports(tmp_path: Path) -> None:
         "pkg._d: import pkg",
         "pkg._d: import sqlalchemy.ext",
         "pkg.sub._c: from pkg import _a",
+    ]
+
+
+def test_session_reach_check_flags_private_members_outside_sessions(tmp_path: Path) -> None:
+    """``run.session._x`` and ``session._y`` are reported outside ``sessions/``; public members,
+    dunders and the same reads inside ``sessions/`` are not."""
+    root = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/runs.py": (
+                "def f(run, session):\n"
+                "    run.session._history()\n"
+                "    session._steers\n"
+                "    session.transcript\n"
+                "    session.__class__\n"
+            ),
+            "pkg/sessions/__init__.py": "",
+            "pkg/sessions/own.py": "def g(session):\n    return session._steers\n",
+        },
+    )
+    assert session_private_reaches(root) == [
+        "pkg.runs:2: run.session._history",
+        "pkg.runs:3: session._steers",
     ]

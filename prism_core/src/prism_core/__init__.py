@@ -4,6 +4,7 @@ Everything a host calls is importable from here; see the project's API reference
 """
 
 from . import codec, hookspecs
+from ._agent_config import AgentConfig
 from .agents import Agent, create_agent, create_agent_session, create_secure_agent
 from .content import (
     ContentBlock,
@@ -196,6 +197,7 @@ from .typed_tools import ToolArgumentsError, tool
 __version__ = "0.1.0"
 
 __all__ = (
+    "AgentConfig",
     "AGENT_RUN_NAMESPACE",
     "DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS",
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ParamSpec
+from types import MappingProxyType
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import anyio
 import attrs
 
+from ._agent_config import AgentConfig
 from ._echo import clip
 from .errors import AgentConfigError, PrismError
 from .guardrails import (
@@ -30,7 +32,7 @@ from .redaction import Redactor
 from .retry import RetryConfig, coerce_retry
 from .runs._compaction import coerce_compaction
 from .runs._loops import SingleShotLoop, coerce_loop
-from .runs._turn_policy import TurnPolicy, coerce_stop_hooks, coerce_turn_policy
+from .runs._turn_policy import coerce_stop_hooks, coerce_turn_policy
 from .sessions._session import DEFAULT_SNAPSHOT_CACHE_TTL_MS, AgentSession
 from .skills import Skill, SkillRegistry
 from .tools import ToolDefinition, ToolPolicy, ToolRegistry, ToolValidator, create_tool_registry
@@ -38,6 +40,7 @@ from .tools import ToolDefinition, ToolPolicy, ToolRegistry, ToolValidator, crea
 __all__ = ("Agent", "create_agent", "create_agent_session", "create_secure_agent")
 
 P = ParamSpec("P")
+T = TypeVar("T")
 
 #: How much of a refused value's description an :class:`AgentConfigError` quotes.
 _CONFIG_MESSAGE_LIMIT = 300
@@ -81,12 +84,77 @@ def _check_callable(value: Any, name: str) -> None:
         raise TypeError(f"{name} must be callable, got {type(value).__name__}")
 
 
+class _FromConfig(Generic[T]):
+    """A read-only attribute of :class:`Agent` that reads the same field of its config."""
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, agent: None, owner: type[Any]) -> _FromConfig[T]: ...
+
+    @overload
+    def __get__(self, agent: Agent, owner: type[Any]) -> T: ...
+
+    def __get__(self, agent: Agent | None, owner: type[Any]) -> T | _FromConfig[T]:
+        if agent is None:
+            return self
+        value: T = getattr(agent.config, self.name)
+        return value
+
+    def __set__(self, agent: Agent, value: Any) -> None:
+        # Runs read the frozen config, so an assigned attribute would be silently ignored.
+        raise AttributeError(
+            f"Agent.{self.name} is read-only: create the agent with {self.name}=... "
+            "(its configuration is frozen in agent.config)"
+        )
+
+
 class Agent:
     """An agent definition. It holds no run state: sessions run it.
 
     A malformed configuration value is refused here, when the agent is created, with
     :class:`~prism_core.AgentConfigError` (``ERR_PRISM_AGENT_CONFIG``) or a more specific
-    :class:`~prism_core.PrismError`."""
+    :class:`~prism_core.PrismError`. What it accepted is :attr:`config`, a frozen
+    :class:`~prism_core.AgentConfig` that sessions and runs read; the agent's attributes of
+    the same names (``agent.model``, ``agent.limits``, …) read it too. ``store`` (the session
+    store new sessions use) is the one attribute a host may replace.
+    """
+
+    id = _FromConfig[str | None]()
+    name = _FromConfig[str | None]()
+    model = _FromConfig[ModelConfig]()
+    provider = _FromConfig[AIProvider | None]()
+    provider_source = _FromConfig[Any]()
+    instructions = _FromConfig[str | None]()
+    system_prompt = _FromConfig[tuple[Any, ...]]()
+    registry = _FromConfig[ToolRegistry]()
+    guardrails = _FromConfig[GuardrailConfig]()
+    plugin_host = _FromConfig[PluginHost]()
+    middleware = _FromConfig[MiddlewareChain]()
+    loop_catalogue = _FromConfig[Mapping[str, Any]]()
+    loop = _FromConfig[Any]()
+    limits = _FromConfig[RunLimits]()
+    retry = _FromConfig[RetryConfig | None]()
+    compaction = _FromConfig[Any]()
+    activate_all_skills = _FromConfig[bool]()
+    skills_disclosure = _FromConfig[str]()
+    redactor = _FromConfig[Redactor | None]()
+    trust = _FromConfig[ToolPolicy | None]()
+    permission = _FromConfig[ToolPolicy | None]()
+    validate = _FromConfig[ToolValidator | None]()
+    run_state = _FromConfig[Any]()
+    skills = _FromConfig[Any]()
+    metadata = _FromConfig[Mapping[str, Any]]()
+    provider_options = _FromConfig[Mapping[str, Any]]()
+    thinking_level = _FromConfig[str | None]()
+    provider_request_policies = _FromConfig[tuple[Callable[..., Any], ...]]()
+    turn_policy = _FromConfig[Any]()
+    stop_hooks = _FromConfig[tuple[Any, ...]]()
+    thread_limiter = _FromConfig[anyio.CapacityLimiter | None]()
+    pack_catalogue = _FromConfig[Mapping[str, GuardrailPack]]()
+    context_window = _FromConfig[int | None]()
+    secure = _FromConfig[bool]()
 
     @_typed_config
     def __init__(
@@ -125,22 +193,17 @@ class Agent:
         stop_hooks: Any = None,
         thread_limiter: anyio.CapacityLimiter | None = None,
     ) -> None:
-        self.model = coerce_model(model)
+        model_config = coerce_model(model)
         for label, value in (("id", id), ("name", name), ("instructions", instructions)):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{label} must be a string")
-        self.id = id
-        self.name = name
         if provider is not None and not callable(getattr(provider, "generate", None)):
             raise TypeError("provider must be an AIProvider with a generate(request) method")
-        self.provider = provider
         _check_callable(provider_source, "provider_source")
-        self.provider_source = provider_source
-        self.instructions = instructions
         if isinstance(system_prompt, str):
             system_prompt = (system_prompt,)
-        self.system_prompt: tuple[Any, ...] = tuple(system_prompt)
-        self.registry = tools if isinstance(tools, ToolRegistry) else create_tool_registry(tools)
+        prompt_layers: tuple[Any, ...] = tuple(system_prompt)
+        registry = tools if isinstance(tools, ToolRegistry) else create_tool_registry(tools)
         # Without a store, the agent's sessions share one memory store of its own, so a run
         # suspended on this agent object can be resumed on it.
         self.store: SessionStore = (
@@ -151,24 +214,19 @@ class Agent:
                 "thread_limiter must be an anyio.CapacityLimiter, got "
                 f"{type(thread_limiter).__name__}"
             )
-        #: Bounds the worker threads of sync tools, guardrails, validators and restore hooks
-        #: (``None``: anyio's default limiter).
-        self.thread_limiter = thread_limiter
-        self.guardrails: GuardrailConfig = coerce_guardrails(guardrails)
-        self.plugin_host = PluginHost(plugins)
-        self.middleware = MiddlewareChain((*middleware, *self.plugin_host.middleware()))
-        self.loop_catalogue: dict[str, Any] = {
+        guardrail_config = coerce_guardrails(guardrails)
+        plugin_host = PluginHost(plugins)
+        middleware_chain = MiddlewareChain((*middleware, *plugin_host.middleware()))
+        loop_catalogue: dict[str, Any] = {
             "single-shot": SingleShotLoop(),
         }
-        for strategy in self.plugin_host.loop_strategies():
-            self.loop_catalogue[strategy.name] = strategy
-        self.loop = coerce_loop(loop, self.loop_catalogue) if loop is not None else None
-        self.pack_catalogue: dict[str, GuardrailPack] = pack_catalogue(
-            self.plugin_host.guardrail_packs()
-        )
-        self.limits: RunLimits = coerce_limits(limits)
-        self.retry: RetryConfig | None = coerce_retry(retry)
-        self.compaction = coerce_compaction(compaction)
+        for strategy in plugin_host.loop_strategies():
+            loop_catalogue[strategy.name] = strategy
+        loop_strategy = coerce_loop(loop, loop_catalogue) if loop is not None else None
+        packs: dict[str, GuardrailPack] = pack_catalogue(plugin_host.guardrail_packs())
+        run_limits = coerce_limits(limits)
+        retry_config = coerce_retry(retry)
+        compaction_config = coerce_compaction(compaction)
         if skills is not None and not isinstance(skills, SkillRegistry):
             skills = tuple(skills)
             for skill in skills:
@@ -176,25 +234,17 @@ class Agent:
                     raise TypeError("skills must be Skill values or a SkillRegistry")
         if skills_disclosure not in ("progressive", "eager"):
             raise ValueError("skills_disclosure must be 'progressive' or 'eager'")
-        self.activate_all_skills = bool(activate_all_skills)
-        self.skills_disclosure: Any = skills_disclosure
         if context_window is not None and (
             isinstance(context_window, bool)
             or not isinstance(context_window, int)
             or context_window < 1
         ):
             raise ValueError("context_window must be a positive integer")
-        self.context_window = context_window
         if redactor is not None and not callable(getattr(redactor, "redact_text", None)):
             raise TypeError("redactor must have redact_text(text) (see create_secret_redactor)")
-        self.redactor = redactor
         _check_callable(validate, "validate")
         _check_callable(trust, "trust")
         _check_callable(permission, "permission")
-        self.trust = trust
-        self.permission = permission
-        self.secure = False
-        self.validate = validate
         if run_state is not None and not isinstance(run_state, Mapping):
             # Checked in full when a run starts (a mapping may leave fields to the host).
             from .durable._options import RunStateOptions
@@ -202,20 +252,46 @@ class Agent:
             if not isinstance(run_state, RunStateOptions):
                 kind = type(run_state).__name__
                 raise TypeError(f"run_state must be RunStateOptions or a mapping, got {kind}")
-        self.run_state = run_state
-        self.skills = skills
-        self.metadata: dict[str, Any] = dict(metadata or {})
-        self.provider_options: dict[str, Any] = dict(provider_options or {})
         if thinking_level is not None and not isinstance(thinking_level, str):
             raise TypeError("thinking_level must be a string")
-        self.thinking_level = thinking_level
         for policy in provider_request_policies:
             _check_callable(policy, "provider request policies")
-        self.provider_request_policies: tuple[Callable[..., Any], ...] = tuple(
-            provider_request_policies
+        #: What the agent accepted, as one frozen value (see :class:`AgentConfig`).
+        self.config = AgentConfig(
+            id=id,
+            name=name,
+            model=model_config,
+            provider=provider,
+            provider_source=provider_source,
+            instructions=instructions,
+            system_prompt=prompt_layers,
+            registry=registry,
+            guardrails=guardrail_config,
+            plugin_host=plugin_host,
+            middleware=middleware_chain,
+            loop_catalogue=MappingProxyType(loop_catalogue),
+            loop=loop_strategy,
+            limits=run_limits,
+            retry=retry_config,
+            compaction=compaction_config,
+            activate_all_skills=bool(activate_all_skills),
+            skills_disclosure=skills_disclosure,
+            redactor=redactor,
+            trust=trust,
+            permission=permission,
+            validate=validate,
+            run_state=run_state,
+            skills=skills,
+            metadata=MappingProxyType(dict(metadata or {})),
+            provider_options=MappingProxyType(dict(provider_options or {})),
+            thinking_level=thinking_level,
+            provider_request_policies=tuple(provider_request_policies),
+            turn_policy=coerce_turn_policy(turn_policy),
+            stop_hooks=coerce_stop_hooks(stop_hooks),
+            thread_limiter=thread_limiter,
+            pack_catalogue=MappingProxyType(packs),
+            context_window=context_window,
         )
-        self.turn_policy: TurnPolicy | None = coerce_turn_policy(turn_policy)
-        self.stop_hooks: tuple[Any, ...] = coerce_stop_hooks(stop_hooks)
 
     @property
     def label(self) -> str:
@@ -321,7 +397,7 @@ def create_secure_agent(**options: Any) -> Agent:
             )
     options["tools"] = create_tool_registry(tools, duplicate="error")
     agent = Agent(**options)
-    agent.secure = True
+    agent.config = attrs.evolve(agent.config, secure=True)
     return agent
 
 

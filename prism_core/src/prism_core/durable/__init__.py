@@ -44,7 +44,7 @@ from ._checkpoints import (
 )
 from ._commit import SharedCommitStore, StoreTransaction, shared_transaction
 from ._fingerprint import agent_fingerprint
-from ._host import HostAgent, HostCounters, HostRun, HostSession
+from ._host import HostCounters, HostRun, HostSession
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
 from ._index import MAX_INDEXED_STATUS_CHARS, CheckpointStatusIndex, check_status, indexed_status
 from ._lease_renewal import LeaseRenewalStore
@@ -151,7 +151,6 @@ __all__ = (
     "DecisionScope",
     "DurableRun",
     "Gate",
-    "HostAgent",
     "HostCounters",
     "HostRun",
     "HostSession",

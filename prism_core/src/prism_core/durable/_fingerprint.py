@@ -1,70 +1,37 @@
 """The agent fingerprint: a hash of everything that gives a durable run its meaning.
 
-It reads the agent through :class:`FingerprintedAgent`; it must not import ``agents`` or touch a
-store.
+It reads the agent's :class:`~prism_core.AgentConfig` (given as is, or as an agent that carries
+one); it must not import ``agents`` or touch a store.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
+from .._agent_config import AgentConfig
 from ..codec import dumps
-from ..models import ModelConfig
 from ..skills import Skill, SkillRegistry
-from ..tools import ToolRegistry
 
-__all__ = ("FingerprintedAgent", "agent_fingerprint", "fingerprint_material")
+__all__ = ("ConfiguredAgent", "FingerprintedAgent", "agent_fingerprint", "fingerprint_material")
 
 
-class FingerprintedAgent(Protocol):
-    """What a fingerprint reads of an agent (an ``Agent`` satisfies it)."""
-
-    @property
-    def id(self) -> str | None:
-        """The agent's id."""
-        ...
+class ConfiguredAgent(Protocol):
+    """An agent that carries its configuration (an ``Agent`` does)."""
 
     @property
-    def name(self) -> str | None:
-        """The agent's name."""
+    def config(self) -> AgentConfig:
+        """The agent's configuration."""
         ...
 
-    @property
-    def model(self) -> ModelConfig:
-        """The agent's model."""
-        ...
 
-    @property
-    def instructions(self) -> str | None:
-        """The agent's instructions."""
-        ...
+#: What a fingerprint reads: an agent's configuration, or an agent that carries one.
+FingerprintedAgent: TypeAlias = "AgentConfig | ConfiguredAgent"
 
-    @property
-    def system_prompt(self) -> tuple[Any, ...]:
-        """The agent's system-prompt layers."""
-        ...
 
-    @property
-    def skills(self) -> Any:
-        """The agent's skills: a registry, a sequence, or ``None``."""
-        ...
-
-    @property
-    def registry(self) -> ToolRegistry:
-        """The agent's tools."""
-        ...
-
-    @property
-    def guardrails(self) -> Any:
-        """The agent's guardrail configuration (``all()`` lists every guardrail)."""
-        ...
-
-    @property
-    def loop(self) -> Any:
-        """The agent's loop strategy, or ``None`` for single-shot."""
-        ...
+def _config(agent: FingerprintedAgent) -> AgentConfig:
+    return agent if isinstance(agent, AgentConfig) else agent.config
 
 
 def _layer_text(layer: Any) -> Any:
@@ -75,8 +42,8 @@ def _layer_text(layer: Any) -> Any:
     return getattr(layer, "text", None)
 
 
-def _skills(agent: FingerprintedAgent) -> list[dict[str, Any]]:
-    source = agent.skills
+def _skills(config: AgentConfig) -> list[dict[str, Any]]:
+    source = config.skills
     if source is None:
         return []
     skills: tuple[Skill, ...] = source.all() if isinstance(source, SkillRegistry) else source
@@ -87,14 +54,15 @@ def _skills(agent: FingerprintedAgent) -> list[dict[str, Any]]:
 
 def fingerprint_material(agent: FingerprintedAgent, revision: str) -> dict[str, Any]:
     """The exact data :func:`agent_fingerprint` hashes (useful to explain a mismatch)."""
-    loop = agent.loop
+    config = _config(agent)
+    loop = config.loop
     return {
-        "agent": agent.id or agent.name,
+        "agent": config.id or config.name,
         "revision": revision,
-        "model": {"provider": agent.model.provider, "model": agent.model.model},
-        "instructions": agent.instructions,
-        "system_prompt": [_layer_text(layer) for layer in agent.system_prompt],
-        "skills": _skills(agent),
+        "model": {"provider": config.model.provider, "model": config.model.model},
+        "instructions": config.instructions,
+        "system_prompt": [_layer_text(layer) for layer in config.system_prompt],
+        "skills": _skills(config),
         "tools": [
             {
                 "name": tool.name,
@@ -102,11 +70,11 @@ def fingerprint_material(agent: FingerprintedAgent, revision: str) -> dict[str, 
                 "exclusive": tool.exclusive,
                 "effect": tool.effect,
             }
-            for tool in agent.registry.definitions()
+            for tool in config.registry.definitions()
         ],
         "guardrails": [
             {"name": g.name, "stage": g.stage, "revision": g.revision}
-            for g in agent.guardrails.all()
+            for g in config.guardrails.all()
         ],
         "loop": {
             "name": getattr(loop, "name", "single-shot"),

@@ -9,34 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from .._agent_config import AgentConfig
 from ..content import Usage
 from ..guardrails import CompiledGuardrailPacks
 from ..limits import RunLimits
-from ..middleware import MiddlewareChain, MiddlewareContext
+from ..middleware import MiddlewareContext
 from ..records._transcript import Transcript
 from ..redaction import Redactor
 from ..skills import LoadedSkillSet
 
-__all__ = ("HostAgent", "HostCounters", "HostRun", "HostSession")
-
-
-class HostAgent(Protocol):
-    """The agent's identity, as a checkpoint names it."""
-
-    @property
-    def id(self) -> str | None:
-        """The agent's id."""
-        ...
-
-    @property
-    def name(self) -> str | None:
-        """The agent's name."""
-        ...
-
-    @property
-    def middleware(self) -> MiddlewareChain:
-        """The agent's middleware (checkpoint writes are observed through it)."""
-        ...
+__all__ = ("HostCounters", "HostRun", "HostSession")
 
 
 class HostSession(Protocol):
@@ -122,8 +104,8 @@ class HostRun(Protocol):
         ...
 
     @property
-    def agent(self) -> HostAgent:
-        """The agent the run belongs to."""
+    def agent(self) -> AgentConfig:
+        """The configuration of the agent the run belongs to."""
         ...
 
     @property

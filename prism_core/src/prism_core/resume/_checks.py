@@ -233,7 +233,7 @@ def check_request(agent: ResumableAgent, request: ResumeRequest) -> None:
         coerce_signal(request.signal)
     except TypeError as exc:
         raise AgentRunStateError(str(exc)) from exc
-    if not (agent.id or agent.name):
+    if not (agent.config.id or agent.config.name):
         raise AgentRunStateError("a durable run needs an agent id or name")
     if agent.store is None:
         raise AgentRunStateError(
@@ -268,7 +268,7 @@ def check_identity(agent: ResumableAgent, state: AgentRunState, request: ResumeR
     """Refuse a checkpoint written by another agent definition (revision or fingerprint)."""
     if (
         state.definition_revision != request.definition_revision
-        or state.agent_id != (agent.id or agent.name)
+        or state.agent_id != (agent.config.id or agent.config.name)
         or state.fingerprint != agent_fingerprint(agent, request.definition_revision)
     ):
         raise AgentRunStateError(MISMATCH)
@@ -281,9 +281,9 @@ def check_configuration(agent: ResumableAgent, request: ResumeRequest) -> None:
     """Refuse a resume whose options contradict the agent's own ``run_state=``: another
     checkpoint store, revision, owner scope, or session-state choice than the agent writes
     with. An agent without ``run_state=`` takes the request as it is."""
-    if agent.run_state is None:
+    if agent.config.run_state is None:
         return
-    configured = coerce_run_state_options(agent.run_state)
+    configured = coerce_run_state_options(agent.config.run_state)
     assert configured is not None
     drift = [
         name

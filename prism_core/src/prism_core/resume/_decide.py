@@ -46,7 +46,7 @@ async def _revalidate(
 ) -> None:
     """An edited call must pass the tool schema, the host validator and every tool-input
     guardrail (the session's packs included; ``ask`` counts as a block)."""
-    tool = agent.registry.get(call.name)
+    tool = agent.config.registry.get(call.name)
     if tool is None:
         raise AgentDecisionError(f"decisions[{index}] edits a call to an unknown tool")
     problem = tool.check_arguments(call.arguments)
@@ -54,7 +54,7 @@ async def _revalidate(
         problem = await _host_verdict(agent, call, tool, state)
     if problem is not None:
         raise AgentDecisionError(f"decisions[{index}].modified_arguments are invalid: {problem}")
-    guards = agent.guardrails.for_stage("tool_input")
+    guards = agent.config.guardrails.for_stage("tool_input")
     if session.compiled_packs is not None:
         guards = guards + session.compiled_packs.tool_input
     if not guards:
@@ -69,8 +69,8 @@ async def _revalidate(
             tool_name=call.name,
             tool_call_id=call.id,
         ),
-        redactor=agent.redactor,
-        limiter=agent.thread_limiter,
+        redactor=agent.config.redactor,
+        limiter=agent.config.thread_limiter,
     )
     decisive = first_decisive(records)
     if decisive is not None:
@@ -84,7 +84,7 @@ async def _host_verdict(
 ) -> str | None:
     """The host validator's objection to ``call``, if any (a sync validator runs in a worker
     thread under the agent's ``thread_limiter``)."""
-    if agent.validate is None:
+    if agent.config.validate is None:
         return None
     context = ToolExecutionContext(
         session_id=state.session_id,
@@ -92,7 +92,9 @@ async def _host_verdict(
         tool_call_id=call.id,
         tool_name=call.name,
     )
-    verdict = await call_host(agent.validate, call, tool, context, limiter=agent.thread_limiter)
+    verdict = await call_host(
+        agent.config.validate, call, tool, context, limiter=agent.config.thread_limiter
+    )
     if verdict is None:
         return None
     return getattr(verdict, "message", None) or str(verdict)
@@ -195,7 +197,7 @@ async def resolve_decisions(
                 current, status="rejected", reason=decision.reason
             )
         elif decision.elicitation is not None:
-            tool = agent.registry.get(call.name)
+            tool = agent.config.registry.get(call.name)
             if tool is not None:
                 problem = tool.check_elicitation(decision.elicitation)
             else:

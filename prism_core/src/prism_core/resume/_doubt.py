@@ -83,7 +83,7 @@ def settle_in_doubt(
             pending.append(call)
             continue
         resolution = by_id.get(call.tool_call_id)
-        tool = agent.registry.get(call.name)
+        tool = agent.config.registry.get(call.name)
         if resolution is not None:
             if resolution.outcome == "completed":
                 settled = attrs.evolve(
@@ -147,7 +147,7 @@ async def reconcile_in_doubt(
             settled.append(pending)
             continue
         call = calls[pending.tool_call_id]
-        tool = agent.registry.get(pending.name)
+        tool = agent.config.registry.get(pending.name)
         assert tool is not None
         assert tool.reconcile is not None
         context = ToolExecutionContext(
@@ -157,7 +157,9 @@ async def reconcile_in_doubt(
             tool_name=call.name,
         )
         try:
-            answer = await call_host(tool.reconcile, call, context, limiter=agent.thread_limiter)
+            answer = await call_host(
+                tool.reconcile, call, context, limiter=agent.config.thread_limiter
+            )
             outcome = _apply(pending, answer)
         except Exception as exc:
             causes.append(exc)

@@ -122,7 +122,7 @@ async def prepare_resume(
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
     check_lease(state, force=request.force)
-    match_run_guardrails(state.run_guardrails, request.guardrails, agent.redactor)
+    match_run_guardrails(state.run_guardrails, request.guardrails, agent.config.redactor)
     token = claim_token(record, request.fencing_token)
 
     check_signal(signal, "the session rebuild")
@@ -143,17 +143,17 @@ async def prepare_resume(
         max_state_bytes=state.max_state_bytes or HARD_MAX_AGENT_RUN_STATE_BYTES,
         ownership=request.ownership,
         fencing_token=token,
-        redactor=agent.redactor,
+        redactor=agent.config.redactor,
         metadata_source=request.checkpoint_metadata,
         version=record.version,
         metadata=metadata,
-        middleware=agent.middleware,
+        middleware=agent.config.middleware,
         context=lambda point: MiddlewareContext(
             point=point,
             session_id=state.session_id,
             run_id=state.run_id,
-            agent_id=agent.id,
-            agent_name=agent.name,
+            agent_id=agent.config.id,
+            agent_name=agent.config.name,
         ),
         lease_ms=state.lease_ms,
     )
@@ -202,7 +202,7 @@ async def prepare_resume(
         session, attrs.evolve(state, counters=rebuilt.counters), plan_for_run, request.guardrails
     )
 
-    hooks = (*lifecycle_hooks, *agent.plugin_host.restore_hooks(), *request.restore_hooks)
+    hooks = (*lifecycle_hooks, *agent.config.plugin_host.restore_hooks(), *request.restore_hooks)
     context = CheckpointRestoreContext(
         run_id=state.run_id,
         session_id=state.session_id,
@@ -212,13 +212,13 @@ async def prepare_resume(
         checkpoint=record,
     )
     check_signal(signal, "the restore hooks")
-    limiter = agent.thread_limiter
+    limiter = agent.config.thread_limiter
     audit = await run_restore_hooks(
         hooks,
         context,
         request.restore_hook_timeout_ms,
         signal=signal,
-        redactor=agent.redactor,
+        redactor=agent.config.redactor,
         limiter=limiter,
     )
     check_signal(signal, "the claim")
@@ -226,7 +226,7 @@ async def prepare_resume(
         await writer.save(claimed)
     except BaseException:
         # Another resume won the claim: put the restored layers back as they were.
-        await compensate_all(hooks, context, redactor=agent.redactor, limiter=limiter)
+        await compensate_all(hooks, context, redactor=agent.config.redactor, limiter=limiter)
         raise
     if settlement is not None and settlement.to_reconcile:
         try:
@@ -240,7 +240,7 @@ async def prepare_resume(
             )
         except BaseException:
             # The run stays in doubt as claimed: nothing ran, so the restored layers go back.
-            await compensate_all(hooks, context, redactor=agent.redactor, limiter=limiter)
+            await compensate_all(hooks, context, redactor=agent.config.redactor, limiter=limiter)
             raise
         # Written with the next checkpoint; a crash before it reconciles again.
         claimed = attrs.evolve(
@@ -279,7 +279,7 @@ async def _settle_denied(
         AgentDeniedEvent(
             session_id=state.session_id, run_id=state.run_id, version=writer.version, reason=reason
         ),
-        session.agent.redactor,
+        session.config.redactor,
     )
     _publish(session, writer, event)
     result = AgentRunResult(
@@ -319,7 +319,7 @@ async def _settle_partial(
             interruption=interruption,
             version=writer.version,
         ),
-        session.agent.redactor,
+        session.config.redactor,
     )
     _publish(session, writer, event)
     result = AgentRunResult(

@@ -10,16 +10,12 @@ hold behaviour.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import Protocol, TypeAlias, TypeVar
 
-from ..durable._fingerprint import FingerprintedAgent
-from ..guardrails import CompiledGuardrailPacks, GuardrailConfig, GuardrailPack
-from ..middleware import MiddlewareChain
-from ..plugins import PluginHost
+from .._agent_config import AgentConfig
+from ..guardrails import CompiledGuardrailPacks
 from ..records._store import SessionStore
-from ..redaction import Redactor
 from ..runs._ports import RunSession
-from ..tools import ToolRegistry, ToolValidator
 
 __all__ = ("ResumableAgent", "ResumableAgentOf", "ResumedSession", "SessionT")
 
@@ -35,58 +31,18 @@ class ResumedSession(RunSession, Protocol):
 SessionT = TypeVar("SessionT", bound=ResumedSession, covariant=True)
 
 
-class ResumableAgentOf(FingerprintedAgent, Protocol[SessionT]):
+class ResumableAgentOf(Protocol[SessionT]):
     """The agent a run is resumed on, whose sessions are ``SessionT`` (an ``Agent`` is a
-    ``ResumableAgentOf[AgentSession]``)."""
+    ``ResumableAgentOf[AgentSession]``): its configuration, its store and new sessions."""
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's configuration (what the fingerprint and the resumed run read)."""
+        ...
 
     @property
     def store(self) -> SessionStore | None:
         """The session store the run was written to."""
-        ...
-
-    @property
-    def run_state(self) -> Any:
-        """The agent's own durable configuration (``run_state=``), or ``None``."""
-        ...
-
-    @property
-    def thread_limiter(self) -> Any:
-        """The limiter of the worker threads host callables run in (``None``: anyio's)."""
-        ...
-
-    @property
-    def pack_catalogue(self) -> dict[str, GuardrailPack]:
-        """The guardrail packs this host knows."""
-        ...
-
-    @property
-    def redactor(self) -> Redactor | None:
-        """The agent's redactor."""
-        ...
-
-    @property
-    def registry(self) -> ToolRegistry:
-        """The agent's tools."""
-        ...
-
-    @property
-    def guardrails(self) -> GuardrailConfig:
-        """The agent's guardrails."""
-        ...
-
-    @property
-    def validate(self) -> ToolValidator | None:
-        """The host's tool-call validator."""
-        ...
-
-    @property
-    def middleware(self) -> MiddlewareChain:
-        """The agent's middleware (the claim's checkpoint write is observed through it)."""
-        ...
-
-    @property
-    def plugin_host(self) -> PluginHost:
-        """The agent's plugins (restore hooks come from here)."""
         ...
 
     def create_session(self, *, id: str | None = None, leaf_id: str | None = None) -> SessionT:

@@ -113,7 +113,10 @@ def _compile_packs(
 
     def compile_one(ref: Any) -> Mapping[str, Any]:
         one = compile_guardrail_packs(
-            [ref], catalogue=agent.pack_catalogue, can_suspend=True, redactor=agent.redactor
+            [ref],
+            catalogue=agent.config.pack_catalogue,
+            can_suspend=True,
+            redactor=agent.config.redactor,
         )
         return one.refs[0]
 
@@ -125,9 +128,9 @@ def _compile_packs(
             raise GuardrailPackError("malformed guardrail pack rows")
         compiled = compile_guardrail_packs(
             reinstate_refs(rows, supplied, compile_one),
-            catalogue=agent.pack_catalogue,
+            catalogue=agent.config.pack_catalogue,
             can_suspend=True,
-            redactor=agent.redactor,
+            redactor=agent.config.redactor,
         )
         saved = block.get("state") or {}
         if not isinstance(saved, Mapping):
@@ -146,7 +149,7 @@ def _restore_skills(agent: ResumableAgent, session: ResumedSession, state: Agent
         for body in record.loaded_skill_bodies:
             session.loaded_skills.add(Skill(body.name, body.instructions))
         return
-    source = agent.skills
+    source = agent.config.skills
     available: Sequence[Skill] = (
         source.all() if isinstance(source, SkillRegistry) else tuple(source or ())
     )

@@ -195,8 +195,8 @@ async def auto_compact(run: RunState) -> list[AgentEvent]:
     await compact_branch(
         session.transcript,
         metadata=session.metadata,
-        middleware=session.agent.middleware,
-        redactor=session.agent.redactor,
+        middleware=session.config.middleware,
+        redactor=session.config.redactor,
         keep_recent=config.keep_recent_entries,
         strategy=config.strategy,
         run_id=run.run_id,

@@ -1,70 +1,26 @@
 """What the run loop uses of its session and its agent: narrow protocols.
 
 ``runs/`` sits below ``sessions/`` and ``agents``: it never imports them, not even for typing.
-``AgentSession`` and ``Agent`` satisfy these protocols structurally. This module declares shapes
-only; it must not hold behaviour.
+``AgentSession`` satisfies these protocols structurally; the agent is read as its frozen
+:class:`~prism_core.AgentConfig`. This module declares shapes only; it must not hold
+behaviour.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..guardrails import CompiledGuardrailPacks, GuardrailConfig
-from ..limits import RunLimits
-from ..middleware import MiddlewareChain
+from .._agent_config import AgentConfig
+from ..guardrails import CompiledGuardrailPacks
 from ..models import ModelConfig
-from ..plugins import PluginHost
-from ..providers import AIProvider
 from ..records._transcript import Transcript
-from ..redaction import Redactor
-from ..retry import RetryConfig
 from ..signals import AbortSignal
 from ..skills import LoadedSkillSet
-from ..tools import ToolPolicy, ToolRegistry, ToolValidator
 from ._broadcast import EventBroadcaster
-from ._compaction import CompactionConfig
 from ._slot import RunSlot
 from ._steering import SteerQueue
 
-__all__ = ("ContextReading", "RunAgent", "RunIdentity", "RunSession")
-
-
-class RunAgent(Protocol):
-    """The agent configuration a run reads (an ``Agent`` satisfies it)."""
-
-    id: str | None
-    name: str | None
-    model: ModelConfig
-    provider: AIProvider | None
-    provider_source: Any
-    instructions: str | None
-    system_prompt: tuple[Any, ...]
-    registry: ToolRegistry
-    guardrails: GuardrailConfig
-    plugin_host: PluginHost
-    middleware: MiddlewareChain
-    loop_catalogue: dict[str, Any]
-    loop: Any
-    limits: RunLimits
-    retry: RetryConfig | None
-    compaction: CompactionConfig | None
-    activate_all_skills: bool
-    skills_disclosure: Any
-    redactor: Redactor | None
-    trust: ToolPolicy | None
-    permission: ToolPolicy | None
-    secure: bool
-    validate: ToolValidator | None
-    run_state: Any
-    skills: Any
-    metadata: dict[str, Any]
-    provider_options: dict[str, Any]
-    thinking_level: str | None
-    provider_request_policies: tuple[Callable[..., Any], ...]
-    turn_policy: Any
-    stop_hooks: tuple[Any, ...]
-    thread_limiter: Any
+__all__ = ("ContextReading", "RunIdentity", "RunSession")
 
 
 class RunIdentity(Protocol):
@@ -104,8 +60,8 @@ class RunSession(Protocol):
     metadata: dict[str, Any]
 
     @property
-    def agent(self) -> RunAgent:
-        """The session's agent."""
+    def config(self) -> AgentConfig:
+        """The configuration of the session's agent."""
         ...
 
     @property

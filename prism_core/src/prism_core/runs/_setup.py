@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._agent_config import AgentConfig
 from ..durable import (
     DurableRun,
     HostRun,
@@ -22,7 +23,6 @@ from ..guardrails import coerce_guardrails
 from ..skills import Skill, SkillRegistry
 from ._loops import loop_is_durable
 from ._options import InvalidOptionsError, RunOptions
-from ._ports import RunAgent
 
 __all__ = ("compose_system_prompt", "resolve_skills", "start_durable")
 
@@ -48,7 +48,7 @@ def compose_system_prompt(
     return "\n\n".join(parts) if parts else None
 
 
-def resolve_skills(agent: RunAgent, options: RunOptions) -> tuple[Skill, ...]:
+def resolve_skills(agent: AgentConfig, options: RunOptions) -> tuple[Skill, ...]:
     """The skills a run activates (see ``RunOptions.active_skills``/``skills``)."""
     source = options.skills if options.skills is not None else agent.skills
     if source is None:
@@ -78,7 +78,7 @@ def resolve_skills(agent: RunAgent, options: RunOptions) -> tuple[Skill, ...]:
 
 def start_durable(
     run: HostRun,
-    agent: RunAgent,
+    agent: AgentConfig,
     options: RunOptions,
     run_state: Any,
     *,

@@ -53,7 +53,7 @@ class RunState:
         run_id: str | None = None,
         resume: Any = None,
     ) -> None:
-        agent = session.agent
+        agent = session.config
         self.resume = resume
         self.session = session
         self.agent = agent

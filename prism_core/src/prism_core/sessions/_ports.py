@@ -1,21 +1,23 @@
 """What a session uses of its agent: a narrow protocol.
 
 ``sessions/`` sits below ``agents``: it never imports it, not even for typing. ``Agent``
-satisfies :class:`SessionAgent` structurally. This module declares shapes only.
+satisfies :class:`SessionAgent` structurally: a session reads the agent's configuration only.
+This module declares shapes only; it must not hold behaviour.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from ..guardrails import GuardrailPack
-from ..runs._ports import RunAgent
+from .._agent_config import AgentConfig
 
 __all__ = ("SessionAgent",)
 
 
-class SessionAgent(RunAgent, Protocol):
-    """The agent of a session: what its runs read, plus the pack catalogue and context window."""
+class SessionAgent(Protocol):
+    """The agent of a session, as its frozen configuration."""
 
-    pack_catalogue: dict[str, GuardrailPack]
-    context_window: int | None
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's configuration."""
+        ...

@@ -7,6 +7,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._agent_config import AgentConfig
 from .._threads import call_on_loop
 from ..content import to_messages
 from ..errors import PrismError
@@ -104,9 +105,14 @@ class AgentSession:
             transcript=self.transcript,
             broadcaster=self.broadcaster,
             steers=self.steers,
-            middleware=agent.middleware,
+            middleware=agent.config.middleware,
         )
         self._closed = False
+
+    @property
+    def config(self) -> AgentConfig:
+        """The configuration of the session's agent (what its runs read)."""
+        return self.agent.config
 
     @property
     def leaf_id(self) -> str | None:
@@ -116,7 +122,7 @@ class AgentSession:
     @property
     def current_model(self) -> ModelConfig:
         """The model the branch last changed to (a ``model_change`` entry), else the agent's."""
-        return self.transcript.model or self.agent.model
+        return self.transcript.model or self.config.model
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -220,17 +226,17 @@ class AgentSession:
         compact (or the branch already ends with a compaction). Rejected while a run is active.
         """
         self._refuse_while_running("compact")
-        config = self.agent.compaction
+        config = self.config.compaction
         keep = resolve_keep_recent(config, keep_recent_entries)
 
         def emit(event: AgentEvent) -> None:
-            self.broadcaster.publish(redact_value(event, self.agent.redactor))
+            self.broadcaster.publish(redact_value(event, self.config.redactor))
 
         return await compact_branch(
             self.transcript,
             metadata=self.metadata,
-            middleware=self.agent.middleware,
-            redactor=self.agent.redactor,
+            middleware=self.config.middleware,
+            redactor=self.config.redactor,
             keep_recent=keep,
             strategy=strategy or (config.strategy if config is not None else None),
             run_id=None,
@@ -241,8 +247,8 @@ class AgentSession:
     def context_meter(self) -> ContextMeter:
         """The latest provider turn's input tokens (reported, or an estimate) against the
         configured context window."""
-        compaction = self.agent.compaction
-        cap = self.agent.context_window or (
+        compaction = self.config.compaction
+        cap = self.config.context_window or (
             compaction.context_window if compaction is not None else None
         )
         reading = self.transcript.last_input
@@ -269,7 +275,7 @@ class AgentSession:
         if self._closed:
             return
         self._closed = True
-        await self.agent.middleware.notify(
+        await self.config.middleware.notify(
             "session_shutdown",
             MiddlewareContext(point="session_shutdown", session_id=self.id, metadata=self.metadata),
         )
@@ -395,7 +401,7 @@ class AgentSession:
             return None
         return compile_guardrail_packs(
             self.compiled_packs.refs,
-            catalogue=self.agent.pack_catalogue,
+            catalogue=self.config.pack_catalogue,
             can_suspend=True,
-            redactor=self.agent.redactor,
+            redactor=self.config.redactor,
         )
