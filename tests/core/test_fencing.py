@@ -321,3 +321,55 @@ async def test_pre_dispatch_check_stops_a_superseded_read_only_call() -> None:
     record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
     assert record is not None
     assert (record.value["status"], record.fencing_token) == ("succeeded", 1)
+
+
+@pytest.mark.anyio
+async def test_tool_and_reconcile_contexts_carry_the_current_fencing_token() -> None:
+    """A tool sees ``fencing_token == 0`` before any claim; after a claim, the tool of the
+    resumed run and ``reconcile`` see the token the claim wrote (stored + 1, or the host's)."""
+    from prism_core import (
+        RECONCILE_NOT_STARTED,
+        RunStateOptions,
+        ToolDefinition,
+        create_agent,
+        create_mock_provider,
+    )
+    from tests.core.helpers import text_turn, tool_turn
+
+    seen: list[tuple[str, int]] = []
+
+    def pay(args: dict[str, Any], context: Any) -> Any:
+        seen.append(("execute", context.fencing_token))
+        if len(seen) == 1:
+            raise KeyboardInterrupt  # the worker dies inside the tool: the call is in doubt
+        return "paid"
+
+    def reconcile(call: Any, context: Any) -> Any:
+        seen.append(("reconcile", context.fencing_token))
+        return RECONCILE_NOT_STARTED
+
+    checkpoints, sessions = create_memory_checkpoint_store(), create_memory_session_store()
+    agent = create_agent(
+        id="fenced",
+        model={"provider": "mock", "model": "m"},
+        provider=create_mock_provider(turns=[tool_turn(("p1", "pay", {})), text_turn("ok")]),
+        tools=[ToolDefinition("pay", pay, reconcile=reconcile)],
+        store=sessions,
+    )
+    options = RunStateOptions(checkpoints, REVISION, checkpoint_policy="every-turn")
+    with contextlib.suppress(KeyboardInterrupt):
+        await agent.create_session(id="s1").run("go", run_state=options)
+    page = await checkpoints.list(AGENT_RUN_NAMESPACE)
+    run = {"run_id": page.records[0].key, "session_id": "s1"}
+    status = await load_agent_run_state(checkpoints, run)
+    assert status is not None
+    result = await resume_agent_run(
+        agent,
+        run,
+        {"expected_version": status.version, "decision": "continue"},
+        checkpoints=checkpoints,
+        definition_revision=REVISION,
+        fencing_token=41,
+    )
+    assert result.status == "succeeded"
+    assert seen == [("execute", 0), ("reconcile", 41), ("execute", 41)]

@@ -199,7 +199,10 @@ class ToolExecutionContext:
     """What a tool sees while it runs. ``report_progress(value)`` emits a progress event;
     ``skills`` lets the ``load_skill`` tool load one of the run's active skills;
     ``idempotency_key`` is equal across every attempt of this call of this run (key host-side
-    effects on it: payments, tickets, emails)."""
+    effects on it: payments, tickets, emails); ``fencing_token`` is the run's current fencing
+    token (``0`` until a claim sets one; every claim raises it), so an effect system can refuse
+    a write that carries a lower token than it has seen for the run: the late effect of a
+    worker that was superseded while it ran."""
 
     session_id: str
     run_id: str
@@ -212,6 +215,7 @@ class ToolExecutionContext:
     )
     signal: AbortSignal = attrs.field(factory=AbortSignal)
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    fencing_token: int = 0
     on_progress: Callable[[Any], None] | None = attrs.field(default=None, repr=False)
     skills: Any = attrs.field(default=None, repr=False)
 

@@ -189,6 +189,12 @@ class DurableRun:
         """The version of the last checkpoint written or claimed (0: none)."""
         return self.writer.version
 
+    @property
+    def fencing_token(self) -> int:
+        """The run's current fencing token: what its last claim wrote (or the host gave), ``0``
+        before any claim. An effect system fences a call's side effect on it."""
+        return self.writer.fencing_token or 0
+
     def info(self, status: str) -> RunStateInfo:
         """The ``run_state`` a result reports."""
         return RunStateInfo(

@@ -132,8 +132,10 @@ async def reconcile_in_doubt(
     ids: Sequence[str],
     *,
     version: int,
+    fencing_token: int,
 ) -> tuple[list[PendingCall], list[ResolutionRecord]]:
-    """Ask each tool's ``reconcile`` about its in-doubt call (after the claim). Returns the
+    """Ask each tool's ``reconcile`` about its in-doubt call (after the claim, so its context
+    carries the claim's ``fencing_token``). Returns the
     pending calls with the answers applied and their audits; raises the in-doubt refusal
     when any answer is ``None`` (unknown) or ``reconcile`` fails."""
     wanted = set(ids)
@@ -155,6 +157,7 @@ async def reconcile_in_doubt(
             run_id=state.run_id,
             tool_call_id=call.id,
             tool_name=call.name,
+            fencing_token=fencing_token,
         )
         try:
             answer = await call_host(

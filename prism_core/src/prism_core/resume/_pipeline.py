@@ -237,6 +237,7 @@ async def prepare_resume(
                 calls,
                 settlement.to_reconcile,
                 version=writer.version,
+                fencing_token=writer.fencing_token or 0,
             )
         except BaseException:
             # The run stays in doubt as claimed: nothing ran, so the restored layers go back.

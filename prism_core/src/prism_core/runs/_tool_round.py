@@ -86,6 +86,7 @@ def _tool_context(run: RunState, call: ToolCallContent) -> ToolExecutionContext:
         tool_name=call.name,
         signal=run.signal,
         metadata=run.metadata,
+        fencing_token=run.durable.fencing_token if run.durable is not None else 0,
         on_progress=progress,
         skills=run,
     )
