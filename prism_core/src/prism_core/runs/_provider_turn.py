@@ -37,7 +37,7 @@ from ..providers import (
     ProviderUsage,
     ToolCallAssembler,
 )
-from ..redaction import redact_value
+from ..redaction import StreamRedaction, redact_value
 from ..retry import RetryDecision
 from ._counters import LimitBreached
 from ._failures import RunFailure
@@ -65,6 +65,8 @@ class TurnState:
     response_bytes: int = 0
     buffer: list[AgentEvent] = attrs.field(factory=list)
     assembler: ToolCallAssembler = attrs.field(factory=ToolCallAssembler)
+    #: The redaction of each delta stream (text, thinking, each tool call's arguments).
+    streams: dict[Any, StreamRedaction] = attrs.field(factory=dict)
 
     def reset(self) -> None:
         """Forget a failed attempt (nothing of it was emitted) before the retry."""
@@ -73,6 +75,17 @@ class TurnState:
         self.interrupted = False
         self.buffer.clear()
         self.assembler = ToolCallAssembler()
+        self.streams.clear()
+
+    def released(self, run: RunState, key: Any, piece: str) -> str | None:
+        """What of ``piece`` the stream ``key`` may show now (see :class:`StreamRedaction`):
+        ``piece`` itself without a redactor, ``None`` while a redactor holds it all back."""
+        if run.redactor is None:
+            return piece
+        stream = self.streams.get(key)
+        if stream is None:
+            stream = self.streams[key] = StreamRedaction(run.redactor)
+        return stream.feed(piece) or None
 
 
 async def stream_turn(
@@ -132,6 +145,12 @@ async def stream_turn(
                 with anyio.CancelScope(shield=True):
                     await closer()
         if error is None:
+            for event in _flush_deltas(run, state):
+                if buffering:
+                    state.buffer.append(event)
+                else:
+                    state.emitted = True
+                    yield run.emit(event)
             return
         error = _redact_provider_error(run, error)
         decision = _retry_decision(run, attempt, error, state)
@@ -206,40 +225,24 @@ def _on_provider_event(run: RunState, event: Any, state: TurnState) -> list[Agen
     if isinstance(event, ProviderTextDelta):
         state.text += event.text
         state.response_bytes += len(event.text.encode("utf-8"))
-        out.append(
-            MessageDeltaEvent(
-                session_id=run.session_id,
-                run_id=run.run_id,
-                delta=MessageDelta(kind="text", text=event.text),
-            )
-        )
+        text = state.released(run, "text", event.text)
+        if text is not None:
+            out.append(_text_delta(run, "text", text))
     elif isinstance(event, ProviderThinkingDelta):
         state.thinking += event.text
         state.signature = event.signature or state.signature
         state.response_bytes += len(event.text.encode("utf-8"))
-        out.append(
-            MessageDeltaEvent(
-                session_id=run.session_id,
-                run_id=run.run_id,
-                delta=MessageDelta(kind="thinking", text=event.text),
-            )
-        )
+        text = state.released(run, "thinking", event.text)
+        if text is not None:
+            out.append(_text_delta(run, "thinking", text))
     elif isinstance(event, ProviderToolCallDelta):
         state.assembler.add_delta(event)
         state.response_bytes += len((event.arguments_text or "").encode("utf-8"))
-        out.append(
-            MessageDeltaEvent(
-                session_id=run.session_id,
-                run_id=run.run_id,
-                delta=MessageDelta(
-                    kind="tool_call",
-                    index=event.index,
-                    id=event.id,
-                    name=event.name,
-                    arguments_text=event.arguments_text,
-                ),
-            )
-        )
+        arguments = event.arguments_text
+        if arguments:
+            arguments = state.released(run, ("tool_call", event.index), arguments)
+        if run.redactor is None or arguments or event.id is not None or event.name is not None:
+            out.append(_tool_call_delta(run, event.index, event.id, event.name, arguments))
     elif isinstance(event, ProviderToolCall):
         # Measure the call as recorded: arguments that cannot encode (NaN, a lone surrogate)
         # were dropped there, and only that call is blocked.
@@ -252,6 +255,38 @@ def _on_provider_event(run: RunState, event: Any, state: TurnState) -> list[Agen
             )
         )
     run.counters.charge("max_response_bytes", state.response_bytes, run.limits)
+    return out
+
+
+def _text_delta(run: RunState, kind: Any, text: str) -> MessageDeltaEvent:
+    return MessageDeltaEvent(
+        session_id=run.session_id, run_id=run.run_id, delta=MessageDelta(kind=kind, text=text)
+    )
+
+
+def _tool_call_delta(
+    run: RunState, index: int, id: str | None, name: str | None, arguments: str | None
+) -> MessageDeltaEvent:
+    return MessageDeltaEvent(
+        session_id=run.session_id,
+        run_id=run.run_id,
+        delta=MessageDelta(
+            kind="tool_call", index=index, id=id, name=name, arguments_text=arguments
+        ),
+    )
+
+
+def _flush_deltas(run: RunState, state: TurnState) -> list[AgentEvent]:
+    """The text each delta stream still held back, now that the attempt has ended."""
+    out: list[AgentEvent] = []
+    for key, stream in state.streams.items():
+        rest = stream.flush()
+        if not rest:
+            continue
+        if isinstance(key, tuple):
+            out.append(_tool_call_delta(run, key[1], None, None, rest))
+        else:
+            out.append(_text_delta(run, key, rest))
     return out
 
 
