@@ -61,9 +61,11 @@ class Host:
     """The host's agents, as a deployment would define them. An order named ``ASK`` is a
     ``confirm`` call instead (an elicitation: a person answers it); ``secrets`` are redacted."""
 
-    def __init__(self, secrets: Sequence[str] = ()) -> None:
+    def __init__(self, secrets: Sequence[str] = (), answer_delay: float = 0) -> None:
         self.refunds: list[str] = []
         self.secrets = tuple(secrets)
+        #: Seconds the model takes over its answer after the refunds (a slow last turn).
+        self.answer_delay = answer_delay
         self._lock = threading.Lock()
 
     def refund(self, args: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -89,6 +91,7 @@ class Host:
                     yield provider_tool_call(call)
                 yield provider_done()
                 return
+            await anyio.sleep(self.answer_delay)
             yield provider_text_delta("refunds settled")
             yield provider_done()
 

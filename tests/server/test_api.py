@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -408,3 +409,56 @@ def test_in_doubt_calls_are_resolved_over_http(
         assert "the payment provider rejected it" in results["c1"]
     [audit] = value["resolutions"]
     assert (audit["tool_call_id"], audit["outcome"], audit["source"]) == ("c1", outcome, "operator")
+
+
+def test_a_client_that_leaves_an_event_stream_aborts_the_resumed_run(database: Database) -> None:
+    """A real SSE client reads the resume's first frames and disconnects while the model is
+    still answering: the server aborts the resumed run (its record ends ``aborted``) instead
+    of running it to the end."""
+    host = Host(answer_delay=60)
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner)
+    version, _ = stored(database, run_id, owner)
+    body = {"expected_version": version, "decision": "approve"}
+    with serve(database, host) as url, client(url) as http:
+        with http.stream(
+            "POST", f"/api/runs/{run_id}/resume", json=body, headers={"accept": "text/event-stream"}
+        ) as sse:
+            seen = ""
+            for chunk in sse.iter_text():
+                seen += chunk
+                _, ran, after = seen.partition("event: tool_execution_finished")
+                if ran and "event: turn_started" in after:
+                    break  # the refund ran; the model is now answering, slowly
+        deadline = time.monotonic() + 30
+        while stored(database, run_id, owner)[1] == "running":
+            assert time.monotonic() < deadline, "the resumed run was not aborted"
+            time.sleep(0.1)
+    assert stored(database, run_id, owner)[1] == "aborted"
+    assert host.refunds == ["A-1"]
+
+
+def test_a_body_that_repeats_a_key_is_refused_and_decides_nothing(
+    database: Database, host: Host, base: str
+) -> None:
+    """A resume body with a key twice (``decision`` "deny" then "approve", or a repeated key
+    inside a decision) is a 400 naming the key: nothing is decided, nothing runs, and the
+    checkpoint is as it was."""
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner)
+    version, _ = stored(database, run_id, owner)
+    url = f"/api/runs/{run_id}/resume"
+    headers = {"content-type": "application/json"}
+    top = f'{{"expected_version": {version}, "decision": "deny", "decision": "approve"}}'
+    nested = (
+        f'{{"expected_version": {version}, "decisions": [{{"approval_id": "x", '
+        '"outcome": "reject_once", "outcome": "allow_once"}]}'
+    )
+    with client(base) as http:
+        for body, key in ((top, "decision"), (nested, "outcome")):
+            answer = http.post(url, content=body.encode(), headers=headers)
+            assert answer.status_code == 400
+            assert answer.json()["code"] == "ERR_PRISM_SERVER_BAD_REQUEST"
+            assert f"repeats the key '{key}'" in answer.json()["message"]
+    assert stored(database, run_id, owner) == (version, "suspended")
+    assert host.refunds == []

@@ -25,11 +25,31 @@ async def read_bounded(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (``json`` keeps the last of a repeated key,
+    which would let two readers of one body see two different decisions)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKey(key)
+        found[key] = value
+    return found
+
+
 async def read_json_object(request: Request, limit: int) -> dict[str, Any]:
-    """The body as a JSON object (:class:`BadRequest` otherwise)."""
+    """The body as a JSON object (:class:`BadRequest` otherwise, and for an object, at any
+    depth, that repeats a key)."""
     body = await read_bounded(request, limit)
     try:
-        data = json.loads(body)
+        data = json.loads(body, object_pairs_hook=_unique_keys)
+    except _RepeatedKey as repeated:
+        key = repeated.key if len(repeated.key) <= 80 else f"{repeated.key[:80]}…"
+        raise BadRequest(f"the body repeats the key {key!r}") from None
     except ValueError:
         raise BadRequest("the body must be a JSON object") from None
     if not isinstance(data, dict):

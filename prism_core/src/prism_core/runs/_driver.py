@@ -110,6 +110,10 @@ class RunDriver:
             self.settled = True
             self.execution.session.run_slot.settle(self.execution)
 
+    def interrupt(self, reason: Any) -> None:
+        """Abort the run as ``session.abort()`` does (see :meth:`RunExecution.interrupt`)."""
+        self.execution.interrupt(reason)
+
     def abandon(self, reason: Any) -> None:
         """End the run now without awaiting (the consumer went away or was cancelled)."""
         if self.settled:

@@ -174,6 +174,13 @@ class RunExecution(RunState):
         """Check each pending steer with the input guardrails and append the allowed ones."""
         return await _boundary.apply_pending_steers(self)
 
+    def interrupt(self, reason: Any) -> None:
+        """Abort the run: fire its signal and cancel the step in flight (on its event loop),
+        so the driver ends it ``aborted`` at its next step."""
+        self.signal.abort(reason)
+        if self.step_scope is not None:
+            self.step_scope.cancel()
+
     def soft_interrupt(self) -> None:
         """Cancel only the provider stream in flight; the run continues with the next turn."""
         if self.provider_scope is not None:

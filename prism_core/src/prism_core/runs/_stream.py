@@ -54,6 +54,11 @@ class StepDriver(Protocol):
         """End the run now without awaiting."""
         ...
 
+    def interrupt(self, reason: Any) -> None:
+        """Abort the run as ``session.abort()`` does: the step in flight is cancelled and the
+        run ends ``aborted`` (its checkpoint records it) at the consumer's next step."""
+        ...
+
     async def drain(self) -> AgentRunResult:
         """Run to the end and return the result."""
         ...
@@ -93,6 +98,17 @@ class DriverStream:
             self._done = True
             raise StopAsyncIteration
         return event
+
+    def abort(self, reason: Any = None) -> bool:
+        """Abort the run while another task consumes this stream (a client that went away):
+        the consumer receives the run's ``aborted`` ending, recorded as for
+        ``session.abort()``. Safe from any task of the run's event loop; ``False`` when the
+        run is not going (not started, or ended)."""
+        driver = self._driver
+        if driver is None or driver.settled or self._done:
+            return False
+        driver.interrupt(reason)
+        return True
 
     async def aclose(self) -> None:
         """Stop consuming: abort the run if it is still going and wait for it to settle."""

@@ -44,13 +44,6 @@ DEFAULT_SNAPSHOT_CACHE_TTL_MS = 1000
 HARD_MAX_SNAPSHOT_CACHE_TTL_MS = 30000
 
 
-def _abort_execution(execution: RunExecution, reason: Any) -> None:
-    """Fire the run's signal and cancel the step in flight (on the run's event loop)."""
-    execution.signal.abort(reason)
-    if execution.step_scope is not None:
-        execution.step_scope.cancel()
-
-
 class SessionClosedError(PrismError):
     """The session was closed; it accepts no new runs."""
 
@@ -187,7 +180,7 @@ class AgentSession:
         execution = self.run_slot.active
         if execution is None:
             return False
-        call_on_loop(execution.event_loop, _abort_execution, execution, reason)
+        call_on_loop(execution.event_loop, execution.interrupt, reason)
         return True
 
     def steer(self, input: Any, *, soft_interrupt: bool = False) -> None:
