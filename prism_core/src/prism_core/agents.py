@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -29,6 +31,7 @@ from .providers import AIProvider, ProviderResolver
 from .records._memory import create_memory_session_store
 from .records._store import SessionStore
 from .redaction import Redactor
+from .results import AgentRunResult
 from .retry import RetryConfig, coerce_retry
 from .runs._compaction import coerce_compaction
 from .runs._loops import SingleShotLoop, coerce_loop
@@ -77,6 +80,20 @@ def _check_session_store(store: Any) -> SessionStore:
             code="ERR_PRISM_STORE_INVALID",
         )
     return store
+
+
+def _running_event_loop() -> str | None:
+    """The async library whose event loop runs in this thread (``None``: none does)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return "asyncio"
+    trio = sys.modules.get("trio")
+    if trio is not None and trio.lowlevel.in_trio_run():
+        return "trio"
+    return None
 
 
 def _check_callable(value: Any, name: str) -> None:
@@ -297,6 +314,23 @@ class Agent:
     def label(self) -> str:
         """The agent's id, else its name, else ``"agent"``."""
         return self.id or self.name or "agent"
+
+    def run_sync(self, input: Any, **run_options: Any) -> AgentRunResult:
+        """Run ``input`` on a new session in a fresh event loop and return its result, for
+        scripts and notebooks: ``agent.create_session().run(input, **run_options)`` without
+        the ``async``. Like ``run()``, it raises :class:`~prism_core.AgentRunError` for a
+        failed or aborted run. Inside a running event loop (async code, a notebook's own
+        loop) it is refused with :class:`~prism_core.PrismError` code
+        ``ERR_PRISM_RUN_SYNC_IN_LOOP``: await ``session.run()`` there instead."""
+        running = _running_event_loop()
+        if running is not None:
+            raise PrismError(
+                f"agent.run_sync() cannot run inside a running {running} event loop; "
+                "there, await agent.create_session().run(...) instead",
+                code="ERR_PRISM_RUN_SYNC_IN_LOOP",
+            )
+        session = self.create_session()
+        return anyio.run(functools.partial(session.run, input, **run_options))
 
     def create_session(
         self,

@@ -125,6 +125,11 @@ def _check_schema(_: Any, attribute: Any, value: Any) -> None:
         raise TypeError(f"a tool's {attribute.name} must be a JSON-schema mapping")
 
 
+def _check_flag(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{attribute.name} must be True or False, got {type(value).__name__}")
+
+
 @attrs.frozen
 class ToolDefinition:
     """A host tool. ``execute(args, context)`` may be sync or async and returns a
@@ -137,7 +142,10 @@ class ToolDefinition:
     ``context.idempotency_key``) has no further effect: a durable run writes no dispatched
     mark for it, and a ``continue`` after a crash simply runs it again. ``reconcile(call,
     context)`` answers, for a call left in doubt by a crash, whether its effect happened
-    (see ``docs/durable-runs.md``).
+    (see ``docs/durable-runs.md``). ``needs_approval`` gates every call of the tool: a
+    durable run suspends before it for a person's decision (kind ``tool_approval``), as
+    ``interrupt_before_tool`` does for every tool, and a run that cannot suspend (no
+    ``run_state``) fails closed at the call with ``ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE``.
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -155,6 +163,7 @@ class ToolDefinition:
     reconcile: ToolReconcile | None = attrs.field(
         default=None, kw_only=True, eq=False, repr=False, validator=_check_reconcile
     )
+    needs_approval: bool = attrs.field(default=False, kw_only=True, validator=_check_flag)
     _parameters_schema: CompiledSchema | None = attrs.field(
         init=False, default=None, eq=False, repr=False
     )

@@ -109,6 +109,7 @@ def tool(
     idempotent: bool = False,
     exclusive: bool = False,
     reconcile: Callable[[Any, Any], Any] | None = None,
+    needs_approval: bool = False,
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
 
@@ -121,12 +122,14 @@ def tool(
     idempotent: bool = False,
     exclusive: bool = False,
     reconcile: Callable[[Any, Any], Any] | None = None,
+    needs_approval: bool = False,
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Build a :class:`ToolDefinition` from a typed function, as ``@tool`` or ``@tool(...)``.
 
     ``name`` defaults to the function's name and ``description`` to its docstring's text
     before the first section; ``Args:``/``Parameters`` sections describe the parameters.
-    ``idempotent``, ``exclusive`` and ``reconcile`` are recorded on the definition. A
+    ``idempotent``, ``exclusive``, ``reconcile`` and ``needs_approval`` (a durable run
+    suspends before every call for a person's approval) are recorded on the definition. A
     parameter or hint that cannot be described as JSON, ``*args`` or ``**kwargs`` raise
     ``TypeError`` here, at decoration time. The original function stays reachable as
     ``definition.execute.__wrapped__``.
@@ -140,6 +143,7 @@ def tool(
             idempotent=idempotent,
             exclusive=exclusive,
             reconcile=reconcile,
+            needs_approval=needs_approval,
         )
 
     if fn is None:
@@ -152,6 +156,7 @@ def _build(
     name: str | None,
     description: str | None,
     *,
+    needs_approval: bool = False,
     idempotent: bool,
     exclusive: bool,
     reconcile: Callable[[Any, Any], Any] | None = None,
@@ -187,6 +192,7 @@ def _build(
         exclusive=exclusive,
         idempotent=idempotent,
         reconcile=reconcile,
+        needs_approval=needs_approval,
     )
 
 

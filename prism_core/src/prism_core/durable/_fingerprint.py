@@ -52,6 +52,19 @@ def _skills(config: AgentConfig) -> list[dict[str, Any]]:
     ]
 
 
+def _tool_material(tool: Any) -> dict[str, Any]:
+    material = {
+        "name": tool.name,
+        "parameters": dict(tool.parameters) if tool.parameters is not None else None,
+        "exclusive": tool.exclusive,
+        "effect": tool.effect,
+    }
+    # Recorded only when set, so the fingerprints of runs written before it stay the same.
+    if tool.needs_approval:
+        material["needs_approval"] = True
+    return material
+
+
 def fingerprint_material(agent: FingerprintedAgent, revision: str) -> dict[str, Any]:
     """The exact data :func:`agent_fingerprint` hashes (useful to explain a mismatch)."""
     config = _config(agent)
@@ -63,15 +76,7 @@ def fingerprint_material(agent: FingerprintedAgent, revision: str) -> dict[str, 
         "instructions": config.instructions,
         "system_prompt": [_layer_text(layer) for layer in config.system_prompt],
         "skills": _skills(config),
-        "tools": [
-            {
-                "name": tool.name,
-                "parameters": dict(tool.parameters) if tool.parameters is not None else None,
-                "exclusive": tool.exclusive,
-                "effect": tool.effect,
-            }
-            for tool in config.registry.definitions()
-        ],
+        "tools": [_tool_material(tool) for tool in config.registry.definitions()],
         "guardrails": [
             {"name": g.name, "stage": g.stage, "revision": g.revision}
             for g in config.guardrails.all()

@@ -162,6 +162,14 @@ async def tool_call(
         assert checked.blocked_reason is not None
         yield await _block(run, call, checked.blocked_reason, checked.result.error)
         return
+    if run.durable is None and checked.needs_approval:
+        raise RunFailure(
+            ErrorInfo(
+                f"Tool {call.name!r} needs approval before every call, and only a durable run "
+                "can suspend for one: run it with run_state=RunStateOptions(...)",
+                code="ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
+            )
+        )
     if run.durable is not None and gates is not None and not approved:
         gate = _gate_for(run, call, checked, ask)
         if gate is not None and not _shown_as_run(run, call):
@@ -259,7 +267,12 @@ def check_decision_cap(
             continue
         if run.tool_names is not None and call.name not in run.tool_names:
             continue
-        gated = may_ask or tool.elicitation is not None or durable.options.interrupt_before_tool
+        gated = (
+            may_ask
+            or tool.elicitation is not None
+            or tool.needs_approval
+            or durable.options.interrupt_before_tool
+        )
         if gated and durable.sticky_for(scope_for(durable.agent_id, call, tool)) is None:
             count += 1
     if count > MAX_PENDING_DECISIONS:
@@ -374,7 +387,7 @@ def _gate_for(
         reason, guardrail = (ask.reason, ask.guardrail) if ask is not None else (None, None)
     elif ask is not None:
         kind, reason, guardrail = "tool_approval", ask.reason, ask.guardrail
-    elif run.durable.options.interrupt_before_tool:
+    elif run.durable.options.interrupt_before_tool or tool.needs_approval:
         kind, reason, guardrail = "tool_approval", None, None
     else:
         return None
