@@ -108,5 +108,7 @@ async def resolve_task_agent(
     # A copy: the host's agent object keeps its own store and options.
     ready = copy.copy(agent)
     ready.store = stores.sessions
-    ready.run_state = _run_state(agent, revision, stores, settings.lease_ms)
+    ready.config = attrs.evolve(
+        agent.config, run_state=_run_state(agent, revision, stores, settings.lease_ms)
+    )
     return ResolvedAgent(agent=ready, revision=revision)
