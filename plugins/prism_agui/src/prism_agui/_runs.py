@@ -11,7 +11,12 @@ from typing import Any
 import attrs
 from ag_ui.core import RunAgentInput
 
-from prism_core import AgentDecisionError, load_agent_run_state, resume_agent_run_stream
+from prism_core import (
+    AbortSignal,
+    AgentDecisionError,
+    load_agent_run_state,
+    resume_agent_run_stream,
+)
 
 from ._agent import AgentFactory
 from ._decisions import decisions_for
@@ -25,13 +30,22 @@ __all__ = ("OpenedRun", "open_run")
 @attrs.frozen
 class OpenedRun:
     """A started or resumed run: its stream, the event already read from it, its ids, and
-    what to close when the AG-UI run ends."""
+    what aborts it (the session of a new run, the signal of a resume)."""
 
     stream: Any = attrs.field(eq=False)
     first: Any = attrs.field(eq=False)
     run_id: str
     session_id: str
     session: Any = attrs.field(default=None, eq=False)
+    signal: AbortSignal | None = attrs.field(default=None, eq=False)
+
+    def abort(self, reason: str) -> None:
+        """Abort the run through the core (which records it ``aborted``); its stream then
+        ends with the abort."""
+        if self.session is not None:
+            self.session.abort(reason)
+        if self.signal is not None:
+            self.signal.abort(reason)
 
     async def aclose(self) -> None:
         """Leave the stream (aborting a run still going) and close the session."""
@@ -107,6 +121,7 @@ async def _resume(
     state = found.state
     pending = state.interruption.pending_decisions if state.interruption is not None else ()
     decisions = decisions_for(resume, {d.approval_id: d.kind for d in pending})
+    signal = AbortSignal()
     stream = resume_agent_run_stream(
         factory.for_caller(scope),
         {"run_id": state.run_id, "session_id": state.session_id},
@@ -114,9 +129,10 @@ async def _resume(
         checkpoints=factory.checkpoints,
         definition_revision=factory.revision,
         ownership=scope,
+        signal=signal,
     )
     first = await _first(stream)
-    return OpenedRun(stream, first, state.run_id, state.session_id)
+    return OpenedRun(stream, first, state.run_id, state.session_id, signal=signal)
 
 
 async def open_run(

@@ -2,9 +2,9 @@
 
 The run is opened and consumed in the task that handles the request (a resumed run's task
 group lives there), while a second task listens for the client going away: when it does,
-the run is left, which aborts it, as leaving any Prism stream does. A refusal is a
-``RUN_ERROR`` with the refusal's ``code``; an unexpected failure is a generic ``RUN_ERROR``
-and is then raised again for the server to log.
+the run is aborted through the core (recorded ``aborted``; a tool that was running is
+cancelled). A refusal is a ``RUN_ERROR`` with the refusal's ``code``; an unexpected failure
+is a generic ``RUN_ERROR`` and is then raised again for the server to log.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import attrs
 from ag_ui.core import BaseEvent, RunAgentInput, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 from starlette.types import Receive, Scope, Send
@@ -31,62 +32,9 @@ logger = logging.getLogger("prism_agui")
 
 INTERNAL_ERROR = "ERR_PRISM_AGUI_INTERNAL"
 PROTOCOL_VERSION = "1.0"
+CLIENT_LEFT = "the AG-UI client went away"
 
 Emit = Callable[[BaseEvent], Awaitable[None]]
-
-
-async def _suspension(
-    factory: AgentFactory, translator: EventTranslator, opened: OpenedRun, event: Any
-) -> list[BaseEvent]:
-    arguments = dict(translator.arguments)
-    decisions = event.interruption.pending_decisions
-    if any(d.tool_call_id and d.tool_call_id not in arguments for d in decisions):
-        # Calls held over from an earlier AG-UI run of the same Prism run.
-        arguments = {
-            **await session_call_arguments(factory.sessions, opened.session_id),
-            **arguments,
-        }
-    interrupts = interrupts_for(event.interruption, arguments, factory.redactor)
-    return translator.suspended(interrupts)
-
-
-async def _relay(
-    factory: AgentFactory,
-    run_input: RunAgentInput,
-    caller: dict[str, str] | None,
-    translator: EventTranslator,
-    emit: Emit,
-) -> None:
-    try:
-        opened = await open_run(factory, run_input, caller)
-    except PrismError as exc:
-        await emit(_started(run_input, None))
-        for refusal in translator.error(str(exc), exc.code):
-            await emit(refusal)
-        return
-    try:
-        await emit(_started(run_input, opened.run_id))
-        event = opened.first
-        while event is not None and not translator.finished:
-            if event.type == "agent_suspended":
-                produced = await _suspension(factory, translator, opened, event)
-            else:
-                produced = translator.translate(event)
-            for out in produced:
-                await emit(out)
-            event = await anext(opened.stream, None)
-        if not translator.finished:
-            for out in translator.error("the run ended without an outcome", INTERNAL_ERROR):
-                await emit(out)
-    except PrismError as exc:
-        if not translator.finished:
-            for out in translator.error(str(exc), exc.code):
-                await emit(out)
-    finally:
-        # Shielded: a client that left cancels the request, and the run must still be left
-        # (and so aborted) properly.
-        with anyio.CancelScope(shield=True):
-            await opened.aclose()
 
 
 def _started(run_input: RunAgentInput, prism_run_id: str | None) -> RunStartedEvent:
@@ -96,6 +44,70 @@ def _started(run_input: RunAgentInput, prism_run_id: str | None) -> RunStartedEv
         protocol_version=PROTOCOL_VERSION,
         metadata={"prism_run_id": prism_run_id} if prism_run_id is not None else None,
     )
+
+
+@attrs.define
+class _Relay:
+    """Opens the run, sends its events through ``emit``, and aborts it if the client leaves."""
+
+    factory: AgentFactory
+    run_input: RunAgentInput
+    caller: dict[str, str] | None
+    emit: Emit
+    translator: EventTranslator
+    opened: OpenedRun | None = None
+    gone: bool = False
+
+    def client_left(self) -> None:
+        """The client went away: abort the run (now, or as soon as it is open)."""
+        self.gone = True
+        logger.info("AG-UI run %s: %s; the run is aborted", self.run_input.run_id, CLIENT_LEFT)
+        if self.opened is not None:
+            self.opened.abort(CLIENT_LEFT)
+
+    async def _send(self, events: list[BaseEvent]) -> None:
+        for event in events:
+            await self.emit(event)
+
+    async def run(self) -> None:
+        """The whole AG-UI run, from ``RUN_STARTED`` to its end."""
+        try:
+            self.opened = opened = await open_run(self.factory, self.run_input, self.caller)
+        except PrismError as exc:
+            await self.emit(_started(self.run_input, None))
+            await self._send(self.translator.error(str(exc), exc.code))
+            return
+        try:
+            if self.gone:
+                opened.abort(CLIENT_LEFT)
+            await self.emit(_started(self.run_input, opened.run_id))
+            event = opened.first
+            while event is not None and not self.translator.finished:
+                if event.type == "agent_suspended":
+                    await self._send(await self._suspension(event))
+                else:
+                    await self._send(self.translator.translate(event))
+                event = await anext(opened.stream, None)
+            if not self.translator.finished:
+                await self._send(
+                    self.translator.error("the run ended without an outcome", INTERNAL_ERROR)
+                )
+        except PrismError as exc:
+            if not self.translator.finished:
+                await self._send(self.translator.error(str(exc), exc.code))
+        finally:
+            await opened.aclose()
+
+    async def _suspension(self, event: Any) -> list[BaseEvent]:
+        assert self.opened is not None
+        arguments = dict(self.translator.arguments)
+        decisions = event.interruption.pending_decisions
+        if any(d.tool_call_id and d.tool_call_id not in arguments for d in decisions):
+            # Calls held over from an earlier AG-UI run of the same Prism run.
+            held = await session_call_arguments(self.factory.sessions, self.opened.session_id)
+            arguments = {**held, **arguments}
+        interrupts = interrupts_for(event.interruption, arguments, self.factory.redactor)
+        return self.translator.suspended(interrupts)
 
 
 class AguiEventStream:
@@ -126,19 +138,19 @@ class AguiEventStream:
             body = encoder.encode(event).encode()
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
+        translator = EventTranslator(self._input.thread_id, self._input.run_id)
+        relay = _Relay(self._factory, self._input, self._caller, emit, translator)
         failure: Exception | None = None
         async with anyio.create_task_group() as group:
 
             async def watch_disconnect() -> None:
                 while (await receive())["type"] != "http.disconnect":
                     pass
-                logger.info("AG-UI client left run %s; the run is aborted", self._input.run_id)
-                group.cancel_scope.cancel()
+                relay.client_left()
 
             group.start_soon(watch_disconnect)
-            translator = EventTranslator(self._input.thread_id, self._input.run_id)
             try:
-                await _relay(self._factory, self._input, self._caller, translator, emit)
+                await relay.run()
             except Exception as exc:
                 failure = exc
                 if not translator.finished:
