@@ -84,15 +84,18 @@ class Server:
 
     def _wait_until_listening(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                httpx.get(f"{self.url}/none", timeout=5)
-                return
-            except httpx.TransportError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"the AG-UI test server did not start:\n{self.log()}")
-                time.sleep(0.05)
+        while not self._answers():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the AG-UI test server did not start:\n{self.log()}")
+            time.sleep(0.05)
+
+    def _answers(self) -> bool:
+        try:
+            httpx.get(f"{self.url}/none", timeout=5)
+        except httpx.TransportError:
+            return False
+        return True
 
     def log(self) -> str:
         """What the server wrote so far."""
@@ -202,19 +205,31 @@ def new_thread() -> str:
     return f"thread-{uuid.uuid4().hex}"
 
 
-def read_runs(host: Host, owner: dict[str, str] | None) -> dict[str, dict[str, Any]]:
-    """Every run record ``owner`` can see in the host's store: run id → its state."""
+def read_runs(host: Host, thread_id: str, owner: dict[str, str] | None) -> dict[str, Any]:
+    """The runs on ``thread_id`` that ``owner`` can see, straight from the host's checkpoint
+    store: run id → its stored state, with the record's ``version`` added."""
 
-    async def read() -> dict[str, dict[str, Any]]:
+    async def read() -> dict[str, Any]:
         stores = open_sql_stores(host.db_url)
         try:
-            page = await stores.checkpoints.list(AGENT_RUN_NAMESPACE, ownership=owner)
+            page = await stores.checkpoints.list(AGENT_RUN_NAMESPACE, ownership=owner, limit=1000)
             records: list[CheckpointRecord] = list(page.records)
         finally:
             await stores.aclose()
-        return {record.key: dict(record.value) for record in records}
+        return {
+            record.key: {**record.value, "version": record.version}
+            for record in records
+            if record.value["session_id"] == thread_id
+        }
 
     return anyio.run(read)
+
+
+def prism_run_id(run: ClientRun, step: int) -> str:
+    """The Prism run id ``RUN_STARTED`` of ``step`` names in its metadata."""
+    started = run.events(step)[0]
+    assert started["type"] == "RUN_STARTED", started
+    return str(started["metadata"]["prism_run_id"])
 
 
 def wait_for(condition: Any, *, timeout_s: float = 30.0) -> None:

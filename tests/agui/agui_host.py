@@ -10,10 +10,12 @@ Two agents over one SQLite file (``PRISM_AGUI_TEST_DB``), each behind ``create_a
   and ``fail`` with a provider error.
 
 After a tool round either model says ``Done:`` and what each call returned. Every real tool
-effect is one JSON line ``[tool, arguments]`` in ``PRISM_AGUI_TEST_EFFECTS/<thread id>.jsonl``,
-so a test can count what ran on its thread, across server processes. ``PRISM_AGUI_TEST_DEFAULT_AUTH=1``
-serves with the default ``authorize`` instead of the header check below. ``x-tenant: T`` is the caller ``{"tenant_id": T}``;
-without it the caller is unknown (401), and ``x-tenant: blocked`` is refused (403).
+effect is one JSON line ``[tool, arguments]`` in ``PRISM_AGUI_TEST_EFFECTS/<thread>.jsonl``,
+so a test can count what ran on its thread, across server processes.
+
+``x-tenant: T`` is the caller ``{"tenant_id": T}``; without it the caller is unknown (401),
+and ``x-tenant: blocked`` is refused (403). ``PRISM_AGUI_TEST_DEFAULT_AUTH=1`` serves with
+the default ``authorize`` instead.
 """
 
 from __future__ import annotations
