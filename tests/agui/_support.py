@@ -175,13 +175,17 @@ def run_client(
     steps: Sequence[dict[str, Any]],
     *,
     tenant: str | None = "t1",
+    headers: dict[str, str] | None = None,
     pending_interrupts: Sequence[dict[str, Any]] | None = None,
 ) -> ClientRun:
-    """Run ``steps`` with one ``HttpAgent`` on ``thread_id`` against ``url``."""
+    """Run ``steps`` with one ``HttpAgent`` on ``thread_id`` against ``url``, speaking as
+    ``tenant`` (the ``x-tenant`` header), or with exactly ``headers`` when given."""
+    if headers is None:
+        headers = {} if tenant is None else {"x-tenant": tenant}
     plan: dict[str, Any] = {
         "url": url,
         "threadId": thread_id,
-        "headers": {} if tenant is None else {"x-tenant": tenant},
+        "headers": headers,
         "steps": list(steps),
     }
     if pending_interrupts is not None:
