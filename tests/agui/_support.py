@@ -169,7 +169,7 @@ class ClientRun:
         return found[0]
 
 
-def run_client(
+def start_client(
     url: str,
     thread_id: str,
     steps: Sequence[dict[str, Any]],
@@ -177,9 +177,9 @@ def run_client(
     tenant: str | None = "t1",
     headers: dict[str, str] | None = None,
     pending_interrupts: Sequence[dict[str, Any]] | None = None,
-) -> ClientRun:
-    """Run ``steps`` with one ``HttpAgent`` on ``thread_id`` against ``url``, speaking as
-    ``tenant`` (the ``x-tenant`` header), or with exactly ``headers`` when given."""
+) -> subprocess.Popen[str]:
+    """Start ``run_agent.mjs`` on ``steps`` (see :func:`run_client`); collect it with
+    :func:`client_output`."""
     if headers is None:
         headers = {} if tenant is None else {"x-tenant": tenant}
     plan: dict[str, Any] = {
@@ -190,18 +190,57 @@ def run_client(
     }
     if pending_interrupts is not None:
         plan["pendingInterrupts"] = list(pending_interrupts)
-    done = subprocess.run(
+    client = subprocess.Popen(
         ["node", str(CLIENT_SCRIPT)],
         cwd=NODE_DIR,
-        input=json.dumps(plan),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=CLIENT_TIMEOUT_S,
-        check=False,
     )
-    assert done.returncode == 0, done.stderr
-    lines = tuple(json.loads(line) for line in done.stdout.splitlines() if line.strip())
-    return ClientRun(lines, done.stderr)
+    assert client.stdin is not None
+    client.stdin.write(json.dumps(plan))
+    client.stdin.close()
+    # communicate() must not touch the stdin closed above.
+    client.stdin = None
+    return client
+
+
+def client_output(client: subprocess.Popen[str]) -> ClientRun:
+    """Wait (bounded) for a started client and read what it printed."""
+    try:
+        stdout, stderr = client.communicate(timeout=CLIENT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.kill(client.pid, signal.SIGKILL)
+        client.communicate()
+        raise
+    assert client.returncode == 0, stderr
+    lines = tuple(json.loads(line) for line in stdout.splitlines() if line.strip())
+    return ClientRun(lines, stderr)
+
+
+def run_client(
+    url: str,
+    thread_id: str,
+    steps: Sequence[dict[str, Any]],
+    *,
+    tenant: str | None = "t1",
+    headers: dict[str, str] | None = None,
+    pending_interrupts: Sequence[dict[str, Any]] | None = None,
+) -> ClientRun:
+    """Run ``steps`` with one ``HttpAgent`` on ``thread_id`` against ``url``, speaking as
+    ``tenant`` (the ``x-tenant`` header), or with exactly ``headers`` when given;
+    ``pending_interrupts`` are the client's open interrupts to begin with (a page that kept
+    them)."""
+    client = start_client(
+        url,
+        thread_id,
+        steps,
+        tenant=tenant,
+        headers=headers,
+        pending_interrupts=pending_interrupts,
+    )
+    return client_output(client)
 
 
 def new_thread() -> str:

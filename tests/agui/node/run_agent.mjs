@@ -10,7 +10,9 @@
 //   {"resume": [entry, ...]}                 resume with these entries as they are
 // and may also carry "headers" (used from this step on) and "abortOn": an event type on
 // which the client aborts the run (HttpAgent.abortRun()).
-// Output lines: {"step", "event"} and then {"step", "end": "resolved" | "rejected", ...}.
+// Output lines: {"step", "event"} and then {"step", "end": "resolved" | "rejected", ...};
+// an error the client leaves unhandled (a server that dies mid-stream) is a line
+// {"step", "unhandled": message}.
 import { randomUUID } from "node:crypto";
 import { HttpAgent, buildResumeArray } from "@ag-ui/client";
 
@@ -33,6 +35,11 @@ function resumeFor(agent, answers) {
   return buildResumeArray(agent.pendingInterrupts, byInterrupt);
 }
 
+let current = null;
+process.on("unhandledRejection", (error) => {
+  print({ step: current, unhandled: String(error?.message ?? error) });
+});
+
 const plan = await readStdin();
 const agent = new HttpAgent({
   url: plan.url,
@@ -42,6 +49,7 @@ const agent = new HttpAgent({
 if (plan.pendingInterrupts) agent.pendingInterrupts = plan.pendingInterrupts;
 
 for (const [step, spec] of plan.steps.entries()) {
+  current = step;
   if (spec.headers) agent.headers = spec.headers;
   if (spec.message !== undefined) {
     agent.addMessage({ id: randomUUID(), role: "user", content: spec.message });
