@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +15,24 @@ from ._support import NODE_DIR, Host, Server, serving
 NPM_CI_TIMEOUT_S = 600
 
 
+def _installed_from_lock() -> bool:
+    """Whether ``node_modules`` holds exactly what the lock file names (npm's own record of
+    the tree it installed, ``node_modules/.package-lock.json``, says so)."""
+    installed = NODE_DIR / "node_modules" / ".package-lock.json"
+    if not installed.exists():
+        return False
+    wanted = json.loads((NODE_DIR / "package-lock.json").read_text(encoding="utf-8"))
+    packages = {k: v for k, v in wanted["packages"].items() if k}
+    have: dict[str, object] = json.loads(installed.read_text(encoding="utf-8"))["packages"]
+    return have == packages
+
+
 @pytest.fixture(scope="session", autouse=True)
 def agui_client() -> Path:
-    """``@ag-ui/client`` installed under ``tests/agui/node`` from its lock file."""
+    """``@ag-ui/client`` installed under ``tests/agui/node`` from its lock file (``npm ci``,
+    unless ``.ci/run`` or an earlier session installed that very tree)."""
+    if _installed_from_lock():
+        return NODE_DIR
     done = subprocess.run(
         ["npm", "ci", "--no-audit", "--no-fund", "--prefer-offline"],
         cwd=NODE_DIR,
