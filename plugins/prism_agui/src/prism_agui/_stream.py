@@ -82,11 +82,11 @@ class _Relay:
                 opened.abort(CLIENT_LEFT)
             await self.emit(_started(self.run_input, opened.run_id))
             event = opened.first
-            while event is not None and not self.translator.finished:
-                if event.type == "agent_suspended":
-                    await self._send(await self._suspension(event))
-                else:
-                    await self._send(self.translator.translate(event))
+            while event is not None:
+                # Read to the stream's end even after the AG-UI run's last event: leaving a
+                # run's stream early aborts it, and the run settles its state after its end.
+                if not self.translator.finished:
+                    await self._send(await self._translate(event))
                 event = await anext(opened.stream, None)
             if not self.translator.finished:
                 await self._send(
@@ -97,6 +97,11 @@ class _Relay:
                 await self._send(self.translator.error(str(exc), exc.code))
         finally:
             await opened.aclose()
+
+    async def _translate(self, event: Any) -> list[BaseEvent]:
+        if event.type == "agent_suspended":
+            return await self._suspension(event)
+        return self.translator.translate(event)
 
     async def _suspension(self, event: Any) -> list[BaseEvent]:
         assert self.opened is not None
