@@ -61,12 +61,12 @@ def test_an_interrupt_outlives_a_killed_server_and_its_tool_runs_once(host: Host
 def test_a_run_killed_inside_a_tool_is_never_continued_from_agui(host: Host) -> None:
     thread = new_thread()
     first = Server(host)
+    client = start_client(f"{first.url}/assistant/", thread, [{"message": "slow"}])
     try:
-        client = start_client(f"{first.url}/assistant/", thread, [{"message": "slow"}])
         wait_for(lambda: host.effects(thread) == [("wait-started", {})])
     finally:
         first.kill()
-    cut = client_output(client)
+        cut = client_output(client)
     # The client saw the call, then the connection drop: no end of the run.
     assert cut.types(0) == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
     assert cut.end(0)["end"] == "rejected"
