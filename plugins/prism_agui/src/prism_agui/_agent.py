@@ -57,7 +57,8 @@ class AgentFactory:
         self.sessions = sessions
         self.revision = revision
         self._options, self._ownership = _host_options(agent.run_state)
-        # Built once now, so a malformed run_state fails at create_agui_app, not per request.
+        # Built once now, so an option RunStateOptions does not take fails at create_agui_app,
+        # not per request (the core validates the values when a run starts).
         RunStateOptions(checkpoints, revision, **self._options)
 
     def check_caller(self, scope: dict[str, str] | None) -> None:
