@@ -1,0 +1,108 @@
+"""The Prism side of the endpoint: one agent's durable runs on the host's two stores.
+
+Every run starts with every-turn checkpoints under the caller's ownership; a resume carries a
+``decisions`` batch (never ``continue`` or ``resolutions``: those are host actions), a cancel
+is a ``deny``. Nothing here knows the A2A protocol.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from prism_core import (
+    AgentRunStatus,
+    CheckpointStore,
+    ResumeEventStream,
+    RunEventStream,
+    RunStateOptions,
+    load_agent_run_state,
+    resume_agent_run,
+    resume_agent_run_stream,
+)
+
+__all__ = ("PrismRuns", "Scope")
+
+#: The caller's ownership scope (``None``: the unscoped tenant).
+Scope = Mapping[str, str] | None
+
+
+class PrismRuns:
+    """Starts, reads, resumes and denies the runs of ``agent`` on ``checkpoints`` and
+    ``sessions`` (the agent runs on ``sessions`` whatever store it was built with)."""
+
+    def __init__(
+        self,
+        agent: Any,
+        *,
+        definition_revision: str,
+        checkpoints: CheckpointStore,
+        sessions: Any,
+        interrupt_before_tool: bool = False,
+        restore_hooks: Sequence[Any] = (),
+    ) -> None:
+        if not isinstance(definition_revision, str) or not definition_revision:
+            raise ValueError("definition_revision must be a non-empty string")
+        if getattr(agent, "store", None) is not sessions:
+            # A copy: the host's agent object keeps its own store.
+            agent = copy.copy(agent)
+            agent.store = sessions
+        self.agent = agent
+        self.agent_id: str = agent.id or agent.name or ""
+        self.definition_revision = definition_revision
+        self.checkpoints = checkpoints
+        self.sessions = sessions
+        self.interrupt_before_tool = interrupt_before_tool
+        self.restore_hooks = tuple(restore_hooks)
+
+    def start(self, session_id: str, text: str, scope: Scope) -> RunEventStream:
+        """A new durable run of ``text`` on session ``session_id`` (not started until read)."""
+        state = RunStateOptions(
+            self.checkpoints,
+            self.definition_revision,
+            checkpoint_policy="every-turn",
+            interrupt_before_tool=self.interrupt_before_tool,
+            ownership=dict(scope) if scope is not None else None,
+        )
+        session = self.agent.create_session(id=session_id)
+        return session.stream(text, run_state=state)
+
+    async def status(self, run_id: str, scope: Scope) -> AgentRunStatus | None:
+        """The run as its checkpoint records it, or ``None`` when it is absent, foreign, or a
+        run of another agent."""
+        found = await load_agent_run_state(self.checkpoints, {"run_id": run_id}, ownership=scope)
+        if found is None or found.state.agent_id != self.agent_id:
+            return None
+        return found
+
+    def resume(self, found: AgentRunStatus, decisions: Any, scope: Scope) -> ResumeEventStream:
+        """The resume stream of a ``decisions`` batch for the run ``found`` describes, claimed
+        at the version it was read at (a concurrent resume makes this one a conflict)."""
+        return resume_agent_run_stream(
+            self.agent,
+            _ref(found),
+            {"expected_version": found.version, "decisions": decisions},
+            checkpoints=self.checkpoints,
+            definition_revision=self.definition_revision,
+            restore_hooks=self.restore_hooks,
+            ownership=scope,
+        )
+
+    async def deny(self, found: AgentRunStatus, scope: Scope, reason: str) -> str:
+        """Deny the suspended run ``found`` describes (none of its pending calls runs); its
+        status afterwards."""
+        result = await resume_agent_run(
+            self.agent,
+            _ref(found),
+            {"expected_version": found.version, "decision": "deny", "reason": reason},
+            checkpoints=self.checkpoints,
+            definition_revision=self.definition_revision,
+            restore_hooks=self.restore_hooks,
+            ownership=scope,
+        )
+        return str(result.status)
+
+
+def _ref(found: AgentRunStatus) -> dict[str, str]:
+    return {"run_id": found.state.run_id, "session_id": found.state.session_id}
