@@ -3,15 +3,21 @@
 The ``billing`` agent runs on SQLite stores (``PRISM_A2A_TEST_DB``) and answers from the
 conversation it is sent, so a new server process carries on where a killed one stopped:
 
-- ``hello``: a plain answer, no tools;
+- ``hello``: a plain answer in two text deltas, no tools;
+- ``count``: how many user messages the conversation holds (the context's history);
 - ``lookup ORDER``: one ``lookup`` call (ungated), then ``ORDER is open``;
 - ``refund ORDER...``: one ``refund`` call per order in one turn (each waits for approval),
   then ``refunds settled: <results>``;
-- ``refund-twice A B``: refund ``A``, then (after its result) refund ``B``, then the answer.
+- ``refund-twice A B``: refund ``A``, then (after its result) refund ``B``, then the answer;
+- ``lookup-refund ORDER``: look the order up (ungated), then refund it, then the answer.
 
 Every tool that really runs appends a line ``tool ORDER`` to ``PRISM_A2A_TEST_EFFECTS``, so
 the tests count real side effects across processes. ``refund`` takes ``{"order": "X-123",
 "amount"?: integer}``.
+
+``PRISM_A2A_TEST_AUTH=header`` serves with an ``authorize`` that reads the caller's tenant from
+``X-Tenant`` (none: 401; ``blocked``: 403); ``PRISM_A2A_TEST_CARD=custom`` serves a card of
+the host's own.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 
 from prism_core import (
     Guardrail,
@@ -37,7 +45,7 @@ from prism_core import (
 )
 from prism_store_sql import open_sql_stores
 
-from prism_a2a import create_a2a_app
+from prism_a2a import AccessDenied, create_a2a_app
 
 REVISION = "billing-1"
 REFUND_SCHEMA = {
@@ -98,6 +106,8 @@ def script(request: ProviderRequest) -> list[Any]:
     results = _results(request.messages[last_user:])
     if command == "hello":
         return [provider_text_delta("hello "), provider_text_delta("back"), provider_done()]
+    if command == "count":
+        return [provider_text_delta(f"you said {len(users)} things"), provider_done()]
     if command == "lookup" and not results:
         return [provider_tool_call(tool_call_content("l1", "lookup", {"order": orders[0]}))]
     if command == "refund" and not results:
@@ -109,6 +119,9 @@ def script(request: ProviderRequest) -> list[Any]:
     if command == "refund-twice" and len(results) < 2:
         order = orders[len(results)]
         return [provider_tool_call(tool_call_content(f"t{len(results)}", "refund", {"order": order}))]
+    if command == "lookup-refund" and len(results) < 2:
+        tool = "lookup" if not results else "refund"
+        return [provider_tool_call(tool_call_content(f"x{len(results)}", tool, {"order": orders[0]}))]
     if command == "lookup":
         return [provider_text_delta(f"{orders[0]} is open"), provider_done()]
     return [provider_text_delta(f"refunds settled: {json.dumps(results)}"), provider_done()]
@@ -136,6 +149,33 @@ def build_agent() -> Any:
     )
 
 
+def tenant_header(request: Any) -> dict[str, str] | None:
+    """The test ``authorize``: ``X-Tenant: t1`` is tenant t1."""
+    tenant = request.headers.get("x-tenant")
+    if tenant is None:
+        return None
+    if tenant == "blocked":
+        raise AccessDenied("this caller may not use the agent")
+    return {"tenant_id": tenant}
+
+
+CUSTOM_CARD = AgentCard(
+    name="Billing desk",
+    description="Refunds, with a person approving each one.",
+    version="7",
+    supported_interfaces=[
+        AgentInterface(
+            url=os.environ.get("PRISM_A2A_TEST_URL", "http://127.0.0.1:8000/"),
+            protocol_binding="JSONRPC",
+            protocol_version="1.0",
+        )
+    ],
+    capabilities=AgentCapabilities(streaming=True),
+    default_input_modes=["text/plain"],
+    default_output_modes=["text/plain"],
+    skills=[AgentSkill(id="refunds", name="Refunds", description="Refund orders", tags=["billing"])],
+)
+
 stores = open_sql_stores(f"sqlite:///{os.environ.get('PRISM_A2A_TEST_DB', 'a2a-test.db')}")
 app = create_a2a_app(
     build_agent(),
@@ -143,6 +183,8 @@ app = create_a2a_app(
     checkpoints=stores.checkpoints,
     sessions=stores.sessions,
     url=os.environ.get("PRISM_A2A_TEST_URL", "http://127.0.0.1:8000/"),
+    agent_card=CUSTOM_CARD if os.environ.get("PRISM_A2A_TEST_CARD") == "custom" else None,
+    authorize=tenant_header if os.environ.get("PRISM_A2A_TEST_AUTH") == "header" else None,
 )
 _serve = app.router.lifespan_context
 

@@ -44,15 +44,16 @@ class ContextClaims:
         """A fresh session id for a task that names no context."""
         return f"session_{uuid.uuid4().hex}"
 
-    async def check(self, session_id: str, scope: Scope) -> CheckpointRecord | None:
-        """The caller's claim of ``session_id`` (``None`` for a context nobody has used);
+    async def check(self, session_id: str, scope: Scope) -> tuple[CheckpointRecord | None, str | None]:
+        """The caller's claim of ``session_id`` (``None`` for a context nobody has used) and
+        the leaf the context's last task ended on (``None``: the session's newest entry);
         :class:`ContextRefused` when the context is not the caller's or is busy."""
         runs = self._runs
         record = await runs.checkpoints.load(CONTEXT_NAMESPACE, session_id, ownership=scope)
         if record is None:
             if await runs.sessions.list(session_id):
                 raise ContextRefused(f"unknown context {session_id!r}")
-            return None
+            return None, None
         if record.value.get("agent_id") != runs.agent_id:
             raise ContextRefused(f"unknown context {session_id!r}")
         run_id = str(record.value.get("run_id"))
@@ -71,7 +72,7 @@ class ContextClaims:
                 f"task {run_id} of context {session_id!r} {state}; "
                 "answer or cancel it before starting another"
             )
-        return record
+        return record, previous.state.leaf_id if previous is not None else None
 
     async def move(
         self, session_id: str, run_id: str, claim: CheckpointRecord | None, scope: Scope

@@ -98,6 +98,7 @@ class PrismAgentExecutor(AgentExecutor):
         if task_id is None or context_id is None:
             raise InternalError("a request context without its task and context ids")
         updates = _Updates(TaskUpdater(event_queue, task_id, context_id), task_id, context_id)
+        # A run that ended before its first checkpoint has no task in the store yet.
         if context.current_task is None and context.message is not None:
             await event_queue.enqueue_event(
                 Task(

@@ -6,6 +6,10 @@ event gives the run id, which becomes the task id; a message on a task reads tha
 checkpoint and starts the resume of its ``decisions``. Either way the first event is read here,
 so every refusal (a bad batch, a stale approval id, a foreign context) is raised while the SDK
 can still answer it as a JSON-RPC error, before any task changes and before anything runs.
+
+A new run is read on to its first checkpoint (the first turn's ``turn_started``, or its end
+if it ends sooner), still before any provider request or tool call: the SDK then finds the
+task in the task store when it takes the request up, so it never races the run's first write.
 The started stream rides the request context to the executor, which reads the rest.
 """
 
@@ -29,19 +33,22 @@ from ._runs import PrismRuns
 __all__ = ("PrismRequestContext", "PrismRequestContextBuilder", "StartedRun")
 
 
-class StartedRun:
-    """A run's event stream whose first event has been read: iterating it yields that event,
-    then the rest. Closing it (or dropping it unread) aborts what it still owns."""
+#: The events after which a new run has written its first checkpoint (or has ended).
+_CHECKPOINTED = frozenset(("turn_started", "agent_suspended", "agent_finished", "error"))
 
-    def __init__(self, stream: Any, first: AgentEvent) -> None:
+
+class StartedRun:
+    """A run's event stream whose first events have been read: iterating it yields those
+    events, then the rest. Closing it (or dropping it unread) aborts what it still owns."""
+
+    def __init__(self, stream: Any, read: list[AgentEvent]) -> None:
         self._stream = stream
-        self._first: AgentEvent | None = first
+        self._read = read
 
     async def events(self) -> AsyncIterator[AgentEvent]:
-        """The run's events, the first one included."""
-        if self._first is not None:
-            first, self._first = self._first, None
-            yield first
+        """The run's events, the ones already read first."""
+        while self._read:
+            yield self._read.pop(0)
         async for event in self._stream:
             yield event
 
@@ -58,12 +65,18 @@ class PrismRequestContext(RequestContext):
         self.started = started
 
 
-async def _first_event(stream: Any) -> AgentEvent:
-    try:
-        first: AgentEvent = await stream.__anext__()
-    except StopAsyncIteration:
-        raise RuntimeError("a Prism run stream ended before its first event") from None
-    return first
+async def _read_until(stream: Any, read: list[AgentEvent], kinds: frozenset[str]) -> None:
+    """Read ``stream`` into ``read``: its next event, and on up to one of ``kinds``."""
+    while True:
+        try:
+            event: AgentEvent = await stream.__anext__()
+        except StopAsyncIteration:
+            if not read:
+                raise RuntimeError("a Prism run stream ended before its first event") from None
+            return
+        read.append(event)
+        if not kinds or event.type in kinds:
+            return
 
 
 class PrismRequestContextBuilder(RequestContextBuilder):
@@ -97,16 +110,19 @@ class PrismRequestContextBuilder(RequestContextBuilder):
         scope = call_scope(context)
         text = message_text(params.message)
         session_id = context_id or self._claims.new_id()
-        claim = await self._claims.check(session_id, scope)
-        stream = self._runs.start(session_id, text, scope)
+        claim, leaf_id = await self._claims.check(session_id, scope)
+        message_id = params.message.message_id
+        stream = await self._runs.start(session_id, text, scope, leaf_id, message_id)
+        read: list[AgentEvent] = []
         try:
-            first = await _first_event(stream)
+            await _read_until(stream, read, frozenset())
             await self._claims.move(session_id, stream.run_id, claim, scope)
+            await _read_until(stream, read, _CHECKPOINTED)
         except BaseException:
             await stream.aclose()
             raise
         return PrismRequestContext(
-            started=StartedRun(stream, first),
+            started=StartedRun(stream, read),
             call_context=context,
             request=params,
             task_id=stream.run_id,
@@ -122,13 +138,14 @@ class PrismRequestContextBuilder(RequestContextBuilder):
             raise TaskNotFound(f"no task {task_id!r}")
         decisions = message_decisions(params.message)
         stream = self._runs.resume(found, decisions, scope)
+        read: list[AgentEvent] = []
         try:
-            first = await _first_event(stream)
+            await _read_until(stream, read, frozenset())
         except BaseException:
             await stream.aclose()
             raise
         return PrismRequestContext(
-            started=StartedRun(stream, first),
+            started=StartedRun(stream, read),
             call_context=context,
             request=params,
             task_id=task_id,

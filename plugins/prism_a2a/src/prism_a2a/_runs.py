@@ -22,10 +22,16 @@ from prism_core import (
     resume_agent_run_stream,
 )
 
-__all__ = ("PrismRuns", "Scope")
+from ._errors import InputRefused
+
+__all__ = ("MAX_MESSAGE_ID_CHARS", "MESSAGE_ID_KEY", "PrismRuns", "Scope")
 
 #: The caller's ownership scope (``None``: the unscoped tenant).
 Scope = Mapping[str, str] | None
+#: The checkpoint metadata key that holds the A2A id of the message that started the run.
+MESSAGE_ID_KEY = "a2a.message_id"
+#: The longest message id a new task may start with (it rides every checkpoint).
+MAX_MESSAGE_ID_CHARS = 256
 
 
 class PrismRuns:
@@ -56,16 +62,25 @@ class PrismRuns:
         self.interrupt_before_tool = interrupt_before_tool
         self.restore_hooks = tuple(restore_hooks)
 
-    def start(self, session_id: str, text: str, scope: Scope) -> RunEventStream:
-        """A new durable run of ``text`` on session ``session_id`` (not started until read)."""
+    async def start(
+        self, session_id: str, text: str, scope: Scope, leaf_id: str | None, message_id: str
+    ) -> RunEventStream:
+        """A new durable run of ``text`` on session ``session_id``, after its entry ``leaf_id``
+        (``None``: after its newest entry); not started until read. ``message_id`` (the A2A
+        id of the message that started it) rides every checkpoint of the run."""
+        if len(message_id) > MAX_MESSAGE_ID_CHARS:
+            raise InputRefused(f"a message id may be at most {MAX_MESSAGE_ID_CHARS} characters")
         state = RunStateOptions(
             self.checkpoints,
             self.definition_revision,
             checkpoint_policy="every-turn",
             interrupt_before_tool=self.interrupt_before_tool,
             ownership=dict(scope) if scope is not None else None,
+            checkpoint_metadata={MESSAGE_ID_KEY: message_id},
         )
-        session = self.agent.create_session(id=session_id)
+        session = self.agent.create_session(id=session_id, leaf_id=leaf_id)
+        if leaf_id is None:
+            await session.checkout()
         return session.stream(text, run_state=state)
 
     async def status(self, run_id: str, scope: Scope) -> AgentRunStatus | None:

@@ -15,6 +15,8 @@ from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 
 from prism_core import AgentRunStatus, ErrorInfo, SessionEntry
 
+from ._runs import MESSAGE_ID_KEY
+
 __all__ = (
     "ANSWER_ARTIFACT_ID",
     "TASK_STATES",
@@ -94,9 +96,10 @@ def _text(message: Any) -> str:
 
 
 def _history(
-    entries: Iterable[SessionEntry], task_id: str, context_id: str
+    entries: Iterable[SessionEntry], task_id: str, context_id: str, input_id: str | None
 ) -> tuple[list[Message], str | None]:
-    """The run's user and assistant messages that hold text, and the last assistant text."""
+    """The run's user and assistant messages that hold text (the first user message under
+    ``input_id``, the A2A id of the message that started the run), and the last answer."""
     history: list[Message] = []
     answer: str | None = None
     for entry in entries:
@@ -107,11 +110,14 @@ def _history(
         if not text:
             continue
         role = Role.ROLE_USER if message.role == "user" else Role.ROLE_AGENT
+        message_id = entry.id
+        if role == Role.ROLE_USER and input_id is not None:
+            message_id, input_id = input_id, None
         history.append(
             Message(
                 role=role,
                 parts=[new_text_part(text)],
-                message_id=entry.id,
+                message_id=message_id,
                 task_id=task_id,
                 context_id=context_id,
             )
@@ -130,7 +136,8 @@ async def task_view(found: AgentRunStatus, sessions: Any) -> Task:
         if state.leaf_id is not None
         else []
     )
-    history, answer = _history(entries, task_id, context_id)
+    input_id = (found.metadata or {}).get(MESSAGE_ID_KEY)
+    history, answer = _history(entries, task_id, context_id, input_id)
     status = TaskStatus(state=TASK_STATES[state.status])
     artifacts: list[Artifact] = []
     if state.status == "suspended" and state.interruption is not None:
