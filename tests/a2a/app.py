@@ -6,14 +6,14 @@ conversation it is sent, so a new server process carries on where a killed one s
 - ``hello``: a plain answer in two text deltas, no tools;
 - ``count``: how many user messages the conversation holds (the context's history);
 - ``lookup ORDER``: one ``lookup`` call (ungated), then ``ORDER is open``;
-- ``refund ORDER...``: one ``refund`` call per order in one turn (each waits for approval),
-  then ``refunds settled: <results>``;
+- ``refund ORDER...``: one ``refund`` call of 150 per order in one turn (refunds over 100 wait
+  for approval), then ``refunds settled: <results>``;
 - ``refund-twice A B``: refund ``A``, then (after its result) refund ``B``, then the answer;
 - ``lookup-refund ORDER``: look the order up (ungated), then refund it, then the answer.
 
 Every tool that really runs appends a line ``tool ORDER`` to ``PRISM_A2A_TEST_EFFECTS``, so
 the tests count real side effects across processes. ``refund`` takes ``{"order": "X-123",
-"amount"?: integer}``.
+"amount": integer}``.
 
 ``PRISM_A2A_TEST_AUTH=header`` serves with an ``authorize`` that reads the caller's tenant from
 ``X-Tenant`` (none: 401; ``blocked``: 403); ``PRISM_A2A_TEST_CARD=custom`` serves a card of
@@ -54,9 +54,11 @@ REFUND_SCHEMA = {
         "order": {"type": "string", "pattern": "^[A-Z]-[0-9a-f]+$"},
         "amount": {"type": "integer", "minimum": 1},
     },
-    "required": ["order"],
+    "required": ["order", "amount"],
     "additionalProperties": False,
 }
+#: Refunds above this amount wait for a person's decision.
+APPROVAL_LIMIT = 100
 LOOKUP_SCHEMA = {
     "type": "object",
     "properties": {"order": {"type": "string"}},
@@ -77,7 +79,7 @@ def _record(tool: str, order: str) -> None:
 def refund(args: dict[str, Any], context: Any) -> dict[str, Any]:
     """The gated side effect: refunds one order."""
     _record("refund", args["order"])
-    return {"refunded": args["order"], "amount": args.get("amount", 1)}
+    return {"refunded": args["order"], "amount": args["amount"]}
 
 
 def lookup(args: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -96,6 +98,10 @@ def _results(messages: Any) -> list[Any]:
     ]
 
 
+def _refund(order: str) -> dict[str, Any]:
+    return {"order": order, "amount": 150}
+
+
 def script(request: ProviderRequest) -> list[Any]:
     """The model: the next turn's events, decided from the conversation so far."""
     users = [m for m in request.messages if m.role == "user"]
@@ -112,25 +118,29 @@ def script(request: ProviderRequest) -> list[Any]:
         return [provider_tool_call(tool_call_content("l1", "lookup", {"order": orders[0]}))]
     if command == "refund" and not results:
         calls = [
-            provider_tool_call(tool_call_content(f"r{i}", "refund", {"order": order}))
+            provider_tool_call(tool_call_content(f"r{i}", "refund", _refund(order)))
             for i, order in enumerate(orders, start=1)
         ]
         return [*calls, provider_done()]
     if command == "refund-twice" and len(results) < 2:
         order = orders[len(results)]
-        return [provider_tool_call(tool_call_content(f"t{len(results)}", "refund", {"order": order}))]
+        return [provider_tool_call(tool_call_content(f"t{len(results)}", "refund", _refund(order)))]
     if command == "lookup-refund" and len(results) < 2:
-        tool = "lookup" if not results else "refund"
-        return [provider_tool_call(tool_call_content(f"x{len(results)}", tool, {"order": orders[0]}))]
+        if not results:
+            call = tool_call_content("x0", "lookup", {"order": orders[0]})
+        else:
+            call = tool_call_content("x1", "refund", _refund(orders[0]))
+        return [provider_tool_call(call)]
     if command == "lookup":
         return [provider_text_delta(f"{orders[0]} is open"), provider_done()]
     return [provider_text_delta(f"refunds settled: {json.dumps(results)}"), provider_done()]
 
 
 def approve_refunds(context: Any) -> dict[str, str]:
-    """Every refund waits for a person's decision."""
-    if context.tool_name == "refund":
-        return {"action": "interrupt", "reason": "refunds need approval"}
+    """A refund over ``APPROVAL_LIMIT`` waits for a person's decision (an edit to a larger
+    amount is refused)."""
+    if context.tool_name == "refund" and context.value.arguments["amount"] > APPROVAL_LIMIT:
+        return {"action": "interrupt", "reason": "refunds over 100 need approval"}
     return {"action": "allow"}
 
 
