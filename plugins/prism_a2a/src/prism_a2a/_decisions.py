@@ -46,14 +46,15 @@ def message_text(message: Message) -> str:
 def message_decisions(message: Message) -> Any:
     """The ``decisions`` batch of a message on a waiting task (unchecked: the kernel checks
     it); :class:`InputRefused` unless exactly one data part holds one."""
-    batches = [
-        part["decisions"]
-        for part in get_data_parts(message.parts)
-        if isinstance(part, dict) and "decisions" in part
-    ]
+    parts = [part for part in get_data_parts(message.parts) if isinstance(part, dict)]
+    batches = [part for part in parts if "decisions" in part]
     if len(batches) != 1:
         raise InputRefused(
             "this task waits for decisions: send one data part "
             '{"decisions": [{"approval_id": ..., "outcome": ...}]}'
         )
-    return _whole_numbers(batches[0])
+    [batch] = batches
+    if set(batch) != {"decisions"}:
+        # Nothing rides beside a batch: no "decision" (continue), no "resolutions".
+        raise InputRefused('a decisions data part holds only "decisions"')
+    return _whole_numbers(batch["decisions"])
