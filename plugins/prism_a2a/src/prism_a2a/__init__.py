@@ -23,12 +23,10 @@ from ._errors import (
     TaskNotFound,
     UnsupportedMediaType,
 )
-from ._tasks import CANCEL_REASON
 from ._views import ANSWER_ARTIFACT_ID, TASK_STATES
 
 __all__ = (
     "ANSWER_ARTIFACT_ID",
-    "CANCEL_REASON",
     "CONTEXT_NAMESPACE",
     "DEFAULT_OWNERSHIP",
     "INTERRUPTED_TASK_TIMEOUT_S",

@@ -21,6 +21,8 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.events import Event
 from a2a.types import CancelTaskRequest, SendMessageRequest, Task, TaskStatusUpdateEvent
 
+from prism_core import PrismError
+
 from ._access import call_scope
 from ._errors import NotCancelable, TaskNotFound, a2a_error
 from ._runs import PrismRuns
@@ -67,6 +69,8 @@ class PrismRequestHandler(DefaultRequestHandler):
             task = await super().on_cancel_task(params, context)
         except ConcurrentTaskModificationError as exc:
             raise a2a_error(NotCancelable(f"task {params.id} was resumed meanwhile")) from exc
+        except PrismError as exc:
+            raise a2a_error(exc) from exc
         if task is None:
             raise a2a_error(TaskNotFound(f"no task {params.id!r}"))
         return task

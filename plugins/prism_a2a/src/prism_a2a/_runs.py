@@ -104,13 +104,13 @@ class PrismRuns:
             ownership=scope,
         )
 
-    async def deny(self, found: AgentRunStatus, scope: Scope, reason: str) -> str:
+    async def deny(self, found: AgentRunStatus, scope: Scope) -> str:
         """Deny the suspended run ``found`` describes (none of its pending calls runs); its
         status afterwards."""
         result = await resume_agent_run(
             self.agent,
             _ref(found),
-            {"expected_version": found.version, "decision": "deny", "reason": reason},
+            {"expected_version": found.version, "decision": "deny"},
             checkpoints=self.checkpoints,
             definition_revision=self.definition_revision,
             restore_hooks=self.restore_hooks,

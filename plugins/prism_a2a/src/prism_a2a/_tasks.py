@@ -22,10 +22,7 @@ from ._access import call_scope
 from ._runs import PrismRuns
 from ._views import task_view
 
-__all__ = ("CANCEL_REASON", "CheckpointTaskStore")
-
-#: The reason recorded with the ``deny`` of a task canceled over A2A.
-CANCEL_REASON = "canceled over A2A"
+__all__ = ("CheckpointTaskStore",)
 
 
 class CheckpointTaskStore(TaskStore):
@@ -52,7 +49,7 @@ class CheckpointTaskStore(TaskStore):
         if found is None or found.state.status != "suspended":
             raise ConcurrentTaskModificationError(task.id)
         try:
-            await self._runs.deny(found, scope, CANCEL_REASON)
+            await self._runs.deny(found, scope)
         except (CheckpointConflictError, AgentRunStateError) as exc:
             # A resume claimed the run first: the task is no longer waiting to be canceled.
             raise ConcurrentTaskModificationError(task.id) from exc
