@@ -52,12 +52,12 @@ async def test_tasks_get_after_a_restart_reads_the_checkpoints(tmp_path: Path) -
 
 
 async def test_a_new_server_resumes_and_cancels_what_a_stopped_one_left_waiting(
-    tmp_path: Path, protocol: str
+    tmp_path: Path,
 ) -> None:
     db, ran = tmp_path / "prism.db", tmp_path / "effects"
     first = Server(db, ran)
     try:
-        async with a2a_client(first.base, protocol=protocol) as client:
+        async with a2a_client(first.base) as client:
             approve = task_id_of(await send(client, text_message("refund A-1")))
             deny = task_id_of(await send(client, text_message("refund A-2")))
             [pending] = pending_of(await get_task(client, approve))
@@ -65,7 +65,7 @@ async def test_a_new_server_resumes_and_cancels_what_a_stopped_one_left_waiting(
         first.stop()
     second = Server(db, ran)
     try:
-        async with a2a_client(second.base, protocol=protocol) as client:
+        async with a2a_client(second.base) as client:
             entry = {"approval_id": pending["approval_id"], "outcome": "allow_once"}
             await send(client, decisions(approve, [entry]))
             approved = await get_task(client, approve)
