@@ -134,7 +134,9 @@ async def a2a_client(
 
 def text_message(text: str, *, context_id: str | None = None) -> Message:
     """A user message with one text part (optionally continuing ``context_id``)."""
-    message = Message(role=Role.ROLE_USER, message_id=os.urandom(8).hex(), parts=[new_text_part(text)])
+    message = Message(
+        role=Role.ROLE_USER, message_id=os.urandom(8).hex(), parts=[new_text_part(text)]
+    )
     if context_id is not None:
         message.context_id = context_id
     return message

@@ -31,6 +31,7 @@ from typing import Any
 
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 
+from prism_a2a import AccessDenied, create_a2a_app
 from prism_core import (
     Guardrail,
     ProviderRequest,
@@ -44,8 +45,6 @@ from prism_core import (
     tool_call_content,
 )
 from prism_store_sql import open_sql_stores
-
-from prism_a2a import AccessDenied, create_a2a_app
 
 REVISION = "billing-1"
 REFUND_SCHEMA = {
@@ -152,8 +151,12 @@ def build_agent() -> Any:
         model={"provider": "mock", "model": "demo"},
         provider=create_mock_provider(script),
         tools=[
-            ToolDefinition("refund", refund, description="Refund an order", parameters=REFUND_SCHEMA),
-            ToolDefinition("lookup", lookup, description="Look an order up", parameters=LOOKUP_SCHEMA),
+            ToolDefinition(
+                "refund", refund, description="Refund an order", parameters=REFUND_SCHEMA
+            ),
+            ToolDefinition(
+                "lookup", lookup, description="Look an order up", parameters=LOOKUP_SCHEMA
+            ),
         ],
         guardrails={"tool_input": [Guardrail("approve-refunds", "tool_input", approve_refunds)]},
     )
@@ -183,7 +186,9 @@ CUSTOM_CARD = AgentCard(
     capabilities=AgentCapabilities(streaming=True),
     default_input_modes=["text/plain"],
     default_output_modes=["text/plain"],
-    skills=[AgentSkill(id="refunds", name="Refunds", description="Refund orders", tags=["billing"])],
+    skills=[
+        AgentSkill(id="refunds", name="Refunds", description="Refund orders", tags=["billing"])
+    ],
 )
 
 stores = open_sql_stores(f"sqlite:///{os.environ.get('PRISM_A2A_TEST_DB', 'a2a-test.db')}")

@@ -4,17 +4,18 @@ only under one fixed ownership, and the JSON-RPC route takes JSON bodies only.""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
+import anyio
 import httpx
 import pytest
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 
+from prism_a2a import CONTEXT_NAMESPACE, DEFAULT_OWNERSHIP
 from prism_core import AGENT_RUN_NAMESPACE
 from prism_store_sql import open_sql_stores
-
-from prism_a2a import CONTEXT_NAMESPACE, DEFAULT_OWNERSHIP
 
 from ._support import (
     Server,
@@ -95,9 +96,11 @@ async def test_a_foreign_task_reads_as_absent_to_every_method(tenant_server: Ser
         claim = await stores.checkpoints.load(
             CONTEXT_NAMESPACE, task.context_id, ownership={"tenant_id": "t1"}
         )
-    assert owned is not None and owned.value["status"] == "succeeded"
+    assert owned is not None
+    assert owned.value["status"] == "succeeded"
     assert foreign is None
-    assert claim is not None and claim.value["run_id"] == task_id
+    assert claim is not None
+    assert claim.value["run_id"] == task_id
 
 
 async def test_a_context_id_of_a_session_nobody_claimed_is_refused(tenant_server: Server) -> None:
@@ -149,8 +152,6 @@ def test_the_default_serves_loopback_callers_under_one_ownership(server: Server)
             unowned = await stores.checkpoints.load(AGENT_RUN_NAMESPACE, task["id"])
         return owned, unowned
 
-    import anyio
-
     owned, unowned = anyio.run(stored)
     assert DEFAULT_OWNERSHIP == {"channel": "a2a"}
     assert owned is not None
@@ -158,10 +159,10 @@ def test_the_default_serves_loopback_callers_under_one_ownership(server: Server)
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
-def test_the_json_rpc_route_takes_json_bodies_only(server: Server, content_type: str | None) -> None:
+def test_the_json_rpc_route_takes_json_bodies_only(
+    server: Server, content_type: str | None
+) -> None:
     """A cross-site form cannot post JSON, so a web page cannot drive the endpoint."""
-    import json
-
     headers = {} if content_type is None else {"content-type": content_type}
     with httpx.Client(base_url=server.base, timeout=30) as http:
         answer = http.post("/", content=json.dumps(SEND).encode(), headers=headers)

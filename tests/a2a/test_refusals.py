@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 from a2a.client import Client
-from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import (
+    A2AError,
+    InvalidParamsError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 
 from ._support import (
     Server,
@@ -168,7 +173,9 @@ async def test_no_resume_input_but_a_decisions_batch_is_reachable(
     refund = order()
     async with a2a_client(server.base) as client:
         task_id, [pending] = await waiting(client, f"refund {refund}")
-        await refused(client, data_message(task_id, part), InvalidParamsError, "ERR_PRISM_A2A_INPUT")
+        await refused(
+            client, data_message(task_id, part), InvalidParamsError, "ERR_PRISM_A2A_INPUT"
+        )
         assert pending_of(await get_task(client, task_id)) == [pending]
     assert f"refund {refund}" not in effects(server.effects)
 

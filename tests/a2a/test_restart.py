@@ -31,8 +31,12 @@ async def test_tasks_get_after_a_restart_reads_the_checkpoints(tmp_path: Path) -
     first = Server(db, ran)
     try:
         async with a2a_client(first.base) as client:
-            done = await get_task(client, task_id_of(await send(client, text_message("lookup A-1"))))
-            waiting = await get_task(client, task_id_of(await send(client, text_message("refund A-2"))))
+            done = await get_task(
+                client, task_id_of(await send(client, text_message("lookup A-1")))
+            )
+            waiting = await get_task(
+                client, task_id_of(await send(client, text_message("refund A-2")))
+            )
     finally:
         first.stop()
     second = Server(db, ran)

@@ -56,7 +56,9 @@ async def test_message_stream_sends_status_updates_in_order(server: Server, prot
     opening = responses[0].task
     assert [part.text for part in opening.history[0].parts] == [f"lookup {lookup}"]
     call, result = (data_of(r.status_update.status.message) for r in responses[1:3])
-    assert call == [{"tool_call": {"tool_call_id": "l1", "tool_name": "lookup", "arguments": {"order": lookup}}}]
+    assert call == [
+        {"tool_call": {"tool_call_id": "l1", "tool_name": "lookup", "arguments": {"order": lookup}}}
+    ]
     assert result == [
         {
             "tool_result": {

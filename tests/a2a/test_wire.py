@@ -64,7 +64,9 @@ def test_the_a2a_method_names_on_the_wire(server: Server) -> None:
         assert decision["tool_name"] == "refund"
 
         unknown = {"decisions": [{"approval_id": "appr_nope", "outcome": "allow_once"}]}
-        refused = call(http, "message/send", message([{"kind": "data", "data": unknown}], task["id"]))
+        refused = call(
+            http, "message/send", message([{"kind": "data", "data": unknown}], task["id"])
+        )
         assert refused["error"]["code"] == -32602
         assert refused["error"]["data"] == {"code": "ERR_PRISM_DECISION_UNKNOWN"}
 

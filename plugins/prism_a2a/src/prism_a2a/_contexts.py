@@ -3,10 +3,10 @@
 Sessions carry no owner, so a ``contextId`` alone would let any caller add to (and read the
 answers of) anyone's conversation. Each context the endpoint serves has a **context claim**:
 namespace ``prism.a2a.context``, key = the session id, value ``{"agent_id", "run_id",
-"claimed_at"}`` (the context's latest task), saved under the caller's ownership. A claim another owner holds reads
-as absent, and a session that already has entries but no claim of this caller's (another
-owner's conversation, or one started outside A2A) is refused; a new id is claimed with
-``expected_version=0``, so two first messages cannot both win.
+"claimed_at"}`` (the context's latest task), saved under the caller's ownership. A claim
+another owner holds reads as absent, and a session that already has entries but no claim of
+this caller's (another owner's conversation, or one started outside A2A) is refused; a new id
+is claimed with ``expected_version=0``, so two first messages cannot both win.
 
 One task runs or waits at a time per context: a new task is refused while the previous one
 still runs or waits for input, and the claim moves to the new run with a compare-and-swap on
@@ -44,7 +44,9 @@ class ContextClaims:
         """A fresh session id for a task that names no context."""
         return f"session_{uuid.uuid4().hex}"
 
-    async def check(self, session_id: str, scope: Scope) -> tuple[CheckpointRecord | None, str | None]:
+    async def check(
+        self, session_id: str, scope: Scope
+    ) -> tuple[CheckpointRecord | None, str | None]:
         """The caller's claim of ``session_id`` (``None`` for a context nobody has used) and
         the leaf the context's last task ended on (``None``: the session's newest entry);
         :class:`ContextRefused` when the context is not the caller's or is busy."""

@@ -19,7 +19,18 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Task, TaskState, TaskStatus
 from a2a.utils.errors import InternalError
 
-from prism_core import AgentEvent, codec
+from prism_core import (
+    AgentDeniedEvent,
+    AgentEvent,
+    AgentFinishedEvent,
+    AgentResumedEvent,
+    AgentStartedEvent,
+    AgentSuspendedEvent,
+    ErrorEvent,
+    ToolExecutionFinishedEvent,
+    ToolExecutionStartedEvent,
+    codec,
+)
 
 from ._requests import PrismRequestContext
 from ._views import ANSWER_ARTIFACT_ID, agent_message, error_message, suspended_message
@@ -45,42 +56,40 @@ class _Updates:
 
     async def publish(self, event: AgentEvent) -> None:
         """The updates ``event`` stands for (none for the events A2A has no use for)."""
-        kind = event.type
         updater = self.updater
-        if kind in ("agent_started", "agent_resumed"):
+        if isinstance(event, AgentStartedEvent | AgentResumedEvent):
             if not self.working:
                 self.working = True
                 await updater.start_work()
-        elif kind == "tool_execution_started":
+        elif isinstance(event, ToolExecutionStartedEvent):
             call = {
                 "tool_call_id": event.tool_call_id,
                 "tool_name": event.name,
                 "arguments": event.arguments,
             }
             await updater.start_work(self._message(f"calling {event.name}", {"tool_call": call}))
-        elif kind == "tool_execution_finished":
-            result = event.result
-            error = result.error
+        elif isinstance(event, ToolExecutionFinishedEvent):
+            error = event.result.error
             outcome = {
                 "tool_call_id": event.tool_call_id,
                 "tool_name": event.name,
-                "value": result.value,
+                "value": event.result.value,
                 "error": None if error is None else {"code": error.code, "message": error.message},
             }
             text = f"{event.name} {'failed' if error is not None else 'returned'}"
             await updater.start_work(self._message(text, {"tool_result": outcome}))
-        elif kind == "agent_suspended":
+        elif isinstance(event, AgentSuspendedEvent):
             await updater.requires_input(
                 suspended_message(self.task_id, self.context_id, event.interruption, event.version)
             )
-        elif kind == "agent_finished":
+        elif isinstance(event, AgentFinishedEvent):
             await updater.add_artifact(
                 [new_text_part(event.text)], artifact_id=ANSWER_ARTIFACT_ID, name="answer"
             )
             await updater.complete()
-        elif kind == "agent_denied":
+        elif isinstance(event, AgentDeniedEvent):
             await updater.cancel()
-        elif kind == "error":
+        elif isinstance(event, ErrorEvent):
             if event.status == "aborted":
                 await updater.cancel()
             else:

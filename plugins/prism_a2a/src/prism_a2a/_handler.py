@@ -17,8 +17,8 @@ from typing import Any
 
 from a2a.server.cluster.task_store import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.events import Event
+from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.types import CancelTaskRequest, SendMessageRequest, Task, TaskStatusUpdateEvent
 
 from prism_core import PrismError
@@ -66,7 +66,7 @@ class PrismRequestHandler(DefaultRequestHandler):
                 )
             )
         try:
-            task = await super().on_cancel_task(params, context)
+            task: Task | None = await super().on_cancel_task(params, context)
         except ConcurrentTaskModificationError as exc:
             raise a2a_error(NotCancelable(f"task {params.id} was resumed meanwhile")) from exc
         except PrismError as exc:

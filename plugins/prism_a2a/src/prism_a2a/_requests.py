@@ -22,7 +22,7 @@ from a2a.server.agent_execution import RequestContext, RequestContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.types import SendMessageRequest, Task
 
-from prism_core import AgentEvent, PrismError
+from prism_core import AgentEvent, AgentStartedEvent, PrismError
 
 from ._access import call_scope
 from ._contexts import ContextClaims
@@ -116,7 +116,11 @@ class PrismRequestContextBuilder(RequestContextBuilder):
         read: list[AgentEvent] = []
         try:
             await _read_until(stream, read, frozenset())
-            await self._claims.move(session_id, stream.run_id, claim, scope)
+            started = read[0]
+            if not isinstance(started, AgentStartedEvent):
+                raise RuntimeError(f"a new run began with {started.type}, not agent_started")
+            run_id = started.run_id
+            await self._claims.move(session_id, run_id, claim, scope)
             await _read_until(stream, read, _CHECKPOINTED)
         except BaseException:
             await stream.aclose()
@@ -125,7 +129,7 @@ class PrismRequestContextBuilder(RequestContextBuilder):
             started=StartedRun(stream, read),
             call_context=context,
             request=params,
-            task_id=stream.run_id,
+            task_id=run_id,
             context_id=session_id,
         )
 

@@ -81,7 +81,8 @@ class PrismRuns:
         session = self.agent.create_session(id=session_id, leaf_id=leaf_id)
         if leaf_id is None:
             await session.checkout()
-        return session.stream(text, run_state=state)
+        stream: RunEventStream = session.stream(text, run_state=state)
+        return stream
 
     async def status(self, run_id: str, scope: Scope) -> AgentRunStatus | None:
         """The run as its checkpoint records it, or ``None`` when it is absent, foreign, or a
