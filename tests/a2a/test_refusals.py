@@ -3,11 +3,13 @@ runs, and the task stays answerable; ``continue`` is never reachable."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
 import pytest
 from a2a.client import Client
+from a2a.helpers import new_data_part, new_text_part
 from a2a.utils.errors import (
     A2AError,
     InvalidParamsError,
@@ -202,11 +204,49 @@ async def test_a_waiting_task_takes_decisions_not_text(server: Server) -> None:
         assert pending_of(await get_task(client, task_id)) == [pending]
 
 
-async def test_a_new_task_needs_text(server: Server) -> None:
-    message = data_message("", {"orders": ["A-1"]})
-    message.ClearField("task_id")
+async def test_a_new_task_takes_text_only(server: Server) -> None:
+    data = data_message("", {"orders": ["A-1"]})
+    data.ClearField("task_id")
+    mixed = text_message("lookup A-1")
+    mixed.parts.append(new_data_part({"orders": ["A-1"]}))
+    blank = text_message("   ")
     async with a2a_client(server.base) as client:
-        await refused(client, message, InvalidParamsError, "ERR_PRISM_A2A_INPUT")
+        for message in (data, mixed, blank):
+            await refused(client, message, InvalidParamsError, "ERR_PRISM_A2A_INPUT")
+    assert "lookup A-1" not in effects(server.effects)
+
+
+async def test_a_decisions_message_carries_nothing_else(server: Server) -> None:
+    refund = order()
+    async with a2a_client(server.base) as client:
+        task_id, [pending] = await waiting(client, f"refund {refund}")
+        batch = [{"approval_id": pending["approval_id"], "outcome": "allow_once"}]
+        chatty = decisions(task_id, batch)
+        chatty.parts.append(new_text_part("approved, go ahead"))
+        await refused(client, chatty, InvalidParamsError, "ERR_PRISM_A2A_INPUT")
+        assert pending_of(await get_task(client, task_id)) == [pending]
+    assert f"refund {refund}" not in effects(server.effects)
+
+
+async def test_two_racing_batches_run_the_call_once(server: Server) -> None:
+    refund = order()
+    async with a2a_client(server.base) as client:
+        task_id, [pending] = await waiting(client, f"refund {refund}")
+        batch = [{"approval_id": pending["approval_id"], "outcome": "allow_once"}]
+        outcomes = await asyncio.gather(
+            send(client, decisions(task_id, batch)),
+            send(client, decisions(task_id, batch)),
+            return_exceptions=True,
+        )
+        task = await get_task(client, task_id)
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(errors) == 1, outcomes
+    [error] = errors
+    assert isinstance(error, UnsupportedOperationError), error
+    assert error.data is not None
+    assert error.data["code"] in ("ERR_PRISM_CHECKPOINT_CONFLICT", "ERR_PRISM_AGENT_RUN_STATE")
+    assert task.status.state == 3  # TASK_STATE_COMPLETED
+    assert effects(server.effects).count(f"refund {refund}") == 1
 
 
 async def test_an_unknown_task_is_not_found(server: Server) -> None:

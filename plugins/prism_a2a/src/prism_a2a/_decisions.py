@@ -1,6 +1,7 @@
 """What a message says: the text of a new task, or the ``decisions`` of a waiting one.
 
-A message on a task that waits for input carries exactly one data part
+A message that starts a task carries text parts only; a message on a task that waits for
+input is exactly one data part
 ``{"decisions": [{"approval_id", "outcome", "modified_arguments"?, "reason"?}, ...]}``; the
 batch goes to the kernel as it is (which checks its shape, then each entry against the pending
 calls), inside a resume input this module never lets the caller shape: only ``decisions``, so
@@ -35,8 +36,11 @@ def _whole_numbers(value: Any) -> Any:
 
 
 def message_text(message: Message) -> str:
-    """The text of a message that starts a task; :class:`InputRefused` without any."""
+    """The text of a message that starts a task (its text parts, joined by newlines);
+    :class:`InputRefused` without any, or with parts that are not text."""
     texts: Sequence[str] = get_text_parts(message.parts)
+    if len(texts) != len(message.parts):
+        raise InputRefused("a new task is started with text parts only")
     text = "\n".join(texts)
     if not text.strip():
         raise InputRefused("a new task needs a message with a text part")
@@ -45,10 +49,10 @@ def message_text(message: Message) -> str:
 
 def message_decisions(message: Message) -> Any:
     """The ``decisions`` batch of a message on a waiting task (unchecked: the kernel checks
-    it); :class:`InputRefused` unless exactly one data part holds one."""
-    parts = [part for part in get_data_parts(message.parts) if isinstance(part, dict)]
-    batches = [part for part in parts if "decisions" in part]
-    if len(batches) != 1:
+    it); :class:`InputRefused` unless the message is one data part that holds one."""
+    parts = get_data_parts(message.parts)
+    batches = [part for part in parts if isinstance(part, dict) and "decisions" in part]
+    if len(batches) != 1 or len(message.parts) != 1:
         raise InputRefused(
             "this task waits for decisions: send one data part "
             '{"decisions": [{"approval_id": ..., "outcome": ...}]}'
