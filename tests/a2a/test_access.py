@@ -12,9 +12,17 @@ import anyio
 import httpx
 import pytest
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.testclient import TestClient
 
-from prism_a2a import CONTEXT_NAMESPACE, DEFAULT_OWNERSHIP
-from prism_core import AGENT_RUN_NAMESPACE
+from prism_a2a import CONTEXT_NAMESPACE, DEFAULT_OWNERSHIP, create_a2a_app
+from prism_core import (
+    AGENT_RUN_NAMESPACE,
+    create_agent,
+    create_memory_checkpoint_store,
+    create_memory_session_store,
+)
 from prism_store_sql import open_sql_stores
 
 from ._support import (
@@ -168,3 +176,22 @@ def test_the_json_rpc_route_takes_json_bodies_only(
         answer = http.post("/", content=json.dumps(SEND).encode(), headers=headers)
     assert answer.status_code == 415
     assert answer.json()["code"] == "ERR_PRISM_A2A_MEDIA_TYPE"
+
+
+def test_the_gate_holds_where_the_app_is_mounted() -> None:
+    """Mounted under a prefix, the JSON-RPC route is still gated (here: a caller that is not
+    on this machine is refused by the default) and the card still public."""
+    agent = create_agent(id="mounted", model={"provider": "mock", "model": "demo"})
+    inner = create_a2a_app(
+        agent,
+        definition_revision="r1",
+        checkpoints=create_memory_checkpoint_store(),
+        sessions=create_memory_session_store(),
+        url="http://testserver/a2a/",
+    )
+    with TestClient(Starlette(routes=[Mount("/a2a", inner)])) as http:
+        refused = http.post("/a2a/", json=SEND)
+        card = http.get("/a2a/.well-known/agent-card.json")
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "ERR_PRISM_A2A_FORBIDDEN"
+    assert card.json()["name"] == "mounted"

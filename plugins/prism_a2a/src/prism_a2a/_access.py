@@ -1,10 +1,11 @@
 """Who is calling and as whom their runs are kept: the gate in front of the JSON-RPC route.
 
-Every JSON-RPC request passes the gate first: its body must be declared ``application/json``
-(a cross-site form can only post ``text/plain``, form or multipart bodies, so a web page in a
-browser cannot drive the endpoint), and ``authorize(request)`` names the caller's ownership
-scope. Every run, checkpoint and context claim of that caller is kept under it: a task of
-another owner reads as absent. The agent card is public and passes no gate.
+Every JSON-RPC request (every request but a read) passes the gate first: its body must be
+declared ``application/json`` (a cross-site form can only post ``text/plain``, form or
+multipart bodies, so a web page in a browser cannot drive the endpoint), and
+``authorize(request)`` names the caller's ownership scope. Every run, checkpoint and context
+claim of that caller is kept under it: a task of another owner reads as absent. The agent card
+is public and passes no gate.
 
 Without ``authorize``, every caller on this machine is one owner, ``DEFAULT_OWNERSHIP``, and
 callers elsewhere (or requests addressed to a name that is not a loopback one) are refused:
@@ -42,6 +43,7 @@ DEFAULT_OWNERSHIP: Mapping[str, str] = {"channel": "a2a"}
 Authorize = Callable[[Request], Any]
 
 _SCOPE_KEY = "prism_a2a.scope"
+_READS = frozenset(("GET", "HEAD", "OPTIONS"))
 
 
 def _is_loopback(host: str | None) -> bool:
@@ -93,16 +95,17 @@ def _media_type(request: Request) -> str:
 
 
 class Gate:
-    """ASGI middleware: the media type and the caller's scope for ``POST rpc_path``."""
+    """ASGI middleware: the media type and the caller's scope for every request that is not a
+    read (the JSON-RPC route is the app's only ``POST``; the card is read with ``GET``), so it
+    holds wherever the app is mounted."""
 
-    def __init__(self, app: ASGIApp, *, authorize: Authorize, rpc_path: str) -> None:
+    def __init__(self, app: ASGIApp, *, authorize: Authorize) -> None:
         self.app = app
         self.authorize = authorize
-        self.rpc_path = rpc_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse the request with ``{"code", "message"}`` or pass it on with its scope."""
-        if scope["type"] != "http" or scope["path"] != self.rpc_path or scope["method"] != "POST":
+        if scope["type"] != "http" or scope["method"] in _READS:
             await self.app(scope, receive, send)
             return
         request = Request(scope)

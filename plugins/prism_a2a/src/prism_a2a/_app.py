@@ -95,7 +95,7 @@ def create_a2a_app(
             handler, RPC_PATH, context_builder=ScopedContextBuilder(), enable_v0_3_compat=True
         ),
     ]
-    gate = Middleware(Gate, authorize=authorize or loopback_only, rpc_path=RPC_PATH)
+    gate = Middleware(Gate, authorize=authorize or loopback_only)
     app = Starlette(routes=routes, middleware=[gate], lifespan=lifespan)
     app.state.prism_a2a = runs
     return app
