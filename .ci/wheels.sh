@@ -93,7 +93,8 @@ if [[ ",$EXTRAS," == *",a2a,"* ]]; then
 import sys
 from pathlib import Path
 
-from starlette.testclient import TestClient
+import anyio
+import httpx
 
 import prism_a2a
 from prism_core import create_agent, create_memory_checkpoint_store, create_memory_session_store
@@ -107,8 +108,16 @@ app = prism_a2a.create_a2a_app(
     sessions=create_memory_session_store(),
     url="http://127.0.0.1:9/",
 )
-with TestClient(app) as client:
-    card = client.get("/.well-known/agent-card.json").json()
+
+
+
+async def read_card():
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        return (await client.get("/.well-known/agent-card.json")).json()
+
+
+card = anyio.run(read_card)
 assert card["name"] == "smoke" and card["capabilities"]["streaming"] is True, card
 print(f"prism_a2a: {Path(prism_a2a.__file__).parent}, card {card['name']!r}")
 PY
