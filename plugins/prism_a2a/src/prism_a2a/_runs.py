@@ -51,7 +51,7 @@ class PrismRuns:
         if not isinstance(definition_revision, str) or not definition_revision:
             raise ValueError("definition_revision must be a non-empty string")
         if not (agent.id or agent.name):
-            raise ValueError("an agent served over A2A needs an id or a name (its runs are durable)")
+            raise ValueError("an agent served over A2A needs an id or a name: its runs are durable")
         if getattr(agent, "store", None) is not sessions:
             # A copy: the host's agent object keeps its own store.
             agent = copy.copy(agent)
