@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -99,6 +100,11 @@ class Server:
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.wait(STOP_TIMEOUT_S)
+
+
+def order() -> str:
+    """An order id of the calling test's own (a module's tests share one server)."""
+    return f"A-{uuid.uuid4().hex[:10]}"
 
 
 def effects(path: Path) -> list[str]:

@@ -32,6 +32,7 @@ from ._support import (
     decisions,
     effects,
     get_task,
+    order,
     pending_of,
     send,
     task_id_of,
@@ -64,11 +65,6 @@ def tenant_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield served
     finally:
         served.stop()
-
-
-def order() -> str:
-    """An order id of this test's own."""
-    return f"A-{uuid.uuid4().hex[:10]}"
 
 
 async def test_a_foreign_task_reads_as_absent_to_every_method(tenant_server: Server) -> None:

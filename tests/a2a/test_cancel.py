@@ -3,7 +3,6 @@ never runs); any other task is not cancelable."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from ._support import (
     decisions,
     effects,
     get_task,
+    order,
     pending_of,
     send,
     task_id_of,
@@ -27,11 +27,6 @@ from ._support import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-def order() -> str:
-    """An order id of this test's own (the module shares one server)."""
-    return f"A-{uuid.uuid4().hex[:10]}"
 
 
 async def run_status(db: Path, run_id: str) -> str:

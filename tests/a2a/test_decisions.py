@@ -4,7 +4,6 @@ interrupts in one round, a partial batch; through the official a2a-sdk client.""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
@@ -16,6 +15,7 @@ from ._support import (
     decisions,
     effects,
     get_task,
+    order,
     pending_of,
     send,
     states,
@@ -24,11 +24,6 @@ from ._support import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-def order() -> str:
-    """An order id of this test's own (the module shares one server)."""
-    return f"A-{uuid.uuid4().hex[:10]}"
 
 
 def settled(task: object) -> list[object]:

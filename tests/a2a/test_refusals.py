@@ -4,7 +4,6 @@ runs, and the task stays answerable; ``continue`` is never reachable."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import Any
 
 import pytest
@@ -25,6 +24,7 @@ from ._support import (
     decisions,
     effects,
     get_task,
+    order,
     pending_of,
     send,
     task_id_of,
@@ -32,11 +32,6 @@ from ._support import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-def order() -> str:
-    """An order id of this test's own (the module shares one server)."""
-    return f"A-{uuid.uuid4().hex[:10]}"
 
 
 async def refused(

@@ -3,7 +3,6 @@ contexts as sessions, and the checkpoint each task is."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from ._support import (
     data_of,
     effects,
     get_task,
+    order,
     pending_of,
     send,
     states,
@@ -27,11 +27,6 @@ from ._support import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-def order() -> str:
-    """An order id of this test's own (the module shares one server)."""
-    return f"A-{uuid.uuid4().hex[:10]}"
 
 
 async def stored_run(db: Path, run_id: str, owner: dict[str, str]) -> Any:
