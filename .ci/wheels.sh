@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 PYTHON=${PYTHON:-python3}
-EXTRAS=${PRISM_WHEEL_EXTRAS:-sql,postgres,redis,packs}
+EXTRAS=${PRISM_WHEEL_EXTRAS:-sql,postgres,redis,packs,a2a}
 
 make dist
 
@@ -85,6 +85,42 @@ if [ "${PRISM_REQUIRE_SERVICES:-}" = 1 ]; then
     code=$?
     set -e
     [ "$code" -eq 2 ] || { echo "status on PostgreSQL exited $code, expected 2" >&2; exit 1; }
+fi
+
+if [[ ",$EXTRAS," == *",a2a,"* ]]; then
+    step "prism_a2a from the wheels serves an agent card (the [a2a] extra)"
+    timeout 120 "$bin/python" - "$root" <<'PY'
+import sys
+from pathlib import Path
+
+import anyio
+import httpx
+
+import prism_a2a
+from prism_core import create_agent, create_memory_checkpoint_store, create_memory_session_store
+
+assert Path(sys.argv[1]).resolve() not in Path(prism_a2a.__file__).resolve().parents
+agent = create_agent(id="smoke", model={"provider": "mock", "model": "demo"})
+app = prism_a2a.create_a2a_app(
+    agent,
+    definition_revision="r1",
+    checkpoints=create_memory_checkpoint_store(),
+    sessions=create_memory_session_store(),
+    url="http://127.0.0.1:9/",
+)
+
+
+
+async def read_card():
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        return (await client.get("/.well-known/agent-card.json")).json()
+
+
+card = anyio.run(read_card)
+assert card["name"] == "smoke" and card["capabilities"]["streaming"] is True, card
+print(f"prism_a2a: {Path(prism_a2a.__file__).parent}, card {card['name']!r}")
+PY
 fi
 
 step "wheels: all checks passed"

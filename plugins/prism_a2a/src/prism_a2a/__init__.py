@@ -1,0 +1,46 @@
+"""Durable Prism runs as A2A tasks, on the official ``a2a-sdk``.
+
+``create_a2a_app(agent, definition_revision=..., checkpoints=..., sessions=..., url=...)``
+serves the agent card at ``/.well-known/agent-card.json`` and A2A JSON-RPC at ``/``: a task is
+a durable run (task id = run id, ``contextId`` = session id), a suspension is
+``input-required`` with the pending decisions as a data part, a ``decisions`` data part resumes
+it, and ``tasks/cancel`` denies it.
+"""
+
+from __future__ import annotations
+
+from ._access import DEFAULT_OWNERSHIP, loopback_only
+from ._app import INTERRUPTED_TASK_TIMEOUT_S, RPC_PATH, create_a2a_app
+from ._card import default_agent_card
+from ._contexts import CONTEXT_NAMESPACE
+from ._errors import (
+    A2AEndpointError,
+    AccessDenied,
+    ContextRefused,
+    InputRefused,
+    NotAuthenticated,
+    NotCancelable,
+    TaskNotFound,
+    UnsupportedMediaType,
+)
+from ._views import ANSWER_ARTIFACT_ID, TASK_STATES
+
+__all__ = (
+    "ANSWER_ARTIFACT_ID",
+    "CONTEXT_NAMESPACE",
+    "DEFAULT_OWNERSHIP",
+    "INTERRUPTED_TASK_TIMEOUT_S",
+    "RPC_PATH",
+    "TASK_STATES",
+    "A2AEndpointError",
+    "AccessDenied",
+    "ContextRefused",
+    "InputRefused",
+    "NotAuthenticated",
+    "NotCancelable",
+    "TaskNotFound",
+    "UnsupportedMediaType",
+    "create_a2a_app",
+    "default_agent_card",
+    "loopback_only",
+)

@@ -1,0 +1,101 @@
+"""``create_a2a_app``: the a2a-sdk's Starlette routes over one Prism agent's durable runs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.types import AgentCard
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from prism_core import CheckpointStore
+
+from ._access import Authorize, Gate, ScopedContextBuilder, loopback_only
+from ._card import default_agent_card
+from ._executor import PrismAgentExecutor
+from ._handler import PrismRequestHandler
+from ._requests import PrismRequestContextBuilder
+from ._runs import PrismRuns
+from ._tasks import CheckpointTaskStore
+
+__all__ = ("INTERRUPTED_TASK_TIMEOUT_S", "RPC_PATH", "create_a2a_app")
+
+#: Where the JSON-RPC route is served (the card is at ``/.well-known/agent-card.json``).
+RPC_PATH = "/"
+#: Seconds after which the SDK lets go of its in-memory task of a run that waits for input
+#: (the next message reads it back from the checkpoint store).
+INTERRUPTED_TASK_TIMEOUT_S = 300.0
+
+
+def create_a2a_app(
+    agent: Any,
+    *,
+    definition_revision: str,
+    checkpoints: CheckpointStore,
+    sessions: Any,
+    url: str,
+    agent_card: AgentCard | None = None,
+    authorize: Authorize | None = None,
+    interrupt_before_tool: bool = False,
+    restore_hooks: Sequence[Any] = (),
+) -> Starlette:
+    """An ASGI app serving ``agent`` over A2A: its card at ``/.well-known/agent-card.json`` and
+    JSON-RPC at ``/`` (``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``, and
+    their A2A 1.0 names ``SendMessage``, ``SendStreamingMessage``, ``GetTask``, ``CancelTask``).
+
+    Each task is a durable run of ``agent`` (task id = run id, ``contextId`` = session id) with
+    every-turn checkpoints on ``checkpoints`` and its conversation on ``sessions``;
+    ``definition_revision`` is the agent's revision, as for ``RunStateOptions``. ``url`` is
+    where callers reach the JSON-RPC route (it goes into the card). ``agent_card`` replaces
+    the card built from the agent.
+
+    ``authorize(request)`` (sync or async) returns the caller's ownership mapping (``{}`` for
+    the unscoped tenant), ``None`` for HTTP 401, or raises :class:`~prism_a2a.AccessDenied`
+    for 403; every task is kept under its caller's ownership. The default serves callers on
+    this machine only, all under ``DEFAULT_OWNERSHIP``. ``interrupt_before_tool=True`` makes
+    every tool call wait for a decision; ``restore_hooks`` run on every resume.
+    """
+    if authorize is not None and not callable(authorize):
+        raise TypeError("authorize must be callable(request)")
+    if not isinstance(url, str) or not url:
+        raise ValueError("url must be the address callers reach the JSON-RPC route at")
+    if agent_card is not None and not isinstance(agent_card, AgentCard):
+        raise TypeError("agent_card must be an a2a.types.AgentCard")
+    runs = PrismRuns(
+        agent,
+        definition_revision=definition_revision,
+        checkpoints=checkpoints,
+        sessions=sessions,
+        interrupt_before_tool=interrupt_before_tool,
+        restore_hooks=restore_hooks,
+    )
+    card = agent_card or default_agent_card(agent, url=url, version=definition_revision)
+    handler = PrismRequestHandler(
+        runs=runs,
+        agent_executor=PrismAgentExecutor(),
+        task_store=CheckpointTaskStore(runs),
+        agent_card=card,
+        request_context_builder=PrismRequestContextBuilder(runs),
+        interrupted_task_timeout=INTERRUPTED_TASK_TIMEOUT_S,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await handler.aclose()
+
+    routes = [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(
+            handler, RPC_PATH, context_builder=ScopedContextBuilder(), enable_v0_3_compat=True
+        ),
+    ]
+    gate = Middleware(Gate, authorize=authorize or loopback_only)
+    app = Starlette(routes=routes, middleware=[gate], lifespan=lifespan)
+    app.state.prism_a2a = runs
+    return app

@@ -1,0 +1,53 @@
+"""The agent card the endpoint serves when the host gives none, built from the agent.
+
+Its name is the agent's name, else its id; its version the definition revision; it streams;
+it declares the JSON-RPC interface at ``url`` twice, for A2A 1.0 (``SendMessage``, ...) and
+for 0.3 (``message/send``, ...), which the same route answers. One skill stands for the agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
+
+__all__ = ("MEDIA_TYPES", "default_agent_card")
+
+#: What the endpoint reads and writes: text, and JSON data parts (decisions, pending calls).
+MEDIA_TYPES = ("text/plain", "application/json")
+
+
+def default_agent_card(agent: Any, *, url: str, version: str) -> AgentCard:
+    """The card of ``agent`` served at ``url`` (``version``: the definition revision)."""
+    name = agent.name or agent.id
+    if not isinstance(name, str) or not name:
+        raise ValueError("the agent needs a name or an id for its agent card")
+    instructions = agent.instructions
+    description = (
+        instructions
+        if isinstance(instructions, str) and instructions.strip()
+        else f"The Prism agent {name}: durable runs that wait for approval before gated calls."
+    )
+    interfaces = [
+        AgentInterface(
+            url=url, protocol_binding=TransportProtocol.JSONRPC.value, protocol_version=version_
+        )
+        for version_ in (PROTOCOL_VERSION_1_0, PROTOCOL_VERSION_0_3)
+    ]
+    skill = AgentSkill(
+        id=agent.id or name,
+        name=name,
+        description=description,
+        tags=["prism", "durable", "approvals"],
+    )
+    return AgentCard(
+        name=name,
+        description=description,
+        version=version,
+        supported_interfaces=interfaces,
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=list(MEDIA_TYPES),
+        default_output_modes=list(MEDIA_TYPES),
+        skills=[skill],
+    )

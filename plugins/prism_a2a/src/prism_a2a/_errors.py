@@ -1,0 +1,118 @@
+"""Refusals: the endpoint's own errors, and how any Prism refusal becomes an A2A error.
+
+A refusal raised while a JSON-RPC request is handled reaches the caller as the a2a-sdk's
+JSON-RPC error, with the Prism ``code`` in its data (and at the start of its message). A
+refusal before the JSON-RPC layer (authorization, the media type) is an HTTP answer with the
+body ``{"code", "message"}``.
+"""
+
+from __future__ import annotations
+
+from a2a.utils.errors import (
+    A2AError,
+    InternalError,
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+
+from prism_core import (
+    AgentDecisionError,
+    AgentRunNotFoundError,
+    AgentRunStateError,
+    CheckpointConflictError,
+    CheckpointRestoreError,
+    PrismError,
+)
+
+__all__ = (
+    "A2AEndpointError",
+    "AccessDenied",
+    "ContextRefused",
+    "InputRefused",
+    "NotAuthenticated",
+    "NotCancelable",
+    "TaskNotFound",
+    "UnsupportedMediaType",
+    "a2a_error",
+)
+
+
+class A2AEndpointError(PrismError):
+    """A request the A2A endpoint refuses before the kernel sees it."""
+
+    code = "ERR_PRISM_A2A"
+    status = 400
+
+
+class InputRefused(A2AEndpointError):
+    """A message the task cannot take: a new task without text, or a message on a task that
+    waits for decisions without a ``decisions`` data part."""
+
+    code = "ERR_PRISM_A2A_INPUT"
+
+
+class ContextRefused(A2AEndpointError):
+    """A ``contextId`` that is unknown to the caller, or whose previous task still runs or
+    waits for input."""
+
+    code = "ERR_PRISM_A2A_CONTEXT"
+
+
+class TaskNotFound(A2AEndpointError):
+    """No task with that id in the caller's scope (absent and foreign tasks look the same)."""
+
+    code = "ERR_PRISM_A2A_TASK_NOT_FOUND"
+
+
+class NotCancelable(A2AEndpointError):
+    """``tasks/cancel`` on a task that is not waiting for input: only a suspended run is
+    denied; a working or finished one is left as it is."""
+
+    code = "ERR_PRISM_A2A_NOT_CANCELABLE"
+
+
+class NotAuthenticated(A2AEndpointError):
+    """``authorize`` named no caller (``None``): HTTP 401."""
+
+    code = "ERR_PRISM_A2A_UNAUTHENTICATED"
+    status = 401
+
+
+class AccessDenied(A2AEndpointError):
+    """Raised by an ``authorize`` callable for a known caller who may not use the endpoint,
+    and by the default check for a caller that is not on this machine: HTTP 403."""
+
+    code = "ERR_PRISM_A2A_FORBIDDEN"
+    status = 403
+
+
+class UnsupportedMediaType(A2AEndpointError):
+    """A JSON-RPC request whose body is not declared ``application/json``: HTTP 415."""
+
+    code = "ERR_PRISM_A2A_MEDIA_TYPE"
+    status = 415
+
+
+def _described(exc: PrismError) -> tuple[str, dict[str, str]]:
+    return f"{exc.code}: {exc}", {"code": exc.code}
+
+
+def a2a_error(exc: PrismError) -> A2AError:
+    """The a2a-sdk error a Prism refusal is answered with (its ``data`` names the code).
+
+    Malformed or unanswerable decisions are invalid params; a task that is absent or foreign is
+    not found; a run in the wrong state, a lost race or a failed restore is an operation the
+    task does not support now; anything else is an internal error.
+    """
+    message, data = _described(exc)
+    if isinstance(exc, TaskNotFound | AgentRunNotFoundError):
+        return TaskNotFoundError(message, data=data)
+    if isinstance(exc, NotCancelable):
+        return TaskNotCancelableError(message, data=data)
+    if isinstance(exc, AgentDecisionError | InputRefused | ContextRefused):
+        return InvalidParamsError(message, data=data)
+    if isinstance(exc, AgentRunStateError | CheckpointConflictError | CheckpointRestoreError):
+        return UnsupportedOperationError(message, data=data)
+    return InternalError(message, data=data)

@@ -1,0 +1,63 @@
+"""The a2a-sdk's task store, backed by the checkpoint store: a task *is* its run's checkpoint.
+
+``get`` reads the run's checkpoint (and its session for the history and the answer), under the
+caller's ownership, so ``tasks/get`` answers from durable state and survives a restart. The
+task the SDK keeps while a request runs is its own; its writes change nothing, with one
+exception: writing ``canceled`` over a task that waits for input is a cancel, and the store
+carries it out as the run's ``deny`` (none of the pending calls runs). A cancel over any other
+state is refused as a concurrent modification, as the SDK's store contract has it.
+"""
+
+from __future__ import annotations
+
+from a2a.server.cluster.task_store import ConcurrentTaskModificationError
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import TaskStore
+from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
+from a2a.utils.errors import UnsupportedOperationError
+
+from prism_core import AgentRunStateError, CheckpointConflictError
+
+from ._access import call_scope
+from ._runs import PrismRuns
+from ._views import task_view
+
+__all__ = ("CheckpointTaskStore",)
+
+
+class CheckpointTaskStore(TaskStore):
+    """Tasks as the runs of one agent on the host's checkpoint and session stores."""
+
+    def __init__(self, runs: PrismRuns) -> None:
+        self._runs = runs
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        """The task of run ``task_id`` in the caller's scope, or ``None``."""
+        found = await self._runs.status(task_id, call_scope(context))
+        if found is None:
+            return None
+        return await task_view(found, self._runs.sessions)
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        """A ``canceled`` write denies the suspended run; every other write changes nothing."""
+        if task.status.state != TaskState.TASK_STATE_CANCELED:
+            return
+        scope = call_scope(context)
+        found = await self._runs.status(task.id, scope)
+        if found is not None and found.state.status in ("denied", "aborted"):
+            return
+        if found is None or found.state.status != "suspended":
+            raise ConcurrentTaskModificationError(task.id)
+        try:
+            await self._runs.deny(found, scope)
+        except (CheckpointConflictError, AgentRunStateError) as exc:
+            # A resume claimed the run first: the task is no longer waiting to be canceled.
+            raise ConcurrentTaskModificationError(task.id) from exc
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        """Not served: list runs with ``prism runs list`` or the host's own API."""
+        raise UnsupportedOperationError("listing tasks is not served by this endpoint")
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        """Not served: a task is a run's durable record."""
+        raise UnsupportedOperationError("tasks are durable runs and are not deleted over A2A")
