@@ -13,7 +13,7 @@ MANIFESTS := pyproject.toml prism_core/pyproject.toml prism_store_sql/pyproject.
 DISTS := . prism_core prism_store_sql prism_store_redis \
 	$(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 
-.PHONY: install demo test lint check bench dist clean
+.PHONY: install browser demo test test-long lint check bench dist clean
 
 install: $(STAMP)
 
@@ -28,8 +28,16 @@ $(STAMP): $(MANIFESTS)
 demo: install
 	$(VENV)/bin/prism demo $(DEMO_ARGS)
 
-test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+# Debian's Chromium for the console's browser tests (installed once when missing).
+browser:
+	@.ci/chromium.sh
+
+# Everything but the long crash and scale loops (marked ``long``); those run in test-long.
+test: install browser
+	$(PY) -m pytest -m "not long" $(PYTEST_ARGS)
+
+test-long: install
+	$(PY) -m pytest -m long $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

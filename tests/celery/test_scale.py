@@ -15,7 +15,7 @@ import pytest
 from .harness import Rig
 from .scale import scale_out
 
-pytestmark = pytest.mark.services
+pytestmark = [pytest.mark.services, pytest.mark.long]
 
 FULL = os.environ.get("PRISM_CELERY_FULL") == "1"
 TURNS = 5

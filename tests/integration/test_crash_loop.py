@@ -29,6 +29,9 @@ from tests.conftest import POSTGRES_URL, REDIS_URL, service_unavailable
 
 from .test_crash_demo import reachable
 
+#: A loop of SIGKILLs: ``make test-long`` runs it, ``make test`` does not.
+pytestmark = pytest.mark.long
+
 WORKER = Path(__file__).with_name("crash_loop_worker.py")
 LONG = int(os.environ.get("PRISM_CRASH_LOOP", "0") or 0)
 KINDS = ("idempotent", "reconcile", "plain")
