@@ -86,6 +86,14 @@ def build(ledger: Path, variant: int) -> MCPServer:
         record(ctx, "reject", reason=reason)
         raise ToolError(reason)
 
+    @server.tool(
+        description="The value of one header of the HTTP request that carried this call.",
+        annotations=ToolAnnotations(read_only_hint=True),
+        structured_output=False,
+    )
+    def request_header(header: str, ctx: Context) -> str:
+        return (ctx.headers or {}).get(header.lower(), "")
+
     @server.tool(description="Two text blocks and an image.", structured_output=False)
     def mixed(ctx: Context) -> list[Any]:
         from mcp.types import ImageContent, TextContent
