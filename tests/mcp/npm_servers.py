@@ -50,7 +50,8 @@ def install() -> Path:
             f"npm ci in {NODE_DIR} did not finish within {INSTALL_TIMEOUT} s"
         ) from None
     if done.returncode != 0 or not EVERYTHING.exists():
-        raise InstallError(f"npm ci in {NODE_DIR} failed ({done.returncode}): {done.stderr[-2000:]}")
+        tail = done.stderr[-2000:]
+        raise InstallError(f"npm ci in {NODE_DIR} failed ({done.returncode}): {tail}")
     _STAMP.write_text(digest)
     return EVERYTHING
 

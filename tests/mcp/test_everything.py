@@ -75,7 +75,8 @@ async def test_annotations_decide_read_only_idempotent_and_side_effect(
     effect, which a durable run marks dispatched before it starts."""
     async with mcp_tools(everything()) as tools:
         named = by_name(tools)
-    echo, gzip, toggle = named["echo"], named["gzip-file-as-resource"], named["toggle-simulated-logging"]
+    echo, gzip = named["echo"], named["gzip-file-as-resource"]
+    toggle = named["toggle-simulated-logging"]
     assert (echo.effect, echo.idempotent, echo.needs_dispatch_mark) == ("read", True, False)
     assert (gzip.effect, gzip.idempotent, gzip.needs_dispatch_mark) == (None, True, False)
     assert (toggle.effect, toggle.idempotent, toggle.needs_dispatch_mark) == (None, False, True)
@@ -113,7 +114,8 @@ async def test_a_run_dispatches_reference_tools_and_goes_on_after_is_error(
     finished = {e.tool_call_id: e.result for e in of_type(events, "tool_execution_finished")}
     assert finished["c1"].value == "The sum of 40 and 2 is 42."
     error = finished["c2"].error
-    assert error is not None and error.code == MCP_TOOL_ERROR
+    assert error is not None
+    assert error.code == MCP_TOOL_ERROR
     assert "Unsupported URL protocol" in error.message
     assert events[-1].type == "agent_finished"
     assert events[-1].text == "The sum is 42; the file could not be fetched."
