@@ -12,7 +12,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import httpx2
@@ -111,9 +111,21 @@ class MCPServerStdio:
             env=self.env,
             cwd=Path(self.cwd) if self.cwd is not None else None,
         )
-        # The server's stderr goes where ours goes now (not where it went at import time).
-        async with stdio_client(parameters, errlog=sys.stderr) as streams:
+        async with stdio_client(parameters, errlog=_errlog()) as streams:
             yield streams
+
+
+def _errlog() -> TextIO:
+    """Where the server's stderr goes: ours as it is now (not as it was at import time), or
+    the process's own stderr when ours is no file (a notebook's, a test's capture)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError):
+            continue
+    raise MCPConfigError("the server's stderr needs a file descriptor, and this process has none")
 
 
 class MCPServerHTTP:
