@@ -97,8 +97,8 @@ class Connection:
     ) -> types.CallToolResult:
         """``tools/call`` of ``tool``, or ``MCPToolError`` when the connection cannot carry it
         or no answer came in time. A call that had left when the connection ended may or may
-        not have reached the server: the error says so, and a durable run holds such a call
-        as it holds any failed side effect."""
+        not have reached the server, and the error says so; once the server has closed the
+        connection, every later call is refused unsent."""
         session = self._session
         if self._closed:
             raise MCPToolError(
@@ -119,6 +119,7 @@ class Connection:
                 result = await session.call_tool(tool, arguments, meta=_meta(context))
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
+                self._lose("the server closed the connection")
                 raise MCPToolError(
                     f"{self.server.describe}: the call of {tool!r} was cut off: the connection "
                     "closed; the server may or may not have carried it out"
@@ -138,6 +139,14 @@ class Connection:
             raise MCPToolError(f"{self.server.describe}: the call of {tool!r} {self._why(context)}")
         assert isinstance(result, types.CallToolResult)
         return result
+
+    def _lose(self, reason: str) -> None:
+        """The server is gone: refuse further calls unsent and let :meth:`run` disconnect
+        (which stops a stdio server process that is still alive)."""
+        if self._ended is None:
+            self._ended = reason
+        self._session = None
+        self._stop.set()
 
     def _why(self, context: ToolExecutionContext) -> str:
         """Why a call's scope was cancelled, in words an operator can act on."""
