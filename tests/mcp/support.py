@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import anyio
 
 from prism_core import (
     Agent,
@@ -63,3 +65,13 @@ def context(tool: str, call_id: str = "c1", run_id: str = "run-1") -> ToolExecut
 def by_name(tools: Sequence[ToolDefinition]) -> dict[str, ToolDefinition]:
     """The tools keyed on their names."""
     return {tool.name: tool for tool in tools}
+
+
+async def received(entries: Callable[[], list[dict[str, Any]]], tool: str) -> dict[str, Any]:
+    """The first ledger line of ``tool``, once the server has received the call (30 s)."""
+    with anyio.fail_after(30):
+        while True:
+            for entry in entries():
+                if entry["tool"] == tool:
+                    return entry
+            await anyio.sleep(0.02)

@@ -25,6 +25,8 @@ from prism_mcp import (
 from .conftest import LEDGER_SERVER
 
 Ledger = Callable[..., MCPServerStdio]
+#: What the command line of a reference server process holds.
+EVERYTHING = "mcp-server-everything"
 
 
 def _children(marker: str) -> list[int]:
@@ -135,13 +137,13 @@ async def test_only_server_descriptions_are_taken() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_server_that_cannot_start_is_an_mcp_tool_error(stdio_ledger: Ledger) -> None:
+async def test_a_server_that_cannot_start_is_an_mcp_tool_error(everything: Ledger) -> None:
     """A missing command: ``MCPToolError``; the server already connected is stopped."""
     with pytest.raises(MCPToolError, match="could not be connected") as refused:
-        async with mcp_tools(stdio_ledger(), MCPServerStdio("/nonexistent/mcp-server")):
+        async with mcp_tools(everything(), MCPServerStdio("/nonexistent/mcp-server")):
             pytest.fail("the block opened")
     assert refused.value.code == "ERR_PRISM_MCP"
-    assert _children(str(LEDGER_SERVER)) == []
+    assert _children(EVERYTHING) == []
 
 
 @pytest.mark.anyio
@@ -165,25 +167,25 @@ async def test_an_http_server_nobody_listens_on_is_an_mcp_tool_error() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_duplicate_refusal_stops_every_server(stdio_ledger: Ledger) -> None:
-    with pytest.raises(MCPDuplicateToolError, match="'append_entry'"):
-        async with mcp_tools(stdio_ledger(name="a"), stdio_ledger(name="b")):
+async def test_a_duplicate_refusal_stops_every_server(everything: Ledger) -> None:
+    with pytest.raises(MCPDuplicateToolError, match="'echo'"):
+        async with mcp_tools(everything(name="a"), everything(name="b")):
             pytest.fail("the block opened")
-    assert _children(str(LEDGER_SERVER)) == []
+    assert _children(EVERYTHING) == []
 
 
 @pytest.mark.anyio
-async def test_the_hosts_exception_leaves_the_block_as_itself(stdio_ledger: Ledger) -> None:
+async def test_the_hosts_exception_leaves_the_block_as_itself(everything: Ledger) -> None:
     """Not wrapped in an exception group; the servers are stopped."""
     seen: list[int] = []
 
     async def use_and_fail() -> None:
-        async with mcp_tools(stdio_ledger()) as tools:
+        async with mcp_tools(everything()) as tools:
             assert tools
-            seen.extend(_children(str(LEDGER_SERVER)))
+            seen.extend(_children(EVERYTHING))
             raise KeyError("host")
 
     with pytest.raises(KeyError, match="host"):
         await use_and_fail()
     assert len(seen) == 1
-    assert _children(str(LEDGER_SERVER)) == []
+    assert _children(EVERYTHING) == []

@@ -17,7 +17,7 @@ from prism_core import ToolDefinition
 from prism_mcp import MCPServerStdio, MCPToolError, mcp_tools
 
 from .conftest import HttpLedger, ledger_entries
-from .support import agent_on, by_name, calls, context, of_type, says, stream
+from .support import agent_on, by_name, calls, context, of_type, received, says, stream
 
 pytestmark = pytest.mark.anyio
 
@@ -29,12 +29,7 @@ SLOW = {"entry": "slow", "seconds": 300}
 
 async def _started(path: Path) -> dict[str, Any]:
     """The ledger line of the slow call, once the server has received it."""
-    with anyio.fail_after(30):
-        while True:
-            for entry in ledger_entries(path):
-                if entry["tool"] == "slow_append":
-                    return entry
-            await anyio.sleep(0.02)
+    return await received(lambda: ledger_entries(path), "slow_append")
 
 
 async def _fails(tool: ToolDefinition, args: dict[str, Any], call: Any = None) -> MCPToolError:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from prism_core import (
@@ -15,12 +16,13 @@ from prism_core import (
     RunStateOptions,
     create_memory_checkpoint_store,
     create_memory_session_store,
+    load_agent_run_state,
     resume_agent_run,
 )
 from prism_mcp import mcp_tools
 
 from .conftest import HttpLedger
-from .support import agent_on, calls, context, of_type, says, stream
+from .support import agent_on, calls, context, of_type, received, says, stream
 
 pytestmark = pytest.mark.anyio
 
@@ -132,3 +134,40 @@ async def test_a_pack_ask_rule_holds_the_call_and_a_denial_never_sends_it(
         )
     assert denied.status == "denied"
     assert http_ledger.entries() == []
+
+
+async def test_a_side_effect_is_marked_dispatched_before_the_server_sees_it(
+    http_ledger: HttpLedger,
+) -> None:
+    """While the server holds each call, the run's record already says so for the side
+    effect (``dispatched``, in doubt should the worker die) and not for the read-only call."""
+    checkpoints, sessions = create_memory_checkpoint_store(), create_memory_session_store()
+    turns = [
+        calls(("c1", "slow_count", {"seconds": 1})),
+        calls(("c2", "slow_append", {"entry": "e", "seconds": 1})),
+        says("Counted and appended."),
+    ]
+    seen: dict[str, dict[str, str]] = {}
+
+    async def record_while_held(ref: dict[str, str]) -> None:
+        for tool, call_id in (("slow_count", "c1"), ("slow_append", "c2")):
+            await received(http_ledger.entries, tool)
+            status = await load_agent_run_state(checkpoints, ref)
+            assert status is not None
+            seen[call_id] = {c.tool_call_id: c.status for c in status.state.pending_calls}
+
+    async with mcp_tools(http_ledger.server()) as tools:
+        session = agent_on(tools, turns, store=sessions).create_session(id="held")
+        policy = RunStateOptions(checkpoints, REVISION, checkpoint_policy="every-turn")
+        async with anyio.create_task_group() as group:
+            run = session.stream("count, then append", run_state=policy)
+            events = []
+            async for event in run:
+                events.append(event)
+                if event.type == "agent_started":
+                    group.start_soon(
+                        record_while_held, {"run_id": event.run_id, "session_id": "held"}
+                    )
+    assert events[-1].type == "agent_finished"
+    assert "c1" not in seen["c1"]
+    assert seen["c2"] == {"c2": "dispatched"}

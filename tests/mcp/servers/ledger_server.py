@@ -81,6 +81,16 @@ def build(ledger: Path, variant: int) -> MCPServer:
         record(ctx, "slow_append", entry=entry, phase="finished")
         return f"appended {entry} slowly"
 
+    @server.tool(
+        description="Count the entries, slowly.",
+        annotations=ToolAnnotations(read_only_hint=True),
+        structured_output=False,
+    )
+    async def slow_count(seconds: float, ctx: Context) -> str:
+        record(ctx, "slow_count", phase="started")
+        await anyio.sleep(seconds)
+        return "counted"
+
     @server.tool(description="Always fails with the given reason.", structured_output=False)
     def reject(reason: str, ctx: Context) -> str:
         record(ctx, "reject", reason=reason)
