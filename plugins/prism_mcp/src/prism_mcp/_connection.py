@@ -77,7 +77,8 @@ class Connection:
                     f"{self.server.describe} could not be connected: {_describe(exc)}"
                 ) from exc
             logger.warning("%s: the connection ended: %s", self.server.describe, _describe(exc))
-            self._ended = exc
+            if self._ended is None:
+                self._ended = exc
         finally:
             self._session = None
             if self._ended is None:

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from ._errors import MCPConfigError
 
-__all__ = ("MCPServer", "MCPServerHTTP", "MCPServerStdio")
+__all__ = ("MCPServerHTTP", "MCPServerStdio", "Streams")
 
 #: The read and write streams a transport yields to a ``ClientSession``.
 Streams = tuple[Any, Any]
@@ -178,6 +178,3 @@ class MCPServerHTTP:
             streamable_http_client(self.url, http_client=client) as streams,
         ):
             yield streams
-
-
-MCPServer = MCPServerStdio | MCPServerHTTP
