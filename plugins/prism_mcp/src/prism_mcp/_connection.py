@@ -47,14 +47,22 @@ class Connection:
         self._closed = False
         self._ended: BaseException | str | None = None
         self._in_flight: set[anyio.CancelScope] = set()
+        #: Whether :meth:`run` was started; ``done`` is set when it has returned (the
+        #: transport closed and the server stopped).
+        self.running = False
+        self.done = anyio.Event()
 
     async def run(self, *, task_status: TaskStatus[None]) -> None:
         """Connect, hand-shake and list the tools, report started, then hold the session
         until :meth:`close`. A failure before ``started`` is raised (the block refuses to
         open); one after it ends the connection, and its calls raise ``MCPToolError``."""
         started = False
+        self.running = True
         try:
-            async with self.server.open() as (read, write), ClientSession(read, write) as session:
+            async with (
+                self.server.open(self.call_timeout) as (read, write),
+                ClientSession(read, write) as session,
+            ):
                 initialized = await session.initialize()
                 self.tools = await _list_tools(session, self.server.describe)
                 self._session = session
@@ -85,6 +93,7 @@ class Connection:
                 self._ended = "the mcp_tools block has closed" if self._closed else "it hung up"
             for scope in tuple(self._in_flight):
                 scope.cancel()
+            self.done.set()
         if not self._closed:
             logger.warning("%s: the connection ended before the block closed", self.server.describe)
 

@@ -28,8 +28,11 @@ Streams = tuple[Any, Any]
 
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]+")
-#: Connect, write and pool timeouts of the HTTP client; a tool call has its own bound.
+#: Connect, write and pool timeouts of the HTTP client (the SDK's defaults).
 _HTTP_TIMEOUT = 30.0
+#: The least read timeout of the HTTP client (the SDK's default); a call waits longer when
+#: its ``call_timeout`` is longer.
+_HTTP_READ_TIMEOUT = 300.0
 
 
 def _checked_name(name: Any, default: str) -> str:
@@ -103,7 +106,7 @@ class MCPServerStdio:
         return f"MCP server {self.name!r} ({Path(self.command).name} over stdio)"
 
     @asynccontextmanager
-    async def open(self) -> AsyncIterator[Streams]:
+    async def open(self, call_timeout: float) -> AsyncIterator[Streams]:
         """The SDK's stdio transport to a freshly started server process."""
         parameters = StdioServerParameters(
             command=self.command,
@@ -170,9 +173,9 @@ class MCPServerHTTP:
         return f"MCP server {self.name!r} ({parts.scheme}://{parts.netloc}{parts.path})"
 
     @asynccontextmanager
-    async def open(self) -> AsyncIterator[Streams]:
+    async def open(self, call_timeout: float) -> AsyncIterator[Streams]:
         """The SDK's Streamable HTTP transport, on an HTTP client carrying ``headers``."""
-        timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=None)
+        timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=max(_HTTP_READ_TIMEOUT, call_timeout))
         async with (
             httpx2.AsyncClient(headers=self.headers, timeout=timeout) as client,
             streamable_http_client(self.url, http_client=client) as streams,

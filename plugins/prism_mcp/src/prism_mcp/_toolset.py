@@ -8,6 +8,7 @@ when the block opens: a server's later ``tools/list_changed`` is not followed.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,12 +23,17 @@ from ._convert import tool_definition
 from ._errors import MCPConfigError, MCPDuplicateToolError, MCPToolError
 from ._servers import MCPServerHTTP, MCPServerStdio
 
-__all__ = ("DEFAULT_CALL_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "mcp_tools")
+__all__ = ("DEFAULT_CALL_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "DISCONNECT_TIMEOUT", "mcp_tools")
+
+logger = logging.getLogger("prism_mcp")
 
 #: Seconds one ``tools/call`` may take before it fails with ``MCPToolError``.
 DEFAULT_CALL_TIMEOUT = 120.0
 #: Seconds a server may take to start, finish the handshake and list its tools.
 DEFAULT_CONNECT_TIMEOUT = 30.0
+#: Seconds the servers get to disconnect when the block ends before they are cancelled (the
+#: SDK stops a stdio server within about 6.5 s: stdin closed, SIGTERM, then SIGKILL).
+DISCONNECT_TIMEOUT = 15.0
 
 
 @asynccontextmanager
@@ -75,8 +81,24 @@ async def mcp_tools(
         finally:
             for connection in connections:
                 connection.close()
+            await _disconnect(connections, group.cancel_scope)
     if failure is not None:
         raise failure
+
+
+async def _disconnect(connections: list[Connection], scope: anyio.CancelScope) -> None:
+    """Wait (shielded, bounded) for every connection to end; cancel the stragglers (an HTTP
+    server that never answers the session's closing request)."""
+    with anyio.move_on_after(DISCONNECT_TIMEOUT, shield=True):
+        for connection in connections:
+            if connection.running:
+                await connection.done.wait()
+    late = [c.server.describe for c in connections if c.running and not c.done.is_set()]
+    if late:
+        logger.warning(
+            "cancelling %s: still disconnecting after %g s", ", ".join(late), DISCONNECT_TIMEOUT
+        )
+        scope.cancel()
 
 
 def _check_servers(servers: tuple[Any, ...], prefix: Any) -> None:
