@@ -13,11 +13,17 @@ from ._connection import IDEMPOTENCY_META_KEY
 from ._convert import MCP_TOOL_ERROR
 from ._errors import MCPConfigError, MCPDuplicateToolError, MCPToolError
 from ._servers import MCPServerHTTP, MCPServerStdio
-from ._toolset import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, mcp_tools
+from ._toolset import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+    DISCONNECT_TIMEOUT,
+    mcp_tools,
+)
 
 __all__ = (
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CONNECT_TIMEOUT",
+    "DISCONNECT_TIMEOUT",
     "IDEMPOTENCY_META_KEY",
     "MCP_TOOL_ERROR",
     "MCPConfigError",
