@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 PYTHON=${PYTHON:-python3}
-EXTRAS=${PRISM_WHEEL_EXTRAS:-sql,postgres,redis,packs,a2a}
+EXTRAS=${PRISM_WHEEL_EXTRAS:-sql,postgres,redis,packs,a2a,mcp}
 
 make dist
 
@@ -29,22 +29,55 @@ from importlib.metadata import distribution
 from pathlib import Path
 
 import prism_core
+import prism_mcp
 import prism_packs
 import prism_store_redis
 import prism_store_sql
 
 checkout = Path(sys.argv[1]).resolve()
-for module in (prism_core, prism_store_sql, prism_store_redis, prism_packs):
+for module in (prism_core, prism_store_sql, prism_store_redis, prism_packs, prism_mcp):
     where = Path(module.__file__).resolve()
     assert checkout not in where.parents, f"{module.__name__} comes from the checkout: {where}"
     print(f"{module.__name__}: {where.parent}")
 for name in ("prism-runtime", "prism-runtime-core", "prism-runtime-sql", "prism-runtime-redis",
-             "prism-runtime-packs"):
+             "prism-runtime-packs", "prism-runtime-mcp"):
     dist = distribution(name)
     assert dist.read_text("direct_url.json") is None or "editable" not in dist.read_text(
         "direct_url.json"
     ), f"{name} is an editable install"
     print(f"{name} {dist.version}")
+PY
+
+step "prism_mcp: a tool of an MCP server started over stdio, from the installed wheels"
+timeout 120 "$bin/python" - <<'PY'
+import sys
+
+import anyio
+from prism_core import ToolExecutionContext
+from prism_mcp import MCPServerStdio, mcp_tools
+
+SERVER = """
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("smoke")
+
+@server.tool(structured_output=False)
+def shout(text: str) -> str:
+    return text.upper()
+
+server.run("stdio")
+"""
+
+
+async def main() -> None:
+    async with mcp_tools(MCPServerStdio(sys.executable, ["-c", SERVER])) as tools:
+        (shout,) = tools
+        context = ToolExecutionContext(session_id="s", run_id="r", tool_call_id="c", tool_name="shout")
+        answer = await shout.execute({"text": "installed"}, context)
+    assert answer == "INSTALLED", answer
+    print("shout:", answer)
+
+
+anyio.run(main)
 PY
 
 step "prism --help"

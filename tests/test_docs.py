@@ -1,7 +1,9 @@
 """Every ``python`` example in the README and docs runs as written.
 
 Examples run as scripts (``__name__ == "__main__"``), so code under an
-``if __name__ == "__main__":`` guard runs too. An example that talks to Redis skips (or fails,
+``if __name__ == "__main__":`` guard runs too. A block whose first line is ``# file: NAME`` is
+not run: it is a file the page's other examples use (an MCP server script, say), written as
+``NAME`` into the folder each of them runs in. An example that talks to Redis skips (or fails,
 when services are required) if the test server is unreachable, like the store tests.
 """
 
@@ -19,14 +21,27 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 MAIN_GUARD = re.compile(r"^if __name__ == [\"']__main__[\"']:", re.M)
+FILE_BLOCK = re.compile(r"\A# file: ([\w.-]+)\n")
 
 
 def _examples() -> list[tuple[str, int, str]]:
     found = []
     for path in DOCS:
         for index, match in enumerate(BLOCK.finditer(path.read_text(encoding="utf-8"))):
-            found.append((path.name, index, match.group(1)))
+            if not FILE_BLOCK.match(match.group(1)):
+                found.append((path.name, index, match.group(1)))
     return found
+
+
+def _page_files(doc: str) -> dict[str, str]:
+    """The ``# file: NAME`` blocks of one page, by name."""
+    (path,) = [path for path in DOCS if path.name == doc]
+    files = {}
+    for match in BLOCK.finditer(path.read_text(encoding="utf-8")):
+        named = FILE_BLOCK.match(match.group(1))
+        if named:
+            files[named.group(1)] = match.group(1)
+    return files
 
 
 def _run_as_script(code: str, name: str, where: Path) -> dict[str, object]:
@@ -60,6 +75,8 @@ def test_doc_example_runs(
     """The example executes without error in a fresh namespace, as a script."""
     if "redis://" in code:
         _require_redis()
+    for name, text in _page_files(doc).items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
     _run_as_script(code, f"{doc}[{index}]", tmp_path)
 
 
@@ -70,3 +87,14 @@ def test_main_guarded_code_runs(tmp_path: Path) -> None:
     )
     assert namespace["ran"] == ["main"]
     assert any(MAIN_GUARD.search(code) for _doc, _index, code in _examples())
+
+
+def test_file_blocks_are_used_by_an_example_of_their_page() -> None:
+    """Each ``# file: NAME`` block is named by an example of its page, and is not run itself."""
+    examples = _examples()
+    pages = {doc for doc, _index, _code in examples}
+    files = {(doc, name) for doc in pages for name in _page_files(doc)}
+    assert ("mcp.md", "notes_server.py") in files
+    for doc, name in files:
+        assert any(name in code for page, _index, code in examples if page == doc), name
+        assert not any(code.startswith("# file: ") for _page, _index, code in examples)
