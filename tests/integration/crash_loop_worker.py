@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from prism_cli._demo_stores import open_demo_stores
 from prism_core import (
     AGENT_RUN_NAMESPACE,
     RECONCILE_NOT_STARTED,
@@ -36,7 +37,6 @@ from prism_core import (
     resume_agent_run,
     tool_call_content,
 )
-from prism_core._demo import open_stores
 from prism_core.durable import in_doubt_calls
 
 REVISION = "crash-loop-1"
@@ -132,7 +132,7 @@ async def find_run(checkpoints: Any, session: str) -> Any:
 
 
 async def main(args: dict[str, Any]) -> int:
-    checkpoints, sessions = open_stores(args["store"], args["prefix"])
+    checkpoints, sessions = open_demo_stores(args["store"], args["prefix"])
     effects = Effects(args["effects"])
     async with checkpoints, sessions:
         agent = build_agent(args["kind"], sessions, effects, args["think"], args["work"])

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import pytest
 
-from prism_core._demo import _cleanup
+from prism_cli._demo_stores import drop_demo_stores
 from tests.conftest import POSTGRES_URL, REDIS_URL, service_unavailable
 
 from .test_crash_demo import reachable
@@ -137,7 +137,7 @@ def crash_loop(url: str, kills: int, work: Path, seed: int) -> Figures:
             assert max(charges.values()) == 1, f"a charge was applied twice: {charges}"
             assert len(charges) == 6
     finally:
-        _cleanup(url, prefix)
+        drop_demo_stores(url, prefix)
     return figures
 
 
