@@ -15,7 +15,14 @@ import psycopg
 import pytest
 import redis
 
-from prism_cli._demo_stores import drop_demo_stores, open_demo_stores, prefixed_url
+from prism_cli._demo import run_crash_demo
+from prism_cli._demo_stores import (
+    drop_demo_stores,
+    find_store_plugin,
+    load_store_plugin,
+    open_demo_stores,
+    prefixed_url,
+)
 from prism_core import (
     RunStateOptions,
     create_agent,
@@ -127,3 +134,20 @@ def test_dropping_a_redis_demo_removes_its_keys_only() -> None:
         drop_demo_stores(REDIS_URL, theirs)
         assert list(client.scan_iter(match=f"{theirs}:*")) == []
         client.close()
+
+
+def test_the_orchestrator_finds_the_one_plugin_the_workers_load() -> None:
+    """The plugin that opens each URL is named by its entry point, which is all a worker
+    loads; the names are the store distributions' entry points."""
+    assert find_store_plugin("sqlite:///demo.db") == "sql"
+    assert find_store_plugin("postgresql://u@h/db") == "sql"
+    assert find_store_plugin("redis://127.0.0.1:6379/0") == "redis"
+    assert type(load_store_plugin("sql")).__module__.startswith("prism_store_sql.")
+    assert type(load_store_plugin("redis")).__module__.startswith("prism_store_redis.")
+
+
+def test_an_unsupported_store_is_refused_before_any_worker_starts(tmp_path: Path) -> None:
+    """A URL no store opens fails before the demo creates a file or starts a process."""
+    with pytest.raises(SystemExit, match="unsupported store URL scheme 'mysql'"):
+        run_crash_demo("mysql://h/db", directory=str(tmp_path / "demo"))
+    assert not (tmp_path / "demo").exists()

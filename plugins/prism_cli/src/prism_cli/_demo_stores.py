@@ -2,7 +2,10 @@
 
 Opening goes through :func:`prism_core.open_stores` and the installed store plugins, like any
 host; the prefix travels in the URL, as the store distributions document it
-(``?table_prefix=`` for SQL URLs, ``?prefix=`` for Redis URLs). Removal is the one place the
+(``?table_prefix=`` for SQL URLs, ``?prefix=`` for Redis URLs). The orchestrator finds the one
+installed plugin that opens the URL (:func:`find_store_plugin`) before any worker starts, and
+each worker loads only that plugin, not every installed one (a provider SDK can take seconds
+to import). Removal is the one place the
 CLI knows a backend: a demo on a shared PostgreSQL or Redis server must leave nothing behind,
 and no store protocol drops a prefix's tables or keys. It uses only what the store
 distributions expose publicly (``SqlCheckpointStore.engine`` and ``.tables``,
@@ -13,13 +16,20 @@ it must not import a driver (SQLAlchemy, redis) itself.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from urllib.parse import quote
 
 import anyio
 
 from prism_core import STORE_INSTALL_HINTS, PrismError, StorePair, discover_plugins, open_stores
 
-__all__ = ("drop_demo_stores", "open_demo_stores", "prefixed_url")
+__all__ = (
+    "drop_demo_stores",
+    "find_store_plugin",
+    "load_store_plugin",
+    "open_demo_stores",
+    "prefixed_url",
+)
 
 _SQL = ("sqlite", "postgresql", "postgres")
 _REDIS = ("redis", "rediss")
@@ -54,12 +64,42 @@ def open_demo_stores(url: str, prefix: str, plugins: Sequence[object] | None = N
     try:
         return open_stores(prefixed_url(url, prefix), plugins=found)
     except PrismError as exc:
-        hint = STORE_INSTALL_HINTS.get(_scheme(url))
-        if exc.code != _UNSUPPORTED_CODE or hint is None:
-            raise
-        raise SystemExit(
-            f"prism demo: no store for {_scheme(url)} URLs is installed: {hint}"
-        ) from exc
+        raise _missing(url, exc) from exc
+
+
+def _missing(url: str, cause: PrismError) -> SystemExit | PrismError:
+    hint = STORE_INSTALL_HINTS.get(_scheme(url))
+    if cause.code != _UNSUPPORTED_CODE or hint is None:
+        return cause
+    return SystemExit(f"prism demo: no store for {_scheme(url)} URLs is installed: {hint}")
+
+
+def find_store_plugin(url: str) -> str:
+    """The name of the first installed plugin (entry point of the group ``prism``, in name
+    order, as :func:`prism_core.discover_plugins` orders them) that opens ``url`` on its own.
+
+    Opening connects to nothing, so this only asks the plugins. Exits (``SystemExit``) with
+    the install command when none opens the URL.
+    """
+    probe = prefixed_url(url, "prismdemo_probe")
+    refusal: PrismError | None = None
+    for entry in sorted(entry_points(group="prism"), key=lambda e: e.name):
+        try:
+            pair = open_stores(probe, plugins=[entry.load()])
+        except PrismError as exc:
+            if exc.code != _UNSUPPORTED_CODE:
+                raise
+            refusal = exc
+            continue
+        anyio.run(pair.aclose)
+        return entry.name
+    raise _missing(url, refusal or PrismError("no plugins installed", code=_UNSUPPORTED_CODE))
+
+
+def load_store_plugin(name: str) -> object:
+    """The plugin object of the installed entry point ``name`` of the group ``prism``."""
+    (entry,) = entry_points(group="prism", name=name)
+    return entry.load()
 
 
 async def _drop(pair: StorePair) -> None:
@@ -80,14 +120,15 @@ async def _drop(pair: StorePair) -> None:
                 await client.delete(key)
 
 
-def drop_demo_stores(url: str, prefix: str) -> None:
+def drop_demo_stores(url: str, prefix: str, plugins: Sequence[object] | None = None) -> None:
     """Drop what a demo under ``prefix`` wrote on a PostgreSQL or Redis server: its tables or
-    its keys. SQLite files stay in their folder; other URLs are left alone."""
+    its keys. SQLite files stay in their folder; other URLs are left alone. ``plugins``
+    defaults to the installed ones."""
     if _scheme(url) not in ("postgresql", "postgres", *_REDIS):
         return
 
     async def drop() -> None:
-        async with open_demo_stores(url, prefix) as pair:
+        async with open_demo_stores(url, prefix, plugins) as pair:
             await _drop(pair)
 
     anyio.run(drop)
