@@ -37,6 +37,7 @@ from prism_core import (
     resume_agent_run,
 )
 from tests.conftest import REDIS_URL
+from tests.store_plugins import STORE_PLUGINS
 
 from . import agents
 
@@ -435,4 +436,4 @@ def test_sessions_may_live_in_another_store(
         assert kinds.count("message") >= 4  # the input, the call, its result, the answer
     finally:
         app.close()
-        drop_demo_stores(REDIS_URL, prefix)
+        drop_demo_stores(REDIS_URL, prefix, STORE_PLUGINS)

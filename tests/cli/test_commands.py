@@ -180,6 +180,26 @@ def test_an_object_that_is_not_a_command_is_refused(
     monkeypatch.delitem(sys.modules, "half_cmd")
 
 
+def test_a_run_that_returns_no_exit_code_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run`` must return an int: anything else (``None``, ``True``) exits 1, named, rather
+    than as a silent 0 or a refusal without a message."""
+    vague = HELLO.replace("return 7", "return VALUE").replace(
+        "command = Hello()", "VALUE = None\ncommand = Hello()"
+    )
+    root = distribution(tmp_path, "prism-vague", {"vague": "vague_cmd:command"}, vague_cmd=vague)
+    monkeypatch.syspath_prepend(str(root))
+    assert main(["vague"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "hello world\n"
+    assert "'vague' (vague_cmd:command) returned None, not an exit code" in err
+    monkeypatch.setattr(sys.modules["vague_cmd"], "VALUE", True)
+    assert main(["vague"]) == 1
+    assert "returned True, not an exit code" in capsys.readouterr().err
+    monkeypatch.delitem(sys.modules, "vague_cmd")
+
+
 def test_two_distributions_declaring_one_command_are_refused(tmp_path: Path) -> None:
     """A name declared twice (here ``runs``, the CLI's own) is refused for every invocation,
     naming both distributions: either choice could run a command the user did not mean."""

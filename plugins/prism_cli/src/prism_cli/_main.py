@@ -39,7 +39,8 @@ def run_command_line(argv: Sequence[str], table: Mapping[str, EntryPoint]) -> in
     """Parse ``argv`` against the commands of ``table`` and run the chosen one; the exit code.
 
     Exit codes are the command's own; 2 for a usage error or a command whose distribution is
-    missing (:data:`INSTALL_HINTS`), 1 for a command that cannot be loaded.
+    missing (:data:`INSTALL_HINTS`), 1 for a command that cannot be loaded or whose ``run``
+    returns something other than an ``int``.
     """
     named = _named_command(argv)
     if named is not None and named not in table and named in INSTALL_HINTS:
@@ -66,7 +67,17 @@ def run_command_line(argv: Sequence[str], table: Mapping[str, EntryPoint]) -> in
     args = parser.parse_args(argv)
     if args.command in broken:
         return _refused(broken[args.command])
-    return loaded[args.command].run(args)
+    code = loaded[args.command].run(args)
+    # bool is an int, but True would exit 1 as if refused, without a word.
+    if not isinstance(code, int) or isinstance(code, bool):
+        entry = table[args.command]
+        return _refused(
+            CommandError(
+                f"the command {args.command!r} ({entry.value}) returned {code!r}, "
+                "not an exit code (an int)"
+            )
+        )
+    return code
 
 
 def _refused(error: CommandError) -> int:
@@ -81,7 +92,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as exc:
         return _refused(exc)
     return run_command_line(sys.argv[1:] if argv is None else list(argv), table)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
