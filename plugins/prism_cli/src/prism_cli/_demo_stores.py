@@ -5,12 +5,13 @@ host; the prefix travels in the URL, as the store distributions document it
 (``?table_prefix=`` for SQL URLs, ``?prefix=`` for Redis URLs). The orchestrator finds the one
 installed plugin that opens the URL (:func:`find_store_plugin`) before any worker starts, and
 each worker loads only that plugin, not every installed one (a provider SDK can take seconds
-to import). Removal is the one place the
-CLI knows a backend: a demo on a shared PostgreSQL or Redis server must leave nothing behind,
-and no store protocol drops a prefix's tables or keys. It uses only what the store
-distributions expose publicly (``SqlCheckpointStore.engine`` and ``.tables``,
-``RedisCheckpointStore.client`` and ``.prefix``), imported when there is something to drop;
-it must not import a driver (SQLAlchemy, redis) itself.
+to import).
+
+Removal is the one place the CLI knows a backend: a demo on a shared PostgreSQL or Redis
+server must leave nothing behind, and no store protocol drops a prefix's tables or keys. It
+uses only what the store distributions expose publicly (``SqlCheckpointStore.engine`` and
+``.tables``, ``RedisCheckpointStore.client`` and ``.prefix``), imported when there is
+something to drop; it must not import a driver (SQLAlchemy, redis) itself.
 """
 
 from __future__ import annotations
