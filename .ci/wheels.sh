@@ -28,6 +28,7 @@ import sys
 from importlib.metadata import distribution
 from pathlib import Path
 
+import prism_cli
 import prism_core
 import prism_mcp
 import prism_packs
@@ -35,17 +36,22 @@ import prism_store_redis
 import prism_store_sql
 
 checkout = Path(sys.argv[1]).resolve()
-for module in (prism_core, prism_store_sql, prism_store_redis, prism_packs, prism_mcp):
+for module in (prism_core, prism_cli, prism_store_sql, prism_store_redis, prism_packs, prism_mcp):
     where = Path(module.__file__).resolve()
     assert checkout not in where.parents, f"{module.__name__} comes from the checkout: {where}"
     print(f"{module.__name__}: {where.parent}")
-for name in ("prism-runtime", "prism-runtime-core", "prism-runtime-sql", "prism-runtime-redis",
-             "prism-runtime-packs", "prism-runtime-mcp"):
+for name in ("prism-runtime", "prism-runtime-core", "prism-runtime-cli", "prism-runtime-sql",
+             "prism-runtime-redis", "prism-runtime-packs", "prism-runtime-mcp"):
     dist = distribution(name)
     assert dist.read_text("direct_url.json") is None or "editable" not in dist.read_text(
         "direct_url.json"
     ), f"{name} is an editable install"
     print(f"{name} {dist.version}")
+# The console script is the CLI distribution's; the kernel declares none.
+scripts = {d.metadata["Name"]: [e.name for e in d.entry_points if e.group == "console_scripts"]
+           for d in (distribution("prism-runtime-core"), distribution("prism-runtime-cli"))}
+assert scripts == {"prism-runtime-core": [], "prism-runtime-cli": ["prism"]}, scripts
+print(f"console scripts: {scripts}")
 PY
 
 step "prism_mcp: a tool of an MCP server started over stdio, from the installed wheels"
@@ -81,7 +87,11 @@ anyio.run(main)
 PY
 
 step "prism --help"
-timeout 60 "$bin/prism" --help
+help=$(timeout 60 "$bin/prism" --help)
+echo "$help"
+for name in demo chat runs plugins; do
+    grep -q "^    $name " <<<"$help" || { echo "prism --help does not list $name" >&2; exit 1; }
+done
 
 step "prism --version"
 version=$(timeout 60 "$bin/prism" --version)
@@ -95,6 +105,18 @@ echo "$plugins"
 for name in sql redis packs; do
     grep -q "^$name " <<<"$plugins" || { echo "plugin $name is not listed" >&2; exit 1; }
 done
+
+if [[ ",$EXTRAS," != *",server,"* && ",$EXTRAS," != *",all,"* ]]; then
+    step "prism serve without the server names what to install"
+    set +e
+    out=$(timeout 60 "$bin/prism" serve --store memory:// --app x:y 2>&1)
+    code=$?
+    set -e
+    echo "$out"
+    [ "$code" -eq 2 ] || { echo "prism serve exited $code, expected 2" >&2; exit 1; }
+    grep -qF "pip install 'prism-runtime[server]'" <<<"$out" \
+        || { echo "prism serve did not name the server extra" >&2; exit 1; }
+fi
 
 step "prism demo (SQLite in a temporary folder)"
 timeout 300 "$bin/prism" demo --dir "$work/demo" --no-color

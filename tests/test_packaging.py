@@ -114,3 +114,44 @@ def test_the_docs_and_changelog_name_no_retired_distribution() -> None:
             assert "public index" in around, f"{path.name}: {around}"
         for name in re.findall(r"`(prism-runtime-[a-z0-9-]+)", text):
             assert name in workspace, f"{path.name}: {name} is not a distribution"
+
+
+def _manifest(name: str) -> dict[str, Any]:
+    return next(_project(path) for path in MANIFESTS if _project(path)["name"] == name)
+
+
+def test_the_kernel_has_no_console_script_and_needs_no_other_distribution() -> None:
+    """``prism-runtime-core`` declares no script and requires nothing of the family."""
+    core = _manifest("prism-runtime-core")
+    assert "scripts" not in core
+    assert [r for r in core["dependencies"] if r.startswith("prism")] == []
+
+
+def test_the_cli_distribution_declares_prism_and_the_meta_depends_on_it() -> None:
+    """``prism`` comes from ``prism-runtime-cli``, which needs only the kernel; the meta
+    distribution depends on it, so ``pip install prism-runtime`` gives ``prism``."""
+    cli = _manifest("prism-runtime-cli")
+    assert cli["scripts"] == {"prism": "prism_cli._main:main"}
+    assert cli["dependencies"] == ["prism-runtime-core==0.1.0"]
+    assert "prism-runtime-cli==0.1.0" in _manifest("prism-runtime")["dependencies"]
+    scripts = {name for path in MANIFESTS for name in _project(path).get("scripts", {})}
+    assert scripts == {"prism"}
+
+
+def test_every_declared_command_names_a_module_of_its_distribution() -> None:
+    """Each ``prism.commands`` entry point of the workspace names a module that its own
+    distribution ships; the CLI declares its commands and the server ``serve``."""
+    declared: dict[str, dict[str, str]] = {}
+    for path in MANIFESTS:
+        project = _project(path)
+        commands = project.get("entry-points", {}).get("prism.commands", {})
+        if not commands:
+            continue
+        declared[project["name"]] = commands
+        for value in commands.values():
+            module, _, attribute = value.partition(":")
+            assert attribute, f"{path}: {value} names no object"
+            source = path.parent / "src" / Path(*module.split("."))
+            assert source.with_suffix(".py").exists() or (source / "__init__.py").exists(), value
+    assert set(declared["prism-runtime-cli"]) == {"chat", "demo", "plugins", "runs"}
+    assert declared["prism-runtime-server"] == {"serve": "prism_server._serve_cli:command"}

@@ -19,8 +19,9 @@ from typing import Any
 
 import anyio
 
+from prism_cli._demo_stores import drop_demo_stores
 from prism_core import AgentRunSummary, list_agent_runs, open_checkpoint_store
-from prism_core._demo import _cleanup
+from tests.store_plugins import STORE_PLUGINS
 
 from .agents import EffectLog
 from .app import RECOVERY_QUEUE, build_app
@@ -157,8 +158,8 @@ class Rig:
         for name in list(self.workers):
             self.kill(name)
         self.app.close()
-        _cleanup(REDIS_URL, self.prefix)
-        _cleanup(POSTGRES_URL, self.prefix)
+        drop_demo_stores(REDIS_URL, self.prefix, STORE_PLUGINS)
+        drop_demo_stores(POSTGRES_URL, self.prefix, STORE_PLUGINS)
 
 
 async def _all_runs(store_url: str, recoverable: bool | None) -> list[AgentRunSummary]:

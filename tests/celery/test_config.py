@@ -26,6 +26,7 @@ from prism_celery import (
 from prism_celery._config import make_settings
 from prism_celery._outcome import RetryLater
 from prism_celery._tasks import _runner, retry_countdown
+from prism_cli._demo_stores import drop_demo_stores
 from prism_core import (
     CheckpointConflictError,
     CheckpointStoreUnavailableError,
@@ -35,8 +36,8 @@ from prism_core import (
     open_session_store,
     resume_agent_run,
 )
-from prism_core._demo import _cleanup
 from tests.conftest import REDIS_URL
+from tests.store_plugins import STORE_PLUGINS
 
 from . import agents
 
@@ -432,4 +433,4 @@ def test_sessions_may_live_in_another_store(
         assert kinds.count("message") >= 4  # the input, the call, its result, the answer
     finally:
         app.close()
-        _cleanup(REDIS_URL, prefix)
+        drop_demo_stores(REDIS_URL, prefix, STORE_PLUGINS)

@@ -51,18 +51,7 @@ UPPER = ("prism_core.agents", "prism_core.sessions._session")
 #: the package and everything in it, ``pkg/__init__`` a package's own module, ``*`` and ``?``
 #: are globs). A module is in the first layer that matches it; the last layer takes the rest.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    (
-        "__init__",
-        "_cli",
-        "_chat",
-        "_demo",
-        "_serve_cli",
-        "_installed",
-        "_runs_cli",
-        "_runs_format",
-        "stores/",
-        "testing/",
-    ),
+    ("__init__", "stores/", "testing/"),
     ("agents",),
     ("sessions/",),
     ("resume/",),

@@ -21,6 +21,9 @@ from typing import Any
 
 import anyio
 
+import prism_store_redis
+import prism_store_sql
+from prism_cli._demo_stores import open_demo_stores
 from prism_core import (
     AGENT_RUN_NAMESPACE,
     RECONCILE_NOT_STARTED,
@@ -36,9 +39,10 @@ from prism_core import (
     resume_agent_run,
     tool_call_content,
 )
-from prism_core._demo import open_stores
 from prism_core.durable import in_doubt_calls
 
+# Run as a script, outside the tests package: the stores it needs, not every installed plugin.
+STORE_PLUGINS = (prism_store_redis.plugin, prism_store_sql.plugin)
 REVISION = "crash-loop-1"
 #: Tool turns per run, each with two calls.
 TURNS = 3
@@ -132,7 +136,7 @@ async def find_run(checkpoints: Any, session: str) -> Any:
 
 
 async def main(args: dict[str, Any]) -> int:
-    checkpoints, sessions = open_stores(args["store"], args["prefix"])
+    checkpoints, sessions = open_demo_stores(args["store"], args["prefix"], STORE_PLUGINS)
     effects = Effects(args["effects"])
     async with checkpoints, sessions:
         agent = build_agent(args["kind"], sessions, effects, args["think"], args["work"])

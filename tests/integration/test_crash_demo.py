@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from prism_core._cli import main
-from prism_core._demo import STEPS, run_crash_demo
+from prism_cli import main
+from prism_cli._demo import run_crash_demo
+from prism_cli._demo_worker import STEPS
 from tests.conftest import POSTGRES_URL, REDIS_URL, service_unavailable
 
 
@@ -24,7 +25,7 @@ def reachable(host: str, port: int) -> str | None:
 
 def check_report(report: object, kill_at_turn: int) -> None:
     """The run finished after the kill and every tool ran exactly once across two processes."""
-    from prism_core._demo import DemoReport
+    from prism_cli._demo import DemoReport
 
     assert isinstance(report, DemoReport)
     assert report.status == "succeeded"

@@ -13,12 +13,13 @@ from typing import Any
 import anyio
 import pytest
 
+from prism_cli._demo_stores import drop_demo_stores, open_demo_stores
 from prism_core import RunStateOptions, create_agent, load_agent_run_state, resume_agent_run
-from prism_core._demo import _cleanup, open_stores
 from tests.conftest import POSTGRES_URL, REDIS_URL, service_unavailable
 from tests.core.durable_support import by_history
 from tests.core.helpers import echo_tool, text_turn, tool_turn
 from tests.integration.test_crash_demo import reachable
+from tests.store_plugins import STORE_PLUGINS
 
 TURNS = [tool_turn(("c1", "echo", {"n": 1})), text_turn("approved and done")]
 REVISION = "stores-1"
@@ -40,7 +41,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str
     url = POSTGRES_URL if request.param == "postgresql" else REDIS_URL
     prefix = f"prismit_{uuid.uuid4().hex[:8]}"
     yield {"url": url, "prefix": prefix}
-    _cleanup(url, prefix)
+    drop_demo_stores(url, prefix, STORE_PLUGINS)
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 async def stores(backend: dict[str, str]) -> AsyncIterator[tuple[Any, Any]]:
     """Checkpoint and session stores on the backend."""
-    checkpoints, sessions = open_stores(backend["url"], backend["prefix"])
+    checkpoints, sessions = open_demo_stores(backend["url"], backend["prefix"], STORE_PLUGINS)
     async with checkpoints, sessions:
         yield checkpoints, sessions
 
@@ -101,7 +102,8 @@ async def test_suspended_by_one_agent_approved_by_another(stores: tuple[Any, Any
 SUSPEND_IN_CHILD = """
 import anyio, json, sys
 from prism_core import RunStateOptions, create_agent
-from prism_core._demo import open_stores
+from prism_cli._demo_stores import open_demo_stores
+from tests.store_plugins import STORE_PLUGINS
 from tests.core.durable_support import by_history
 from tests.core.helpers import echo_tool, text_turn, tool_turn
 
@@ -109,7 +111,7 @@ args = json.loads(sys.argv[1])
 TURNS = [tool_turn(("c1", "echo", {"n": 1})), text_turn("approved and done")]
 
 async def main():
-    checkpoints, sessions = open_stores(args["url"], args["prefix"])
+    checkpoints, sessions = open_demo_stores(args["url"], args["prefix"], STORE_PLUGINS)
     async with checkpoints, sessions:
         agent = create_agent(id="approver-demo", model={"provider": "mock", "model": "demo"},
                              provider=by_history(TURNS), tools=[echo_tool()], store=sessions)

@@ -21,6 +21,7 @@ import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
 
+from prism_cli._demo_stores import drop_demo_stores, open_demo_stores
 from prism_core import (
     AgentRunError,
     CheckpointStoreUnavailableError,
@@ -29,7 +30,6 @@ from prism_core import (
     load_agent_run_state,
     resume_agent_run,
 )
-from prism_core._demo import _cleanup, open_stores
 from tests.conftest import POSTGRES_URL, REDIS_URL, service_unavailable
 from tests.core.durable_support import CountingStore
 from tests.core.fencing_support import (
@@ -41,6 +41,7 @@ from tests.core.fencing_support import (
     worker,
 )
 from tests.integration.test_crash_demo import reachable
+from tests.store_plugins import STORE_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,7 +59,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str
     url = POSTGRES_URL if request.param == "postgresql" else REDIS_URL
     prefix = f"prismft_{uuid.uuid4().hex[:8]}"
     yield {"url": url, "prefix": prefix, "name": request.param}
-    _cleanup(url, prefix)
+    drop_demo_stores(url, prefix, STORE_PLUGINS)
 
 
 @pytest.fixture
@@ -106,7 +107,7 @@ class Recording(CountingStore):
 async def test_split_brain(backend: dict[str, str], lease_ms: int | None) -> None:
     """Worker A stalls in the model call, B continues and finishes, A wakes and runs nothing
     (with a lease: A's live, renewed lease refuses B until B forces the claim)."""
-    checkpoints, sessions = open_stores(backend["url"], backend["prefix"])
+    checkpoints, sessions = open_demo_stores(backend["url"], backend["prefix"], STORE_PLUGINS)
     async with checkpoints, sessions:
         outcome = await split_brain(checkpoints, sessions, lease_ms=lease_ms)
     check_split_brain(outcome)
@@ -116,7 +117,8 @@ STALL_IN_CHILD = """
 import anyio, json, sys
 from pathlib import Path
 from prism_core import AgentRunError, RunStateOptions
-from prism_core._demo import open_stores
+from prism_cli._demo_stores import open_demo_stores
+from tests.store_plugins import STORE_PLUGINS
 from tests.core.fencing_support import REVISION, worker
 
 args = json.loads(sys.argv[1])
@@ -129,7 +131,7 @@ async def stall(request):
             await anyio.sleep(0.02)
 
 async def main():
-    checkpoints, sessions = open_stores(args["url"], args["prefix"])
+    checkpoints, sessions = open_demo_stores(args["url"], args["prefix"], STORE_PLUGINS)
     log, code = [], None
     options = RunStateOptions(checkpoints, REVISION, checkpoint_policy="every-turn")
     async with checkpoints, sessions:
@@ -151,7 +153,7 @@ async def test_split_brain_across_processes(backend: dict[str, str], tmp_path: P
     release = tmp_path / "release"
     session_id = f"s-{uuid.uuid4().hex[:8]}"
     payload = json.dumps({**backend, "session": session_id, "release": str(release)})
-    checkpoints, sessions = open_stores(backend["url"], backend["prefix"])
+    checkpoints, sessions = open_demo_stores(backend["url"], backend["prefix"], STORE_PLUGINS)
     b_log: list[Any] = []
     async with checkpoints, sessions:
         process = await anyio.open_process(

@@ -7,8 +7,8 @@ import json
 import subprocess
 from typing import Any
 
-from prism_core._chat import DEFAULT_SYSTEM
-from tests.chat_cli import run_prism_chat
+from prism_cli._chat import DEFAULT_SYSTEM
+from tests.cli.chat_cli import run_prism_chat
 from tests.fake_http import Reply, serve, sse_frames
 
 from .support import API_KEY, sent_key

@@ -6,8 +6,8 @@ import io
 import json
 import subprocess
 
-from prism_core._chat import DEFAULT_SYSTEM, run_chat
-from tests.chat_cli import run_prism_chat
+from prism_cli._chat import DEFAULT_SYSTEM, run_chat
+from tests.cli.chat_cli import run_prism_chat
 from tests.fake_http import FakeHTTPServer, serve
 
 from ._support import API_KEY, error_reply, replay, text_reply, tool_reply

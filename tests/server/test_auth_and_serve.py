@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from prism_core._cli import main
+from prism_cli import main
 from prism_server import create_app
 
 from ._support import Database, Host, running, seed
@@ -65,7 +65,7 @@ def _prism(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProces
     """``prism ARGV`` in a child process, with the tests importable and no server token."""
     root = Path(__file__).resolve().parents[2]
     return subprocess.run(
-        [sys.executable, "-m", "prism_core._cli", *argv],
+        [sys.executable, "-m", "prism_cli", *argv],
         cwd=tmp_path,
         env={"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin", **env},
         capture_output=True,
@@ -127,7 +127,7 @@ def test_prism_serve_serves_a_store(sqlite_database: Database, tmp_path: Path) -
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     root = Path(__file__).resolve().parents[2]
-    command = [sys.executable, "-m", "prism_core._cli", "serve", "--store", sqlite_database.url]
+    command = [sys.executable, "-m", "prism_cli", "serve", "--store", sqlite_database.url]
     command += ["--app", "served_host:resolve_agent", "--port", str(port)]
     env = {"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin"}
     server = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE)
@@ -148,12 +148,3 @@ def test_prism_serve_serves_a_store(sqlite_database: Database, tmp_path: Path) -
         server.wait(20)
         if server.stderr:
             server.stderr.close()
-
-
-def test_prism_serve_without_the_server_says_how_to_install_it(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # A None entry makes the import fail, as it does where the plugin is not installed.
-    monkeypatch.setitem(sys.modules, "prism_server._serve", None)
-    assert main(["serve", "--store", "memory://", "--app", "x:y"]) == 2
-    assert "pip install 'prism-runtime[server]'" in capsys.readouterr().err

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import redis
 
-from prism_core._cli import main
+from prism_cli import main
+from tests.cli.runs_support import install_host, refunds, seed, stored
 from tests.conftest import REDIS_URL, service_unavailable
-from tests.core.runs_cli_support import install_host, refunds, seed, stored
 
 
 @pytest.fixture

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from prism_core._cli import main
+from prism_cli import main
+from prism_cli._demo_stores import open_demo_stores
+from prism_core import discover_plugins
 from prism_core.plugins import InstalledPlugin, list_installed_plugins
 
 
@@ -20,7 +22,7 @@ def _prism(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[
     if path is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), env.get("PYTHONPATH")]))
     return subprocess.run(
-        [sys.executable, "-m", "prism_core._cli", *args],
+        [sys.executable, "-m", "prism_cli", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -106,7 +108,7 @@ def test_list_installed_plugins_imports_nothing(tmp_path: Path) -> None:
 
 def test_plugins_with_an_empty_group_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     """With nothing installed under the group, the command says so and exits 0."""
-    from prism_core._installed import print_plugins
+    from prism_cli._plugins import print_plugins
 
     assert print_plugins(as_json=False, group="prism-no-such-group") == 0
     assert "no plugins installed" in capsys.readouterr().out
@@ -121,12 +123,13 @@ def test_plugins_with_an_empty_group_says_so(capsys: pytest.CaptureFixture[str])
     ],
 )
 def test_demo_names_the_install_command_for_a_missing_store(
-    url: str, module: str, hint: str, monkeypatch: pytest.MonkeyPatch
+    url: str, module: str, hint: str
 ) -> None:
-    """Without the store distribution, ``prism demo --store URL`` says what to install."""
-    from prism_core._demo import open_stores
-
-    monkeypatch.setitem(sys.modules, module, None)
+    """Without the store distribution's plugin, ``prism demo --store URL`` says what to
+    install (the demo opens stores through the installed plugins, as a host does)."""
+    installed = discover_plugins()
+    without = [p for p in installed if type(p).__module__.split(".")[0] != module]
+    assert len(without) == len(installed) - 1
     with pytest.raises(SystemExit) as info:
-        open_stores(url, "prefix")
+        open_demo_stores(url, "prefix", plugins=without)
     assert str(info.value).endswith(hint)

@@ -22,8 +22,7 @@ from prism_core import (
     open_checkpoint_store,
     open_session_store,
 )
-
-from .durable_support import rewrite_as_in_doubt
+from tests.core.durable_support import rewrite_as_in_doubt
 
 HOST_SOURCE = '''
 """The host application of a Prism deployment (test fixture)."""

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from importlib.metadata import PackageNotFoundError, version
 
 import attrs
 
-from .plugins import list_installed_plugins
+from prism_core.plugins import list_installed_plugins
 
-__all__ = ("DISTRIBUTION", "print_plugins", "version_text")
+__all__ = ("DISTRIBUTION", "PluginsCommand", "command", "print_plugins", "version_text")
 
-#: The distribution whose version ``prism --version`` reports.
+#: The distribution whose version ``prism --version`` reports: the release of the kernel.
 DISTRIBUTION = "prism-runtime-core"
 
 
@@ -43,3 +44,21 @@ def print_plugins(*, as_json: bool, group: str = "prism") -> int:
     for name, dist, value in rows:
         print(f"{name:<{widths[0]}}  {dist:<{widths[1]}}  {value}")
     return 0
+
+
+class PluginsCommand:
+    """``prism plugins [--json]``."""
+
+    help = "list installed plugins (entry-point group 'prism') without loading them"
+
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        """Add ``--json``."""
+        parser.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Print the plugins; returns 0."""
+        return print_plugins(as_json=args.json)
+
+
+#: The ``plugins`` command (entry point ``prism.commands`` → ``plugins``).
+command = PluginsCommand()

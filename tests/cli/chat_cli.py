@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_prism_chat(
@@ -17,7 +17,7 @@ def run_prism_chat(
     environment minus its variables starting with ``provider_env_prefix`` (so a developer's
     own key or base URL never reaches the test)."""
     script = Path(sys.executable).with_name("prism")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "prism_core._cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "prism_cli"]
     base = {k: v for k, v in os.environ.items() if not k.startswith(provider_env_prefix)}
     return subprocess.run(
         [*command, "chat", *args],

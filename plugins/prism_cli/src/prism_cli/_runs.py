@@ -3,7 +3,8 @@
 ``list`` and ``show`` read the checkpoint store; ``approve``, ``deny`` and ``continue`` resume
 a run through the host's ``resolve_agent(agent_id) -> (agent, definition_revision)`` (named
 ``MODULE:ATTR`` with ``--app``), exactly as :func:`~prism_core.create_agent_run_lifecycle`
-does, on the session store at the same ``--store`` URL. Exit codes: 0 done, 1 refused (the
+does. One ``--store`` URL opens both stores as a pair (:func:`prism_core.open_stores`): they
+share one connection and commit a resumed turn together. Exit codes: 0 done, 1 refused (the
 error's code and message are printed), 2 usage.
 """
 
@@ -21,22 +22,37 @@ from typing import Any
 
 import anyio
 
-from ._runs_format import run_detail, show_text, summary_table
-from .durable import CheckpointStore
-from .durable._options import AGENT_RUN_NAMESPACE
-from .durable._state import RunStatus
-from .errors import AgentRunNotFoundError, PrismError
-from .resume import (
+from prism_core import (
+    AGENT_RUN_NAMESPACE,
+    AgentRunNotFoundError,
     AgentRunStatus,
     AgentRunSummary,
+    PrismError,
+    StorePair,
+    create_agent_run_lifecycle,
+    discover_plugins,
     list_agent_runs,
     load_agent_run_state,
-    summarize_run,
+    open_stores,
 )
-from .resume._checks import NOT_FOUND
-from .resume._listing import RUN_STATUSES
+from prism_core.resume import summarize_run
 
-__all__ = ("add_runs_parser", "parse_resolution", "run_runs")
+from ._runs_format import run_detail, show_text, summary_table
+
+__all__ = (
+    "RUN_STATUSES",
+    "RunsCommand",
+    "add_runs_arguments",
+    "command",
+    "load_app",
+    "parse_resolution",
+    "run_runs",
+)
+
+#: The statuses ``--status`` takes: every status a durable run's checkpoint can record.
+RUN_STATUSES = ("running", "suspended", "succeeded", "failed", "aborted", "denied")
+# The kernel's words for a run that is absent or outside the caller's ownership.
+_NOT_FOUND = "Agent run checkpoint not found"
 
 
 class _Usage(Exception):
@@ -78,9 +94,8 @@ def parse_resolution(text: str) -> dict[str, Any]:
     )
 
 
-def add_runs_parser(commands: Any) -> None:
-    """Add ``runs`` and its subcommands to the ``prism`` parser's subcommands."""
-    runs = commands.add_parser("runs", help="list, inspect, approve, deny or continue durable runs")
+def add_runs_arguments(runs: argparse.ArgumentParser) -> None:
+    """Add the subcommands of ``prism runs`` and their arguments to the ``runs`` parser."""
     actions = runs.add_subparsers(dest="runs_command", required=True)
 
     def common(parser: argparse.ArgumentParser) -> None:
@@ -184,48 +199,28 @@ def _on_sessions(resolve: Callable[[str], Any], sessions: Any) -> Callable[[str]
     return resolve_agent
 
 
-class _Stores:
-    """The checkpoint and session stores one ``--store`` URL opens."""
-
-    def __init__(self, url: str) -> None:
-        from .plugins import discover_plugins
-        from .stores import open_checkpoint_store, open_session_store
-
-        plugins = discover_plugins()
-        self._close_later: list[Any] = []
-        self.checkpoints: CheckpointStore = open_checkpoint_store(url, plugins=plugins)
-        try:
-            self.sessions = open_session_store(url, plugins=plugins)
-        except BaseException:
-            self._close_later = [self.checkpoints]
-            raise
-        self._close_later = [self.checkpoints, self.sessions]
-
-    async def aclose(self) -> None:
-        for store in self._close_later:
-            closer = getattr(store, "aclose", None)
-            if closer is not None:
-                await closer()
+def _open(url: str) -> StorePair:
+    """The stores at ``url``, as one pair: they share a connection and commit together."""
+    return open_stores(url, plugins=discover_plugins())
 
 
-async def _find(stores: _Stores, run_id: str, owner: dict[str, str] | None) -> AgentRunStatus:
+async def _find(stores: StorePair, run_id: str, owner: dict[str, str] | None) -> AgentRunStatus:
     found = await load_agent_run_state(stores.checkpoints, {"run_id": run_id}, ownership=owner)
     if found is None:
-        raise AgentRunNotFoundError(NOT_FOUND)
+        raise AgentRunNotFoundError(_NOT_FOUND)
     return found
 
 
-async def _list(stores: _Stores, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
+async def _list(stores: StorePair, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
     if args.limit is not None and args.limit < 1:
         raise _Usage("--limit must be at least 1")
-    status: RunStatus | None = args.status
     runs: list[AgentRunSummary] = []
     cursor = None
     while True:
         wanted = 1000 if args.limit is None else min(1000, args.limit - len(runs))
         page = await list_agent_runs(
             stores.checkpoints,
-            status=status,
+            status=args.status,
             ownership=owner,
             recoverable=True if args.recoverable else None,
             limit=wanted,
@@ -243,11 +238,11 @@ async def _list(stores: _Stores, args: argparse.Namespace, owner: dict[str, str]
     return 0
 
 
-async def _show(stores: _Stores, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
+async def _show(stores: StorePair, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
     found = await _find(stores, args.run_id, owner)
     record = await stores.checkpoints.load(AGENT_RUN_NAMESPACE, args.run_id, ownership=owner)
     if record is None:
-        raise AgentRunNotFoundError(NOT_FOUND)
+        raise AgentRunNotFoundError(_NOT_FOUND)
     detail = run_detail(summarize_run(record), found)
     print(json.dumps(detail, ensure_ascii=False) if args.json else show_text(detail))
     return 0
@@ -278,9 +273,7 @@ def _decisions(args: argparse.Namespace, found: AgentRunStatus) -> dict[str, Any
     return {"expected_version": version, "decisions": entries}
 
 
-async def _resume(stores: _Stores, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
-    from .resume import create_agent_run_lifecycle
-
+async def _resume(stores: StorePair, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
     resolve = load_app(args.app)
     found = await _find(stores, args.run_id, owner)
     if args.runs_command == "continue":
@@ -302,7 +295,7 @@ async def _resume(stores: _Stores, args: argparse.Namespace, owner: dict[str, st
 
 async def _dispatch(args: argparse.Namespace) -> int:
     owner = dict(args.owner) or None
-    stores = _Stores(args.store)
+    stores = _open(args.store)
     try:
         if args.runs_command == "list":
             return await _list(stores, args, owner)
@@ -323,3 +316,21 @@ def run_runs(args: argparse.Namespace) -> int:
     except PrismError as exc:
         print(f"prism runs {args.runs_command}: refused ({exc.code}): {exc}", file=sys.stderr)
         return 1
+
+
+class RunsCommand:
+    """``prism runs list|show|approve|deny|continue``."""
+
+    help = "list, inspect, approve, deny or continue durable runs"
+
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        """Add the ``runs`` subcommands (:func:`add_runs_arguments`)."""
+        add_runs_arguments(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Run the chosen ``runs`` subcommand (:func:`run_runs`)."""
+        return run_runs(args)
+
+
+#: The ``runs`` command (entry point ``prism.commands`` → ``runs``).
+command = RunsCommand()

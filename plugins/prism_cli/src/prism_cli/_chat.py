@@ -8,6 +8,7 @@ run resumes with that decision, the same way a host approves a call from another
 
 from __future__ import annotations
 
+import argparse
 import json
 import operator
 import os
@@ -21,18 +22,31 @@ from typing import Any, TextIO
 import anyio
 import anyio.to_thread
 
-from .agents import Agent, create_agent
-from .content import ToolCallContent
-from .durable import RunStateOptions, create_memory_checkpoint_store
-from .errors import PrismError
-from .guardrails import Guardrail
-from .models import ModelConfig
-from .plugins import create_plugin_manager, discover_plugins
-from .records import create_memory_session_store
-from .resume import resume_agent_run_stream
-from .tools import ToolDefinition
+from prism_core import (
+    Agent,
+    Guardrail,
+    ModelConfig,
+    PrismError,
+    RunStateOptions,
+    ToolCallContent,
+    ToolDefinition,
+    create_agent,
+    create_memory_checkpoint_store,
+    create_memory_session_store,
+    create_plugin_manager,
+    discover_plugins,
+    resume_agent_run_stream,
+)
 
-__all__ = ("DEFAULT_SYSTEM", "ChatSetupError", "chat_tools", "find_provider", "run_chat")
+__all__ = (
+    "DEFAULT_SYSTEM",
+    "ChatCommand",
+    "ChatSetupError",
+    "chat_tools",
+    "command",
+    "find_provider",
+    "run_chat",
+)
 
 DEFAULT_SYSTEM = (
     "You are a helpful assistant in a terminal chat. Be brief. Use the tools when they help: "
@@ -289,3 +303,27 @@ def run_chat(
     except KeyboardInterrupt:
         term.write("\n")
         return 130
+
+
+class ChatCommand:
+    """``prism chat --model PROVIDER:MODEL [--base-url URL] [--system TEXT]``."""
+
+    help = "chat with a model in the terminal (two tools)"
+
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        """Add ``--model``, ``--base-url`` and ``--system``."""
+        parser.add_argument(
+            "--model", required=True, metavar="PROVIDER:MODEL", help="openai:gpt-4.1-mini"
+        )
+        parser.add_argument(
+            "--base-url", metavar="URL", help="the provider's base URL (local servers)"
+        )
+        parser.add_argument("--system", metavar="TEXT", help="the system prompt")
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Chat until end of input (:func:`run_chat`)."""
+        return run_chat(model=args.model, base_url=args.base_url, system=args.system)
+
+
+#: The ``chat`` command (entry point ``prism.commands`` → ``chat``).
+command = ChatCommand()

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from prism_cli import main
+from prism_cli._runs import parse_resolution
 from prism_core import Guardrail
-from prism_core._cli import main
-from prism_core._runs_cli import parse_resolution
 
-from .runs_cli_support import install_host, refunds, seed, stored
+from .runs_support import install_host, refunds, seed, stored
 
 TENANT = {"tenant_id": "t1"}
 SUMMARY_KEYS = {
@@ -369,14 +369,14 @@ def test_an_unsupported_store_url_is_refused(capsys: Any) -> None:
 
 
 def test_the_console_script_end_to_end(tmp_path: Path, host: Any, url: str) -> None:
-    """``python -m prism_core._cli runs …`` in a subprocess: list, approve, show."""
+    """``python -m prism_cli runs …`` in a subprocess: list, approve, show."""
     run_id = seed(url, host, "s-1", how="suspended")
     app = f"{host.__name__}:resolve_agent"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
 
     def prism(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "prism_core._cli", *argv],
+            [sys.executable, "-m", "prism_cli", *argv],
             cwd=tmp_path,
             env=env,
             capture_output=True,

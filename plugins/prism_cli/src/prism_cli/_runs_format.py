@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from .resume import AgentRunStatus, AgentRunSummary
+from prism_core import AgentRunStatus, AgentRunSummary
 
 __all__ = ("age", "run_detail", "show_text", "summary_table")
 
