@@ -82,3 +82,22 @@ async def test_a_session_and_its_runs_read_the_agents_config() -> None:
     assert session.config.registry.get("echo") is not None
     result = await session.run("hi")
     assert result.text == "ok"
+
+
+def test_evolve_gives_a_copy_on_other_stores_with_other_durable_options() -> None:
+    """``agent.evolve(store=..., run_state=...)`` copies the agent with those two replaced and
+    everything else shared; the agent itself is unchanged and a bad ``run_state`` refused."""
+    agent = create_agent(id="a", model=MODEL)
+    sessions = create_memory_session_store()
+    options = RunStateOptions(create_memory_checkpoint_store(), "r1")
+    moved = agent.evolve(store=sessions, run_state=options)
+    assert moved.store is sessions
+    assert moved.run_state is options
+    assert moved.registry is agent.registry
+    assert agent.run_state is None
+    assert agent.store is not sessions
+    assert agent.evolve().run_state is None
+    with pytest.raises(TypeError):
+        agent.evolve(run_state=42)
+    with pytest.raises(Exception, match="SessionStore"):
+        agent.evolve(store="sqlite:///x.db")  # type: ignore[arg-type]

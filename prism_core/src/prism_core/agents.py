@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import sys
 import uuid
@@ -80,6 +81,21 @@ def _check_session_store(store: Any) -> SessionStore:
             code="ERR_PRISM_STORE_INVALID",
         )
     return store
+
+
+#: ``evolve``'s default: keep the agent's ``run_state``.
+_KEEP: Any = object()
+
+
+def _check_run_state(run_state: Any) -> None:
+    """``run_state`` is ``None``, a mapping or ``RunStateOptions`` (checked in full when a run
+    starts, since a mapping may leave fields to the host)."""
+    if run_state is not None and not isinstance(run_state, Mapping):
+        from .durable._options import RunStateOptions
+
+        if not isinstance(run_state, RunStateOptions):
+            kind = type(run_state).__name__
+            raise TypeError(f"run_state must be RunStateOptions or a mapping, got {kind}")
 
 
 def _running_event_loop() -> str | None:
@@ -262,13 +278,7 @@ class Agent:
         _check_callable(validate, "validate")
         _check_callable(trust, "trust")
         _check_callable(permission, "permission")
-        if run_state is not None and not isinstance(run_state, Mapping):
-            # Checked in full when a run starts (a mapping may leave fields to the host).
-            from .durable._options import RunStateOptions
-
-            if not isinstance(run_state, RunStateOptions):
-                kind = type(run_state).__name__
-                raise TypeError(f"run_state must be RunStateOptions or a mapping, got {kind}")
+        _check_run_state(run_state)
         if thinking_level is not None and not isinstance(thinking_level, str):
             raise TypeError("thinking_level must be a string")
         for policy in provider_request_policies:
@@ -314,6 +324,19 @@ class Agent:
     def label(self) -> str:
         """The agent's id, else its name, else ``"agent"``."""
         return self.id or self.name or "agent"
+
+    def evolve(self, *, store: SessionStore | None = None, run_state: Any = _KEEP) -> Agent:
+        """A copy of this agent on ``store`` (its sessions' store) and with ``run_state`` (its
+        durable options), sharing everything else, as an adapter or a worker that owns the
+        stores needs it; the agent itself is unchanged. ``run_state`` is checked as
+        ``create_agent`` checks it (``RunStateOptions``, a mapping, or ``None``)."""
+        copied = copy.copy(self)
+        if store is not None:
+            copied.store = _check_session_store(store)
+        if run_state is not _KEEP:
+            _check_run_state(run_state)
+            copied.config = attrs.evolve(self.config, run_state=run_state)
+        return copied
 
     def run_sync(self, input: Any, **run_options: Any) -> AgentRunResult:
         """Run ``input`` on a new session in a fresh event loop and return its result, for

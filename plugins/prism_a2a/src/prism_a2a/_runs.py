@@ -7,7 +7,6 @@ is a ``deny``. Nothing here knows the A2A protocol.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -54,8 +53,7 @@ class PrismRuns:
             raise ValueError("an agent served over A2A needs an id or a name: its runs are durable")
         if getattr(agent, "store", None) is not sessions:
             # A copy: the host's agent object keeps its own store.
-            agent = copy.copy(agent)
-            agent.store = sessions
+            agent = agent.evolve(store=sessions)
         self.agent = agent
         self.agent_id: str = agent.id or agent.name or ""
         self.definition_revision = definition_revision

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,16 +68,16 @@ class AgentFactory:
     def for_caller(self, scope: dict[str, str] | None) -> Any:
         """A copy of the agent for the caller with ``scope`` (see :meth:`check_caller`)."""
         self.check_caller(scope)
-        ready = copy.copy(self.agent)
-        ready.store = self.sessions
-        ready.run_state = RunStateOptions(
-            self.checkpoints,
-            self.revision,
-            **self._options,
-            checkpoint_policy="every-turn",
-            ownership=scope,
+        return self.agent.evolve(
+            store=self.sessions,
+            run_state=RunStateOptions(
+                self.checkpoints,
+                self.revision,
+                **self._options,
+                checkpoint_policy="every-turn",
+                ownership=scope,
+            ),
         )
-        return ready
 
     @property
     def redactor(self) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import inspect
 from collections.abc import Mapping
 from typing import Any
@@ -106,9 +105,7 @@ async def resolve_task_agent(
             code="ERR_PRISM_CELERY_AGENT",
         )
     # A copy: the host's agent object keeps its own store and options.
-    ready = copy.copy(agent)
-    ready.store = stores.sessions
-    ready.config = attrs.evolve(
-        agent.config, run_state=_run_state(agent, revision, stores, settings.lease_ms)
+    ready = agent.evolve(
+        store=stores.sessions, run_state=_run_state(agent, revision, stores, settings.lease_ms)
     )
     return ResolvedAgent(agent=ready, revision=revision)

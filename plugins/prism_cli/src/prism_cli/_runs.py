@@ -11,7 +11,6 @@ error's code and message are printed), 2 usage.
 from __future__ import annotations
 
 import argparse
-import copy
 import importlib
 import inspect
 import json
@@ -192,8 +191,7 @@ def _on_sessions(resolve: Callable[[str], Any], sessions: Any) -> Callable[[str]
         else:
             return resolved  # the lifecycle refuses it with its own message
         if agent is not None and getattr(agent, "store", None) is not sessions:
-            agent = copy.copy(agent)
-            agent.store = sessions
+            agent = agent.evolve(store=sessions)
         return agent, revision
 
     return resolve_agent

@@ -6,7 +6,6 @@ and ``_console`` read it and neither is imported here.
 
 from __future__ import annotations
 
-import copy
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -73,8 +72,7 @@ class ServerContext:
             return resolved  # the lifecycle refuses it with its own message
         if agent is not None and getattr(agent, "store", None) is not self.sessions:
             # A copy: the host's agent object keeps its own store.
-            agent = copy.copy(agent)
-            agent.store = self.sessions
+            agent = agent.evolve(store=self.sessions)
         return agent, revision
 
     async def agent_for(self, agent_id: str) -> Any:
