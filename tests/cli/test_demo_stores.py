@@ -18,8 +18,6 @@ import redis
 from prism_cli._demo import run_crash_demo
 from prism_cli._demo_stores import (
     drop_demo_stores,
-    find_store_plugin,
-    load_store_plugin,
     open_demo_stores,
     prefixed_url,
 )
@@ -27,6 +25,7 @@ from prism_core import (
     RunStateOptions,
     create_agent,
     create_mock_provider,
+    discover_store_plugins,
     provider_done,
     provider_text_delta,
 )
@@ -136,14 +135,26 @@ def test_dropping_a_redis_demo_removes_its_keys_only() -> None:
         client.close()
 
 
-def test_the_orchestrator_finds_the_one_plugin_the_workers_load() -> None:
-    """The plugin that opens each URL is named by its entry point, which is all a worker
-    loads; the names are the store distributions' entry points."""
-    assert find_store_plugin("sqlite:///demo.db") == "sql"
-    assert find_store_plugin("postgresql://u@h/db") == "sql"
-    assert find_store_plugin("redis://127.0.0.1:6379/0") == "redis"
-    assert type(load_store_plugin("sql")).__module__.startswith("prism_store_sql.")
-    assert type(load_store_plugin("redis")).__module__.startswith("prism_store_redis.")
+def test_the_stores_plugin_comes_from_the_urls_scheme() -> None:
+    """Each URL's scheme names, in entry-point metadata, the one store plugin that opens it:
+    the SQL plugin for sqlite, postgresql and a +driver URL, the Redis plugin for redis."""
+    kinds = {
+        url: [type(p).__module__.split(".")[0] for p in discover_store_plugins(url)]
+        for url in (
+            "sqlite:///demo.db",
+            "postgresql://u@h/db",
+            "postgresql+asyncpg://u@h/db",
+            "redis://127.0.0.1:6379/0",
+            "nosuch://x",
+        )
+    }
+    assert kinds == {
+        "sqlite:///demo.db": ["prism_store_sql"],
+        "postgresql://u@h/db": ["prism_store_sql"],
+        "postgresql+asyncpg://u@h/db": ["prism_store_sql"],
+        "redis://127.0.0.1:6379/0": ["prism_store_redis"],
+        "nosuch://x": [],
+    }
 
 
 def test_an_unsupported_store_is_refused_before_any_worker_starts(tmp_path: Path) -> None:

@@ -98,7 +98,13 @@ from .guardrails import (
 from .limits import HARD_MAX_PROVIDER_BYTES, RunLimitBreach, RunLimits
 from .middleware import MIDDLEWARE_POINTS, CheckpointWrite, MiddlewareContext
 from .models import ModelConfig
-from .plugins import PluginError, create_plugin_manager, discover_plugins
+from .plugins import (
+    STORE_SCHEME_GROUP,
+    PluginError,
+    create_plugin_manager,
+    discover_plugins,
+    discover_store_plugins,
+)
 from .providers import (
     AIProvider,
     MockProvider,
@@ -210,6 +216,7 @@ __all__ = (
     "MIDDLEWARE_POINTS",
     "REDACTED",
     "STORE_INSTALL_HINTS",
+    "STORE_SCHEME_GROUP",
     "StorePair",
     "AIProvider",
     "AbortSignal",
@@ -363,6 +370,7 @@ __all__ = (
     "create_skill_registry",
     "create_tool_registry",
     "discover_plugins",
+    "discover_store_plugins",
     "dispatch_tool_call",
     "hookspecs",
     "list_agent_runs",

@@ -19,7 +19,9 @@ __all__ = (
     "PluginError",
     "PluginHost",
     "create_plugin_manager",
+    "STORE_SCHEME_GROUP",
     "discover_plugins",
+    "discover_store_plugins",
     "list_installed_plugins",
 )
 
@@ -95,6 +97,30 @@ def create_plugin_manager(*plugins: object) -> pluggy.PluginManager:
     except pluggy.PluginValidationError as exc:
         raise PluginError(f"plugin declares an unknown Prism hook: {exc}") from exc
     return manager
+
+
+#: The entry-point group a store distribution declares its URL schemes under: each entry is
+#: named after a scheme (``sqlite``, ``postgresql``, ``redis``) and points at the plugin
+#: object that opens it, so a URL's plugin is found from metadata without importing others.
+STORE_SCHEME_GROUP = "prism.stores"
+
+
+def discover_store_plugins(url: str, group: str = STORE_SCHEME_GROUP) -> list[object]:
+    """The plugin objects installed distributions declare for ``url``'s scheme, under
+    ``group`` (``sqlite+aiosqlite:`` looks for ``sqlite``); only those are imported, so
+    opening a store from a URL never loads a model SDK or any other plugin. Registers
+    nothing; empty when no installed distribution declares the scheme (``open_stores`` then
+    says what to install)."""
+    head, sep, _ = url.partition(":") if isinstance(url, str) else ("", "", "")
+    if not sep or not head:
+        return []
+    scheme = head.split("+", 1)[0].lower()
+    found: list[object] = []
+    for entry in sorted(entry_points(group=group, name=scheme), key=lambda e: e.value):
+        plugin = entry.load()
+        if all(plugin is not known for known in found):
+            found.append(plugin)
+    return found
 
 
 def discover_plugins(group: str = "prism") -> list[object]:

@@ -19,7 +19,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,8 @@ import attrs
 from prism_core import load_agent_run_state
 
 from ._demo_stores import (
+    check_store_installed,
     drop_demo_stores,
-    find_store_plugin,
-    load_store_plugin,
     open_demo_stores,
 )
 from ._demo_worker import SESSION_ID, STEPS
@@ -113,7 +112,7 @@ def run_crash_demo(
             "PostgreSQL and Redis stores run on asyncio"
         )
     # Before any folder or process: a store that is not installed is refused here.
-    plugin = find_store_plugin(store_url or "sqlite:///prism-demo.db")
+    check_store_installed(store_url or "sqlite:///prism-demo.db")
     work = Path(directory or tempfile.mkdtemp(prefix="prism-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     url = store_url or f"sqlite:///{work / 'prism-demo.db'}"
@@ -125,7 +124,6 @@ def run_crash_demo(
         "tool_log": str(tool_log),
         "think": think_seconds,
         "backend": backend,
-        "plugin": plugin,
     }
     timeline: list[dict[str, Any]] = []
     first = _spawn({**common, "mode": "start"})
@@ -154,8 +152,7 @@ def run_crash_demo(
     timeline.append(killed)
     if on_event is not None:
         on_event(killed)
-    plugins = [load_store_plugin(plugin)]
-    version = asyncio_status_version(url, common["prefix"], run_id, common["session"], plugins)
+    version = asyncio_status_version(url, common["prefix"], run_id, common["session"])
     second = _spawn({**common, "mode": "continue", "run_id": run_id})
     answer = ""
     status = "failed"
@@ -171,7 +168,7 @@ def run_crash_demo(
     executions = tuple(
         json.loads(line) for line in tool_log.read_text(encoding="utf-8").splitlines() if line
     )
-    drop_demo_stores(url, common["prefix"], plugins)
+    drop_demo_stores(url, common["prefix"])
     return DemoReport(
         run_id=run_id,
         killed_pid=first.pid,
@@ -185,13 +182,11 @@ def run_crash_demo(
     )
 
 
-def asyncio_status_version(
-    url: str, prefix: str, run_id: str, session_id: str, plugins: Sequence[object]
-) -> int:
+def asyncio_status_version(url: str, prefix: str, run_id: str, session_id: str) -> int:
     """The version of the run's last checkpoint, read in this (orchestrating) process."""
 
     async def read() -> int:
-        async with open_demo_stores(url, prefix, plugins) as pair:
+        async with open_demo_stores(url, prefix) as pair:
             status = await load_agent_run_state(
                 pair.checkpoints, {"run_id": run_id, "session_id": session_id}
             )

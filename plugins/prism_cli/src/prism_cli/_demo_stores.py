@@ -2,10 +2,10 @@
 
 Opening goes through :func:`prism_core.open_stores` and the installed store plugins, like any
 host; the prefix travels in the URL, as the store distributions document it
-(``?table_prefix=`` for SQL URLs, ``?prefix=`` for Redis URLs). The orchestrator finds the one
-installed plugin that opens the URL (:func:`find_store_plugin`) before any worker starts, and
-each worker loads only that plugin, not every installed one (a provider SDK can take seconds
-to import).
+(``?table_prefix=`` for SQL URLs, ``?prefix=`` for Redis URLs). The plugin comes from the
+URL's scheme (:func:`prism_core.discover_store_plugins`, from entry-point metadata), so the
+orchestrator and each worker import that one store plugin, never a provider SDK (which can
+take seconds to import); the orchestrator checks it is installed before any worker starts.
 
 Removal is the one place the CLI knows a backend: a demo on a shared PostgreSQL or Redis
 server must leave nothing behind, and no store protocol drops a prefix's tables or keys. It
@@ -17,17 +17,21 @@ something to drop; it must not import a driver (SQLAlchemy, redis) itself.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 from urllib.parse import quote
 
 import anyio
 
-from prism_core import STORE_INSTALL_HINTS, PrismError, StorePair, discover_plugins, open_stores
+from prism_core import (
+    STORE_INSTALL_HINTS,
+    PrismError,
+    StorePair,
+    discover_store_plugins,
+    open_stores,
+)
 
 __all__ = (
     "drop_demo_stores",
-    "find_store_plugin",
-    "load_store_plugin",
+    "check_store_installed",
     "open_demo_stores",
     "prefixed_url",
 )
@@ -57,11 +61,12 @@ def prefixed_url(url: str, prefix: str) -> str:
 def open_demo_stores(url: str, prefix: str, plugins: Sequence[object] | None = None) -> StorePair:
     """The checkpoint and session stores for ``url`` (SQLite, PostgreSQL or Redis) under
     ``prefix``, as one pair sharing a connection, so a turn's entries and its checkpoint
-    commit together. ``plugins`` defaults to the installed ones.
+    commit together. ``plugins`` defaults to the installed ones that declare the URL's
+    scheme.
 
     Exits (``SystemExit``) with the install command when no installed plugin opens the URL.
     """
-    found = discover_plugins() if plugins is None else list(plugins)
+    found = discover_store_plugins(url) if plugins is None else list(plugins)
     try:
         return open_stores(prefixed_url(url, prefix), plugins=found)
     except PrismError as exc:
@@ -75,32 +80,13 @@ def _missing(url: str, cause: PrismError) -> SystemExit | PrismError:
     return SystemExit(f"prism demo: no store for {_scheme(url)} URLs is installed: {hint}")
 
 
-def find_store_plugin(url: str) -> str:
-    """The name of the first installed plugin (entry point of the group ``prism``, in name
-    order, as :func:`prism_core.discover_plugins` orders them) that opens ``url`` on its own.
-
-    Opening connects to nothing, so this only asks the plugins. Exits (``SystemExit``) with
-    the install command when none opens the URL.
-    """
-    probe = prefixed_url(url, "prismdemo_probe")
-    refusal: PrismError | None = None
-    for entry in sorted(entry_points(group="prism"), key=lambda e: e.name):
-        try:
-            pair = open_stores(probe, plugins=[entry.load()])
-        except PrismError as exc:
-            if exc.code != _UNSUPPORTED_CODE:
-                raise
-            refusal = exc
-            continue
-        anyio.run(pair.aclose)
-        return entry.name
-    raise _missing(url, refusal or PrismError("no plugins installed", code=_UNSUPPORTED_CODE))
-
-
-def load_store_plugin(name: str) -> object:
-    """The plugin object of the installed entry point ``name`` of the group ``prism``."""
-    (entry,) = entry_points(group="prism", name=name)
-    return entry.load()
+def check_store_installed(url: str) -> None:
+    """Exit (``SystemExit``) with the install command when no installed distribution opens
+    ``url``'s scheme (or a scheme the demo cannot prefix); connects to nothing."""
+    prefixed_url(url, "prismdemo_probe")
+    if not discover_store_plugins(url):
+        unsupported = PrismError(f"no store for {_scheme(url)} URLs", code=_UNSUPPORTED_CODE)
+        raise _missing(url, unsupported)
 
 
 async def _drop(pair: StorePair) -> None:

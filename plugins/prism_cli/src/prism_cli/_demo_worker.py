@@ -1,7 +1,7 @@
 """A worker process of the crash-recovery demo: the scripted investigation, run or continued.
 
 ``python -m prism_cli._demo_worker '<json arguments>'`` opens the stores through the one store
-plugin the orchestrator found (``"plugin"``, an entry-point name), then either starts
+plugin that declares the URL's scheme (``prism_core.discover_store_plugins``), then either starts
 the run (``"mode": "start"``, every-turn checkpoints) or continues it from its last
 checkpoint (``"mode": "continue"``), and prints each event as one JSON line for the
 orchestrator (:mod:`prism_cli._demo`). Every tool appends to a side-effect log, so the demo
@@ -38,7 +38,7 @@ from prism_core import (
     tool_call_content,
 )
 
-from ._demo_stores import load_store_plugin, open_demo_stores
+from ._demo_stores import open_demo_stores
 
 __all__ = ("AGENT_ID", "ANSWER", "REVISION", "SESSION_ID", "STEPS", "worker_main")
 
@@ -147,8 +147,7 @@ def _emit(event: Any) -> None:
 
 
 async def _worker(args: dict[str, Any]) -> int:
-    plugins = [load_store_plugin(args["plugin"])]
-    async with open_demo_stores(args["store"], args["prefix"], plugins) as pair:
+    async with open_demo_stores(args["store"], args["prefix"]) as pair:
         checkpoints, sessions = pair.checkpoints, pair.sessions
         agent = _agent(sessions, Path(args["tool_log"]), args["think"])
         if args["mode"] == "start":

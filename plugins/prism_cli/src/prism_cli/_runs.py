@@ -29,7 +29,7 @@ from prism_core import (
     PrismError,
     StorePair,
     create_agent_run_lifecycle,
-    discover_plugins,
+    discover_store_plugins,
     list_agent_runs,
     load_agent_run_state,
     open_stores,
@@ -199,7 +199,7 @@ def _on_sessions(resolve: Callable[[str], Any], sessions: Any) -> Callable[[str]
 
 def _open(url: str) -> StorePair:
     """The stores at ``url``, as one pair: they share a connection and commit together."""
-    return open_stores(url, plugins=discover_plugins())
+    return open_stores(url, plugins=discover_store_plugins(url))
 
 
 async def _find(stores: StorePair, run_id: str, owner: dict[str, str] | None) -> AgentRunStatus:

@@ -51,7 +51,7 @@ def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
     """
     import uvicorn
 
-    from prism_core import PrismError, discover_plugins, open_stores
+    from prism_core import PrismError, discover_store_plugins, open_stores
 
     from ._app import create_app
 
@@ -60,7 +60,7 @@ def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
         print(refusal, file=sys.stderr)
         return 2
     try:
-        stores = open_stores(args.store, plugins=discover_plugins())
+        stores = open_stores(args.store, plugins=discover_store_plugins(args.store))
     except (PrismError, ValueError) as exc:
         print(f"prism serve: cannot open --store: {exc}", file=sys.stderr)
         return 1
