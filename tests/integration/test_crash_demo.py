@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 from pathlib import Path
 
@@ -87,7 +88,8 @@ def test_sigkilled_worker_is_continued_on_redis(tmp_path: Path) -> None:
 def test_prism_demo_command_prints_the_timeline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`prism demo` prints the kill, the continue and a per-tool tally, and exits 0."""
+    """`prism demo --dir` prints the kill, the continue, a per-tool tally and the exact
+    `prism runs` commands that inspect the kept run, and exits 0; those commands work."""
     assert main(["demo", "--dir", str(tmp_path), "--no-color"]) == 0
     out = capsys.readouterr().out
     assert "KILLED" in out
@@ -95,8 +97,18 @@ def test_prism_demo_command_prints_the_timeline(
     for name, _, _ in STEPS:
         assert f"{name:<14}" in out
     assert out.count("ran 1x") == len(STEPS)
-    assert out.rstrip().endswith("every tool ran exactly once and the run finished.")
+    assert "\nevery tool ran exactly once and the run finished.\n" in out
     assert os.path.exists(tmp_path / "prism-demo.db")
+    commands = [line.strip() for line in out.splitlines() if line.startswith("  prism runs ")]
+    assert [c.split()[:3] for c in commands] == [
+        ["prism", "runs", "list"],
+        ["prism", "runs", "show"],
+    ]
+    for command in commands:
+        argv = shlex.split(command)[1:]
+        assert main(argv) == 0, command
+    shown = capsys.readouterr().out
+    assert shown.count("succeeded") == 2  # the listed run, and the run shown
 
 
 def test_prism_demo_runs_its_workers_on_trio(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from ._demo_stores import (
     check_store_installed,
     drop_demo_stores,
     open_demo_stores,
+    prefixed_url,
 )
 from ._demo_worker import SESSION_ID, STEPS
 
@@ -54,6 +56,9 @@ class DemoReport:
     status: str
     answer: str
     timeline: tuple[dict[str, Any], ...]
+    #: The store URL (with the demo's prefix) when the run's stores were kept for
+    #: ``prism runs``: a SQLite file in a ``directory`` the caller named. ``None``: removed.
+    kept_store: str | None = None
 
     @property
     def each_tool_once(self) -> bool:
@@ -168,7 +173,11 @@ def run_crash_demo(
     executions = tuple(
         json.loads(line) for line in tool_log.read_text(encoding="utf-8").splitlines() if line
     )
-    drop_demo_stores(url, common["prefix"])
+    # A SQLite file in a folder the caller named is theirs to inspect; anything else (a
+    # temporary folder, a shared server) is removed.
+    kept = prefixed_url(url, common["prefix"]) if directory and store_url is None else None
+    if kept is None:
+        drop_demo_stores(url, common["prefix"])
     return DemoReport(
         run_id=run_id,
         killed_pid=first.pid,
@@ -179,6 +188,7 @@ def run_crash_demo(
         status=status if second.returncode == 0 else "failed",
         answer=answer,
         timeline=tuple(timeline),
+        kept_store=kept,
     )
 
 
@@ -272,6 +282,11 @@ def run_demo(
     ok = report.each_tool_once and report.status == "succeeded"
     verdict = "every tool ran exactly once and the run finished" if ok else "FAILED"
     print(printer.paint(f"\n{verdict}.", "1;32" if ok else "1;31"))
+    if report.kept_store is not None:
+        store_arg = shlex.quote(report.kept_store)
+        print(f"\nthe run's stores are kept in {directory}; inspect them with:")
+        print(f"  prism runs list --store {store_arg}")
+        print(f"  prism runs show {report.run_id} --store {store_arg}")
     return 0 if ok else 1
 
 
