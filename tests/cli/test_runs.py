@@ -15,6 +15,7 @@ import pytest
 from prism_cli import main
 from prism_cli._runs import parse_resolution
 from prism_core import Guardrail
+from prism_core.tools import idempotency_key
 
 from .runs_support import install_host, refunds, seed, stored
 
@@ -100,8 +101,9 @@ def test_list_prints_a_table_and_json_lines(capsys: Any, host: Any, url: str) ->
     assert len(out.splitlines()) == 1
 
 
-def test_show_reports_decisions_without_arguments(capsys: Any, host: Any, url: str) -> None:
-    """``show`` gives status, counters, decisions (scope, no raw arguments) and metadata."""
+def test_show_reports_what_each_decision_would_run(capsys: Any, host: Any, url: str) -> None:
+    """``show`` gives status, counters, and for each decision the tool, its arguments as the
+    session stored them (redacted when written) and its idempotency key, then metadata."""
     run_id = seed(url, host, "s-1", how="suspended")
     code, out, err = cli(capsys, "runs", "show", run_id, "--store", url)
     assert (code, err) == (0, "")
@@ -109,24 +111,47 @@ def test_show_reports_decisions_without_arguments(capsys: Any, host: Any, url: s
     assert "status     suspended" in out
     assert "lease      none" in out
     assert "pending decisions: 2" in out
-    assert "refund (billing/refund" in out
-    assert "A-1" not in out
-    assert "B-2" not in out
+    assert "call c1  refund\n" in out
+    assert '    arguments: {"order": "A-1"}\n' in out
+    assert '    arguments: {"order": "B-2"}\n' in out
+    assert f"    idempotency key: {idempotency_key(run_id, 'c1')}\n" in out
+    assert "scope: billing/refund" in out
     assert "in doubt: 0" in out
 
     code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
     detail = json.loads(out)
     assert set(detail) >= SUMMARY_KEYS
     assert [d["tool_call_id"] for d in detail["decisions"]] == ["c1", "c2"]
+    assert [d["arguments"] for d in detail["decisions"]] == [{"order": "A-1"}, {"order": "B-2"}]
+    assert detail["decisions"][1]["idempotency_key"] == idempotency_key(run_id, "c2")
+    assert detail["decisions"][0]["tool_name"] == "refund"
     assert detail["decisions"][0]["scope"]["tool_name"] == "refund"
     assert len(detail["decisions"][0]["scope"]["arguments_hash"]) == 64
     assert detail["counters"]["turns"] == 1
-    assert "A-1" not in out
 
     doubtful = seed(url, host, "s-2", how="in-doubt")
     code, out, _ = cli(capsys, "runs", "show", doubtful, "--store", url)
     assert "status     running" in out
-    assert "in doubt: 1\n  c1  refund" in out
+    assert "in doubt: 1\n  c1  refund\n" in out
+    assert '    arguments: {"order": "A-1"}\n' in out
+
+
+def test_several_pending_calls_need_call_or_all(capsys: Any, host: Any, url: str) -> None:
+    """``approve`` or ``deny`` of a run waiting for two decisions, without ``--call`` or
+    ``--all``, exits 2 naming the calls, and decides nothing."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    for command in ("approve", "deny"):
+        code, out, err = cli(capsys, "runs", command, run_id, "--store", url, "--app", app)
+        assert (code, out) == (2, "")
+        assert "waits for 2 decisions (c1, c2)" in err
+        assert "--all" in err
+    code, _, err = cli(
+        capsys, "runs", "approve", run_id, "--store", url, "--app", app, "--all", "--call", "c1"
+    )
+    assert code == 2
+    assert stored(url, run_id) == (1, "suspended")
+    assert refunds(host) == []
 
 
 def test_unknown_and_foreign_runs_are_refused(capsys: Any, host: Any, url: str) -> None:
@@ -150,8 +175,9 @@ def test_approve_runs_the_run_to_its_end(capsys: Any, host: Any, url: str) -> No
     """``approve`` resumes through the host's agent on the store's sessions."""
     run_id = seed(url, host, "s-1", how="suspended", owner=TENANT)
     app = f"{host.__name__}:resolve_agent"
+    owner = ("--owner", "tenant_id=t1")
     code, out, err = cli(
-        capsys, "runs", "approve", run_id, "--store", url, "--app", app, "--owner", "tenant_id=t1"
+        capsys, "runs", "approve", run_id, "--store", url, "--app", app, *owner, "--all"
     )
     assert (code, err) == (0, "")
     assert out.splitlines()[0].startswith(f"run {run_id}: succeeded (version ")
@@ -194,12 +220,12 @@ def test_deny_ends_the_run(capsys: Any, host: Any, url: str) -> None:
     run_id = seed(url, host, "s-1", how="suspended")
     app = f"{host.__name__}:resolve_agent"
     code, _, err = cli(
-        capsys, "runs", "deny", run_id, "--store", url, "--app", app, "--reason", "no"
+        capsys, "runs", "deny", run_id, "--store", url, "--app", app, "--all", "--reason", "no"
     )
     assert code == 2
     assert "--reason needs --call" in err
     assert stored(url, run_id) == (1, "suspended")
-    code, out, _ = cli(capsys, "runs", "deny", run_id, "--store", url, "--app", app)
+    code, out, _ = cli(capsys, "runs", "deny", run_id, "--store", url, "--app", app, "--all")
     assert code == 0
     assert out.strip() == f"run {run_id}: denied (version 2)"
     assert refunds(host) == []
@@ -213,7 +239,7 @@ def test_a_run_with_guardrails_of_its_own_is_refused(capsys: Any, host: Any, url
     run_id = seed(url, host, "s-1", how="suspended", guardrails={"tool_input": [guard]})
     before = stored(url, run_id)
     for command in ("approve", "deny"):
-        code, out, err = cli(capsys, "runs", command, run_id, "--store", url, "--app", app)
+        code, out, err = cli(capsys, "runs", command, run_id, "--store", url, "--app", app, "--all")
         assert (code, out) == (1, "")
         assert "refused (ERR_PRISM_RUN_GUARDRAILS)" in err
         assert "tool_input:no-b2" in err
@@ -387,12 +413,12 @@ def test_the_console_script_end_to_end(tmp_path: Path, host: Any, url: str) -> N
     listed = prism("runs", "list", "--store", url, "--json")
     assert listed.returncode == 0, listed.stderr
     assert [json.loads(line)["run_id"] for line in listed.stdout.splitlines()] == [run_id]
-    approved = prism("runs", "approve", run_id, "--store", url, "--app", app)
+    approved = prism("runs", "approve", run_id, "--store", url, "--app", app, "--all")
     assert approved.returncode == 0, approved.stderr
     assert approved.stdout.startswith(f"run {run_id}: succeeded")
     assert refunds(host) == ["A-1", "B-2"]
     shown = prism("runs", "show", run_id, "--store", url, "--json")
     assert json.loads(shown.stdout)["status"] == "succeeded"
-    again = prism("runs", "approve", run_id, "--store", url, "--app", app)
+    again = prism("runs", "approve", run_id, "--store", url, "--app", app, "--all")
     assert again.returncode == 1
     assert "refused (ERR_PRISM_AGENT_RUN_STATE)" in again.stderr

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from prism_core.tools import idempotency_key
 from prism_server import create_app
 
 from ._support import (
@@ -295,7 +296,12 @@ def test_restore_failures_and_in_doubt_runs_are_409(database: Database, host: Ho
         assert listed[0]["in_doubt"] == ["c1"]
         detail = http.get(f"/api/runs/{doubtful}").json()
         assert detail["in_doubt_calls"] == [
-            {"tool_call_id": "c1", "tool": "refund", "arguments": {"order": "B-2"}}
+            {
+                "tool_call_id": "c1",
+                "tool": "refund",
+                "arguments": {"order": "B-2"},
+                "idempotency_key": idempotency_key(doubtful, "c1"),
+            }
         ]
         version = detail["version"]
         blocked = http.post(

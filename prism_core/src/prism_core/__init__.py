@@ -142,17 +142,21 @@ from .records._meter import ContextMeter
 from .redaction import REDACTED, SecretRedactor, create_secret_redactor
 from .results import AgentRunResult, RunStatus
 from .resume import (
+    AgentRunDetail,
     AgentRunLifecycle,
     AgentRunPage,
     AgentRunRef,
     AgentRunStatus,
     AgentRunSummary,
     CheckpointRestoreContext,
+    InDoubtCallView,
+    PendingCallView,
     ResumeAbortedError,
     ResumeEventStream,
     ResumeInput,
     RunDecision,
     create_agent_run_lifecycle,
+    inspect_agent_run,
     list_agent_runs,
     load_agent_run_state,
     resume_agent_run,
@@ -203,6 +207,10 @@ from .typed_tools import ToolArgumentsError, tool
 __version__ = "0.1.0"
 
 __all__ = (
+    "AgentRunDetail",
+    "InDoubtCallView",
+    "PendingCallView",
+    "inspect_agent_run",
     "AgentConfig",
     "AGENT_RUN_NAMESPACE",
     "DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS",

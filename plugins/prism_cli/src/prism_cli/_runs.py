@@ -22,7 +22,6 @@ from typing import Any
 import anyio
 
 from prism_core import (
-    AGENT_RUN_NAMESPACE,
     AgentRunNotFoundError,
     AgentRunStatus,
     AgentRunSummary,
@@ -30,11 +29,11 @@ from prism_core import (
     StorePair,
     create_agent_run_lifecycle,
     discover_store_plugins,
+    inspect_agent_run,
     list_agent_runs,
     load_agent_run_state,
     open_stores,
 )
-from prism_core.resume import summarize_run
 
 from ._runs_format import run_detail, show_text, summary_table
 
@@ -137,7 +136,12 @@ def add_runs_arguments(runs: argparse.ArgumentParser) -> None:
             action="append",
             default=[],
             metavar="ID",
-            help="only this tool call (or approval id); repeat for more (default: all)",
+            help="only this tool call (or approval id); repeat for more",
+        )
+        decide.add_argument(
+            "--all",
+            action="store_true",
+            help="every pending decision (needed when there is more than one and no --call)",
         )
         decide.add_argument("--reason", metavar="TEXT", help="recorded with the decision")
 
@@ -237,11 +241,12 @@ async def _list(stores: StorePair, args: argparse.Namespace, owner: dict[str, st
 
 
 async def _show(stores: StorePair, args: argparse.Namespace, owner: dict[str, str] | None) -> int:
-    found = await _find(stores, args.run_id, owner)
-    record = await stores.checkpoints.load(AGENT_RUN_NAMESPACE, args.run_id, ownership=owner)
-    if record is None:
+    found = await inspect_agent_run(
+        stores.checkpoints, stores.sessions, {"run_id": args.run_id}, ownership=owner
+    )
+    if found is None:
         raise AgentRunNotFoundError(_NOT_FOUND)
-    detail = run_detail(summarize_run(record), found)
+    detail = run_detail(found)
     print(json.dumps(detail, ensure_ascii=False) if args.json else show_text(detail))
     return 0
 
@@ -249,6 +254,15 @@ async def _show(stores: StorePair, args: argparse.Namespace, owner: dict[str, st
 def _decisions(args: argparse.Namespace, found: AgentRunStatus) -> dict[str, Any]:
     """The resume input of ``approve``/``deny`` at the run's current version."""
     version = found.version
+    pending = found.state.interruption.pending_decisions if found.state.interruption else ()
+    if len(pending) > 1 and not args.call and not args.all:
+        calls = ", ".join(p.tool_call_id or p.approval_id for p in pending)
+        raise _Usage(
+            f"the run waits for {len(pending)} decisions ({calls}); name them with --call ID "
+            f"(see prism runs show {found.state.run_id}) or decide them all with --all"
+        )
+    if args.call and args.all:
+        raise _Usage("give --call ID... or --all, not both")
     if not args.call and args.reason is None:
         return {"expected_version": version, "decision": args.runs_command}
     if args.runs_command == "deny" and not args.call:
@@ -256,7 +270,6 @@ def _decisions(args: argparse.Namespace, found: AgentRunStatus) -> dict[str, Any
             "deny --reason needs --call: denying the whole run ends it without a reason; "
             "--call ID rejects that call with the reason and lets the run go on"
         )
-    pending = found.state.interruption.pending_decisions if found.state.interruption else ()
     by_call = {p.tool_call_id: p.approval_id for p in pending if p.tool_call_id is not None}
     chosen = [by_call.get(call, call) for call in args.call] or [p.approval_id for p in pending]
     outcome = "allow_once" if args.runs_command == "approve" else "reject_once"

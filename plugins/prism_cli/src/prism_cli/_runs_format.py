@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from prism_core import AgentRunStatus, AgentRunSummary
+from prism_core import AgentRunDetail, AgentRunSummary
 
 __all__ = ("age", "run_detail", "show_text", "summary_table")
 
@@ -51,42 +52,53 @@ def summary_table(runs: Sequence[AgentRunSummary], now: float | None = None) -> 
     )
 
 
-def run_detail(summary: AgentRunSummary, found: AgentRunStatus) -> dict[str, Any]:
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
     """``show --json``: the summary's fields, counters, decisions, in-doubt calls, metadata.
 
-    Decisions carry their scope (tool, effect kind, identity, arguments hash), never raw
-    arguments; the stored state was redacted when it was written.
+    Each decision and in-doubt call carries its tool, its arguments as the session stored
+    them (redacted when they were written) and its idempotency key, so an operator sees what
+    they approve; a decision also carries its scope (effect kind, identity, arguments hash).
     """
-    state = found.state
+    state = detail.state
     counters = state.counters
     decisions = []
-    if state.interruption is not None:
-        for pending in state.interruption.pending_decisions:
-            scope = pending.scope
-            decisions.append(
-                {
-                    "approval_id": pending.approval_id,
-                    "kind": pending.kind,
-                    "tool_call_id": pending.tool_call_id,
-                    "reason": pending.reason,
-                    "guardrail": pending.guardrail,
-                    "scope": None
-                    if scope is None
-                    else {
-                        "tool_name": scope.tool_name,
-                        "effect_kind": scope.effect_kind,
-                        "identity": scope.identity,
-                        "arguments_hash": scope.arguments_hash,
-                    },
-                }
-            )
+    for pending in detail.pending:
+        scope = pending.scope
+        decisions.append(
+            {
+                "approval_id": pending.approval_id,
+                "kind": pending.kind,
+                "tool_call_id": pending.tool_call_id,
+                "tool_name": pending.tool_name,
+                "arguments": pending.arguments,
+                "idempotency_key": pending.idempotency_key,
+                "reason": pending.reason,
+                "guardrail": pending.guardrail,
+                "scope": None
+                if scope is None
+                else {
+                    "tool_name": scope.tool_name,
+                    "effect_kind": scope.effect_kind,
+                    "identity": scope.identity,
+                    "arguments_hash": scope.arguments_hash,
+                },
+            }
+        )
     in_doubt = [
-        {"tool_call_id": call.tool_call_id, "name": call.name}
-        for call in state.pending_calls
-        if call.tool_call_id in summary.in_doubt
+        {
+            "tool_call_id": call.tool_call_id,
+            "name": call.tool_name,
+            "arguments": call.arguments,
+            "idempotency_key": call.idempotency_key,
+        }
+        for call in detail.in_doubt
     ]
     return {
-        **summary.to_json(),
+        **detail.summary.to_json(),
         "counters": {
             "turns": counters.turns,
             "provider_attempts": counters.provider_attempts,
@@ -95,7 +107,7 @@ def run_detail(summary: AgentRunSummary, found: AgentRunStatus) -> dict[str, Any
         },
         "decisions": decisions,
         "in_doubt_calls": in_doubt,
-        "metadata": found.metadata or {},
+        "metadata": dict(detail.metadata or {}),
         "error": None
         if state.error is None
         else {"code": state.error.code, "message": state.error.message},
@@ -120,19 +132,24 @@ def show_text(detail: dict[str, Any], now: float | None = None) -> str:
     lines.append(f"pending decisions: {len(detail['decisions'])}")
     for decision in detail["decisions"]:
         scope = decision["scope"]
-        what = (
-            f"{scope['tool_name']} ({scope['identity']}, effect {scope['effect_kind'] or '-'}, "
-            f"args sha256 {scope['arguments_hash'][:12]})"
-            if scope is not None
-            else decision["guardrail"] or "-"
-        )
+        tool = decision["tool_name"] or (decision["guardrail"] or "-")
         call = decision["tool_call_id"] or "-"
-        lines.append(f"  {decision['approval_id']}  {decision['kind']}  call {call}  {what}")
+        lines.append(f"  {decision['approval_id']}  {decision['kind']}  call {call}  {tool}")
+        if decision["tool_call_id"] is not None:
+            lines.append(f"    arguments: {_compact(decision['arguments'])}")
+            lines.append(f"    idempotency key: {decision['idempotency_key']}")
+        if scope is not None:
+            lines.append(
+                f"    scope: {scope['identity']}, effect {scope['effect_kind'] or '-'}, "
+                f"args sha256 {scope['arguments_hash'][:12]}"
+            )
         if decision["reason"]:
             lines.append(f"    reason: {decision['reason']}")
     lines.append(f"in doubt: {len(detail['in_doubt_calls'])}")
     for call in detail["in_doubt_calls"]:
         lines.append(f"  {call['tool_call_id']}  {call['name']}")
+        lines.append(f"    arguments: {_compact(call['arguments'])}")
+        lines.append(f"    idempotency key: {call['idempotency_key']}")
     metadata = detail["metadata"]
     lines.append(f"metadata: {len(metadata)}")
     for key in sorted(metadata):

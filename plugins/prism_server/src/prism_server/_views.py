@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from prism_core import (
-    AGENT_RUN_NAMESPACE,
-    AgentRunResult,
-    AgentRunSummary,
-    CheckpointStore,
-    load_agent_run_state,
-)
-from prism_core.resume import summarize_run
+from prism_core import AgentRunResult, AgentRunSummary, CheckpointStore, inspect_agent_run
 
 __all__ = ("result_json", "run_detail", "summary_json")
 
@@ -31,33 +23,6 @@ def summary_json(summary: AgentRunSummary) -> dict[str, Any]:
         "in_doubt": list(summary.in_doubt),
         "lease_expires_at": summary.lease_expires_at,
     }
-
-
-def _redacted(value: Any, redactor: Any) -> Any:
-    if redactor is None:
-        return value
-    if isinstance(value, str):
-        return redactor.redact_text(value)
-    if isinstance(value, Mapping):
-        return {str(k): _redacted(v, redactor) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redacted(v, redactor) for v in value]
-    return value
-
-
-async def _call_arguments(sessions: Any, session_id: str, leaf_id: str | None) -> dict[str, Any]:
-    """The arguments of every tool call on the run's branch, by call id."""
-    if sessions is None or leaf_id is None:
-        return {}
-    found: dict[str, Any] = {}
-    for entry in await sessions.read_branch_path(session_id, leaf_id):
-        message = getattr(entry, "message", None)
-        if message is None or message.role != "assistant":
-            continue
-        for block in message.content:
-            if getattr(block, "type", None) == "tool_call":
-                found[block.id] = block.arguments
-    return found
 
 
 def _tool_schemas(agent: Any) -> dict[str, Any]:
@@ -78,52 +43,47 @@ async def run_detail(
     ownership: dict[str, str] | None,
     agent: Any,
 ) -> dict[str, Any] | None:
-    """Status, version, counters, pending decisions (tool, redacted arguments, reason,
-    guardrail, elicitation schema, the tool's parameter schema), in-doubt calls and metadata;
-    ``None`` when the caller cannot see the run."""
-    record = await checkpoints.load(AGENT_RUN_NAMESPACE, run_id, ownership=ownership)
-    if record is None:
+    """Status, version, counters, pending decisions (tool, redacted arguments, idempotency
+    key, reason, guardrail, elicitation schema, the tool's parameter schema), in-doubt calls
+    and metadata; ``None`` when the caller cannot see the run."""
+    detail = await inspect_agent_run(
+        checkpoints,
+        sessions,
+        {"run_id": run_id},
+        ownership=ownership,
+        redactor=getattr(agent, "redactor", None),
+    )
+    if detail is None:
         return None
-    found = await load_agent_run_state(checkpoints, {"run_id": run_id}, ownership=ownership)
-    if found is None:
-        return None
-    summary = summarize_run(record)
-    state = found.state
-    redactor = getattr(agent, "redactor", None)
-    arguments = await _call_arguments(sessions, state.session_id, state.leaf_id)
+    state = detail.state
     schemas = _tool_schemas(agent)
-    names = {call.tool_call_id: call.name for call in state.pending_calls}
-    pending = []
-    if state.interruption is not None:
-        for decision in state.interruption.pending_decisions:
-            call_id = decision.tool_call_id
-            tool = decision.scope.tool_name if decision.scope is not None else None
-            tool = tool or names.get(call_id or "")
-            pending.append(
-                {
-                    "approval_id": decision.approval_id,
-                    "kind": decision.kind,
-                    "tool_call_id": call_id,
-                    "tool": tool,
-                    "arguments": _redacted(arguments.get(call_id or ""), redactor),
-                    "reason": decision.reason,
-                    "guardrail": decision.guardrail,
-                    "elicitation_schema": decision.elicitation_schema,
-                    "parameters": schemas.get(tool or ""),
-                }
-            )
+    pending = [
+        {
+            "approval_id": call.approval_id,
+            "kind": call.kind,
+            "tool_call_id": call.tool_call_id,
+            "tool": call.tool_name,
+            "arguments": call.arguments,
+            "idempotency_key": call.idempotency_key,
+            "reason": call.reason,
+            "guardrail": call.guardrail,
+            "elicitation_schema": call.elicitation_schema,
+            "parameters": schemas.get(call.tool_name or ""),
+        }
+        for call in detail.pending
+    ]
     in_doubt = [
         {
             "tool_call_id": call.tool_call_id,
-            "tool": call.name,
-            "arguments": _redacted(arguments.get(call.tool_call_id), redactor),
+            "tool": call.tool_name,
+            "arguments": call.arguments,
+            "idempotency_key": call.idempotency_key,
         }
-        for call in state.pending_calls
-        if call.tool_call_id in summary.in_doubt
+        for call in detail.in_doubt
     ]
     counters = state.counters
     return {
-        **summary_json(summary),
+        **summary_json(detail.summary),
         "counters": {
             "turns": counters.turns,
             "provider_attempts": counters.provider_attempts,
@@ -132,7 +92,7 @@ async def run_detail(
         },
         "pending": pending,
         "in_doubt_calls": in_doubt,
-        "metadata": dict(found.metadata or {}),
+        "metadata": dict(detail.metadata or {}),
         "stop_reason": state.stop_reason,
         "error": None
         if state.error is None

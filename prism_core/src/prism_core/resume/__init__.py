@@ -28,6 +28,7 @@ from ._input import (
     coerce_run_ref,
     validate_resume_input,
 )
+from ._inspect import AgentRunDetail, InDoubtCallView, PendingCallView, inspect_agent_run
 from ._listing import (
     AgentRunPage,
     AgentRunSummary,
@@ -45,6 +46,7 @@ __all__ = (
     "MAX_DECISION_PAYLOAD_BYTES",
     "MAX_DECISION_REASON_BYTES",
     "MAX_EXPECTED_VERSION",
+    "AgentRunDetail",
     "AgentRunLifecycle",
     "AgentRunPage",
     "AgentRunRef",
@@ -52,13 +54,16 @@ __all__ = (
     "AgentRunSummary",
     "CheckpointRestoreContext",
     "DecisionOutcome",
+    "InDoubtCallView",
     "LegacyDecision",
+    "PendingCallView",
     "ResumeAbortedError",
     "ResumeEventStream",
     "ResumeInput",
     "RunDecision",
     "coerce_run_ref",
     "create_agent_run_lifecycle",
+    "inspect_agent_run",
     "is_recoverable",
     "lease_expires_at",
     "list_agent_runs",
