@@ -13,6 +13,7 @@ import attrs
 
 from ._agent_config import AgentConfig
 from ._echo import clip
+from ._output_type import OutputType, coerce_output_type
 from .errors import AgentConfigError, PrismError
 from .guardrails import (
     GuardrailConfig,
@@ -154,6 +155,7 @@ class Agent:
     thread_limiter = _FromConfig[anyio.CapacityLimiter | None]()
     pack_catalogue = _FromConfig[Mapping[str, GuardrailPack]]()
     context_window = _FromConfig[int | None]()
+    output_type = _FromConfig[OutputType | None]()
     secure = _FromConfig[bool]()
 
     @_typed_config
@@ -192,6 +194,7 @@ class Agent:
         turn_policy: Any = None,
         stop_hooks: Any = None,
         thread_limiter: anyio.CapacityLimiter | None = None,
+        output_type: Any = None,
     ) -> None:
         model_config = coerce_model(model)
         for label, value in (("id", id), ("name", name), ("instructions", instructions)):
@@ -291,6 +294,7 @@ class Agent:
             thread_limiter=thread_limiter,
             pack_catalogue=MappingProxyType(packs),
             context_window=context_window,
+            output_type=coerce_output_type(output_type),
         )
 
     @property

@@ -26,6 +26,7 @@ from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
 from ..guardrails._pack_identity import checkpoint_rows
+from ..limits import DEFAULT_MAX_OUTPUT_RETRIES
 from ..records._held import HeldEntries
 from ..tools import ToolDefinition
 from ._checkpoints import CheckpointStoreUnavailableError
@@ -302,13 +303,19 @@ class DurableRun:
             run_guardrails=self.run_guardrails,
             error=error,
             resolutions=tuple(self.resolutions[-MAX_RESOLUTION_RECORDS:]),
+            output_schema=execution.output_schema,
+            output=execution.output_json if status == "succeeded" else None,
         )
 
     def _limits_data(self) -> dict[str, Any]:
         limits = self.execution.limits
         cached = self._limits
         if cached is None or cached[0] is not limits:
-            cached = self._limits = (limits, attrs.asdict(limits))
+            data = attrs.asdict(limits)
+            # The default retry bound is left out, so runs without typed output keep their bytes.
+            if data.get("max_output_retries") == DEFAULT_MAX_OUTPUT_RETRIES:
+                del data["max_output_retries"]
+            cached = self._limits = (limits, data)
         # A copy per state: each state owns its map, as when it was made afresh every turn.
         return dict(cached[1])
 
@@ -321,6 +328,7 @@ class DurableRun:
             tool_calls=counters.tool_calls,
             usage=counters.usage if counters.usage_reported else None,
             stop_continuations=counters.stop_continuations,
+            output_retries=counters.output_retries,
         )
 
     def set_anchor(self) -> None:
