@@ -43,6 +43,7 @@ from .durable import (
     StickyDecision,
     agent_fingerprint,
     create_memory_checkpoint_store,
+    nested_approval_id,
 )
 from .errors import (
     AgentConfigError,
@@ -81,6 +82,7 @@ from .events import (
     RetryScheduledEvent,
     RunLimitExceededEvent,
     SteerRejectedEvent,
+    SubAgentEvent,
     ToolExecutionBlockedEvent,
     ToolExecutionErrorEvent,
     ToolExecutionFinishedEvent,
@@ -327,6 +329,7 @@ __all__ = (
     "Skill",
     "SkillRegistry",
     "SteerRejectedEvent",
+    "SubAgentEvent",
     "StopHookContext",
     "StickyDecision",
     "TextContent",
@@ -371,6 +374,7 @@ __all__ = (
     "hookspecs",
     "list_agent_runs",
     "load_agent_run_state",
+    "nested_approval_id",
     "open_checkpoint_store",
     "open_session_store",
     "open_stores",

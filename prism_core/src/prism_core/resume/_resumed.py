@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -49,6 +49,9 @@ class ResumePlan:
     pending_input: tuple[Message, ...]
     resumed_event: AgentResumedEvent | None
     fresh: tuple[ToolCallContent, ...] = ()
+    #: For ``continue``: by sub-agent call, what its running child's ``continue`` is handed
+    #: (a ``ChildContinue``: the resolutions of its calls, whether the claim was forced).
+    children: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 def resumed_execution(
