@@ -19,7 +19,7 @@ from prism_core import (
 
 from .durable_support import REVISION
 from .helpers import MODEL, text_turn, tool_turn
-from .subagent_support import ASK, Team, child_of
+from .subagent_support import ASK, Team, child_of, delegate_turn
 
 
 class WorkerDied(BaseException):
@@ -99,21 +99,34 @@ async def continue_lead(team: CrashTeam, run_id: str, **resume: Any) -> Any:
 
 @pytest.mark.anyio
 async def test_a_crash_between_the_childs_turns_is_continued_in_the_same_child() -> None:
-    """The worker dies at the child's third turn (both lookups done); the parent's continue
-    continues the same child run from its last checkpoint: no lookup runs again."""
-    team = CrashTeam()
+    """The worker dies at the child's third turn (both lookups done, and the parent's own
+    ``note`` before the delegation); the parent's continue continues the same child run from
+    its last checkpoint: no lookup and no note runs again."""
+    notes: list[str] = []
+
+    def note(args: dict[str, Any], context: Any) -> str:
+        notes.append(context.run_id)
+        return "noted"
+
+    team = CrashTeam(
+        lead_turns=[tool_turn(("n1", "note", {})), delegate_turn(), text_turn("the answer is 42")]
+    )
+    team.lead_config = {"tools": [ToolDefinition("note", note), team.child().as_tool()]}
     team.die["turn"] = 2
     run_id = await start(team)
     child_id = child_of(run_id)
+    assert notes == [run_id]
     assert team.log == [("x", child_id), ("y", child_id)]
     child = await load_agent_run_state(team.world.checkpoints, {"run_id": child_id})
     assert child is not None
     assert child.state.status == "running"
     team.die.clear()
+    team.lead_config = {"tools": [ToolDefinition("note", note), team.child().as_tool()]}
     result = await continue_lead(team, run_id)
     assert result.status == "succeeded"
     assert result.text == "the answer is 42"
     assert team.log == [("x", child_id), ("y", child_id)]
+    assert notes == [run_id]
     child = await load_agent_run_state(team.world.checkpoints, {"run_id": child_id})
     assert child is not None
     assert child.state.status == "succeeded"
