@@ -60,11 +60,9 @@ async def test_the_output_is_read_back_after_a_restart(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     log: list[Any] = []
     async with open_sql_stores(url) as (checkpoints, sessions):
-        result = (
-            await agent_on(sessions, log)
-            .create_session(id="s1")
-            .run("does the claim hold?", run_state=RunStateOptions(checkpoints, REVISION))
-        )
+        every_turn = RunStateOptions(checkpoints, REVISION, checkpoint_policy="every-turn")
+        session = agent_on(sessions, log).create_session(id="s1")
+        result = await session.run("does the claim hold?", run_state=every_turn)
     assert result.output == Verdict(True, "the ledger balances")
     async with open_sql_stores(url) as (checkpoints, _sessions):
         status = await load_agent_run_state(checkpoints, {"run_id": result.run_id})
