@@ -412,3 +412,27 @@ async def test_a_stale_parent_decision_is_refused() -> None:
     with pytest.raises(AgentRunStateError):
         await _approve_with_function(team, result, {"decision": "approve"})
     assert len(team.log) == 1
+
+
+@pytest.mark.anyio
+async def test_the_child_lives_in_the_parents_owner_scope() -> None:
+    """A parent under an owner scope: its child's record is in the same scope (absent to
+    anyone else), and the nested decision resolves through a resume in that scope."""
+    team = asking_team()
+    owner = {"tenant": "acme"}
+    result = await suspend(team, ownership=owner)
+    child_ref = {"run_id": child_of(result.run_id)}
+    assert await load_agent_run_state(team.world.checkpoints, child_ref) is None
+    assert await load_agent_run_state(team.world.checkpoints, child_ref, ownership=owner)
+    resumed = await resume_agent_run(
+        team.lead(),
+        ref(result),
+        {"expected_version": result.run_state.version, "decision": "approve"},
+        checkpoints=team.world.checkpoints,
+        definition_revision=REVISION,
+        ownership=owner,
+    )
+    assert resumed.status == "succeeded"
+    child = await load_agent_run_state(team.world.checkpoints, child_ref, ownership=owner)
+    assert child is not None
+    assert child.state.status == "succeeded"
