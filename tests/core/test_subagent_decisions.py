@@ -436,3 +436,28 @@ async def test_the_child_lives_in_the_parents_owner_scope() -> None:
     child = await load_agent_run_state(team.world.checkpoints, child_ref, ownership=owner)
     assert child is not None
     assert child.state.status == "succeeded"
+
+
+def _allow_all(context: Any) -> Any:
+    return {"action": "allow"}
+
+
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+@pytest.mark.anyio
+async def test_a_parent_with_tool_guards_decides_its_child(decision: str) -> None:
+    """The parent's tool guards ride the child's checkpoint as the child's own run guards;
+    resuming or denying the child through the parent hands them over again."""
+    from prism_core import Guardrail
+
+    team = asking_team(lead_config={"guardrails": [Guardrail("audit", "tool_input", _allow_all)]})
+    result = await suspend(team)
+    child = await team.child_status(result.run_id)
+    assert child is not None
+    assert [row.name for row in child.state.run_guardrails] == ["audit"]
+    resumed = await _approve_with_function(team, result, {"decision": decision})
+    expected = "succeeded" if decision == "approve" else "denied"
+    assert resumed.status == expected
+    child = await team.child_status(result.run_id)
+    assert child is not None
+    assert child.state.status == expected
+    assert len(team.log) == (1 if decision == "approve" else 0)

@@ -304,7 +304,7 @@ class SubAgentTool:
 def _guards(parent: RunState) -> Any:
     from ..runs._delegation import child_guardrails
 
-    return child_guardrails(parent)
+    return child_guardrails(parent.guardrails)
 
 
 def _wrap(parent: RunState, call: ToolCallContent, event: AgentEvent) -> AgentEvent:

@@ -38,6 +38,7 @@ from ..durable._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYT
 from ..durable._state import AgentRunState, PendingCall, PendingDecision, parse_state
 from ..errors import AgentDecisionError, AgentRunStateError
 from ..events import SubAgentEvent
+from ..guardrails import GuardrailConfig
 from ..records._store import SessionStore
 from ..redaction import redact_value
 from ._checks import ResumeRequest, check_identity, check_version_and_status
@@ -240,7 +241,7 @@ async def deny_children(
             tool.resumable(_store(agent)),
             {"run_id": child.run_id, "session_id": child.session_id},
             {"expected_version": record.version, "decision": "deny"},
-            child_request(tool, request),
+            child_request(tool, request, guardrails=_parent_tool_guards(agent, session, request)),
         )
         for event in settled.events:
             wrapped = SubAgentEvent(
@@ -252,6 +253,26 @@ async def deny_children(
                 event=event,
             )
             session.broadcaster.publish(redact_value(wrapped, agent.config.redactor))
+
+
+def _parent_tool_guards(
+    agent: ResumableAgent, session: ResumedSession, request: ResumeRequest
+) -> GuardrailConfig | None:
+    """The tool-call guards the parent hands its children, composed as its run composes its
+    guards (the agent's, the session's packs, the run's own)."""
+    from ..runs._delegation import child_guardrails
+
+    guards = agent.config.guardrails
+    packs = session.compiled_packs
+    if packs is not None:
+        guards = attrs.evolve(
+            guards,
+            tool_input=guards.tool_input + packs.tool_input,
+            tool_output=packs.tool_output + guards.tool_output,
+        )
+    if request.guardrails is not None:
+        guards = guards.merged(request.guardrails)
+    return child_guardrails(guards)
 
 
 def split_resolutions(

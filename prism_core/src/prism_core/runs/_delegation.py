@@ -86,10 +86,10 @@ def delegate_of(tool: ToolDefinition) -> Delegate | None:
     return execute if isinstance(execute, Delegate) else None
 
 
-def child_guardrails(parent: RunState) -> GuardrailConfig | None:
-    """The guards the parent applies to tool calls (its agent's, its packs', its run's), as
-    the child run's own tool-call guards; ``None`` when there are none."""
-    guards = parent.guardrails
+def child_guardrails(guards: GuardrailConfig) -> GuardrailConfig | None:
+    """The guards a parent applies to tool calls (``guards`` are all of its guards: its
+    agent's, its packs', its run's), as the child run's own tool-call guards; ``None`` when
+    there are none."""
     if not guards.tool_input and not guards.tool_output:
         return None
     return GuardrailConfig(
