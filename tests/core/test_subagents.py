@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 from prism_core import (
@@ -110,6 +111,32 @@ async def test_a_child_with_output_type_answers_with_its_output() -> None:
         for block in entry.message.content
     ]
     assert values == [{"x": 42}]
+
+
+@attrs.frozen
+class Finding:
+    """What the researcher found."""
+
+    x: int
+    source: str
+
+
+@pytest.mark.anyio
+async def test_a_child_with_a_class_output_type_answers_with_its_json() -> None:
+    """The child's output is an instance; the parent's call gets its JSON form."""
+    team = Team(
+        child_turns=[text_turn('{"x": 42, "source": "ledger"}')],
+        child_config={"output_type": Finding},
+    )
+    await team.lead().create_session(id="s1").run("what is x?")
+    entries = await team.world.sessions.list("s1")
+    values = [
+        block.value
+        for entry in entries
+        if entry.message is not None and entry.message.role == "tool"
+        for block in entry.message.content
+    ]
+    assert values == [{"x": 42, "source": "ledger"}]
 
 
 @pytest.mark.anyio

@@ -147,6 +147,7 @@ class SubAgentTool:
         for settled in begun.events:
             yield _wrap(parent, call, settled)
         result = begun.result
+        output: Any = None
         stretch = begun.stretch
         if stretch is not None:
             driver = stretch.driver
@@ -166,13 +167,15 @@ class SubAgentTool:
                 raise
             charge_child(parent, stretch.before, execution.counters)
             result = execution.result
+            # The output as JSON (an instance of the child's class would not be a result).
+            output = execution.output_json
         if isinstance(result, ToolResult):
             outcome.result = result
         elif result is not None and result.status == "suspended":
             outcome.suspension = result.interruption
         else:
             assert result is not None
-            outcome.result = _result_of(call, result.status, result.text, result.output, result)
+            outcome.result = _result_of(call, result.status, result.text, output, result)
 
     async def _begin(self, parent: RunState, call: ToolCallContent, child_id: str) -> _Begun:
         """What the child's checkpoint says to do: a stretch to drive, a settled resume's
