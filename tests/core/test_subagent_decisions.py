@@ -461,3 +461,67 @@ async def test_a_parent_with_tool_guards_decides_its_child(decision: str) -> Non
     assert child is not None
     assert child.state.status == expected
     assert len(team.log) == (1 if decision == "approve" else 0)
+
+
+@pytest.mark.anyio
+async def test_a_childs_input_guardrail_decision_is_nested_too() -> None:
+    """The child's input guard asks about the task: the parent holds an ``input_guardrail``
+    decision (no scope) on its call; approving it lets the child take the task."""
+    from prism_core import Guardrail
+
+    def ask_about_input(context: Any) -> Any:
+        return {"action": "interrupt", "reason": "a human reads every task first"}
+
+    team = Team(
+        child_turns=[text_turn("x is 42")],
+        child_config={"guardrails": [Guardrail("read-task", "input", ask_about_input)]},
+    )
+    result = await suspend(team)
+    [nested] = result.interruption.pending_decisions
+    assert nested.kind == "input_guardrail"
+    assert nested.scope is None
+    assert nested.tool_call_id == "p1"
+    assert nested.reason == "a human reads every task first"
+    resumed = await _approve_with_function(team, result, {"decision": "approve"})
+    assert resumed.status == "succeeded"
+    assert resumed.text == "the answer is 42"
+
+
+@pytest.mark.anyio
+async def test_a_childs_elicitation_is_answered_at_the_parent() -> None:
+    """The child's elicitation tool: the parent's nested decision carries its schema; an
+    answer given at the parent is the child's tool result."""
+    from prism_core import ToolDefinition
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    asked = ToolDefinition("ask_city", lambda args, context: None, elicitation=schema)
+    team = Team(
+        child_turns=[tool_turn(("k1", "ask_city", {})), text_turn("the city is known")],
+        child_config={"tools": [asked]},
+    )
+    result = await suspend(team)
+    [nested] = result.interruption.pending_decisions
+    assert nested.kind == "elicitation"
+    assert nested.elicitation_schema == schema
+    with pytest.raises(AgentDecisionError):
+        await _approve_with_function(team, result, {"decision": "approve"})
+    answer = {
+        "approval_id": nested.approval_id,
+        "outcome": "allow_once",
+        "elicitation": {"city": "Oslo"},
+    }
+    resumed = await _approve_with_function(team, result, {"decisions": [answer]})
+    assert resumed.status == "succeeded"
+    child = await team.child_status(result.run_id)
+    assert child is not None
+    assert child.state.status == "succeeded"
+    from prism_core.durable import child_session_id
+
+    entries = await team.world.sessions.list(child_session_id(result.run_id, "p1"))
+    values = [
+        block.value
+        for entry in entries
+        if entry.message is not None and entry.message.role == "tool"
+        for block in entry.message.content
+    ]
+    assert values == [{"city": "Oslo"}]
