@@ -215,3 +215,21 @@ async def test_a_crash_after_the_nested_decision_continues_the_resumed_child() -
     result = await continue_lead(team, suspended.run_id)
     assert result.status == "succeeded"
     assert team.log == [("x", child_id), ("y", child_id)]
+
+
+@pytest.mark.anyio
+async def test_an_operator_settling_the_parents_call_leaves_the_child_alone() -> None:
+    """The child is in doubt, but the operator resolves the parent's own call: the parent
+    goes on with that result, and its child is neither continued nor asked about."""
+    team = CrashTeam()
+    team.die["in_tool"] = 2
+    run_id = await start(team)
+    child_id = child_of(run_id)
+    team.die.clear()
+    settled = {"tool_call_id": "p1", "outcome": "completed", "result": "x is 42"}
+    result = await continue_lead(team, run_id, resolutions=[settled])
+    assert result.status == "succeeded"
+    assert team.log == [("x", child_id), ("y", child_id)]
+    child = await load_agent_run_state(team.world.checkpoints, {"run_id": child_id})
+    assert child is not None
+    assert child.state.status == "running"

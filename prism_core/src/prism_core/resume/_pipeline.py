@@ -176,8 +176,11 @@ async def prepare_resume(
     if plan.decision == "continue":
         own_plan, theirs = split_resolutions(agent, plan, calls)
         settlement = settle_in_doubt(agent, state, own_plan, calls, version=record.version)
+        # A call the operator settled is not run again, so neither is its child.
+        settled = {r.tool_call_id for r in own_plan.resolutions or () if r.outcome != "not_started"}
+        rerun = {key: call for key, call in calls.items() if key not in settled}
         children = await check_children_continue(
-            agent, state, calls, theirs, request, version=record.version
+            agent, state, rerun, theirs, request, version=record.version
         )
     else:
         decided = await decide_with_children(agent, session, state, plan, calls, request)
