@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import attrs
 
+from ._output_type import OutputType
 from .guardrails import GuardrailConfig, GuardrailPack
 from .limits import RunLimits
 from .middleware import MiddlewareChain
@@ -100,5 +101,7 @@ class AgentConfig:
     """The guardrail packs session ``guardrail_packs=[…]`` ids resolve against."""
     context_window: int | None
     """The model's context window, for the context meter and compaction ratios."""
+    output_type: OutputType | None = None
+    """What every run's final answer must be (``output_type=``), checked; ``None``: text."""
     secure: bool = False
     """Whether ``create_secure_agent`` composed the agent (runs cannot replace its seams)."""

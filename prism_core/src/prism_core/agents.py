@@ -16,6 +16,7 @@ import attrs
 
 from ._agent_config import AgentConfig
 from ._echo import clip
+from ._output_type import OutputType, coerce_output_type
 from .errors import AgentConfigError, PrismError
 from .guardrails import (
     GuardrailConfig,
@@ -33,6 +34,7 @@ from .records._memory import create_memory_session_store
 from .records._store import SessionStore
 from .redaction import Redactor
 from .results import AgentRunResult
+from .resume._child_runs import CHILD_INPUT_SCHEMA, SubAgentTool
 from .retry import RetryConfig, coerce_retry
 from .runs._compaction import coerce_compaction
 from .runs._loops import SingleShotLoop, coerce_loop
@@ -187,6 +189,7 @@ class Agent:
     thread_limiter = _FromConfig[anyio.CapacityLimiter | None]()
     pack_catalogue = _FromConfig[Mapping[str, GuardrailPack]]()
     context_window = _FromConfig[int | None]()
+    output_type = _FromConfig[OutputType | None]()
     secure = _FromConfig[bool]()
 
     @_typed_config
@@ -225,6 +228,7 @@ class Agent:
         turn_policy: Any = None,
         stop_hooks: Any = None,
         thread_limiter: anyio.CapacityLimiter | None = None,
+        output_type: Any = None,
     ) -> None:
         model_config = coerce_model(model)
         for label, value in (("id", id), ("name", name), ("instructions", instructions)):
@@ -318,6 +322,7 @@ class Agent:
             thread_limiter=thread_limiter,
             pack_catalogue=MappingProxyType(packs),
             context_window=context_window,
+            output_type=coerce_output_type(output_type),
         )
 
     @property
@@ -354,6 +359,35 @@ class Agent:
             )
         session = self.create_session()
         return anyio.run(functools.partial(session.run, input, **run_options))
+
+    def as_tool(self, *, name: str | None = None, description: str | None = None) -> ToolDefinition:
+        """This agent as a tool another agent can call (a sub-agent).
+
+        The tool's ``name`` defaults to the agent's id and its parameters are ``{"input":
+        string}``. A call runs this agent on ``input`` in a child session on the calling run's
+        session store, and its result is the child's final text (its ``output`` when it has
+        an ``output_type``). Under a durable parent the child is durable on the same
+        checkpoint store and policy; a child suspension suspends the parent with nested
+        decisions (see :func:`~prism_core.nested_approval_id` and ``docs/subagents.md``). The
+        parent's limits bound the child and its tool-call guards apply to the child's calls.
+        """
+        tool_name = name if name is not None else self.id
+        if not isinstance(tool_name, str) or not tool_name:
+            raise AgentConfigError("as_tool needs a name= when the agent has no id")
+        if description is not None and not isinstance(description, str):
+            raise AgentConfigError("as_tool's description must be a string")
+        text = description or (
+            f"Delegate a task to the {self.name or tool_name} agent: give it the task as "
+            "input; it answers with its result."
+        )
+        return ToolDefinition(
+            tool_name,
+            SubAgentTool(self),
+            description=text,
+            parameters=dict(CHILD_INPUT_SCHEMA),
+            # Calling it again continues the same child run (its ids derive from the call).
+            idempotent=True,
+        )
 
     def create_session(
         self,

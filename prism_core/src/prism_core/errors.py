@@ -23,6 +23,7 @@ __all__ = (
     "GuardrailPackError",
     "GuardrailRunError",
     "JsonSchemaError",
+    "OutputValidationError",
     "PrismError",
     "ToolDefinitionError",
 )
@@ -142,6 +143,20 @@ class GuardrailRunError(GuardrailError, AgentRunError):
         self.result = result
         self.record = record
         _chain_guard_exception(self, record)
+
+
+class OutputValidationError(AgentRunError):
+    """A run with an ``output_type`` ended without a valid answer: the model's last answer
+    (after ``limits.max_output_retries`` retries) did not validate. ``problems`` names the
+    failing JSON paths and checks (never values); ``result`` is the failed run's result."""
+
+    code = "ERR_PRISM_OUTPUT_INVALID"
+
+    def __init__(
+        self, message: str, *, result: AgentRunResult, problems: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message, result=result, code=self.code)
+        self.problems = tuple(problems)
 
 
 class JsonSchemaError(PrismError):

@@ -29,6 +29,7 @@ __all__ = (
     "RetryScheduledEvent",
     "RunLimitExceededEvent",
     "SteerRejectedEvent",
+    "SubAgentEvent",
     "ToolExecutionBlockedEvent",
     "ToolExecutionErrorEvent",
     "ToolExecutionFinishedEvent",
@@ -317,6 +318,23 @@ class AgentDeniedEvent:
     type: Literal["agent_denied"] = "agent_denied"
 
 
+@attrs.frozen(kw_only=True)
+class SubAgentEvent:
+    """An event of a sub-agent run (``agent.as_tool()``), as its parent's subscribers see it.
+
+    ``session_id``/``run_id`` are the parent's; ``tool_call_id`` is the parent's call that runs
+    the child, ``child_run_id``/``child_session_id`` name the child run, and ``event`` is the
+    child's own event (itself a ``SubAgentEvent`` for a grandchild's)."""
+
+    session_id: str
+    run_id: str
+    tool_call_id: str
+    child_run_id: str
+    child_session_id: str
+    event: Any
+    type: Literal["subagent_event"] = "subagent_event"
+
+
 AgentEvent: TypeAlias = (
     AgentStartedEvent
     | TurnStartedEvent
@@ -341,4 +359,5 @@ AgentEvent: TypeAlias = (
     | AgentSuspendedEvent
     | AgentResumedEvent
     | AgentDeniedEvent
+    | SubAgentEvent
 )

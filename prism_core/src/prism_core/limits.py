@@ -7,10 +7,18 @@ from typing import Any
 
 import attrs
 
-__all__ = ("HARD_MAX_PROVIDER_BYTES", "RunLimitBreach", "RunLimits", "coerce_limits")
+__all__ = (
+    "DEFAULT_MAX_OUTPUT_RETRIES",
+    "HARD_MAX_PROVIDER_BYTES",
+    "RunLimitBreach",
+    "RunLimits",
+    "coerce_limits",
+)
 
 #: Request and response bytes can never exceed this, whatever a host configures.
 HARD_MAX_PROVIDER_BYTES = 64 * 1024 * 1024
+#: How often a run with an ``output_type`` asks the model again for a valid answer.
+DEFAULT_MAX_OUTPUT_RETRIES = 2
 
 _POLICY_AXES = (
     "max_turns",
@@ -25,6 +33,8 @@ _POLICY_AXES = (
     "max_stop_continuations",
 )
 _BYTE_AXES = ("max_request_bytes", "max_response_bytes")
+#: Axes that are always enforced, with a default instead of ``None``.
+_COUNT_AXES = ("max_output_retries",)
 
 
 @attrs.frozen
@@ -33,7 +43,9 @@ class RunLimits:
 
     ``max_request_bytes``/``max_response_bytes`` cannot be disabled and never exceed
     :data:`HARD_MAX_PROVIDER_BYTES`. ``max_cost`` is in ``cost_currency`` when given.
-    ``max_stop_continuations`` bounds how often stop hooks may continue a finishing run.
+    ``max_stop_continuations`` bounds how often stop hooks may continue a finishing run;
+    ``max_output_retries`` how often a run with an ``output_type`` sends an invalid answer
+    back to the model (default 2; it cannot be disabled).
     """
 
     max_turns: int | None = None
@@ -49,6 +61,7 @@ class RunLimits:
     max_cost: float | None = None
     cost_currency: str | None = None
     max_stop_continuations: int | None = None
+    max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES
 
     def narrowed(self, run: RunLimits | Mapping[str, Any] | None) -> RunLimits:
         """The effective limits when a run asks for ``run``: every axis may only narrow."""
@@ -56,7 +69,7 @@ class RunLimits:
             return self
         requested = _validated_mapping(run, for_run=True)
         changes: dict[str, Any] = {}
-        for axis in (*_POLICY_AXES, *_BYTE_AXES):
+        for axis in (*_POLICY_AXES, *_BYTE_AXES, *_COUNT_AXES):
             if axis not in requested or requested[axis] is None:
                 continue
             mine = getattr(self, axis)
@@ -90,10 +103,12 @@ def _validated_mapping(value: RunLimits | Mapping[str, Any], *, for_run: bool) -
             for axis in _BYTE_AXES:
                 if data[axis] == HARD_MAX_PROVIDER_BYTES:
                     data[axis] = None
+            if data["max_output_retries"] == DEFAULT_MAX_OUTPUT_RETRIES:
+                data["max_output_retries"] = None
         return data
     if not isinstance(value, Mapping):
         raise TypeError(f"limits must be a mapping or RunLimits, got {type(value).__name__}")
-    known = {*_POLICY_AXES, *_BYTE_AXES, "cost_currency"}
+    known = {*_POLICY_AXES, *_BYTE_AXES, *_COUNT_AXES, "cost_currency"}
     unknown = sorted(set(value) - known)
     if unknown:
         raise ValueError(f"unknown limits keys {unknown}; known keys: {sorted(known)}")
@@ -108,6 +123,13 @@ def _validated_mapping(value: RunLimits | Mapping[str, Any], *, for_run: bool) -
             raise ValueError(f"limits.{axis} must be a non-negative number or None, got {v!r}")
         if axis in _BYTE_AXES and v > HARD_MAX_PROVIDER_BYTES:
             raise ValueError(f"limits.{axis} may not exceed {HARD_MAX_PROVIDER_BYTES} bytes")
+    for axis in _COUNT_AXES:
+        v = data.get(axis)
+        if v is None:
+            if axis in data and not for_run:
+                raise ValueError(f"limits.{axis} cannot be None: it is always enforced")
+        elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"limits.{axis} must be a non-negative integer, got {v!r}")
     currency = data.get("cost_currency")
     if currency is not None and not isinstance(currency, str):
         raise ValueError("limits.cost_currency must be a string")
@@ -121,4 +143,6 @@ def coerce_limits(value: RunLimits | Mapping[str, Any] | None) -> RunLimits:
     if isinstance(value, RunLimits):
         return value
     data = _validated_mapping(value, for_run=False)
-    return RunLimits(**{k: v for k, v in data.items() if not (k in _BYTE_AXES and v is None)})
+    return RunLimits(
+        **{k: v for k, v in data.items() if not (k in (*_BYTE_AXES, *_COUNT_AXES) and v is None)}
+    )

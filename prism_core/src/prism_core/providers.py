@@ -20,6 +20,7 @@ __all__ = (
     "ProviderDone",
     "ProviderError",
     "ProviderEvent",
+    "ProviderOutputSpec",
     "ProviderRequest",
     "ProviderResolver",
     "ProviderTextDelta",
@@ -49,9 +50,21 @@ class ProviderToolSpec:
     parameters: Mapping[str, Any] | None = None
 
 
+@attrs.frozen
+class ProviderOutputSpec:
+    """The shape the final answer must have (the run's ``output_type``): a ``name`` (letters,
+    digits, ``_`` and ``-``, at most 64) and a JSON Schema whose root is what the answer's JSON
+    must match. Providers that can constrain their output to a schema use it; the run checks
+    the answer either way."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+
 @attrs.frozen(kw_only=True)
 class ProviderRequest:
-    """One provider turn's request. ``system`` holds the composed system prompt."""
+    """One provider turn's request. ``system`` holds the composed system prompt; ``output``
+    is set when the run has an ``output_type`` (see :class:`ProviderOutputSpec`)."""
 
     model: ModelConfig
     messages: tuple[Message, ...]
@@ -60,6 +73,7 @@ class ProviderRequest:
     options: Mapping[str, Any] = attrs.field(factory=dict)
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     signal: AbortSignal = attrs.field(factory=AbortSignal, eq=False, repr=False)
+    output: ProviderOutputSpec | None = None
 
 
 @attrs.frozen

@@ -38,3 +38,6 @@ class AgentRunResult:
     stop_reason: str | None = None
     stop_detail: str | None = None
     limit: RunLimitBreach | None = None
+    #: The validated final answer of a run with an ``output_type`` (an instance for classes);
+    #: ``None`` without one, or when the run did not succeed.
+    output: Any = None

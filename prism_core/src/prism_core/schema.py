@@ -57,6 +57,21 @@ class CompiledSchema:
             return None
         return describe_error(error)
 
+    def problems(self, value: Any, *, limit: int = 8) -> list[str]:
+        """Every way ``value`` fails the schema, at most ``limit`` of them (in document
+        order, each as :meth:`problem` words it), and ``"… and N more"`` when there are more;
+        an empty list when it is valid."""
+        try:
+            errors = sorted(
+                self._validator.iter_errors(value), key=lambda e: [str(p) for p in e.path]
+            )
+        except Unresolvable as exc:
+            return [f"$: the schema reference {_short(str(exc.ref))!r} cannot be resolved"]
+        found = [describe_error(error) for error in errors[:limit]]
+        if len(errors) > limit:
+            found.append(f"… and {len(errors) - limit} more")
+        return found
+
 
 def compile_json_schema(schema: Any, *, where: str = "schema") -> CompiledSchema:
     """Check ``schema`` against draft 2020-12 and build its validator.

@@ -16,6 +16,7 @@ from anthropic.resources import AsyncMessages
 from prism_core import ErrorInfo, ProviderEvent, ProviderRequest, provider_error
 
 from ._errors import error_info
+from ._output import output_tool_name
 from ._request import DEFAULT_MAX_TOKENS, AnthropicRequestError, build_create_params
 from ._stream import StreamDecoder
 
@@ -158,7 +159,7 @@ class AnthropicProvider:
                 yield provider_error(error_info(opened.error, secrets=secrets))
                 return
             stream = live = opened.value
-            decoder = StreamDecoder()
+            decoder = StreamDecoder(output_tool=output_tool_name(request))
             while True:
                 step = await watch.run(lambda: anext(live, _END))
                 if step.aborted:

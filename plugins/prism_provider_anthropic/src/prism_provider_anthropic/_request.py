@@ -18,6 +18,8 @@ from prism_core import (
 from prism_core.errors import PrismError
 from prism_core.provider_errors import PROVIDER_OPTIONS
 
+from ._output import add_output_tool
+
 __all__ = (
     "DEFAULT_MAX_TOKENS",
     "THINKING_BUDGETS",
@@ -223,4 +225,5 @@ def build_create_params(
         params["system"] = system
     if request.tools:
         params["tools"] = convert_tools(request.tools)
+    add_output_tool(request, params)
     return params

@@ -50,11 +50,16 @@ class StreamDecoder:
 
     Text and thinking stream as deltas; a ``tool_use`` block becomes tool-call fragments keyed
     by its content-block index (the id and name first, then each ``input_json_delta``), which
-    Prism's assembler joins and parses. Usage is counted Prism's way: ``input_tokens`` is the
+    Prism's assembler joins and parses; the output tool's input (typed output, see
+    ``_output``) streams as text instead. Usage is counted Prism's way: ``input_tokens`` is the
     whole prompt (uncached + cache reads + cache writes), as the context meter expects.
     """
 
+    #: The output tool's name (see ``_output``): its input streams as the answer's text.
+    output_tool: str | None = None
     blocks: dict[int, _Block] = attrs.field(factory=dict)
+    #: Whether the model called a tool other than the output tool.
+    other_tools: bool = False
     input_tokens: int = 0
     cache_read: int = 0
     cache_write: int = 0
@@ -106,6 +111,9 @@ class StreamDecoder:
         if kind == "message_stop":
             self.finished = True
             reason = self.stop_reason
+            if reason == "tool_use" and not self.other_tools:
+                # The answer came as the output tool's input: the turn ended with an answer.
+                reason = "end_turn"
             return [
                 provider_done(
                     self.usage(),
@@ -125,7 +133,11 @@ class StreamDecoder:
             signature: str | None = getattr(block, "signature", None) or None
             if text or signature:
                 return [provider_thinking_delta(text, signature)]
+        if kind == "tool_use" and self.output_tool is not None and block.name == self.output_tool:
+            self.blocks[index] = _Block("output", getattr(block, "input", None))
+            return []
         if kind == "tool_use":
+            self.other_tools = True
             return [provider_tool_call_delta(index, id=block.id, name=block.name)]
         return []
 
@@ -138,6 +150,10 @@ class StreamDecoder:
             return [provider_thinking_delta(delta.thinking)]
         if kind == "signature_delta" and delta.signature:
             return [provider_thinking_delta("", delta.signature)]
+        if kind == "input_json_delta" and block is not None and block.kind == "output":
+            block.saw_json = True
+            if delta.partial_json:
+                return [provider_text_delta(delta.partial_json)]
         if kind == "input_json_delta" and block is not None and block.kind == "tool_use":
             block.saw_json = True
             if delta.partial_json:
@@ -146,6 +162,8 @@ class StreamDecoder:
 
     def _stop(self, index: int) -> list[ProviderEvent]:
         block = self.blocks.get(index)
+        if block is not None and block.kind == "output" and not block.saw_json:
+            return [provider_text_delta(json.dumps(block.tool_input or {}))]
         if block is None or block.kind != "tool_use" or block.saw_json:
             return []
         # A tool_use block that arrived whole (no input_json_delta) carries its input here.

@@ -115,10 +115,43 @@ def build_params(request: ProviderRequest, *, preserve_thinking: bool) -> dict[s
                 f"thinking_level {level!r} has no reasoning_effort; use one of {sorted(_EFFORTS)}"
             )
         params["reasoning_effort"] = effort
+    format_ = _response_format(request)
+    if format_ is not None:
+        params["response_format"] = format_
     for key, value in options.items():
         if key in PASS_THROUGH_OPTIONS:
             params[key] = dict(value) if isinstance(value, Mapping) else value
     return params
+
+
+def _response_format(request: ProviderRequest) -> dict[str, Any] | None:
+    """``response_format`` for a run with an ``output_type`` (an object schema): the schema as
+    ``json_schema``, ``strict`` when every object in it is closed and requires all its
+    properties (what strict mode accepts). A host's own ``response_format`` option wins."""
+    output = request.output
+    if output is None or output.schema.get("type") != "object":
+        return None
+    schema = dict(output.schema)
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": output.name, "schema": schema, "strict": _strict(schema)},
+    }
+
+
+def _strict(schema: Any) -> bool:
+    """Whether every object schema in ``schema`` has ``additionalProperties: false`` and
+    requires each of its properties."""
+    if isinstance(schema, list):
+        return all(_strict(item) for item in schema)
+    if not isinstance(schema, Mapping):
+        return True
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(schema.get("required") or ()) != set(properties):
+            return False
+    return all(_strict(value) for key, value in schema.items() if key not in ("enum", "const"))
 
 
 def _tool(spec: ProviderToolSpec) -> dict[str, Any]:

@@ -42,6 +42,12 @@ from ._checkpoints import (
     validate_list,
     validate_save,
 )
+from ._children import (
+    NESTED_APPROVAL_PREFIX,
+    child_run_id,
+    child_session_id,
+    nested_approval_id,
+)
 from ._commit import SharedCommitStore, StoreTransaction, shared_transaction
 from ._fingerprint import agent_fingerprint
 from ._host import HostCounters, HostRun, HostSession
@@ -139,6 +145,7 @@ __all__ = (
     "MAX_INDEXED_STATUS_CHARS",
     "MAX_PENDING_DECISIONS",
     "MOVED_TO_RESUME",
+    "NESTED_APPROVAL_PREFIX",
     "AgentRunState",
     "CheckpointLimitError",
     "CheckpointPage",
@@ -171,6 +178,8 @@ __all__ = (
     "check_name",
     "check_status",
     "check_store_lifetimes",
+    "child_run_id",
+    "child_session_id",
     "coerce_run_state_options",
     "create_memory_checkpoint_store",
     "conflict",
@@ -183,6 +192,7 @@ __all__ = (
     "in_doubt_error",
     "indexed_status",
     "list_arguments",
+    "nested_approval_id",
     "new_approval_id",
     "normalise_ownership",
     "run_guardrail_identities",

@@ -7,6 +7,7 @@ This module declares shapes only; it must not hold behaviour.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from .._agent_config import AgentConfig
@@ -89,6 +90,11 @@ class HostCounters(Protocol):
         """How often stop hooks continued the run."""
         ...
 
+    @property
+    def output_retries(self) -> int:
+        """How often an invalid typed answer went back to the model."""
+        ...
+
 
 class HostRun(Protocol):
     """The run whose frontier a :class:`~prism_core.durable._run.DurableRun` checkpoints."""
@@ -141,6 +147,16 @@ class HostRun(Protocol):
     @property
     def tool_names(self) -> tuple[str, ...] | None:
         """The tools the run may call (``None``: all)."""
+        ...
+
+    @property
+    def output_schema(self) -> Mapping[str, Any] | None:
+        """The JSON Schema of the run's ``output_type``, if it has one."""
+        ...
+
+    @property
+    def output_json(self) -> Any:
+        """The run's validated final answer as JSON (``None`` until it has one)."""
         ...
 
     def mw_context(self, point: str) -> MiddlewareContext:

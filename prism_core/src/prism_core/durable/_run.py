@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
 from ..guardrails._pack_identity import checkpoint_rows
+from ..limits import DEFAULT_MAX_OUTPUT_RETRIES
 from ..records._held import HeldEntries
 from ..tools import ToolDefinition
 from ._checkpoints import CheckpointStoreUnavailableError
@@ -78,15 +79,23 @@ class RunStateInfo:
 
 @attrs.frozen(kw_only=True)
 class Gate:
-    """A tool call held for a human decision."""
+    """A tool call held for a human decision.
+
+    A nested gate holds a call of a sub-agent tool for one of its child run's decisions:
+    ``child_run_id`` names the child, and ``kind``, ``scope``, ``reason``, ``guardrail`` and
+    ``elicitation_schema`` are the child decision's (``scope`` is ``None`` for a child's
+    input-guardrail decision).
+    """
 
     call: ToolCallContent
     tool: ToolDefinition | None
     kind: DecisionKind
     reason: str | None
     guardrail: str | None
-    scope: DecisionScope
+    scope: DecisionScope | None
     approval_id: str
+    child_run_id: str | None = None
+    elicitation_schema: Mapping[str, Any] | None = None
 
 
 _UNCLAIMED = object()
@@ -104,6 +113,23 @@ def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None)
         effect_kind=tool.effect if tool is not None else None,
         identity=f"{agent_id}/{call.name}",
         arguments_hash=arguments_hash(call.arguments),
+    )
+
+
+def _pending_decision(gate: Gate) -> PendingDecision:
+    """The decision a suspension records for ``gate``."""
+    nested = gate.child_run_id is not None
+    schema = gate.elicitation_schema
+    if schema is None and gate.kind == "elicitation" and gate.tool and gate.tool.elicitation:
+        schema = gate.tool.elicitation
+    return PendingDecision(
+        approval_id=gate.approval_id,
+        kind=gate.kind,
+        reason=gate.reason,
+        guardrail=gate.guardrail,
+        elicitation_schema=dict(schema) if schema is not None else None,
+        scope=gate.scope if gate.kind != "input_guardrail" else None,
+        tool_call_id=gate.call.id if nested or gate.kind != "input_guardrail" else None,
     )
 
 
@@ -308,13 +334,19 @@ class DurableRun:
             run_guardrails=self.run_guardrails,
             error=error,
             resolutions=tuple(self.resolutions[-MAX_RESOLUTION_RECORDS:]),
+            output_schema=execution.output_schema,
+            output=execution.output_json if status == "succeeded" else None,
         )
 
     def _limits_data(self) -> dict[str, Any]:
         limits = self.execution.limits
         cached = self._limits
         if cached is None or cached[0] is not limits:
-            cached = self._limits = (limits, attrs.asdict(limits))
+            data = attrs.asdict(limits)
+            # The default retry bound is left out, so runs without typed output keep their bytes.
+            if data.get("max_output_retries") == DEFAULT_MAX_OUTPUT_RETRIES:
+                del data["max_output_retries"]
+            cached = self._limits = (limits, data)
         # A copy per state: each state owns its map, as when it was made afresh every turn.
         return dict(cached[1])
 
@@ -327,6 +359,7 @@ class DurableRun:
             tool_calls=counters.tool_calls,
             usage=counters.usage if counters.usage_reported else None,
             stop_continuations=counters.stop_continuations,
+            output_retries=counters.output_retries,
         )
 
     def set_anchor(self) -> None:
@@ -360,22 +393,7 @@ class DurableRun:
                 f"{len(gates)} calls need decisions; a suspension holds at most "
                 f"{DEFAULT_MAX_PENDING_DECISIONS}"
             )
-        decisions = tuple(
-            PendingDecision(
-                approval_id=gate.approval_id,
-                kind=gate.kind,
-                reason=gate.reason,
-                guardrail=gate.guardrail,
-                elicitation_schema=(
-                    dict(gate.tool.elicitation)
-                    if gate.kind == "elicitation" and gate.tool and gate.tool.elicitation
-                    else None
-                ),
-                scope=gate.scope if gate.kind != "input_guardrail" else None,
-                tool_call_id=gate.call.id if gate.kind != "input_guardrail" else None,
-            )
-            for gate in gates
-        )
+        decisions = tuple(_pending_decision(gate) for gate in gates)
         first = decisions[0]
         interruption = Interruption(
             kind=first.kind,
@@ -384,17 +402,23 @@ class DurableRun:
             guardrail=first.guardrail,
             pending_decisions=decisions,
         )
-        self.pending_calls = [
-            PendingCall(
-                tool_call_id=gate.call.id,
-                name=gate.call.name,
-                arguments_hash=gate.scope.arguments_hash,
-                status="pending",
-                approval_id=gate.approval_id,
+        calls: dict[str, PendingCall] = {}
+        for gate in gates:
+            if gate.kind == "input_guardrail" and gate.child_run_id is None:
+                continue
+            # A sub-agent call waiting on several child decisions is one pending call.
+            calls.setdefault(
+                gate.call.id,
+                PendingCall(
+                    tool_call_id=gate.call.id,
+                    name=gate.call.name,
+                    arguments_hash=arguments_hash(gate.call.arguments),
+                    status="pending",
+                    approval_id=gate.approval_id,
+                    child_run_id=gate.child_run_id,
+                ),
             )
-            for gate in gates
-            if gate.kind != "input_guardrail"
-        ]
+        self.pending_calls = list(calls.values())
         await self._write(
             self.state("suspended", interruption=interruption, pending_input=pending_input)
         )

@@ -134,6 +134,12 @@ class PendingCall:
     answer: Mapping[str, Any] | None = None
     resolution: Literal["completed", "not_started", "failed"] | None = None
     result: Any = None
+    #: The sub-agent run this call waits on (a call of an ``agent.as_tool()`` tool whose
+    #: child suspended); left out of the JSON form when ``None``.
+    child_run_id: str | None = None
+    #: The resume input the decided child run is resumed with (``expected_version`` and its
+    #: ``decisions``), kept until the parent runs the call; left out when ``None``.
+    child_resume: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -169,6 +175,8 @@ class RunCountersState:
     usage: Usage | None = None
     #: How often stop hooks continued the run; left out of the JSON form when ``0``.
     stop_continuations: int = 0
+    #: How often an invalid typed answer went back to the model; left out when ``0``.
+    output_retries: int = 0
 
 
 @attrs.frozen(kw_only=True)
@@ -243,6 +251,10 @@ class AgentRunState:
     #: Wall-clock milliseconds since the epoch until which the writing worker holds the run
     #: (see :mod:`prism_core.durable._lease`); written with every checkpoint of a leased run.
     lease_expires_at: int | None = None
+    #: The JSON Schema the run's final answer must match (``output_type``), if it has one.
+    output_schema: Mapping[str, Any] | None = None
+    #: The validated final answer of a succeeded run with an ``output_type``, as JSON.
+    output: Any = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -275,7 +287,9 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
     ``stop_reason``/``stop_detail`` only on a terminal state that has them, the lease fields
     only for a leased run, ``counters.stop_continuations`` only when not ``0``,
     ``run_guardrails`` only for a run with guards of its own, each row's ``revision`` only
-    when the guard has one)."""
+    when the guard has one, ``output_schema``/``output`` and ``counters.output_retries`` only
+    for a run with an ``output_type``, a pending call's ``child_run_id``/``child_resume`` only
+    for a call waiting on a sub-agent)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
@@ -286,14 +300,21 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
         "lease_ms",
         "lease_expires_at",
         "run_guardrails",
+        "output_schema",
+        "output",
     ):
         if data.get(key) is None:
             data.pop(key, None)
     for row in data.get("run_guardrails", ()):
         if row.get("revision") is None:
             row.pop("revision", None)
-    if data["counters"].get("stop_continuations") == 0:
-        del data["counters"]["stop_continuations"]
+    for call in data["pending_calls"]:
+        for key in ("child_run_id", "child_resume"):
+            if call.get(key) is None:
+                call.pop(key, None)
+    for key in ("stop_continuations", "output_retries"):
+        if data["counters"].get(key) == 0:
+            del data["counters"][key]
     return data
 
 
@@ -435,7 +456,14 @@ def _check_fields(state: AgentRunState) -> None:
         if not getattr(state, name):
             raise _malformed(f"{name} must be a non-empty string")
     counters = state.counters
-    for name in ("turns", "provider_attempts", "tool_rounds", "tool_calls", "stop_continuations"):
+    for name in (
+        "turns",
+        "provider_attempts",
+        "tool_rounds",
+        "tool_calls",
+        "stop_continuations",
+        "output_retries",
+    ):
         _count(getattr(counters, name), f"counters.{name}")
     if counters.usage is not None:
         for name in ("input_tokens", "output_tokens", "total_tokens"):

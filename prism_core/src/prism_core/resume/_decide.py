@@ -8,7 +8,7 @@ packs; it must not write (the claim does, in ``_resume``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import attrs
 
@@ -158,9 +158,14 @@ async def resolve_decisions(
     state: AgentRunState,
     plan: ResumeInput,
     calls: Mapping[str, ToolCallContent],
+    *,
+    nested: Collection[str] = (),
 ) -> Decided:
-    """Apply ``plan``'s decisions to ``state``'s pending calls; refuse any invalid one."""
-    pending = _by_approval(state)
+    """Apply ``plan``'s decisions to ``state``'s pending calls; refuse any invalid one.
+
+    ``nested`` are approval ids of child runs' decisions (``_nested`` settles them): they are
+    neither applied nor reported as remaining here."""
+    pending = {a: d for a, d in _by_approval(state).items() if a not in nested}
     by_call = {c.tool_call_id: c for c in state.pending_calls}
     decided = Decided(
         pending_calls=list(state.pending_calls), sticky=list(state.sticky_decisions), remaining=[]
@@ -172,6 +177,8 @@ async def resolve_decisions(
         decisions = plan.decisions
     chosen: dict[str, tuple[int, RunDecision]] = {}
     for index, decision in enumerate(decisions):
+        if decision.approval_id in nested:
+            continue
         target = pending.get(decision.approval_id)
         if target is None:
             raise AgentDecisionError(

@@ -46,9 +46,16 @@ from ._checks import (
     load_agent_run_state,
     load_for_resume,
 )
-from ._decide import Decided, resolve_decisions
+from ._decide import Decided
 from ._doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
 from ._input import AgentRunRef, coerce_run_ref, validate_resume_input
+from ._nested import (
+    ChildContinue,
+    check_children_continue,
+    decide_with_children,
+    deny_children,
+    split_resolutions,
+)
 from ._ports import ResumableAgent, ResumedSession
 from ._restore import CheckpointRestoreContext, compensate_all, run_restore_hooks
 from ._resumed import ResumePlan, attach_durable, resumed_execution
@@ -160,13 +167,23 @@ async def prepare_resume(
 
     check_signal(signal, "the decisions")
     if plan.decision == "deny":
+        # Children first: nothing of a denied run's sub-agents runs either.
+        await deny_children(agent, session, state, request, prepare_resume)
         return await _settle_denied(session, state, writer, reason=None)
     decided = None
     settlement = None
+    children: dict[str, ChildContinue] = {}
     if plan.decision == "continue":
-        settlement = settle_in_doubt(agent, state, plan, calls, version=record.version)
+        own_plan, theirs = split_resolutions(agent, plan, calls)
+        settlement = settle_in_doubt(agent, state, own_plan, calls, version=record.version)
+        # A call the operator settled is not run again, so neither is its child.
+        settled = {r.tool_call_id for r in own_plan.resolutions or () if r.outcome != "not_started"}
+        rerun = {key: call for key, call in calls.items() if key not in settled}
+        children = await check_children_continue(
+            agent, state, rerun, theirs, request, version=record.version
+        )
     else:
-        decided = await resolve_decisions(agent, session, state, plan, calls)
+        decided = await decide_with_children(agent, session, state, plan, calls, request)
         if decided.input_rejected is not None:
             return await _settle_denied(session, state, writer, reason=decided.input_rejected)
         if decided.remaining:
@@ -197,6 +214,7 @@ async def prepare_resume(
         pending_input=pending_input,
         resumed_event=None,
         fresh=rebuilt.fresh,
+        children=children,
     )
     execution = resumed_execution(
         session, attrs.evolve(state, counters=rebuilt.counters), plan_for_run, request.guardrails

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
 
+from .._output_type import output_type_from_schema
 from ..content import Message, ToolCallContent
 from ..durable._checkpoints import CheckpointRecord
 from ..durable._options import RunStateOptions
 from ..durable._run import DurableRun
 from ..durable._state import AgentRunState
 from ..durable._writer import CheckpointWriter
-from ..errors import AgentLoopStateError, AgentRunStateError
+from ..errors import AgentLoopStateError, AgentRunStateError, JsonSchemaError
 from ..events import AgentResumedEvent
 from ..guardrails import GuardrailConfig
 from ..limits import RunLimits
@@ -48,6 +49,9 @@ class ResumePlan:
     pending_input: tuple[Message, ...]
     resumed_event: AgentResumedEvent | None
     fresh: tuple[ToolCallContent, ...] = ()
+    #: For ``continue``: by sub-agent call, what its running child's ``continue`` is handed
+    #: (a ``ChildContinue``: the resolutions of its calls, whether the claim was forced).
+    children: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 def resumed_execution(
@@ -88,7 +92,18 @@ def _restore_execution(execution: RunExecution, state: AgentRunState) -> None:
         usage=counters.usage or execution.counters.usage,
         usage_reported=counters.usage is not None,
         stop_continuations=counters.stop_continuations,
+        output_retries=counters.output_retries,
     )
+    # The recorded schema decides what the resumed run's answer must be; the agent's type
+    # builds its value when it is that schema.
+    execution.output_type = None
+    if state.output_schema is not None:
+        try:
+            execution.output_type = output_type_from_schema(
+                state.output_schema, execution.agent.output_type
+            )
+        except JsonSchemaError as exc:
+            raise AgentRunStateError(f"malformed output schema in the checkpoint: {exc}") from exc
     if state.limits is not None:
         try:
             execution.limits = RunLimits(**dict(state.limits))

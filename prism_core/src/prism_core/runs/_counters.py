@@ -34,6 +34,8 @@ class RunCounters:
     tool_calls: int = 0
     #: How often stop hooks continued the run instead of letting it finish.
     stop_continuations: int = 0
+    #: How often an invalid typed answer went back to the model (see ``_output``).
+    output_retries: int = 0
     usage: Usage = attrs.field(factory=Usage)
     usage_reported: bool = False
 

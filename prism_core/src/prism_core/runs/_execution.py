@@ -30,6 +30,7 @@ from ..redaction import redact_value
 from . import _boundary, _terminals
 from ._counters import LimitBreached
 from ._failures import AbortRequested, RunFailure, RunSuspended
+from ._output import check_output
 from ._provider_turn import TurnState, assistant_message, finish_message, stream_turn
 from ._request import assemble_request, request_bytes, resolve_provider
 from ._state import RunState
@@ -155,6 +156,7 @@ class RunExecution(RunState):
                 not calls
                 and not _boundary.has_pending_steers(self)
                 and not await consult_stop_hooks(self)
+                and not await check_output(self)
             ):
                 return
 

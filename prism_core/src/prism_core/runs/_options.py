@@ -10,7 +10,8 @@ from typing import Any
 
 import attrs
 
-from ..errors import PrismError
+from .._output_type import OutputType, coerce_output_type
+from ..errors import JsonSchemaError, PrismError
 from ..models import ModelConfig, coerce_model
 from ._turn_policy import coerce_stop_hooks, coerce_turn_policy
 
@@ -38,6 +39,7 @@ RUN_OPTION_KEYS = (
     "skills_disclosure",
     "turn_policy",
     "stop_hooks",
+    "output_type",
 )
 
 
@@ -72,6 +74,8 @@ class RunOptions:
     skills_disclosure: str | None = None
     turn_policy: Any = None
     stop_hooks: Any = None
+    #: The run's ``output_type`` (an ``OutputType``), replacing the agent's.
+    output_type: OutputType | None = None
 
 
 def _names(value: Any, key: str) -> tuple[str, ...]:
@@ -125,6 +129,10 @@ def coerce_run_options(options: Mapping[str, Any]) -> RunOptions:
     disclosure = data.get("skills_disclosure")
     if disclosure is not None and disclosure not in ("progressive", "eager"):
         raise InvalidOptionsError("skills_disclosure must be 'progressive' or 'eager'")
+    try:
+        data["output_type"] = coerce_output_type(data.get("output_type"))
+    except (TypeError, JsonSchemaError) as exc:
+        raise InvalidOptionsError(str(exc)) from exc
     try:
         data["turn_policy"] = coerce_turn_policy(data.get("turn_policy"))
         if data.get("stop_hooks") is not None:

@@ -15,7 +15,7 @@ import attrs
 
 from ..codec import dumps
 from ..content import ErrorInfo, message_size_bound
-from ..providers import AIProvider, ProviderRequest, ProviderToolSpec
+from ..providers import AIProvider, ProviderOutputSpec, ProviderRequest, ProviderToolSpec
 from ..redaction import redact_value
 from ..skills import render_skills
 from ._failures import RunFailure
@@ -75,6 +75,11 @@ def _tool_specs(run: RunState) -> tuple[ProviderToolSpec, ...]:
     return run.tool_specs
 
 
+def _output_spec(run: RunState) -> ProviderOutputSpec | None:
+    output = run.output_type
+    return ProviderOutputSpec(output.name, output.schema) if output is not None else None
+
+
 async def assemble_request(run: RunState) -> ProviderRequest:
     """The next provider request: policies, history, tools, system prompt, middleware."""
     options: dict[str, Any] = dict(run.provider_options)
@@ -115,6 +120,7 @@ async def assemble_request(run: RunState) -> ProviderRequest:
         options=options,
         metadata=run.metadata,
         signal=run.signal,
+        output=_output_spec(run),
     )
     before = request
     request = await run.agent.middleware.run(
@@ -130,15 +136,14 @@ async def assemble_request(run: RunState) -> ProviderRequest:
             if request.messages is before.messages
             else redact_value(request.messages, run.redactor),
         )
-    extra = len(
-        dumps(
-            {
-                "system": request.system,
-                "tools": [attrs.asdict(t) for t in request.tools],
-                "options": dict(request.options),
-            }
-        )
-    )
+    measured: dict[str, Any] = {
+        "system": request.system,
+        "tools": [attrs.asdict(t) for t in request.tools],
+        "options": dict(request.options),
+    }
+    if request.output is not None:
+        measured["output"] = attrs.asdict(request.output)
+    extra = len(dumps(measured))
     run.request_extra_bytes = extra
     run.request_messages = None if request.messages is before.messages else request.messages
     # The cheap bound settles almost every turn; the exact size is measured only near the

@@ -11,11 +11,13 @@ logic or do I/O.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
 import attrs
 
+from .._output_type import OutputType
 from .._threads import LoopHandle
 from ..content import Message
 from ..durable import DurableRun, Gate
@@ -149,6 +151,14 @@ class RunState:
         self.deferred: list[AgentEvent] = []
         # An input-guardrail interrupt waiting for the history to load (see ``_boundary``).
         self.input_gate: Gate | None = None
+        #: What the final answer must be (the run's ``output_type``, else the agent's).
+        self.output_type: OutputType | None = (
+            options.output_type if options.output_type is not None else agent.output_type
+        )
+        #: The validated final answer (set when the run finishes with a valid one).
+        self.output: Any = None
+        #: What the last invalid answer got wrong (for ``OutputValidationError``).
+        self.output_problems: tuple[str, ...] = ()
         self.durable: DurableRun | None = None
         if agent.secure and (options.run_state is not None or options.redactor is not None):
             raise InvalidOptionsError(
@@ -160,6 +170,18 @@ class RunState:
                 self.durable = start_durable(
                     self, agent, options, run_state, session_store=session.store
                 )
+
+    @property
+    def output_schema(self) -> Mapping[str, Any] | None:
+        """The JSON Schema of the run's output type, if it has one."""
+        return self.output_type.schema if self.output_type is not None else None
+
+    @property
+    def output_json(self) -> Any:
+        """The validated final answer as JSON (``None`` until there is one)."""
+        if self.output is None or self.output_type is None:
+            return None
+        return self.output_type.to_json(self.output)
 
     def emit(self, event: AgentEvent) -> AgentEvent:
         """Redact ``event`` and publish it to the session's subscribers; return what was sent."""

@@ -16,7 +16,7 @@ import attrs
 
 from ..content import ErrorInfo
 from ..durable import Interruption
-from ..errors import AgentRunError, GuardrailRunError, PrismError
+from ..errors import AgentRunError, GuardrailRunError, OutputValidationError, PrismError
 from ..events import (
     AgentEvent,
     AgentFinishedEvent,
@@ -103,6 +103,7 @@ async def succeed(
         stop_reason=stop_reason,
         stop_detail=stop_detail,
         run_state=run_state,
+        output=run.output,
     )
     logger.debug("run %s succeeded after %d turn(s)", run.run_id, run.counters.turns)
     return run.emit(
@@ -232,6 +233,10 @@ def terminal_error(run: RunState) -> PrismError | None:
     ):
         error: PrismError = GuardrailRunError(
             result.error.message, result=result, record=run.failure_record, code=code
+        )
+    elif code == OutputValidationError.code:
+        error = OutputValidationError(
+            result.error.message, result=result, problems=run.output_problems
         )
     else:
         error = AgentRunError(result.error.message, result=result, code=code)

@@ -39,6 +39,7 @@ from ..tools import (
     execute_tool,
 )
 from ._boundary import recheck_approved_input
+from ._delegation import ChildOutcome, delegate_of, nested_gates
 from ._failures import AbortRequested, RunFailure, RunSuspended
 from ._guarding import act_on_tool_stage, decision_event, evaluate, strongest
 from ._state import RunState
@@ -184,6 +185,7 @@ async def tool_call(
             )
             return
         if gate is not None:
+            assert gate.scope is not None
             sticky = run.durable.sticky_for(gate.scope)
             if sticky is None:
                 gates.append(gate)
@@ -192,7 +194,14 @@ async def tool_call(
                 for event in await reject(run, call, sticky.reason):
                     yield event
                 return
-    marked = run.durable is not None and run.durable.has_record and checked.needs_dispatch_mark
+    delegate = delegate_of(checked)
+    # A sub-agent call is marked like a side effect: the mark commits the parent's call
+    # before the child starts, so a continue finds the same call (and so the same child).
+    marked = (
+        run.durable is not None
+        and run.durable.has_record
+        and (checked.needs_dispatch_mark or delegate is not None)
+    )
     if marked:
         assert run.durable is not None
         await run.durable.mark_dispatched(call)
@@ -208,9 +217,20 @@ async def tool_call(
             arguments=dict(call.arguments),
         )
     )
-    outcome = await execute_tool(
-        checked, call, context, limiter=run.agent.thread_limiter, redactor=run.redactor
-    )
+    if delegate is not None:
+        child = ChildOutcome()
+        async with aclosing(delegate.run_child(run, call, child)) as child_events:
+            async for event in child_events:
+                yield event
+        if child.suspension is not None:
+            nested_gates(run, call, checked, child, gates)
+            return
+        assert child.result is not None
+        outcome = DispatchOutcome(child.result, "failed" if child.result.error else "executed")
+    else:
+        outcome = await execute_tool(
+            checked, call, context, limiter=run.agent.thread_limiter, redactor=run.redactor
+        )
     for event in run.deferred:
         yield event
     run.deferred.clear()
@@ -297,6 +317,8 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
     if plan.pending_input:
         for event in await recheck_approved_input(run, plan.pending_input):
             yield event
+    # A decided sub-agent call whose child suspends again holds the run here too.
+    gates: list[Gate] = []
     for pending in list(run.durable.pending_calls):
         call = plan.calls[pending.tool_call_id]
         if pending.modified_arguments is not None:
@@ -321,13 +343,12 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
             yield await deliver(run, call, answer)
             run.durable.settle_pending(call.id)
         else:
-            tool_events = tool_call(run, call, False, approved=True)
+            tool_events = tool_call(run, call, False, gates, approved=True)
             async with aclosing(tool_events):
                 async for event in tool_events:
                     yield event
             # A call blocked on re-check never ran; it is settled all the same.
             run.durable.settle_pending(call.id)
-    gates: list[Gate] = []
     for call in plan.fresh:
         tool_events = tool_call(run, call, False, gates)
         async with aclosing(tool_events):
