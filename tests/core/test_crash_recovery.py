@@ -335,7 +335,7 @@ async def test_continue_refusals_write_nothing() -> None:
             {"expected_version": status.version - 1, "decision": "continue"},
             **world.resume_options(),
         )
-    with pytest.raises(AgentRunStateError, match="Stale or non-running"):
+    with pytest.raises(AgentRunStateError, match="Stale or non-suspended agent run resume"):
         await resume_agent_run(
             agent,
             ref(run_id),

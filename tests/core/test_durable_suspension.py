@@ -399,7 +399,7 @@ async def test_stale_version_mismatch_and_ownership_refusals_write_nothing() -> 
             world.agent(TWO_CALLS, tools=[echo_tool()]),
             {"expected_version": 2, "decision": "approve"},
             good,
-            "Stale or non-running",
+            "Stale or non-suspended agent run resume",
         ),
         (
             world.agent(TWO_CALLS, tools=[echo_tool()]),

@@ -95,7 +95,12 @@ from .guardrails import (
     GuardrailDecision,
     GuardrailRecord,
 )
-from .limits import HARD_MAX_PROVIDER_BYTES, RunLimitBreach, RunLimits
+from .limits import (
+    DEFAULT_MAX_STOP_CONTINUATIONS,
+    HARD_MAX_PROVIDER_BYTES,
+    RunLimitBreach,
+    RunLimits,
+)
 from .middleware import MIDDLEWARE_POINTS, CheckpointWrite, MiddlewareContext
 from .models import ModelConfig
 from .plugins import PluginError, create_plugin_manager, discover_plugins
@@ -202,6 +207,7 @@ __all__ = (
     "DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS",
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
+    "DEFAULT_MAX_STOP_CONTINUATIONS",
     "HARD_MAX_PROVIDER_BYTES",
     "MAX_AGENT_RUN_METADATA_BYTES",
     "RECONCILE_NOT_STARTED",

@@ -32,7 +32,7 @@ from .redaction import Redactor
 from .retry import RetryConfig, coerce_retry
 from .runs._compaction import coerce_compaction
 from .runs._loops import SingleShotLoop, coerce_loop
-from .runs._turn_policy import coerce_stop_hooks, coerce_turn_policy
+from .runs._turn_policy import check_turn_policy_limits, coerce_stop_hooks, coerce_turn_policy
 from .sessions._session import DEFAULT_SNAPSHOT_CACHE_TTL_MS, AgentSession
 from .skills import Skill, SkillRegistry
 from .tools import ToolDefinition, ToolPolicy, ToolRegistry, ToolValidator, create_tool_registry
@@ -256,6 +256,8 @@ class Agent:
             raise TypeError("thinking_level must be a string")
         for policy in provider_request_policies:
             _check_callable(policy, "provider request policies")
+        agent_turn_policy = coerce_turn_policy(turn_policy)
+        check_turn_policy_limits(agent_turn_policy, run_limits.max_turns)
         #: What the agent accepted, as one frozen value (see :class:`AgentConfig`).
         self.config = AgentConfig(
             id=id,
@@ -286,7 +288,7 @@ class Agent:
             provider_options=MappingProxyType(dict(provider_options or {})),
             thinking_level=thinking_level,
             provider_request_policies=tuple(provider_request_policies),
-            turn_policy=coerce_turn_policy(turn_policy),
+            turn_policy=agent_turn_policy,
             stop_hooks=coerce_stop_hooks(stop_hooks),
             thread_limiter=thread_limiter,
             pack_catalogue=MappingProxyType(packs),

@@ -186,11 +186,13 @@ class AgentFinishedEvent:
     text: str = ""
     usage: Usage | None = None
     leaf_id: str | None = None
-    #: The last provider turn's finish reason (``"stop"``, ``"length"``, ...), when it gave one.
+    #: Why a run stopped on purpose: ``"host_policy"`` (a turn policy's stop), ``"turn_limit"``
+    #: (``turn_policy.max_turns``) or ``"hook_limit"`` (stop hooks past
+    #: ``limits.max_stop_continuations``); ``None`` when the run ended on its own.
     finish_reason: str | None = None
-    #: Why the run ended: ``"completed"``, ``"host_policy"`` or ``"max_turns"``.
+    #: The same as ``finish_reason`` (as the result's ``stop_reason``).
     stop_reason: str | None = None
-    #: The finish reason of a completed run, or a turn policy's bounded reason.
+    #: The stop's detail: a turn policy's redacted reason, ``"max_turns"`` for a turn limit.
     stop_detail: str | None = None
     type: Literal["agent_finished"] = "agent_finished"
 

@@ -7,7 +7,16 @@ from typing import Any
 
 import attrs
 
-__all__ = ("HARD_MAX_PROVIDER_BYTES", "RunLimitBreach", "RunLimits", "coerce_limits")
+__all__ = (
+    "DEFAULT_MAX_STOP_CONTINUATIONS",
+    "HARD_MAX_PROVIDER_BYTES",
+    "RunLimitBreach",
+    "RunLimits",
+    "coerce_limits",
+)
+
+#: How often stop hooks may continue a finishing run unless the limits say otherwise.
+DEFAULT_MAX_STOP_CONTINUATIONS = 3
 
 #: Request and response bytes can never exceed this, whatever a host configures.
 HARD_MAX_PROVIDER_BYTES = 64 * 1024 * 1024
@@ -33,7 +42,8 @@ class RunLimits:
 
     ``max_request_bytes``/``max_response_bytes`` cannot be disabled and never exceed
     :data:`HARD_MAX_PROVIDER_BYTES`. ``max_cost`` is in ``cost_currency`` when given.
-    ``max_stop_continuations`` bounds how often stop hooks may continue a finishing run.
+    ``max_stop_continuations`` bounds how often stop hooks may continue a finishing run
+    (default :data:`DEFAULT_MAX_STOP_CONTINUATIONS`; ``0`` lets them observe only).
     """
 
     max_turns: int | None = None
@@ -48,7 +58,7 @@ class RunLimits:
     max_total_tokens: int | None = None
     max_cost: float | None = None
     cost_currency: str | None = None
-    max_stop_continuations: int | None = None
+    max_stop_continuations: int | None = DEFAULT_MAX_STOP_CONTINUATIONS
 
     def narrowed(self, run: RunLimits | Mapping[str, Any] | None) -> RunLimits:
         """The effective limits when a run asks for ``run``: every axis may only narrow."""

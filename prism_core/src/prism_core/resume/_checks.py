@@ -43,6 +43,8 @@ __all__ = (
     "NOT_CLEAN",
     "NOT_FOUND",
     "STALE",
+    "STALE_SUSPENDED",
+    "continuable",
     "AgentRunStatus",
     "CheckpointAndBranchLoader",
     "ResumeRequest",
@@ -58,6 +60,12 @@ __all__ = (
 )
 
 STALE = "Stale or non-running agent run resume"
+STALE_SUSPENDED = "Stale or non-suspended agent run resume"
+
+#: The stops a ``continue`` may pick up: the run ended cleanly on purpose with its frontier
+#: intact (a turn policy's stop, stop hooks past their cap). A run that finished on its own,
+#: or hit ``turn_policy.max_turns``, is final.
+CONTINUABLE_STOPS = ("host_policy", "hook_limit")
 MISMATCH = "Agent revision or fingerprint mismatch on resume"
 NOT_CLEAN = "Continue resume requires a running checkpoint with no pending decisions"
 NOT_FOUND = "Agent run checkpoint not found"
@@ -248,11 +256,12 @@ def check_version_and_status(
     record: CheckpointRecord, state: AgentRunState, plan: ResumeInput
 ) -> None:
     """Refuse a stale version, the wrong status, and a frontier the decision cannot pass."""
+    continuing = plan.decision == "continue"
+    stale = STALE if continuing else STALE_SUSPENDED
     if record.version != plan.expected_version:
-        raise AgentRunStateError(STALE)
-    wanted = "running" if plan.decision == "continue" else "suspended"
-    if state.status != wanted:
-        raise AgentRunStateError(STALE)
+        raise AgentRunStateError(stale)
+    if not (continuable(state) if continuing else state.status == "suspended"):
+        raise AgentRunStateError(stale)
     in_doubt = in_doubt_calls(state)
     # Only a continue settles in-doubt calls; whether their results were stored after all is
     # checked against the session (see ``_resume_session``), their resolution in
@@ -262,6 +271,14 @@ def check_version_and_status(
     undecided = any(c.status == "pending" for c in state.pending_calls)
     if plan.decision == "continue" and (state.interruption is not None or undecided):
         raise AgentRunStateError(NOT_CLEAN)
+
+
+def continuable(state: AgentRunState) -> bool:
+    """Whether ``continue`` may resume ``state``: a running checkpoint (crash recovery) or a
+    ``succeeded`` one stopped by a turn policy or the stop-hook cap."""
+    return state.status == "running" or (
+        state.status == "succeeded" and state.stop_reason in CONTINUABLE_STOPS
+    )
 
 
 def check_identity(agent: ResumableAgent, state: AgentRunState, request: ResumeRequest) -> None:

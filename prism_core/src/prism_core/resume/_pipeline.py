@@ -183,6 +183,8 @@ async def prepare_resume(
     claimed = attrs.evolve(
         state,
         status="running",
+        stop_reason=None,
+        stop_detail=None,
         interruption=None,
         pending_calls=claim_pending,
         resolutions=(*state.resolutions, *(settlement.resolutions if settlement else ())),
@@ -288,7 +290,6 @@ async def _settle_denied(
         status="denied",
         leaf_id=state.leaf_id,
         run_state=RunStateInfo(version=writer.version, status="denied", metadata=writer.metadata),
-        stop_reason="denied",
     )
     return Settled(events=(event,), result=result, session=session)
 
@@ -331,7 +332,6 @@ async def _settle_partial(
         run_state=RunStateInfo(
             version=writer.version, status="suspended", metadata=writer.metadata
         ),
-        stop_reason="suspended",
     )
     return Settled(events=(event,), result=result, session=session)
 

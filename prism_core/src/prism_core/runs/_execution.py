@@ -85,6 +85,8 @@ class RunExecution(RunState):
         except AbortRequested:
             raise
         except RunStopped as stopped:
+            for event in stopped.events:
+                yield event
             yield await _terminals.succeed(self, stopped.reason, stopped.detail)
         except RunSuspended as suspension:
             yield _terminals.suspended(self, suspension.interruption)

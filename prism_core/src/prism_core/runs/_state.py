@@ -36,7 +36,7 @@ from ._loops import coerce_loop
 from ._options import InvalidOptionsError, RunOptions
 from ._ports import RunSession
 from ._setup import compose_system_prompt, resolve_skills, start_durable
-from ._turn_policy import TurnPolicy
+from ._turn_policy import TurnPolicy, check_turn_policy_limits
 
 __all__ = ("RunState",)
 
@@ -117,6 +117,10 @@ class RunState:
         self.turn_policy: TurnPolicy | None = (
             options.turn_policy if options.turn_policy is not None else agent.turn_policy
         )
+        try:
+            check_turn_policy_limits(options.turn_policy, self.limits.max_turns)
+        except ValueError as exc:
+            raise InvalidOptionsError(str(exc)) from exc
         self.stop_hooks: tuple[Any, ...] = (
             options.stop_hooks if options.stop_hooks is not None else agent.stop_hooks
         )
