@@ -83,12 +83,14 @@ async def test_an_abort_during_preparation_stops_at_the_next_step() -> None:
 
 
 async def test_an_abort_during_the_restore_pass_stops_it_and_skips_compensation() -> None:
-    """The hook in flight is cancelled, later hooks never run, nothing is compensated."""
+    """The hook in flight is cancelled (its signal fired), later hooks never run, nothing is
+    compensated, and the resume fails with CheckpointRestoreError naming that hook."""
     world, log = World(), []
     run_id, version = await crashed(world, log)
     before = await world.checkpoints.raw(run_id)
     signal = AbortSignal()
     calls: list[str] = []
+    fired: list[tuple[bool, Any]] = []
 
     class Layer:
         def __init__(self, id: str, slow: bool = False) -> None:
@@ -98,6 +100,7 @@ async def test_an_abort_during_the_restore_pass_stops_it_and_skips_compensation(
             calls.append(f"restore {self.id}")
             if self.slow:
                 signal.abort("deploy")
+                fired.append((ctx.signal.aborted, ctx.signal.reason))
                 await anyio.sleep(5)
                 calls.append("slow finished")
 
@@ -106,7 +109,7 @@ async def test_an_abort_during_the_restore_pass_stops_it_and_skips_compensation(
 
     agent = world.agent(investigation(4), tools=[probe_tool(log)])
     with anyio.fail_after(2):
-        with pytest.raises(ResumeAbortedError):
+        with pytest.raises(CheckpointRestoreError) as caught:
             await resume_agent_run(
                 agent,
                 ref(run_id),
@@ -115,6 +118,8 @@ async def test_an_abort_during_the_restore_pass_stops_it_and_skips_compensation(
                 restore_hooks=[Layer("a"), Layer("b", slow=True), Layer("c")],
                 **world.resume_options(),
             )
+    assert (caught.value.hook, caught.value.compensation) == ("b", None)
+    assert fired == [(True, "deploy")]
     assert calls == ["restore a", "restore b"]
     assert await world.checkpoints.raw(run_id) == before
     assert log == [0, 1]
@@ -330,7 +335,8 @@ async def test_a_failed_compensation_reason_is_redacted_and_bounded() -> None:
         )
     compensation = caught.value.compensation
     assert compensation is not None
-    assert compensation["ran"] == []
+    # ``ran`` lists every hook whose compensate was attempted, the failing one included.
+    assert compensation["ran"] == ["git"]
     failed = compensation["failed"]
     assert failed["hook"] == "git"
     assert secret not in failed["reason"]
@@ -342,9 +348,9 @@ async def test_a_failed_compensation_reason_is_redacted_and_bounded() -> None:
 
 
 async def test_an_abort_during_compensation_stops_it_between_hooks() -> None:
-    """The caller aborts while the failing hook is compensated: that compensation finishes,
-    the earlier hooks are not compensated, the restore failure is raised with the audit of
-    what ran, and nothing is claimed."""
+    """The caller aborts while the failing hook is compensated: that compensation sees its
+    signal fire and finishes, the earlier hooks are not compensated, the resume raises the
+    abort, and nothing is claimed."""
     world, log = World(), []
     run_id, version = await crashed(world, log)
     before = await world.checkpoints.raw(run_id)
@@ -366,10 +372,10 @@ async def test_an_abort_during_compensation_stops_it_between_hooks() -> None:
                 signal.abort("deploy")
                 # Compensation is never cancelled mid-hook: this one still completes.
                 await anyio.sleep(0.01)
-                calls.append(f"compensated {self.id}")
+                calls.append(f"compensated {self.id} (signal {ctx.signal.aborted})")
 
     agent = world.agent(investigation(4), tools=[probe_tool(log)])
-    with pytest.raises(CheckpointRestoreError) as caught:
+    with pytest.raises(ResumeAbortedError, match="deploy") as caught:
         await resume_agent_run(
             agent,
             ref(run_id),
@@ -378,9 +384,14 @@ async def test_an_abort_during_compensation_stops_it_between_hooks() -> None:
             restore_hooks=[Layer("a"), Layer("b"), Layer("c", broken=True)],
             **world.resume_options(),
         )
-    assert calls == ["restore a", "restore b", "restore c", "compensate c", "compensated c"]
-    assert caught.value.hook == "c"
-    assert caught.value.compensation == {"ran": ["c"]}
+    assert caught.value.code == "ERR_PRISM_ABORTED"
+    assert calls == [
+        "restore a",
+        "restore b",
+        "restore c",
+        "compensate c",
+        "compensated c (signal True)",
+    ]
     assert await world.checkpoints.raw(run_id) == before
     assert log == [0, 1]
 

@@ -228,7 +228,13 @@ async def prepare_resume(
         await writer.save(claimed)
     except BaseException:
         # Another resume won the claim: put the restored layers back as they were.
-        await compensate_all(hooks, context, redactor=agent.config.redactor, limiter=limiter)
+        await compensate_all(
+            hooks,
+            context,
+            request.restore_hook_timeout_ms,
+            redactor=agent.config.redactor,
+            limiter=limiter,
+        )
         raise
     if settlement is not None and settlement.to_reconcile:
         try:
@@ -242,7 +248,13 @@ async def prepare_resume(
             )
         except BaseException:
             # The run stays in doubt as claimed: nothing ran, so the restored layers go back.
-            await compensate_all(hooks, context, redactor=agent.config.redactor, limiter=limiter)
+            await compensate_all(
+                hooks,
+                context,
+                request.restore_hook_timeout_ms,
+                redactor=agent.config.redactor,
+                limiter=limiter,
+            )
             raise
         # Written with the next checkpoint; a crash before it reconciles again.
         claimed = attrs.evolve(
