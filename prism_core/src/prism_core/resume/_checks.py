@@ -26,7 +26,7 @@ from ..durable._options import (
     coerce_run_state_options,
 )
 from ..durable._state import AgentRunState, parse_state
-from ..durable._writer import read_metadata
+from ..durable._sidecar import read_sidecar
 from ..errors import AgentRunStateError
 from ..guardrails import GuardrailConfig
 from ..runs._broadcast import validate_subscribe_options
@@ -186,7 +186,7 @@ async def load_agent_run_state(
     )
     if run_ref.session_id is not None and state.session_id != run_ref.session_id:
         return None
-    return AgentRunStatus(state=state, version=record.version, metadata=read_metadata(record))
+    return AgentRunStatus(state=state, version=record.version, metadata=read_sidecar(record))
 
 
 @runtime_checkable

@@ -30,7 +30,8 @@ from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
 from ..durable._run import RunStateInfo
 from ..durable._run_guards import match_run_guardrails
 from ..durable._state import AgentRunState, Interruption, parse_state
-from ..durable._writer import CheckpointWriter, read_metadata
+from ..durable._sidecar import read_sidecar
+from ..durable._writer import CheckpointWriter
 from ..errors import AgentRunNotFoundError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
 from ..middleware import MiddlewareContext
@@ -136,7 +137,7 @@ async def prepare_resume(
         if hasattr(outcome, "__await__"):
             await outcome
 
-    metadata = read_metadata(record)
+    metadata = read_sidecar(record)
     writer = CheckpointWriter(
         store=request.checkpoints,
         run_id=state.run_id,
