@@ -187,6 +187,9 @@ def test_unstructure_equals_the_converter(state: AgentRunState) -> None:
     }
     if not state.counters.stop_continuations:
         del expected["counters"]["stop_continuations"]
+    for decision in (expected.get("interruption") or {}).get("pending_decisions", ()):
+        if decision["guardrail_rule"] is None:
+            del decision["guardrail_rule"]
     assert dumps(state_to_json(state)) == dumps(expected)
 
 

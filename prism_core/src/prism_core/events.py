@@ -252,11 +252,13 @@ class CompactionFinishedEvent:
 
 @attrs.frozen(kw_only=True)
 class GuardrailDecisionEvent:
-    """One guard was evaluated."""
+    """One guard was evaluated; at a tool stage ``tool_call_id``/``tool_name`` name the call."""
 
     session_id: str
     run_id: str
     record: GuardrailRecord
+    tool_call_id: str | None = None
+    tool_name: str | None = None
     type: Literal["guardrail_decision"] = "guardrail_decision"
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
@@ -24,7 +24,12 @@ import attrs
 
 from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
-from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
+from ..errors import (
+    AgentDecisionError,
+    AgentLoopStateError,
+    AgentRunStateError,
+    GuardrailPackError,
+)
 from ..guardrails._pack_identity import checkpoint_rows
 from ..records._held import HeldEntries
 from ..tools import ToolDefinition
@@ -56,6 +61,7 @@ __all__ = (
     "DurableRun",
     "Gate",
     "RunStateInfo",
+    "interruption_for",
     "new_approval_id",
     "scope_for",
     "stopped_by_store",
@@ -78,7 +84,8 @@ class RunStateInfo:
 
 @attrs.frozen(kw_only=True)
 class Gate:
-    """A tool call held for a human decision."""
+    """A tool call held for a human decision (``elicitation_schema``: the answer an
+    elicitation asks for; ``guardrail_rule``: the pack rule an ask came from)."""
 
     call: ToolCallContent
     tool: ToolDefinition | None
@@ -87,6 +94,8 @@ class Gate:
     guardrail: str | None
     scope: DecisionScope
     approval_id: str
+    elicitation_schema: Mapping[str, Any] | None = None
+    guardrail_rule: Mapping[str, str] | None = None
 
 
 _UNCLAIMED = object()
@@ -348,11 +357,16 @@ class DurableRun:
     async def suspend(
         self, gates: Sequence[Gate], *, pending_input: tuple[Message, ...] = ()
     ) -> Interruption:
-        """Write one suspension for ``gates`` and return its interruption."""
+        """Write one suspension for ``gates`` and return its interruption.
+
+        One gate's interruption carries its kind, reason, call and guardrail; several are one
+        ``tool_approval`` interruption, "N tool side effects require approval". More than
+        ``DEFAULT_MAX_PENDING_DECISIONS`` gates are refused (``ERR_PRISM_DECISION_LIMIT``).
+        """
         if len(gates) > DEFAULT_MAX_PENDING_DECISIONS:
-            raise AgentRunStateError(
-                f"{len(gates)} calls need decisions; a suspension holds at most "
-                f"{DEFAULT_MAX_PENDING_DECISIONS}"
+            raise AgentDecisionError(
+                f"Pending decisions exceed {DEFAULT_MAX_PENDING_DECISIONS} per run",
+                code="ERR_PRISM_DECISION_LIMIT",
             )
         decisions = tuple(
             PendingDecision(
@@ -361,28 +375,22 @@ class DurableRun:
                 reason=gate.reason,
                 guardrail=gate.guardrail,
                 elicitation_schema=(
-                    dict(gate.tool.elicitation)
-                    if gate.kind == "elicitation" and gate.tool and gate.tool.elicitation
+                    dict(gate.elicitation_schema)
+                    if gate.kind == "elicitation" and gate.elicitation_schema is not None
                     else None
                 ),
                 scope=gate.scope if gate.kind != "input_guardrail" else None,
                 tool_call_id=gate.call.id if gate.kind != "input_guardrail" else None,
+                guardrail_rule=dict(gate.guardrail_rule) if gate.guardrail_rule else None,
             )
             for gate in gates
         )
-        first = decisions[0]
-        interruption = Interruption(
-            kind=first.kind,
-            reason=first.reason,
-            tool_call_id=first.tool_call_id,
-            guardrail=first.guardrail,
-            pending_decisions=decisions,
-        )
+        interruption = interruption_for(decisions)
         self.pending_calls = [
             PendingCall(
                 tool_call_id=gate.call.id,
                 name=gate.call.name,
-                arguments_hash=gate.scope.arguments_hash,
+                arguments_hash=arguments_hash(gate.call.arguments),
                 status="pending",
                 approval_id=gate.approval_id,
             )
@@ -529,8 +537,31 @@ class DurableRun:
             self.execution.session.transcript.release()
 
     def sticky_for(self, scope: DecisionScope) -> StickyDecision | None:
-        """A sticky decision matching ``scope`` exactly, if any."""
+        """A sticky decision covering ``scope`` (every recorded field equal), if any."""
         for sticky in self.sticky:
-            if sticky.scope == scope:
+            if sticky.scope.covers(scope):
                 return sticky
         return None
+
+
+def interruption_for(
+    decisions: Sequence[PendingDecision], *, reason: str | None = None, kind: Any = None
+) -> Interruption:
+    """The interruption for ``decisions``: one decision's kind, reason, call and guardrail;
+    several as one ``tool_approval`` interruption, "N tool side effects require approval"
+    (``reason``/``kind`` replace those, as a partly decided batch's re-suspension does)."""
+    if len(decisions) == 1:
+        single = decisions[0]
+        return Interruption(
+            kind=kind or single.kind,
+            reason=reason if reason is not None else single.reason,
+            tool_call_id=single.tool_call_id,
+            guardrail=single.guardrail if reason is None else None,
+            pending_decisions=tuple(decisions),
+        )
+    several = f"{len(decisions)} tool side effects require approval"
+    return Interruption(
+        kind=kind or "tool_approval",
+        reason=reason if reason is not None else several,
+        pending_decisions=tuple(decisions),
+    )

@@ -79,12 +79,25 @@ def arguments_hash(arguments: Mapping[str, Any]) -> str:
 @attrs.frozen(kw_only=True)
 class DecisionScope:
     """What a decision is about: the tool, its effect kind, its identity (``agent/tool``) and
-    the hash of the exact arguments."""
+    the hash of the exact arguments.
+
+    A sticky decision made on edited arguments has no ``arguments_hash``: the edit was one-off,
+    so the decision sticks by tool name, effect kind and identity alone."""
 
     tool_name: str
     effect_kind: str | None
     identity: str
-    arguments_hash: str
+    arguments_hash: str | None
+
+    def covers(self, scope: DecisionScope) -> bool:
+        """Whether a sticky decision of this scope applies to a call of ``scope``: every field
+        equal, an absent ``arguments_hash`` matching any arguments."""
+        return (
+            self.tool_name == scope.tool_name
+            and self.effect_kind == scope.effect_kind
+            and self.identity == scope.identity
+            and (self.arguments_hash is None or self.arguments_hash == scope.arguments_hash)
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -98,6 +111,9 @@ class PendingDecision:
     elicitation_schema: Mapping[str, Any] | None = None
     scope: DecisionScope | None = None
     tool_call_id: str | None = None
+    #: ``{"pack", "rule"}`` of the pack ``ask`` rule that raised this decision, if one did
+    #: (left out of the JSON form otherwise).
+    guardrail_rule: Mapping[str, str] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -294,6 +310,10 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
             row.pop("revision", None)
     if data["counters"].get("stop_continuations") == 0:
         del data["counters"]["stop_continuations"]
+    interruption = data.get("interruption")
+    for decision in interruption["pending_decisions"] if interruption else ():
+        if decision.get("guardrail_rule") is None:
+            decision.pop("guardrail_rule", None)
     return data
 
 

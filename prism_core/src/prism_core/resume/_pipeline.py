@@ -27,10 +27,10 @@ from ..durable._faults import retry_transient
 from ..durable._fencing import claim_token
 from ..durable._lease import check_lease
 from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
-from ..durable._run import RunStateInfo
+from ..durable._run import RunStateInfo, interruption_for
 from ..durable._run_guards import match_run_guardrails
-from ..durable._state import AgentRunState, Interruption, parse_state
 from ..durable._sidecar import read_sidecar
+from ..durable._state import AgentRunState, parse_state
 from ..durable._writer import CheckpointWriter
 from ..errors import AgentRunNotFoundError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
@@ -311,13 +311,11 @@ async def _settle_partial(
     session: ResumedSession, state: AgentRunState, writer: CheckpointWriter, decided: Decided
 ) -> Settled:
     assert state.interruption is not None
-    first = decided.remaining[0]
-    interruption = Interruption(
-        kind=first.kind,
-        reason=first.reason,
-        tool_call_id=first.tool_call_id,
-        guardrail=first.guardrail,
-        pending_decisions=tuple(decided.remaining),
+    remaining = decided.remaining
+    interruption = interruption_for(
+        remaining,
+        reason=f"{len(remaining)} approval request(s) remain",
+        kind=state.interruption.kind,
     )
     resuspended = attrs.evolve(
         state,

@@ -53,7 +53,7 @@ async def check_input(run: RunState) -> list[AgentEvent]:
             call=ToolCallContent("input", "input", {}),
             tool=None,
             kind="input_guardrail",
-            reason=decisive.reason,
+            reason=decisive.reason or "Input requires approval",
             guardrail=decisive.guardrail,
             scope=scope_for(run.durable.agent_id, ToolCallContent("input", "input", {}), None),
             approval_id=new_approval_id(),
