@@ -75,7 +75,8 @@ async def test_an_empty_sidecar_or_one_without_strings_reads_as_absent(stored: A
     assert status.metadata is None
     lifecycle = create_agent_run_lifecycle(checkpoints=checkpoints, resolve_agent=lambda _: None)
     found = await lifecycle.status(ref)
-    assert found is not None and found.metadata is None
+    assert found is not None
+    assert found.metadata is None
 
 
 @pytest.mark.parametrize("legacy", ["gitCommit=abc123", ["abc123"], 7])

@@ -109,7 +109,8 @@ async def test_a_hook_capped_durable_run_is_continuable() -> None:
     )
     assert natural.stop_reason is None
     done = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, natural.run_id)
-    assert done is not None and "stop_reason" not in done.value
+    assert done is not None
+    assert "stop_reason" not in done.value
     saves = world.checkpoints.saves
     with pytest.raises(Exception, match="Stale or non-running agent run resume"):
         await resume_agent_run(
@@ -162,4 +163,3 @@ async def test_a_steer_sent_in_the_stopped_leg_reaches_the_resumed_leg_once() ->
     steered = [m.text for m in requests[0].messages if m.role == "user"]
     assert steered.count("also check the tests") == 1
     assert requests[0].messages[-1].text == "also check the tests"
-

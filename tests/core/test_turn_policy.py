@@ -163,14 +163,16 @@ async def test_a_run_policy_may_not_widen_limits_max_turns() -> None:
     """turn_policy.max_turns wider than limits.max_turns is refused ("cannot widen
     limits.max_turns"), on the agent and per run, before any provider work."""
     agent = scripted_agent(LOOPING, tools=[echo_tool()], limits={"max_turns": 4})
-    with pytest.raises(InvalidOptionsError, match="cannot widen limits.max_turns"):
+    with pytest.raises(InvalidOptionsError, match=r"cannot widen limits\.max_turns"):
         await agent.create_session().run("go", turn_policy={"max_turns": 5})
-    with pytest.raises(InvalidOptionsError, match="cannot widen limits.max_turns"):
-        await scripted_agent(LOOPING).create_session().run(
-            "go", limits={"max_turns": 2}, turn_policy={"max_turns": 3}
+    with pytest.raises(InvalidOptionsError, match=r"cannot widen limits\.max_turns"):
+        await (
+            scripted_agent(LOOPING)
+            .create_session()
+            .run("go", limits={"max_turns": 2}, turn_policy={"max_turns": 3})
         )
     assert agent.provider.requests == []  # type: ignore[union-attr]
-    with pytest.raises(AgentConfigError, match="cannot widen limits.max_turns"):
+    with pytest.raises(AgentConfigError, match=r"cannot widen limits\.max_turns"):
         scripted_agent(LOOPING, limits={"max_turns": 1}, turn_policy={"max_turns": 2})
     narrower = await agent.create_session().run("go", turn_policy={"max_turns": 4})
     assert narrower.stop_reason == "turn_limit"
@@ -279,7 +281,11 @@ async def test_a_policy_stopped_durable_run_is_continuable() -> None:
         return None
 
     log: list[Any] = []
-    script = [tool_turn(("c1", "echo", {"n": 1})), tool_turn(("c2", "echo", {"n": 2})), text_turn("done")]
+    script = [
+        tool_turn(("c1", "echo", {"n": 1})),
+        tool_turn(("c2", "echo", {"n": 2})),
+        text_turn("done"),
+    ]
     agent = world.agent(script, tools=[echo_tool(log=log)], turn_policy=stop)
     session = agent.create_session()
     result = await session.run("go", run_state=world.run_state(checkpoint_policy="every-turn"))

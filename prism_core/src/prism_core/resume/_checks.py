@@ -25,8 +25,8 @@ from ..durable._options import (
     check_store,
     coerce_run_state_options,
 )
-from ..durable._state import AgentRunState, parse_state
 from ..durable._sidecar import read_sidecar
+from ..durable._state import AgentRunState, parse_state
 from ..errors import AgentRunStateError
 from ..guardrails import GuardrailConfig
 from ..runs._broadcast import validate_subscribe_options

@@ -218,7 +218,9 @@ async def _compensate(
             continue
         error = result.error
         if result.timed_out:
-            error = TimeoutError(f"Restore hook {name} compensate timed out after {_ms(timeout_ms)}ms")
+            error = TimeoutError(
+                f"Restore hook {name} compensate timed out after {_ms(timeout_ms)}ms"
+            )
         logger.warning(
             "compensation of restore hook %s for run %s raised %s; compensation goes on",
             name,

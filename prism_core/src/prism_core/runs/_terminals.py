@@ -1,9 +1,10 @@
 """How a run ends: its result, its last events, and the terminal checkpoint of a durable run.
 
 Owns the four endings (succeeded, suspended, failed, aborted, the wall-time limit being a
-failure; only a run stopped on purpose has a stop reason), the ``AgentRunResult`` each one sets on the run, the terminal durable write (a failed
-write is reported in the run's error, never raised), and the exception ``run()`` raises for a
-failed or aborted result. It must not start work or run a tool.
+failure; only a run stopped on purpose has a stop reason), the ``AgentRunResult`` each one
+sets on the run, the terminal durable write (a failed write is reported in the run's error,
+never raised), and the exception ``run()`` raises for a failed or aborted result. It must not
+start work or run a tool.
 """
 
 from __future__ import annotations

@@ -17,10 +17,9 @@ It must not end the run itself: the boundary acts on the decision.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-
-import inspect
 
 import anyio
 import attrs
