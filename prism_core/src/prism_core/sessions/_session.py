@@ -21,7 +21,12 @@ from ..records._store import SessionStore
 from ..records._transcript import Transcript
 from ..redaction import redact_value
 from ..results import AgentRunResult
-from ..runs._broadcast import EventBroadcaster, EventSubscription, OverflowPolicy
+from ..runs._broadcast import (
+    EventBroadcaster,
+    EventSubscription,
+    OverflowPolicy,
+    validate_subscribe_options,
+)
 from ..runs._compact import compact_branch, resolve_keep_recent
 from ..runs._compaction import CompactionResult, CompactionStrategy
 from ..runs._driver import RunDriver, RunEventStream
@@ -154,13 +159,21 @@ class AgentSession:
     ) -> RunEventStream:
         """An async iterator over exactly one new run's events (see :class:`RunEventStream`).
 
-        The stream pulls events as the consumer asks for them, so nothing queues;
-        ``max_queued_events``/``overflow`` are validated for symmetry with :meth:`subscribe`.
+        The stream subscribes first, bounded by ``max_queued_events``/``overflow`` exactly as
+        :meth:`subscribe` is (``close``: one ``event_subscriber_overflow`` notice, then the
+        stream ends while the run goes on to its end; ``drop_oldest``/``drop_newest``), then
+        starts the run. A malformed bound is refused here, before any run starts.
         """
-        from ..runs._broadcast import validate_subscribe_options
-
-        validate_subscribe_options(max_queued_events, overflow)
-        return RunEventStream(lambda: self._start_run(input, options))
+        try:
+            validate_subscribe_options(max_queued_events, overflow)
+        except ValueError as exc:
+            raise InvalidOptionsError(str(exc)) from exc
+        return RunEventStream(
+            lambda: self._start_run(input, options),
+            lambda: self.broadcaster.subscribe(
+                max_queued_events=max_queued_events, overflow=overflow
+            ),
+        )
 
     def subscribe(
         self,
