@@ -429,7 +429,7 @@ async def test_stale_version_mismatch_and_ownership_refusals_write_nothing() -> 
             world.agent(TWO_CALLS, tools=[echo_tool()]),
             {"expected_version": 1, "decision": "approve"},
             {**good, "ownership": {"tenant_id": "t2"}},
-            "not found",
+            f"No durable agent run {result.run_id}",
         ),
     ]
     for agent, resume, options, message in cases:

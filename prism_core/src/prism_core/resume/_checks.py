@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 __all__ = (
     "MISMATCH",
     "NOT_CLEAN",
+    "CAPABILITY_MISMATCH",
     "NOT_FOUND",
+    "SESSION_MISMATCH",
     "STALE",
     "STALE_SUSPENDED",
     "continuable",
@@ -57,6 +59,7 @@ __all__ = (
     "check_version_and_status",
     "load_agent_run_state",
     "load_for_resume",
+    "not_found",
 )
 
 STALE = "Stale or non-running agent run resume"
@@ -69,6 +72,14 @@ CONTINUABLE_STOPS = ("host_policy", "hook_limit")
 MISMATCH = "Agent revision or fingerprint mismatch on resume"
 NOT_CLEAN = "Continue resume requires a running checkpoint with no pending decisions"
 NOT_FOUND = "Agent run checkpoint not found"
+SESSION_MISMATCH = "Agent run session mismatch"
+CAPABILITY_MISMATCH = "Agent run capability mismatch"
+
+
+def not_found(run_id: str) -> str:
+    """The refusal of a run that is absent from the caller's scope (an unknown run and another
+    owner's read the same): ``"No durable agent run <run id>"``."""
+    return f"No durable agent run {run_id}"
 
 
 @attrs.frozen(kw_only=True)
@@ -291,7 +302,7 @@ def check_identity(agent: ResumableAgent, state: AgentRunState, request: ResumeR
         raise AgentRunStateError(MISMATCH)
 
 
-DRIFT = "Resume options contradict the agent's durable run-state configuration"
+DRIFT = "Agent durable run-state configuration mismatch on resume"
 
 
 def check_configuration(agent: ResumableAgent, request: ResumeRequest) -> None:
@@ -323,7 +334,7 @@ def check_configuration(agent: ResumableAgent, request: ResumeRequest) -> None:
     ]
     if drift:
         raise AgentRunStateError(
-            f"{DRIFT}: {', '.join(drift)} differ from the agent's run_state; resume with the "
-            "agent's own configuration",
+            f"{DRIFT}: {', '.join(drift)} differ from the agent's run_state (resume with the "
+            "agent's own configuration)",
             code="ERR_PRISM_RUN_STATE_DRIFT",
         )

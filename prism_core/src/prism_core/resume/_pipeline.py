@@ -32,13 +32,14 @@ from ..durable._run_guards import match_run_guardrails
 from ..durable._sidecar import read_sidecar
 from ..durable._state import AgentRunState, parse_state
 from ..durable._writer import CheckpointWriter
-from ..errors import AgentRunNotFoundError
+from ..errors import AgentRunNotFoundError, AgentRunStateError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
 from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..results import AgentRunResult
 from ._checks import (
     NOT_FOUND,
+    SESSION_MISMATCH,
     AgentRunStatus,
     ResumeRequest,
     check_identity,
@@ -46,6 +47,7 @@ from ._checks import (
     check_version_and_status,
     load_agent_run_state,
     load_for_resume,
+    not_found,
 )
 from ._decide import Decided, resolve_decisions
 from ._doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
@@ -114,12 +116,13 @@ async def prepare_resume(
         )
     )
     if record is None:
-        raise AgentRunNotFoundError(NOT_FOUND)
+        raise AgentRunNotFoundError(not_found(run_ref.run_id))
     state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES)
-    if state.run_id != run_ref.run_id or (
-        run_ref.session_id is not None and state.session_id != run_ref.session_id
-    ):
-        raise AgentRunNotFoundError(NOT_FOUND)
+    if state.run_id != run_ref.run_id:
+        raise AgentRunNotFoundError(not_found(run_ref.run_id))
+    if run_ref.session_id is not None and state.session_id != run_ref.session_id:
+        # The caller may see the run (it is in its owner scope): say what did not match.
+        raise AgentRunStateError(SESSION_MISMATCH)
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
     check_lease(state, force=request.force)

@@ -19,7 +19,7 @@ import attrs
 from .._threads import LoopHandle
 from ..content import Message
 from ..durable import DurableRun, Gate
-from ..errors import PrismError
+from ..errors import AgentRunStateError, PrismError
 from ..events import AgentEvent
 from ..guardrails import GuardrailRecord, coerce_guardrails
 from ..middleware import MiddlewareContext
@@ -38,7 +38,10 @@ from ._ports import RunSession
 from ._setup import compose_system_prompt, resolve_skills, start_durable
 from ._turn_policy import TurnPolicy, check_turn_policy_limits
 
-__all__ = ("RunState",)
+__all__ = ("SECURE_DEFAULTS", "RunState")
+
+#: The refusal of a per-run option that would replace a secure agent's seams.
+SECURE_DEFAULTS = "Secure agent defaults cannot be replaced per run"
 
 
 class RunState:
@@ -155,9 +158,7 @@ class RunState:
         self.input_gate: Gate | None = None
         self.durable: DurableRun | None = None
         if agent.secure and (options.run_state is not None or options.redactor is not None):
-            raise InvalidOptionsError(
-                "a secure agent's run_state and redactor cannot be replaced per run"
-            )
+            raise AgentRunStateError(SECURE_DEFAULTS)
         if resume is None:
             run_state = options.run_state if options.run_state is not None else agent.run_state
             if run_state is not None:
