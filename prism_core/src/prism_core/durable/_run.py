@@ -258,7 +258,17 @@ class DurableRun:
         if packs is None:
             return None
         try:
-            return {"packs": checkpoint_rows(packs), "state": packs.snapshot_state()}
+            # A pack whose state is unset (``None``: nothing observed yet) writes no state, so
+            # a resume starts it afresh, as the run did.
+            state = {
+                pack_id: snapshot
+                for pack_id, snapshot in packs.snapshot_state().items()
+                if packs.state_of(pack_id) is not None
+            }
+            block: dict[str, Any] = {"packs": checkpoint_rows(packs)}
+            if state:
+                block["state"] = state
+            return block
         except GuardrailPackError as exc:
             raise AgentRunStateError(f"guardrail packs cannot ride the checkpoint: {exc}") from exc
 

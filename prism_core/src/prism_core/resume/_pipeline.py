@@ -1,11 +1,11 @@
 """Resuming a durable run: one pipeline, in a fixed order, that refuses before it writes.
 
 Order: input shape → ownership-scoped load → revision and fingerprint → version, status and
-clean frontier → the run's own guardrails → guardrail packs → session rebuild (``continue``
-keeps completed rounds) and skills → ``on_session`` → decisions (``deny`` and partial batches
-settle here), or for ``continue`` the in-doubt calls' resolutions → counters, limits and loop
-state → restore hooks → compare-and-swap claim → ``reconcile`` of in-doubt calls → the resumed
-run. Every refusal before the claim writes nothing and runs nothing.
+clean frontier → the run's own guardrails → ``on_session`` (the new session) → guardrail
+packs → session rebuild (``continue`` keeps completed rounds) and skills → decisions (``deny``
+and partial batches settle here), or for ``continue`` the in-doubt calls' resolutions →
+counters, limits and loop state → restore hooks → compare-and-swap claim → ``reconcile`` of
+in-doubt calls → the resumed run. Every refusal before the claim writes nothing and runs nothing.
 
 The steps live in their own modules, in pipeline order: ``_resume_checks`` (request, load,
 identity, version and status), ``_resume_session`` (packs, session, skills), ``_resume_decide``
@@ -55,7 +55,7 @@ from ._input import AgentRunRef, coerce_run_ref, validate_resume_input
 from ._ports import ResumableAgent, ResumedSession
 from ._restore import CheckpointRestoreContext, compensate_all, run_restore_hooks
 from ._resumed import ResumePlan, attach_durable, resumed_execution
-from ._session import rebuild_session
+from ._session import new_session, rebuild_session
 from ._signal import bridge_signal, check_signal
 
 if TYPE_CHECKING:
@@ -129,16 +129,19 @@ async def prepare_resume(
     match_run_guardrails(state.run_guardrails, request.guardrails, agent.config.redactor)
     token = claim_token(record, request.fencing_token)
 
-    check_signal(signal, "the session rebuild")
-    rebuilt = await rebuild_session(
-        agent, state, plan, request.guardrail_packs, prefetched=prefetched
-    )
-    session, state, calls = rebuilt.session, rebuilt.state, rebuilt.calls
     check_signal(signal, "on_session")
+    # The observer sees the session before anything is reinstated into it, so it hears of a
+    # resume whose packs or history then fail to restore.
+    session = new_session(agent, state)
     if request.on_session is not None:
         outcome = request.on_session(session)
         if hasattr(outcome, "__await__"):
             await outcome
+    check_signal(signal, "the session rebuild")
+    rebuilt = await rebuild_session(
+        agent, session, state, plan, request.guardrail_packs, prefetched=prefetched
+    )
+    state, calls = rebuilt.state, rebuilt.calls
 
     metadata = read_sidecar(record)
     writer = CheckpointWriter(
