@@ -89,9 +89,7 @@ async def _revalidate(
     if decisive is not None:
         own = rule_reason(decisive)
         rule = f"rule {decisive.guardrail}" + (f": {own}" if own else "")
-        refusal = AgentDecisionError(
-            redact_value(f"{GUARD_REFUSAL} {rule}", agent.config.redactor)
-        )
+        refusal = AgentDecisionError(redact_value(f"{GUARD_REFUSAL} {rule}", agent.config.redactor))
         refusal.add_note(f"decisions[{index}]")
         raise refusal
 
