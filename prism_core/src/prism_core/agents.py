@@ -30,8 +30,11 @@ from .records._memory import create_memory_session_store
 from .records._store import SessionStore
 from .redaction import Redactor
 from .retry import RetryConfig, coerce_retry
+from .runs._attention import coerce_attention_compiler
 from .runs._compaction import coerce_compaction
+from .runs._fold import coerce_tool_result_fold
 from .runs._loops import SingleShotLoop, coerce_loop
+from .runs._options import check_input_layout
 from .runs._turn_policy import check_turn_policy_limits, coerce_stop_hooks, coerce_turn_policy
 from .sessions._session import DEFAULT_SNAPSHOT_CACHE_TTL_MS, AgentSession
 from .skills import Skill, SkillRegistry
@@ -154,6 +157,9 @@ class Agent:
     thread_limiter = _FromConfig[anyio.CapacityLimiter | None]()
     pack_catalogue = _FromConfig[Mapping[str, GuardrailPack]]()
     context_window = _FromConfig[int | None]()
+    input_layout = _FromConfig[str]()
+    tool_result_fold = _FromConfig[Any]()
+    attention_compiler = _FromConfig[Any]()
     secure = _FromConfig[bool]()
 
     @_typed_config
@@ -192,6 +198,9 @@ class Agent:
         turn_policy: Any = None,
         stop_hooks: Any = None,
         thread_limiter: anyio.CapacityLimiter | None = None,
+        input_layout: str = "cache_aware",
+        tool_result_fold: Any = None,
+        attention_compiler: Any = None,
     ) -> None:
         model_config = coerce_model(model)
         for label, value in (("id", id), ("name", name), ("instructions", instructions)):
@@ -258,6 +267,9 @@ class Agent:
             _check_callable(policy, "provider request policies")
         agent_turn_policy = coerce_turn_policy(turn_policy)
         check_turn_policy_limits(agent_turn_policy, run_limits.max_turns)
+        check_input_layout(input_layout)
+        fold = coerce_tool_result_fold(tool_result_fold)
+        attention = coerce_attention_compiler(attention_compiler, context_window)
         #: What the agent accepted, as one frozen value (see :class:`AgentConfig`).
         self.config = AgentConfig(
             id=id,
@@ -293,6 +305,9 @@ class Agent:
             thread_limiter=thread_limiter,
             pack_catalogue=MappingProxyType(packs),
             context_window=context_window,
+            input_layout=input_layout,
+            tool_result_fold=fold,
+            attention_compiler=attention,
         )
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -17,6 +18,8 @@ __all__ = (
     "AgentResumedEvent",
     "AgentStartedEvent",
     "AgentSuspendedEvent",
+    "AttentionCompiledEvent",
+    "BudgetExhaustedEvent",
     "CompactionFinishedEvent",
     "CompactionStartedEvent",
     "ErrorEvent",
@@ -219,6 +222,40 @@ class RunLimitExceededEvent:
 
 
 @attrs.frozen(kw_only=True)
+class BudgetExhaustedEvent:
+    """Why a limit ended the run, after ``run_limit_exceeded`` and before ``error``: the axis
+    (``limit``), what each axis had used (``consumed``), the other axes nearest their limits
+    (``closest_other_axes``: ``{"axis", "used", "limit", "ratio"}``, nearest first) and the
+    last 10 dispatched calls (``recent_tool_calls``: ``{"tool_name", "tool_call_id",
+    "arg_hash"}``, the arguments as ``"sha256:"`` + 64 hex, never raw)."""
+
+    session_id: str
+    run_id: str
+    limit: str
+    consumed: Mapping[str, float] = attrs.field(factory=dict)
+    closest_other_axes: tuple[Mapping[str, Any], ...] = ()
+    recent_tool_calls: tuple[Mapping[str, str], ...] = ()
+    type: Literal["budget_exhausted"] = "budget_exhausted"
+
+
+@attrs.frozen(kw_only=True)
+class AttentionCompiledEvent:
+    """The attention compiler trimmed a turn's provider input: ``used`` (estimated tokens
+    after), ``cap``, and what it did (``used_before``, ``stubbed_tool_results``,
+    ``dropped_thinking_turns``)."""
+
+    session_id: str
+    run_id: str
+    used: int
+    cap: int
+    used_before: int = 0
+    trigger_ratio: float = 0.0
+    stubbed_tool_results: int = 0
+    dropped_thinking_turns: int = 0
+    type: Literal["attention_compiled"] = "attention_compiled"
+
+
+@attrs.frozen(kw_only=True)
 class RetryScheduledEvent:
     """A failed provider turn (before any output) will be retried after ``delay_ms``."""
 
@@ -336,6 +373,8 @@ AgentEvent: TypeAlias = (
     | AgentFinishedEvent
     | ErrorEvent
     | RunLimitExceededEvent
+    | BudgetExhaustedEvent
+    | AttentionCompiledEvent
     | RetryScheduledEvent
     | CompactionStartedEvent
     | CompactionFinishedEvent

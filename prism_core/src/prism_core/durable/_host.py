@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .._agent_config import AgentConfig
+from .._attention_frontier import AttentionFrontier
 from ..content import Usage
 from ..guardrails import CompiledGuardrailPacks
 from ..limits import RunLimits
@@ -48,6 +49,12 @@ class HostSession(Protocol):
     @property
     def loaded_skills(self) -> LoadedSkillSet:
         """The skills loaded into the session."""
+        ...
+
+    @property
+    def attention_frontier(self) -> AttentionFrontier:
+        """The attention compiler's sticky changes (they ride a checkpoint that persists
+        session state)."""
         ...
 
 

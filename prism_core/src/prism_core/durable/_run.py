@@ -250,7 +250,10 @@ class DurableRun:
                     f"({MAX_SKILL_BODY_BYTES} bytes each, {MAX_SKILL_BODIES_BYTES} in total)"
                 )
         return SessionStateRecord(
-            loaded_skill_names=names, loaded_skill_bodies=bodies, guardrail_packs=self._pack_block()
+            loaded_skill_names=names,
+            loaded_skill_bodies=bodies,
+            guardrail_packs=self._pack_block(),
+            attention_sticky=session.attention_frontier.snapshot(),
         )
 
     def _pack_block(self) -> dict[str, Any] | None:

@@ -211,6 +211,10 @@ class SessionStateRecord:
     loaded_skill_names: tuple[str, ...] = ()
     loaded_skill_bodies: tuple[SkillBody, ...] | None = None
     guardrail_packs: Mapping[str, Any] | None = None
+    #: The attention compiler's sticky frontier (``{"tool_call_ids", "thinking_keys"}``),
+    #: read leniently on resume (a malformed entry is dropped, never refused); left out of the
+    #: JSON form when the session has none.
+    attention_sticky: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -310,6 +314,9 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
             row.pop("revision", None)
     if data["counters"].get("stop_continuations") == 0:
         del data["counters"]["stop_continuations"]
+    session_state = data.get("session_state")
+    if session_state is not None and session_state.get("attention_sticky") is None:
+        session_state.pop("attention_sticky", None)
     interruption = data.get("interruption")
     for decision in interruption["pending_decisions"] if interruption else ():
         if decision.get("guardrail_rule") is None:

@@ -150,6 +150,9 @@ def _restore_skills(agent: ResumableAgent, session: ResumedSession, state: Agent
     record = state.session_state
     if record is None:
         return
+    if record.attention_sticky is not None:
+        # The run that wrote it opted in (persist_session_state): its stubs stay applied.
+        session.attention_frontier.restore(record.attention_sticky)
     if record.loaded_skill_bodies is not None:
         for body in record.loaded_skill_bodies:
             session.loaded_skills.add(Skill(body.name, body.instructions))

@@ -11,6 +11,7 @@ logic or do I/O.
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from typing import Any
 
 import anyio
@@ -30,12 +31,14 @@ from ..results import AgentRunResult
 from ..retry import coerce_retry
 from ..signals import AbortSignal
 from ..skills import Skill, SkillDisclosure
+from ._attention import resolve_run_attention
 from ._compaction import coerce_compaction
 from ._counters import RunCounters
+from ._fold import ToolResultFold
 from ._loops import coerce_loop
 from ._options import InvalidOptionsError, RunOptions
 from ._ports import RunSession
-from ._setup import compose_system_prompt, resolve_skills, start_durable
+from ._setup import resolve_skills, start_durable, system_prompt_parts
 from ._turn_policy import TurnPolicy, check_turn_policy_limits
 
 __all__ = ("SECURE_DEFAULTS", "RunState")
@@ -80,9 +83,11 @@ class RunState:
                     tool_output=packs.tool_output + guardrails.tool_output,
                 )
             self.guardrails = guardrails.merged(coerce_guardrails(options.guardrails))
-            self.system = compose_system_prompt(
+            #: The agent's part of the system prompt and the run's own layers.
+            self.system_parts = system_prompt_parts(
                 agent.instructions, agent.system_prompt, options.system_prompt
             )
+            self.system = "\n\n".join(p for p in self.system_parts if p) or None
             loop = coerce_loop(
                 options.loop if options.loop is not None else agent.loop, agent.loop_catalogue
             )
@@ -122,8 +127,23 @@ class RunState:
         )
         try:
             check_turn_policy_limits(options.turn_policy, self.limits.max_turns)
-        except ValueError as exc:
+            self.attention = resolve_run_attention(
+                agent.attention_compiler, options.attention_compiler
+            )
+        except (TypeError, ValueError) as exc:
             raise InvalidOptionsError(str(exc)) from exc
+        #: How request assembly orders the system prompt (the run's layout wins).
+        self.input_layout = options.input_layout or agent.input_layout
+        fold = (
+            options.tool_result_fold
+            if options.tool_result_fold is not None
+            else agent.tool_result_fold
+        )
+        self.tool_result_fold: ToolResultFold | None = fold or None
+        #: Summaries of folded results by call id (made once per run).
+        self.fold_summaries: dict[str, str] = {}
+        #: The last dispatched calls, for ``budget_exhausted``.
+        self.recent_tool_calls: deque[dict[str, str]] = deque(maxlen=10)
         self.stop_hooks: tuple[Any, ...] = (
             options.stop_hooks if options.stop_hooks is not None else agent.stop_hooks
         )
@@ -165,6 +185,16 @@ class RunState:
                 self.durable = start_durable(
                     self, agent, options, run_state, session_store=session.store
                 )
+        if options.signal is not None:
+            # Last, once the run is sure to exist: a signal that already fired aborts it here.
+            options.signal.on_abort(self._host_aborted)
+
+    def _host_aborted(self, reason: Any) -> None:
+        """The host's ``signal`` fired: abort the run and cancel the step in flight (called on
+        the run's event loop)."""
+        self.signal.abort(reason)
+        if self.step_scope is not None:
+            self.step_scope.cancel()
 
     def emit(self, event: AgentEvent) -> AgentEvent:
         """Redact ``event`` and publish it to the session's subscribers; return what was sent."""

@@ -28,6 +28,7 @@ from ..events import (
 from ..limits import RunLimitBreach
 from ..redaction import redact_value
 from ..results import AgentRunResult
+from ._budget import budget_exhausted
 from ._counters import LimitBreached
 from ._failures import RunFailure
 from ._state import RunState
@@ -147,6 +148,9 @@ async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
                 )
             )
         )
+        # Why the run died, before the terminal ``error``: a subscriber that stops at the
+        # first terminal event still sees it.
+        events.append(run.emit(budget_exhausted(run, failure.limit)))
     error = redact_value(failure.error, run.redactor)
     events.append(run.emit(ErrorEvent(session_id=run.session_id, run_id=run.run_id, error=error)))
     run.failure_cause = failure.cause

@@ -46,6 +46,7 @@ from ..tools import (
     execute_tool,
 )
 from ._boundary import recheck_approved_input
+from ._budget import record_dispatch
 from ._failures import AbortRequested, RunFailure, RunSuspended
 from ._guarding import act_on_tool_stage, decision_event, evaluate, strongest
 from ._state import RunState
@@ -199,6 +200,7 @@ async def tool_call(
                 for event in await reject(run, call, sticky.reason, REJECTED_FOR_RUN):
                     yield event
                 return
+    record_dispatch(run, call)
     marked = run.durable is not None and run.durable.has_record and checked.needs_dispatch_mark
     if marked:
         assert run.durable is not None

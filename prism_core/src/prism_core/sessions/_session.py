@@ -8,6 +8,7 @@ import anyio
 import attrs
 
 from .._agent_config import AgentConfig
+from .._attention_frontier import AttentionFrontier
 from .._threads import call_on_loop
 from ..content import to_messages
 from ..errors import PrismError
@@ -98,6 +99,8 @@ class AgentSession:
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.compiled_packs = compiled_packs
         self.loaded_skills = LoadedSkillSet()
+        #: The attention compiler's sticky changes to the session's provider input.
+        self.attention_frontier = AttentionFrontier()
         #: The session's branch as its runs work on it.
         self.transcript = Transcript(id, store, leaf_id)
         #: Where the session's events are published (subscriptions read from it).
@@ -147,6 +150,11 @@ class AgentSession:
 
     async def prompt(self, input: Any, **options: Any) -> AgentRunResult:
         """The same as :meth:`run`."""
+        return await self.run(input, **options)
+
+    async def follow_up(self, input: Any, **options: Any) -> AgentRunResult:
+        """A new run on the session with ``input``, continuing its conversation: the same as
+        :meth:`run`, and refused like it while a run is active (Prism queues no runs)."""
         return await self.run(input, **options)
 
     def stream(
