@@ -91,16 +91,18 @@ async def test_load_bounds_refuse_oversized_deep_or_wide_states() -> None:
 
 @pytest.mark.anyio
 async def test_more_than_32_gated_calls_fail_the_run() -> None:
-    """A turn asking for more decisions than a suspension may hold fails closed."""
+    """A turn asking for more decisions than a suspension may hold fails closed with the
+    spec's code and message, "Pending decisions exceed 32 per run"."""
     world = World()
     calls = [(f"c{i}", "echo", {"i": i}) for i in range(33)]
     agent = world.agent(
         [tool_turn(*calls), text_turn("x")], tools=[echo_tool()], limits={"max_tool_calls": 100}
     )
-    with pytest.raises(AgentRunError, match="at most 32"):
+    with pytest.raises(AgentRunError, match="Pending decisions exceed 32 per run") as caught:
         await agent.create_session(id="s1").run(
             "go", run_state=world.run_state(interrupt_before_tool=True)
         )
+    assert caught.value.code == "ERR_PRISM_DECISION_LIMIT"
     assert world.checkpoints.saves == 0
 
 

@@ -335,7 +335,7 @@ async def test_continue_refusals_write_nothing() -> None:
             {"expected_version": status.version - 1, "decision": "continue"},
             **world.resume_options(),
         )
-    with pytest.raises(AgentRunStateError, match="Stale or non-running"):
+    with pytest.raises(AgentRunStateError, match="Stale or non-suspended agent run resume"):
         await resume_agent_run(
             agent,
             ref(run_id),
@@ -528,9 +528,10 @@ async def test_restore_hooks_run_in_order_with_audit() -> None:
 
 @pytest.mark.anyio
 async def test_restore_hook_failure_and_timeout_claim_nothing_and_compensate() -> None:
-    """The first failing hook aborts; later hooks never run; completed layers are compensated
-    in reverse order starting with the failing one, until a compensation raises (recorded in
-    ``error.compensation``); the record is unchanged."""
+    """The first failing hook aborts; later hooks never run; every applied layer is
+    compensated in reverse order starting with the failing one, even past a compensation that
+    raises (the first failure is recorded in ``error.compensation``); the record is
+    unchanged."""
     world, log = World(), []
     run_id = await crash(world, log)
     status = await load_agent_run_state(world.checkpoints, ref(run_id))
@@ -567,14 +568,19 @@ async def test_restore_hook_failure_and_timeout_claim_nothing_and_compensate() -
     assert error.hook == "c"
     assert str(error) == "Checkpoint restore hook c failed: disk gone"
     assert isinstance(error.__cause__, OSError)
+    # Best effort: b's failing compensation does not stop the pass, a is undone too.
     assert calls == [
         "restore a",
         "restore b",
         "restore c",
         "compensate c",
         "compensate b",
+        "compensate a",
     ]
-    assert error.compensation == {"ran": ["c"], "failed": {"hook": "b", "reason": "cannot undo"}}
+    assert error.compensation == {
+        "ran": ["c", "b", "a"],
+        "failed": {"hook": "b", "reason": "cannot undo"},
+    }
     assert [name for name, _ in error.compensation_errors] == ["b"]
     assert await world.checkpoints.raw(run_id) == before
 

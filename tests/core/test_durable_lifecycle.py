@@ -72,18 +72,20 @@ async def test_lifecycle_status_and_resume_with_agent_resolution() -> None:
 
 @pytest.mark.anyio
 async def test_lifecycle_resume_stream_and_capability_check() -> None:
-    """resume_stream yields the resumed run; a foreign agent_id cannot resume."""
+    """resume_stream yields the resumed run; an agent_id that is not the run's is refused
+    with "Agent run capability mismatch"."""
     world = World()
     result = await suspend(world)
     lifecycle = create_agent_run_lifecycle(
         checkpoints=world.checkpoints,
         resolve_agent=lambda agent_id: (world.agent(TURNS, tools=[echo_tool()]), REVISION),
     )
-    with pytest.raises(AgentRunStateError, match="not found") as intruder:
+    with pytest.raises(AgentRunStateError) as intruder:
         await lifecycle.resume(
             ref(result), {"expected_version": 1, "decision": "approve"}, agent_id="intruder"
         )
-    assert isinstance(intruder.value, AgentRunNotFoundError)
+    assert str(intruder.value) == "Agent run capability mismatch"
+    assert not isinstance(intruder.value, AgentRunNotFoundError)
     stream = lifecycle.resume_stream(ref(result), {"expected_version": 1, "decision": "approve"})
     kinds = types([e async for e in stream])
     assert kinds[:2] == ["agent_started", "agent_resumed"]
@@ -312,8 +314,9 @@ async def test_secure_agent_requires_every_seam() -> None:
     session = agent.create_session(id="s1")
     result = await session.run("go")
     assert result.status == "suspended"
-    with pytest.raises(ValueError, match="cannot be replaced"):
+    with pytest.raises(AgentRunStateError) as refused:
         await agent.create_session().run("go", redactor=create_secret_redactor(["x"]))
+    assert str(refused.value) == "Secure agent defaults cannot be replaced per run"
     revoked.append("permission withdrawn while the run waited")
     done = await resume_agent_run(
         agent,

@@ -293,8 +293,11 @@ async def test_modified_arguments_are_revalidated_and_rehashed() -> None:
     )
     (only,) = ids(result)
     before = await world.checkpoints.raw(result.run_id)
-    for bad, rule in (({"n": 100}, "below 100"), ({"n": 7}, "no-sevens")):
-        with pytest.raises(AgentDecisionError, match=rule) as info:
+    for bad, message, detail in (
+        ({"n": 100}, "Modified arguments failed schema validation", "below 100"),
+        ({"n": 7}, "Modified arguments blocked by guardrail rule no-sevens", "decisions[0]"),
+    ):
+        with pytest.raises(AgentDecisionError) as info:
             await resume_agent_run(
                 world.agent(turns, **config),
                 ref(result),
@@ -307,6 +310,9 @@ async def test_modified_arguments_are_revalidated_and_rehashed() -> None:
                 **world.resume_options(),
             )
         assert info.value.code == "ERR_PRISM_DECISION_INVALID"
+        # The message is the spec's; which decision and what the check found ride the notes.
+        assert str(info.value) == message
+        assert any(detail in note for note in info.value.__notes__)
         assert await world.checkpoints.raw(result.run_id) == before
     done = await resume_agent_run(
         world.agent(turns, **config),
@@ -399,7 +405,7 @@ async def test_stale_version_mismatch_and_ownership_refusals_write_nothing() -> 
             world.agent(TWO_CALLS, tools=[echo_tool()]),
             {"expected_version": 2, "decision": "approve"},
             good,
-            "Stale or non-running",
+            "Stale or non-suspended agent run resume",
         ),
         (
             world.agent(TWO_CALLS, tools=[echo_tool()]),
@@ -423,7 +429,7 @@ async def test_stale_version_mismatch_and_ownership_refusals_write_nothing() -> 
             world.agent(TWO_CALLS, tools=[echo_tool()]),
             {"expected_version": 1, "decision": "approve"},
             {**good, "ownership": {"tenant_id": "t2"}},
-            "not found",
+            f"No durable agent run {result.run_id}",
         ),
     ]
     for agent, resume, options, message in cases:

@@ -124,7 +124,8 @@ async def test_approve_on_an_elicitation_is_refused_and_the_answer_still_works()
 @pytest.mark.anyio
 async def test_a_guardrail_ask_on_an_elicitation_tool_asks_for_an_answer() -> None:
     """An ask on an elicitation tool suspends as an elicitation (not an approval that would
-    run the tool), carrying the guardrail's reason."""
+    run the tool); a schema gives no reason of its own, so the decision carries the ask's:
+    "Approval required by guardrail rule <name>: <reason>"."""
     world, log = World(), []
     asks = Guardrail("review", "tool_input", lambda ctx: {"action": "interrupt", "reason": "r"})
     agent = world.agent(
@@ -134,7 +135,11 @@ async def test_a_guardrail_ask_on_an_elicitation_tool_asks_for_an_answer() -> No
     )
     result = await agent.create_session(id="s1").run("go", run_state=world.run_state())
     (decision,) = result.interruption.pending_decisions
-    assert (decision.kind, decision.reason, decision.guardrail) == ("elicitation", "r", "review")
+    assert (decision.kind, decision.reason, decision.guardrail) == (
+        "elicitation",
+        "Approval required by guardrail rule review: r",
+        "review",
+    )
     assert decision.elicitation_schema == ASK_SCHEMA
 
 

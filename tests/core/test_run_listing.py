@@ -294,7 +294,8 @@ async def test_malformed_arguments_are_refused(kwargs: dict[str, Any]) -> None:
 
 @pytest.mark.anyio
 async def test_a_run_id_alone_names_a_run() -> None:
-    """Status and resume accept a ref without its session id; a wrong session id stays absent."""
+    """Status and resume accept a ref without its session id; with a wrong session id the
+    status reads as absent and a resume is refused with "Agent run session mismatch"."""
     world = World()
     run = await start(world, "s-a", suspend=True)
     status = await load_agent_run_state(world.checkpoints, {"run_id": run.run_id})
@@ -305,14 +306,15 @@ async def test_a_run_id_alone_names_a_run() -> None:
         is None
     )
     agent = world.agent(TURNS, tools=[echo_tool()])
-    with pytest.raises(AgentRunStateError, match="not found") as mismatch:
+    with pytest.raises(AgentRunStateError) as mismatch:
         await resume_agent_run(
             agent,
             {"run_id": run.run_id, "session_id": "s-b"},
             {"expected_version": 1, "decision": "approve"},
             **world.resume_options(),
         )
-    assert isinstance(mismatch.value, AgentRunNotFoundError)
+    assert str(mismatch.value) == "Agent run session mismatch"
+    assert not isinstance(mismatch.value, AgentRunNotFoundError)
     assert mismatch.value.code == "ERR_PRISM_AGENT_RUN_STATE"
     done = await resume_agent_run(
         agent,
@@ -333,8 +335,10 @@ async def test_a_run_id_alone_is_still_owner_scoped() -> None:
         resolve_agent=lambda agent_id: (world.agent(TURNS, tools=[echo_tool()]), REVISION),
     )
     assert await lifecycle.status({"run_id": run.run_id}) is None
-    with pytest.raises(AgentRunStateError, match="not found") as foreign:
+    with pytest.raises(AgentRunStateError) as foreign:
         await lifecycle.resume({"run_id": run.run_id}, {"expected_version": 1, "decision": "deny"})
+    # Another owner's run reads as absent: "No durable agent run <run id>".
+    assert str(foreign.value) == f"No durable agent run {run.run_id}"
     assert isinstance(foreign.value, AgentRunNotFoundError)
     denied = await lifecycle.resume(
         {"run_id": run.run_id}, {"expected_version": 1, "decision": "deny"}, ownership=TENANT

@@ -187,7 +187,8 @@ async def test_second_concurrent_run_is_rejected_not_queued() -> None:
 async def test_each_limit_axis_breaches_once_with_the_limit(
     limits: dict[str, Any], axis: str
 ) -> None:
-    """Crossing an axis emits one run_limit_exceeded and raises AgentRunError carrying it."""
+    """Crossing an axis emits one run_limit_exceeded, then budget_exhausted naming the axis,
+    then error, and raises AgentRunError carrying it."""
     from prism_core import provider_tool_call, tool_call_content
 
     turn = [
@@ -208,7 +209,8 @@ async def test_each_limit_axis_breaches_once_with_the_limit(
     assert breaches[0].limit.axis in expected
     assert info.value.result.limit == breaches[0].limit
     assert info.value.code == "ERR_PRISM_RUN_LIMIT"
-    assert types(events)[-2:] == ["run_limit_exceeded", "error"]
+    assert types(events)[-3:] == ["run_limit_exceeded", "budget_exhausted", "error"]
+    assert events[-2].limit == breaches[0].limit.axis
 
 
 @pytest.mark.anyio

@@ -194,6 +194,12 @@ def test_unstructure_equals_the_converter(state: AgentRunState) -> None:
         for key in ("child_run_id", "child_resume"):
             if call[key] is None:
                 del call[key]
+    for decision in (expected.get("interruption") or {}).get("pending_decisions", ()):
+        if decision["guardrail_rule"] is None:
+            del decision["guardrail_rule"]
+    session_state = expected.get("session_state")
+    if session_state is not None and session_state["attention_sticky"] is None:
+        del session_state["attention_sticky"]
     assert dumps(state_to_json(state)) == dumps(expected)
 
 

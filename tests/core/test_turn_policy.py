@@ -8,8 +8,10 @@ import pytest
 
 from prism_core import (
     MAX_STOP_DETAIL_BYTES,
+    AgentConfigError,
     AgentRunError,
     AgentRunStateError,
+    InvalidOptionsError,
     ProviderRequest,
     ToolDefinition,
     TurnPolicy,
@@ -47,10 +49,10 @@ async def test_a_policy_stop_ends_the_run_succeeded_with_exactly_the_requests_ma
     events: list[Any] = []
     async for event in session.stream("go"):
         events.append(event)
-    result = session_result = events[-1]
-    assert result.type == "agent_finished"
-    assert session_result.stop_reason == "host_policy"
-    assert session_result.stop_detail == "budget reached"
+    finished = events[-1]
+    assert finished.type == "agent_finished"
+    assert (finished.finish_reason, finished.stop_detail) == ("host_policy", "budget reached")
+    assert finished.stop_reason == "host_policy"
     # Two provider turns ran, each called a tool; the third boundary stopped the run.
     assert len(agent.provider.requests) == 2  # type: ignore[union-attr]
     assert len(log) == 2
@@ -59,9 +61,9 @@ async def test_a_policy_stop_ends_the_run_succeeded_with_exactly_the_requests_ma
 
 
 async def test_the_result_carries_the_policy_stop() -> None:
-    """run() returns succeeded with stop_reason/stop_detail (async policies work too)."""
+    """run() returns succeeded with stop_reason/stop_detail."""
 
-    async def stop(context: TurnPolicyContext) -> Any:
+    def stop(context: TurnPolicyContext) -> Any:
         return {"action": "stop", "reason": "enough"} if context.turns == 1 else None
 
     agent = scripted_agent(LOOPING, tools=[echo_tool()])
@@ -75,12 +77,20 @@ async def test_the_result_carries_the_policy_stop() -> None:
 
 
 async def test_max_turns_stops_gracefully_and_a_run_option_overrides_the_agent() -> None:
-    """turn_policy.max_turns ends the run succeeded after that many provider turns."""
+    """turn_policy.max_turns ends the run succeeded after that many provider turns, with stop
+    reason "turn_limit" and detail "max_turns"."""
     agent = scripted_agent(LOOPING, tools=[echo_tool()], turn_policy={"max_turns": 5})
-    result = await agent.create_session().run("go", turn_policy={"max_turns": 3})
+    events = [e async for e in agent.create_session().stream("go", turn_policy={"max_turns": 3})]
+    finished = events[-1]
+    assert (finished.type, finished.finish_reason, finished.stop_detail) == (
+        "agent_finished",
+        "turn_limit",
+        "max_turns",
+    )
+    result = await agent.create_session().run("go", turn_policy={"max_turns": 2})
     assert result.status == "succeeded"
-    assert (result.stop_reason, result.stop_detail) == ("max_turns", "turn_policy.max_turns=3")
-    assert len(agent.provider.requests) == 3  # type: ignore[union-attr]
+    assert (result.stop_reason, result.stop_detail) == ("turn_limit", "max_turns")
+    assert len(agent.provider.requests) == 5  # type: ignore[union-attr]
 
 
 async def test_a_throwing_policy_fails_closed() -> None:
@@ -95,8 +105,8 @@ async def test_a_throwing_policy_fails_closed() -> None:
     with pytest.raises(AgentRunError) as caught:
         await agent.create_session().run("go")
     assert caught.value.code == "ERR_PRISM_TURN_POLICY"
-    assert caught.value.result.stop_reason == "error"
-    assert caught.value.result.stop_detail == "ERR_PRISM_TURN_POLICY"
+    # A throwing policy leaves no stop reason: the run failed, it was not stopped.
+    assert (caught.value.result.stop_reason, caught.value.result.stop_detail) == (None, None)
     assert len(agent.provider.requests) == 1  # type: ignore[union-attr]
 
     nonsense = scripted_agent(LOOPING, tools=[echo_tool()], turn_policy=lambda c: "stop")
@@ -106,25 +116,71 @@ async def test_a_throwing_policy_fails_closed() -> None:
     assert nonsense.provider.requests == []  # type: ignore[union-attr]
 
 
-async def test_the_stop_detail_is_redacted_and_bounded() -> None:
-    """A policy reason is redacted, then cut to MAX_STOP_DETAIL_BYTES UTF-8 bytes."""
+async def test_the_stop_detail_is_redacted_and_an_oversized_one_is_refused() -> None:
+    """A policy reason is redacted; one over MAX_STOP_DETAIL_BYTES (256) UTF-8 bytes once
+    redacted, or an empty one, fails the run with ERR_PRISM_TURN_POLICY (never cut)."""
+    assert MAX_STOP_DETAIL_BYTES == 256
     secret = "sk-live-123"
-    reason = f"{secret} " + "é" * 2000
     agent = scripted_agent(
         LOOPING,
         tools=[echo_tool()],
         redactor=create_secret_redactor([secret]),
-        turn_policy=lambda c: {"action": "stop", "reason": reason},
+        turn_policy=lambda c: {"action": "stop", "reason": f"{secret} spent"},
     )
     result = await agent.create_session().run("go")
-    assert result.stop_detail is not None
-    assert secret not in result.stop_detail
-    assert len(result.stop_detail.encode("utf-8")) <= MAX_STOP_DETAIL_BYTES
-    assert result.stop_detail.startswith("[REDACTED]")
+    assert result.stop_detail == "[REDACTED] spent"
+    for reason in ("é" * 129, ""):
+        refusing = scripted_agent(
+            LOOPING,
+            tools=[echo_tool()],
+            turn_policy=lambda c, reason=reason: {"action": "stop", "reason": reason},
+        )
+        with pytest.raises(AgentRunError) as caught:
+            await refusing.create_session().run("go")
+        assert caught.value.code == "ERR_PRISM_TURN_POLICY"
+        assert caught.value.result.stop_reason is None
+    exact = scripted_agent(
+        LOOPING, tools=[echo_tool()], turn_policy=lambda c: {"action": "stop", "reason": "é" * 128}
+    )
+    assert (await exact.create_session().run("go")).stop_detail == "é" * 128
 
 
-async def test_a_policy_stop_drops_pending_steers() -> None:
-    """The policy sees pending steers; a stop leaves them out of the history."""
+async def test_a_stop_that_answers_with_an_awaitable_fails_closed() -> None:
+    """turn_policy.stop answers synchronously: an async stop fails ERR_PRISM_TURN_POLICY
+    before any provider request."""
+
+    async def stop(context: TurnPolicyContext) -> Any:
+        return {"action": "continue"}
+
+    agent = scripted_agent(LOOPING, tools=[echo_tool()], turn_policy={"stop": stop})
+    with pytest.raises(AgentRunError) as caught:
+        await agent.create_session().run("go")
+    assert caught.value.code == "ERR_PRISM_TURN_POLICY"
+    assert agent.provider.requests == []  # type: ignore[union-attr]
+
+
+async def test_a_run_policy_may_not_widen_limits_max_turns() -> None:
+    """turn_policy.max_turns wider than limits.max_turns is refused ("cannot widen
+    limits.max_turns"), on the agent and per run, before any provider work."""
+    agent = scripted_agent(LOOPING, tools=[echo_tool()], limits={"max_turns": 4})
+    with pytest.raises(InvalidOptionsError, match=r"cannot widen limits\.max_turns"):
+        await agent.create_session().run("go", turn_policy={"max_turns": 5})
+    with pytest.raises(InvalidOptionsError, match=r"cannot widen limits\.max_turns"):
+        await (
+            scripted_agent(LOOPING)
+            .create_session()
+            .run("go", limits={"max_turns": 2}, turn_policy={"max_turns": 3})
+        )
+    assert agent.provider.requests == []  # type: ignore[union-attr]
+    with pytest.raises(AgentConfigError, match=r"cannot widen limits\.max_turns"):
+        scripted_agent(LOOPING, limits={"max_turns": 1}, turn_policy={"max_turns": 2})
+    narrower = await agent.create_session().run("go", turn_policy={"max_turns": 4})
+    assert narrower.stop_reason == "turn_limit"
+
+
+async def test_a_steer_queued_before_a_policy_stop_is_kept() -> None:
+    """Steers are applied at the boundary before the policy is asked, so a stop keeps them in
+    the history (none is still pending when the policy looks)."""
     box: list[Any] = []
 
     def look(args: dict[str, Any], context: Any) -> str:
@@ -146,30 +202,34 @@ async def test_a_policy_stop_drops_pending_steers() -> None:
     box.append(session)
     result = await session.run("go")
     assert result.stop_reason == "host_policy"
-    assert seen == [0, 1]
+    assert seen == [0, 0]
     texts = [e.message.text for e in await session.entries() if e.message is not None]
-    assert "and one more thing" not in texts
+    assert texts.count("and one more thing") == 1
+    assert texts[-1] == "and one more thing"
 
 
-async def test_finish_reason_reaches_agent_finished_and_the_result() -> None:
-    """The provider's finish_reason rides agent_finished and is a completed run's stop_detail."""
+async def test_a_natural_end_has_no_finish_reason() -> None:
+    """agent_finished.finish_reason is absent on a natural end, even when the provider gave
+    one; the provider's own finish reason stays on message_finished."""
     agent = scripted_agent([[provider_text_delta("cut"), provider_done(finish_reason="length")]])
     events = [event async for event in agent.create_session().stream("hi")]
     finished = events[-1]
     assert finished.type == "agent_finished"
     assert (finished.finish_reason, finished.stop_reason, finished.stop_detail) == (
-        "length",
-        "completed",
-        "length",
+        None,
+        None,
+        None,
     )
+    message = next(e for e in events if e.type == "message_finished")
+    assert message.finish_reason == "length"
     plain = scripted_agent([text_turn("ok")])
     result = await plain.create_session().run("hi")
-    assert (result.stop_reason, result.stop_detail) == ("completed", None)
+    assert (result.stop_reason, result.stop_detail) == (None, None)
 
 
 async def test_stop_hooks_continue_a_finishing_run_within_the_bound() -> None:
     """A stop hook's continue appends its message and runs another turn, at most
-    limits.max_stop_continuations times."""
+    limits.max_stop_continuations times; asking once more ends the run with "hook_limit"."""
     calls: list[int] = []
 
     def keep_going(context: Any) -> Any:
@@ -184,8 +244,8 @@ async def test_stop_hooks_continue_a_finishing_run_within_the_bound() -> None:
     session = agent.create_session()
     result = await session.run("go")
     assert result.status == "succeeded"
-    assert result.text == "third"
-    assert calls == [0, 1]
+    assert (result.text, result.stop_reason) == ("third", "hook_limit")
+    assert calls == [0, 1, 2]
     assert len(agent.provider.requests) == 3  # type: ignore[union-attr]
     last_request = agent.provider.requests[-1]  # type: ignore[union-attr]
     assert last_request.messages[-1].text == "check again (1)"
@@ -208,12 +268,25 @@ async def test_stop_hooks_that_let_the_run_finish_and_a_broken_hook() -> None:
     assert caught.value.code == "ERR_PRISM_TURN_POLICY"
 
 
-async def test_a_policy_stopped_durable_run_is_terminal_and_cannot_be_continued() -> None:
-    """The terminal checkpoint records the stop; a continue resume is refused, writing
-    nothing (the host starts a new run on the session instead)."""
+async def test_a_policy_stopped_durable_run_is_continuable() -> None:
+    """The terminal checkpoint records the stop (succeeded, host_policy); a continue on it runs
+    the next turn of the same run. A run stopped by turn_policy.max_turns is final."""
     world = World()
-    stop = {"stop": lambda c: {"action": "stop", "reason": "pause"} if c.turns else None}
-    agent = world.agent(LOOPING, tools=[echo_tool()], turn_policy=stop)
+    paused: list[bool] = []
+
+    def stop(context: TurnPolicyContext) -> Any:
+        if context.turns == 1 and not paused:
+            paused.append(True)
+            return {"action": "stop", "reason": "pause"}
+        return None
+
+    log: list[Any] = []
+    script = [
+        tool_turn(("c1", "echo", {"n": 1})),
+        tool_turn(("c2", "echo", {"n": 2})),
+        text_turn("done"),
+    ]
+    agent = world.agent(script, tools=[echo_tool(log=log)], turn_policy=stop)
     session = agent.create_session()
     result = await session.run("go", run_state=world.run_state(checkpoint_policy="every-turn"))
     assert (result.status, result.stop_reason) == ("succeeded", "host_policy")
@@ -221,12 +294,29 @@ async def test_a_policy_stopped_durable_run_is_terminal_and_cannot_be_continued(
     assert record is not None
     assert record.value["status"] == "succeeded"
     assert (record.value["stop_reason"], record.value["stop_detail"]) == ("host_policy", "pause")
+    resumed = await resume_agent_run(
+        agent,
+        {"run_id": result.run_id, "session_id": session.id},
+        {"decision": "continue", "expected_version": record.version},
+        **world.resume_options(),
+    )
+    assert (resumed.status, resumed.run_id, resumed.text) == ("succeeded", result.run_id, "done")
+    assert resumed.stop_reason is None
+    assert [args for _, args in log] == [{"n": 1}, {"n": 2}]
+
+    limited = world.agent(LOOPING, tools=[echo_tool()], turn_policy={"max_turns": 1})
+    ended = await limited.create_session().run(
+        "go", run_state=world.run_state(checkpoint_policy="every-turn")
+    )
+    assert ended.stop_reason == "turn_limit"
+    final = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, ended.run_id)
+    assert final is not None
     saves = world.checkpoints.saves
-    with pytest.raises(AgentRunStateError):
+    with pytest.raises(AgentRunStateError, match="Stale or non-running agent run resume"):
         await resume_agent_run(
-            agent,
-            {"run_id": result.run_id, "session_id": session.id},
-            {"decision": "continue", "expected_version": record.version},
+            limited,
+            {"run_id": ended.run_id, "session_id": ended.session_id},
+            {"decision": "continue", "expected_version": final.version},
             **world.resume_options(),
         )
     assert world.checkpoints.saves == saves
@@ -270,9 +360,9 @@ async def test_a_resumed_run_consults_the_agents_turn_policy() -> None:
 
 
 async def test_a_provider_finish_reason_is_redacted_and_bounded_everywhere() -> None:
-    """A finish reason carrying a secret and 100 KB is redacted and cut to
-    MAX_STOP_DETAIL_BYTES on message_finished, agent_finished, the result, the stop hook's
-    context and the durable terminal checkpoint."""
+    """A provider finish reason carrying a secret and 100 KB is redacted and cut to
+    MAX_STOP_DETAIL_BYTES on message_finished and the stop hook's context; it is no stop, so
+    agent_finished and the terminal checkpoint carry none."""
     secret = "sk-live-456"
     reason = f"{secret} " + "x" * 100_000
     seen: list[str | None] = []
@@ -297,16 +387,11 @@ async def test_a_provider_finish_reason_is_redacted_and_bounded_everywhere() -> 
     finished = events[-1]
     message_finished = next(e for e in events if e.type == "message_finished")
     assert finished.type == "agent_finished"
+    assert finished.finish_reason is None
     record = await world.checkpoints.inner.load(AGENT_RUN_NAMESPACE, finished.run_id)
     assert record is not None
-    stored = record.value["stop_detail"]
-    for value in (
-        finished.finish_reason,
-        finished.stop_detail,
-        message_finished.finish_reason,
-        seen[0],
-        stored,
-    ):
+    assert "stop_detail" not in record.value
+    for value in (message_finished.finish_reason, seen[0]):
         assert value is not None
         assert secret not in value
         assert value.startswith("[REDACTED] xxx")
@@ -357,8 +442,8 @@ async def test_stop_continuations_hold_across_a_suspension() -> None:
         {"decision": "approve", "expected_version": first.run_state.version},
         **world.resume_options(),
     )
-    assert (second.status, second.text) == ("succeeded", "third")
-    assert calls == [0, 1]
+    assert (second.status, second.text, second.stop_reason) == ("succeeded", "third", "hook_limit")
+    assert calls == [0, 1, 2]
     assert len(log) == 1
     # The resumed run made the tool round's follow-up turn and one continued turn, no more.
     assert len(resumed_agent.provider.requests) == 2  # type: ignore[union-attr]
@@ -432,8 +517,8 @@ async def test_stop_continuations_hold_across_a_crash_continue() -> None:
         {"decision": "continue", "expected_version": record.version},
         **world.resume_options(),
     )
-    assert (result.status, result.text) == ("succeeded", "third")
-    assert calls == [0, 1]
+    assert (result.status, result.text, result.stop_reason) == ("succeeded", "third", "hook_limit")
+    assert calls == [0, 1, 2]
 
 
 async def test_stop_hooks_wait_while_a_steered_message_is_queued() -> None:

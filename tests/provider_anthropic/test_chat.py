@@ -137,13 +137,11 @@ def test_chat_refusal_with_an_anthropic_model_reaches_the_model() -> None:
             {"ANTHROPIC_API_KEY": API_KEY},
         )
     assert done.returncode == 0, done.stderr
-    assert (
-        "[blocked] calculate: Tool call rejected by the approver: the user said no" in done.stdout
-    )
+    assert "[blocked] calculate: the user said no" in done.stdout
     assert "[result] calculate" not in done.stdout
     assert "assistant> Understood, I will not divide.\n" in done.stdout
     refusal = server.requests[1].json()["messages"][-1]["content"][0]
     assert refusal["type"] == "tool_result"
     assert refusal["tool_use_id"] == "toolu_calc_9"
     assert refusal.get("is_error") is True
-    assert refusal["content"] == "Tool call rejected by the approver: the user said no"
+    assert refusal["content"] == "the user said no"

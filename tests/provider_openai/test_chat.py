@@ -92,9 +92,7 @@ def test_chat_refusal_reaches_the_model_and_end_of_input_ends_the_chat() -> None
             {"OPENAI_API_KEY": "local"},
         )
     assert done.returncode == 0, done.stderr
-    assert (
-        "[blocked] calculate: Tool call rejected by the approver: the user said no" in done.stdout
-    )
+    assert "[blocked] calculate: the user said no" in done.stdout
     assert "[result] calculate" not in done.stdout
     assert "assistant> Understood, I will not divide.\n" in done.stdout
     first, second = (r.json() for r in server.requests)

@@ -121,7 +121,7 @@ def test_edit_arguments_shows_schema_errors_then_approves(
     page.get_by_role("button", name="Approve with these arguments").click()
     error = page.locator(".field-error")
     error.filter(has_text="ERR_PRISM_DECISION_INVALID").wait_for(timeout=20000)
-    assert "modified_arguments" in error.inner_text()
+    assert "Modified arguments failed schema validation" in error.inner_text()
     shot(page, tmp_path, "schema-error")
     editor.fill("{not json")
     page.get_by_role("button", name="Approve with these arguments").click()

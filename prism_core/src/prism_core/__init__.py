@@ -70,6 +70,8 @@ from .events import (
     AgentResumedEvent,
     AgentStartedEvent,
     AgentSuspendedEvent,
+    AttentionCompiledEvent,
+    BudgetExhaustedEvent,
     CompactionFinishedEvent,
     CompactionStartedEvent,
     ErrorEvent,
@@ -98,7 +100,12 @@ from .guardrails import (
     GuardrailDecision,
     GuardrailRecord,
 )
-from .limits import HARD_MAX_PROVIDER_BYTES, RunLimitBreach, RunLimits
+from .limits import (
+    DEFAULT_MAX_STOP_CONTINUATIONS,
+    HARD_MAX_PROVIDER_BYTES,
+    RunLimitBreach,
+    RunLimits,
+)
 from .middleware import MIDDLEWARE_POINTS, CheckpointWrite, MiddlewareContext
 from .models import ModelConfig
 from .plugins import (
@@ -220,6 +227,7 @@ __all__ = (
     "DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS",
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
+    "DEFAULT_MAX_STOP_CONTINUATIONS",
     "HARD_MAX_PROVIDER_BYTES",
     "MAX_AGENT_RUN_METADATA_BYTES",
     "RECONCILE_NOT_STARTED",
@@ -254,6 +262,8 @@ __all__ = (
     "AgentSession",
     "AgentStartedEvent",
     "AgentSuspendedEvent",
+    "AttentionCompiledEvent",
+    "BudgetExhaustedEvent",
     "CanonicalJsonError",
     "CheckpointConflictError",
     "CheckpointLimitError",

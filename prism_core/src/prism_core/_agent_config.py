@@ -103,5 +103,13 @@ class AgentConfig:
     """The model's context window, for the context meter and compaction ratios."""
     output_type: OutputType | None = None
     """What every run's final answer must be (``output_type=``), checked; ``None``: text."""
+    input_layout: str = "cache_aware"
+    """How request assembly orders the system prompt: ``"cache_aware"`` (what is stable across
+    turns first) or ``"legacy"``."""
+    tool_result_fold: Any = None
+    """Folding of aged large tool results in the provider input (a ``ToolResultFold``), or
+    ``None``."""
+    attention_compiler: Any = None
+    """The attention compiler's settings (an ``AttentionSettings``), or ``None`` (off)."""
     secure: bool = False
     """Whether ``create_secure_agent`` composed the agent (runs cannot replace its seams)."""

@@ -36,9 +36,12 @@ from .redaction import Redactor
 from .results import AgentRunResult
 from .resume._child_runs import CHILD_INPUT_SCHEMA, SubAgentTool
 from .retry import RetryConfig, coerce_retry
+from .runs._attention import coerce_attention_compiler
 from .runs._compaction import coerce_compaction
+from .runs._fold import coerce_tool_result_fold
 from .runs._loops import SingleShotLoop, coerce_loop
-from .runs._turn_policy import coerce_stop_hooks, coerce_turn_policy
+from .runs._options import check_input_layout
+from .runs._turn_policy import check_turn_policy_limits, coerce_stop_hooks, coerce_turn_policy
 from .sessions._session import DEFAULT_SNAPSHOT_CACHE_TTL_MS, AgentSession
 from .skills import Skill, SkillRegistry
 from .tools import ToolDefinition, ToolPolicy, ToolRegistry, ToolValidator, create_tool_registry
@@ -190,6 +193,9 @@ class Agent:
     pack_catalogue = _FromConfig[Mapping[str, GuardrailPack]]()
     context_window = _FromConfig[int | None]()
     output_type = _FromConfig[OutputType | None]()
+    input_layout = _FromConfig[str]()
+    tool_result_fold = _FromConfig[Any]()
+    attention_compiler = _FromConfig[Any]()
     secure = _FromConfig[bool]()
 
     @_typed_config
@@ -229,6 +235,9 @@ class Agent:
         stop_hooks: Any = None,
         thread_limiter: anyio.CapacityLimiter | None = None,
         output_type: Any = None,
+        input_layout: str = "cache_aware",
+        tool_result_fold: Any = None,
+        attention_compiler: Any = None,
     ) -> None:
         model_config = coerce_model(model)
         for label, value in (("id", id), ("name", name), ("instructions", instructions)):
@@ -287,6 +296,11 @@ class Agent:
             raise TypeError("thinking_level must be a string")
         for policy in provider_request_policies:
             _check_callable(policy, "provider request policies")
+        agent_turn_policy = coerce_turn_policy(turn_policy)
+        check_turn_policy_limits(agent_turn_policy, run_limits.max_turns)
+        check_input_layout(input_layout)
+        fold = coerce_tool_result_fold(tool_result_fold)
+        attention = coerce_attention_compiler(attention_compiler, context_window)
         #: What the agent accepted, as one frozen value (see :class:`AgentConfig`).
         self.config = AgentConfig(
             id=id,
@@ -317,12 +331,15 @@ class Agent:
             provider_options=MappingProxyType(dict(provider_options or {})),
             thinking_level=thinking_level,
             provider_request_policies=tuple(provider_request_policies),
-            turn_policy=coerce_turn_policy(turn_policy),
+            turn_policy=agent_turn_policy,
             stop_hooks=coerce_stop_hooks(stop_hooks),
             thread_limiter=thread_limiter,
             pack_catalogue=MappingProxyType(packs),
             context_window=context_window,
             output_type=coerce_output_type(output_type),
+            input_layout=input_layout,
+            tool_result_fold=fold,
+            attention_compiler=attention,
         )
 
     @property

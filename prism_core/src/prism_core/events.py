@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -17,6 +18,8 @@ __all__ = (
     "AgentResumedEvent",
     "AgentStartedEvent",
     "AgentSuspendedEvent",
+    "AttentionCompiledEvent",
+    "BudgetExhaustedEvent",
     "CompactionFinishedEvent",
     "CompactionStartedEvent",
     "ErrorEvent",
@@ -187,11 +190,13 @@ class AgentFinishedEvent:
     text: str = ""
     usage: Usage | None = None
     leaf_id: str | None = None
-    #: The last provider turn's finish reason (``"stop"``, ``"length"``, ...), when it gave one.
+    #: Why a run stopped on purpose: ``"host_policy"`` (a turn policy's stop), ``"turn_limit"``
+    #: (``turn_policy.max_turns``) or ``"hook_limit"`` (stop hooks past
+    #: ``limits.max_stop_continuations``); ``None`` when the run ended on its own.
     finish_reason: str | None = None
-    #: Why the run ended: ``"completed"``, ``"host_policy"`` or ``"max_turns"``.
+    #: The same as ``finish_reason`` (as the result's ``stop_reason``).
     stop_reason: str | None = None
-    #: The finish reason of a completed run, or a turn policy's bounded reason.
+    #: The stop's detail: a turn policy's redacted reason, ``"max_turns"`` for a turn limit.
     stop_detail: str | None = None
     type: Literal["agent_finished"] = "agent_finished"
 
@@ -215,6 +220,40 @@ class RunLimitExceededEvent:
     run_id: str
     limit: RunLimitBreach
     type: Literal["run_limit_exceeded"] = "run_limit_exceeded"
+
+
+@attrs.frozen(kw_only=True)
+class BudgetExhaustedEvent:
+    """Why a limit ended the run, after ``run_limit_exceeded`` and before ``error``: the axis
+    (``limit``), what each axis had used (``consumed``), the other axes nearest their limits
+    (``closest_other_axes``: ``{"axis", "used", "limit", "ratio"}``, nearest first) and the
+    last 10 dispatched calls (``recent_tool_calls``: ``{"tool_name", "tool_call_id",
+    "arg_hash"}``, the arguments as ``"sha256:"`` + 64 hex, never raw)."""
+
+    session_id: str
+    run_id: str
+    limit: str
+    consumed: Mapping[str, float] = attrs.field(factory=dict)
+    closest_other_axes: tuple[Mapping[str, Any], ...] = ()
+    recent_tool_calls: tuple[Mapping[str, str], ...] = ()
+    type: Literal["budget_exhausted"] = "budget_exhausted"
+
+
+@attrs.frozen(kw_only=True)
+class AttentionCompiledEvent:
+    """The attention compiler trimmed a turn's provider input: ``used`` (estimated tokens
+    after), ``cap``, and what it did (``used_before``, ``stubbed_tool_results``,
+    ``dropped_thinking_turns``)."""
+
+    session_id: str
+    run_id: str
+    used: int
+    cap: int
+    used_before: int = 0
+    trigger_ratio: float = 0.0
+    stubbed_tool_results: int = 0
+    dropped_thinking_turns: int = 0
+    type: Literal["attention_compiled"] = "attention_compiled"
 
 
 @attrs.frozen(kw_only=True)
@@ -251,11 +290,13 @@ class CompactionFinishedEvent:
 
 @attrs.frozen(kw_only=True)
 class GuardrailDecisionEvent:
-    """One guard was evaluated."""
+    """One guard was evaluated; at a tool stage ``tool_call_id``/``tool_name`` name the call."""
 
     session_id: str
     run_id: str
     record: GuardrailRecord
+    tool_call_id: str | None = None
+    tool_name: str | None = None
     type: Literal["guardrail_decision"] = "guardrail_decision"
 
 
@@ -350,6 +391,8 @@ AgentEvent: TypeAlias = (
     | AgentFinishedEvent
     | ErrorEvent
     | RunLimitExceededEvent
+    | BudgetExhaustedEvent
+    | AttentionCompiledEvent
     | RetryScheduledEvent
     | CompactionStartedEvent
     | CompactionFinishedEvent

@@ -9,11 +9,15 @@ import attrs
 
 __all__ = (
     "DEFAULT_MAX_OUTPUT_RETRIES",
+    "DEFAULT_MAX_STOP_CONTINUATIONS",
     "HARD_MAX_PROVIDER_BYTES",
     "RunLimitBreach",
     "RunLimits",
     "coerce_limits",
 )
+
+#: How often stop hooks may continue a finishing run unless the limits say otherwise.
+DEFAULT_MAX_STOP_CONTINUATIONS = 3
 
 #: Request and response bytes can never exceed this, whatever a host configures.
 HARD_MAX_PROVIDER_BYTES = 64 * 1024 * 1024
@@ -43,7 +47,8 @@ class RunLimits:
 
     ``max_request_bytes``/``max_response_bytes`` cannot be disabled and never exceed
     :data:`HARD_MAX_PROVIDER_BYTES`. ``max_cost`` is in ``cost_currency`` when given.
-    ``max_stop_continuations`` bounds how often stop hooks may continue a finishing run;
+    ``max_stop_continuations`` bounds how often stop hooks may continue a finishing run
+    (default :data:`DEFAULT_MAX_STOP_CONTINUATIONS`; ``0`` lets them observe only);
     ``max_output_retries`` how often a run with an ``output_type`` sends an invalid answer
     back to the model (default 2; it cannot be disabled).
     """
@@ -60,7 +65,7 @@ class RunLimits:
     max_total_tokens: int | None = None
     max_cost: float | None = None
     cost_currency: str | None = None
-    max_stop_continuations: int | None = None
+    max_stop_continuations: int | None = DEFAULT_MAX_STOP_CONTINUATIONS
     max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES
 
     def narrowed(self, run: RunLimits | Mapping[str, Any] | None) -> RunLimits:

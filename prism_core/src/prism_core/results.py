@@ -20,7 +20,9 @@ class AgentRunResult:
 
     ``text``/``content``/``message`` are the final assistant message; ``error`` and
     ``abort_reason`` are set for failed and aborted runs; ``limit`` names a crossed run
-    limit; ``interruption`` and ``run_state`` belong to durable runs.
+    limit; ``interruption`` and ``run_state`` belong to durable runs. ``stop_reason`` is set
+    only for a run stopped on purpose (``"host_policy"``, ``"turn_limit"``,
+    ``"hook_limit"``), with ``stop_detail`` (a policy's reason, ``"max_turns"``).
     """
 
     session_id: str

@@ -19,6 +19,7 @@ __all__ = (
     "SkillRegistry",
     "create_load_skill_tool",
     "create_skill_registry",
+    "render_skill_parts",
     "render_skills",
 )
 
@@ -120,18 +121,26 @@ def render_skills(
     ``eager`` renders every body; ``progressive`` renders a catalogue plus the bodies of the
     skills the session has loaded.
     """
+    stable, loaded_bodies = render_skill_parts(active, loaded, disclosure)
+    parts = [part for part in (stable, loaded_bodies) if part]
+    return "\n\n".join(parts) if parts else None
+
+
+def render_skill_parts(
+    active: Sequence[Skill], loaded: LoadedSkillSet, disclosure: SkillDisclosure
+) -> tuple[str | None, str | None]:
+    """The skills section in two parts: what stays the same across turns (every body under
+    ``eager``, the catalogue under ``progressive``) and what grows as skills are loaded (the
+    loaded bodies under ``progressive``)."""
     if not active:
-        return None
+        return None, None
     if disclosure == "eager":
-        return "\n\n".join(f"## Skill: {s.name}\n{s.instructions}" for s in active)
+        return "\n\n".join(f"## Skill: {s.name}\n{s.instructions}" for s in active), None
     lines = ["Available skills (load one with the load_skill tool before relying on it):"]
     lines.extend(f"- {s.name}: {s.description or 'no description'}" for s in active)
-    parts = ["\n".join(lines)]
     names = {s.name for s in active}
-    parts.extend(
-        f"## Skill: {s.name}\n{s.instructions}" for s in loaded.skills() if s.name in names
-    )
-    return "\n\n".join(parts)
+    bodies = [f"## Skill: {s.name}\n{s.instructions}" for s in loaded.skills() if s.name in names]
+    return "\n".join(lines), ("\n\n".join(bodies) if bodies else None)
 
 
 def create_load_skill_tool() -> ToolDefinition:

@@ -130,6 +130,14 @@ def _check_flag(instance: Any, attribute: Any, value: Any) -> None:
         raise TypeError(f"{attribute.name} must be True or False, got {type(value).__name__}")
 
 
+def _check_elicitation(_: Any, __: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, Mapping) and not callable(value):
+        raise TypeError(
+            "a tool's elicitation must be a JSON-schema mapping or a function of the call's "
+            "arguments returning {'schema', 'reason'?, 'validate'?}"
+        )
+
+
 @attrs.frozen
 class ToolDefinition:
     """A host tool. ``execute(args, context)`` may be sync or async and returns a
@@ -137,7 +145,9 @@ class ToolDefinition:
 
     ``parameters`` is a JSON schema checked before the side effect; ``effect`` names the
     kind of side effect (``"read"``, ``"write"`` …) for approval scopes; ``elicitation`` is
-    the JSON schema of the answer a human may give instead of running the tool.
+    the JSON schema of the answer a human may give instead of running the tool, or a function
+    of the call's arguments returning ``{"schema", "reason"?, "validate"?}`` (``None`` or a
+    raise: the call is approved like any tool instead).
     ``idempotent`` declares that calling it again with the same arguments (and the same
     ``context.idempotency_key``) has no further effect: a durable run writes no dispatched
     mark for it, and a ``continue`` after a crash simply runs it again. ``reconcile(call,
@@ -156,8 +166,8 @@ class ToolDefinition:
     )
     exclusive: bool = attrs.field(default=False, kw_only=True)
     effect: str | None = attrs.field(default=None, kw_only=True)
-    elicitation: Mapping[str, Any] | None = attrs.field(
-        default=None, kw_only=True, validator=_check_schema
+    elicitation: Mapping[str, Any] | Callable[[dict[str, Any]], Any] | None = attrs.field(
+        default=None, kw_only=True, validator=_check_elicitation
     )
     idempotent: bool = attrs.field(default=False, kw_only=True)
     reconcile: ToolReconcile | None = attrs.field(
@@ -178,7 +188,7 @@ class ToolDefinition:
             ("_parameters_schema", "parameters", self.parameters),
             ("_elicitation_schema", "elicitation", self.elicitation),
         ):
-            if value is not None:
+            if isinstance(value, Mapping):
                 compiled = compile_json_schema(value, where=f"tool {self.name!r} {label}")
                 object.__setattr__(self, field, compiled)
 
@@ -196,8 +206,9 @@ class ToolDefinition:
         return self._parameters_schema.problem(arguments)
 
     def check_elicitation(self, answer: Any) -> str | None:
-        """``None`` when ``answer`` satisfies ``elicitation`` (or there is no schema), else
-        what failed: the JSON path and the keyword, never the value."""
+        """``None`` when ``answer`` satisfies a schema ``elicitation`` (or there is none: a
+        function's schema is checked where it was recorded), else what failed: the JSON path
+        and the keyword, never the value."""
         if self._elicitation_schema is None:
             return None
         return self._elicitation_schema.problem(answer)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from .._agent_config import AgentConfig
+from .._attention_frontier import AttentionFrontier
 from ..content import Usage
 from ..guardrails import CompiledGuardrailPacks
 from ..limits import RunLimits
@@ -49,6 +50,12 @@ class HostSession(Protocol):
     @property
     def loaded_skills(self) -> LoadedSkillSet:
         """The skills loaded into the session."""
+        ...
+
+    @property
+    def attention_frontier(self) -> AttentionFrontier:
+        """The attention compiler's sticky changes (they ride a checkpoint that persists
+        session state)."""
         ...
 
 

@@ -24,7 +24,12 @@ import attrs
 
 from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolCallContent
-from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
+from ..errors import (
+    AgentDecisionError,
+    AgentLoopStateError,
+    AgentRunStateError,
+    GuardrailPackError,
+)
 from ..guardrails._pack_identity import checkpoint_rows
 from ..limits import DEFAULT_MAX_OUTPUT_RETRIES
 from ..records._held import HeldEntries
@@ -57,6 +62,7 @@ __all__ = (
     "DurableRun",
     "Gate",
     "RunStateInfo",
+    "interruption_for",
     "new_approval_id",
     "scope_for",
     "stopped_by_store",
@@ -79,7 +85,8 @@ class RunStateInfo:
 
 @attrs.frozen(kw_only=True)
 class Gate:
-    """A tool call held for a human decision.
+    """A tool call held for a human decision (``elicitation_schema``: the answer an
+    elicitation asks for; ``guardrail_rule``: the pack rule an ask came from).
 
     A nested gate holds a call of a sub-agent tool for one of its child run's decisions:
     ``child_run_id`` names the child, and ``kind``, ``scope``, ``reason``, ``guardrail`` and
@@ -96,6 +103,7 @@ class Gate:
     approval_id: str
     child_run_id: str | None = None
     elicitation_schema: Mapping[str, Any] | None = None
+    guardrail_rule: Mapping[str, str] | None = None
 
 
 _UNCLAIMED = object()
@@ -119,9 +127,7 @@ def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None)
 def _pending_decision(gate: Gate) -> PendingDecision:
     """The decision a suspension records for ``gate``."""
     nested = gate.child_run_id is not None
-    schema = gate.elicitation_schema
-    if schema is None and gate.kind == "elicitation" and gate.tool and gate.tool.elicitation:
-        schema = gate.tool.elicitation
+    schema = gate.elicitation_schema if gate.kind == "elicitation" else None
     return PendingDecision(
         approval_id=gate.approval_id,
         kind=gate.kind,
@@ -130,6 +136,7 @@ def _pending_decision(gate: Gate) -> PendingDecision:
         elicitation_schema=dict(schema) if schema is not None else None,
         scope=gate.scope if gate.kind != "input_guardrail" else None,
         tool_call_id=gate.call.id if nested or gate.kind != "input_guardrail" else None,
+        guardrail_rule=dict(gate.guardrail_rule) if gate.guardrail_rule else None,
     )
 
 
@@ -273,7 +280,10 @@ class DurableRun:
                     f"({MAX_SKILL_BODY_BYTES} bytes each, {MAX_SKILL_BODIES_BYTES} in total)"
                 )
         return SessionStateRecord(
-            loaded_skill_names=names, loaded_skill_bodies=bodies, guardrail_packs=self._pack_block()
+            loaded_skill_names=names,
+            loaded_skill_bodies=bodies,
+            guardrail_packs=self._pack_block(),
+            attention_sticky=session.attention_frontier.snapshot(),
         )
 
     def _pack_block(self) -> dict[str, Any] | None:
@@ -281,7 +291,17 @@ class DurableRun:
         if packs is None:
             return None
         try:
-            return {"packs": checkpoint_rows(packs), "state": packs.snapshot_state()}
+            # A pack whose state is unset (``None``: nothing observed yet) writes no state, so
+            # a resume starts it afresh, as the run did.
+            state = {
+                pack_id: snapshot
+                for pack_id, snapshot in packs.snapshot_state().items()
+                if packs.state_of(pack_id) is not None
+            }
+            block: dict[str, Any] = {"packs": checkpoint_rows(packs)}
+            if state:
+                block["state"] = state
+            return block
         except GuardrailPackError as exc:
             raise AgentRunStateError(f"guardrail packs cannot ride the checkpoint: {exc}") from exc
 
@@ -387,21 +407,19 @@ class DurableRun:
     async def suspend(
         self, gates: Sequence[Gate], *, pending_input: tuple[Message, ...] = ()
     ) -> Interruption:
-        """Write one suspension for ``gates`` and return its interruption."""
+        """Write one suspension for ``gates`` and return its interruption.
+
+        One gate's interruption carries its kind, reason, call and guardrail; several are one
+        ``tool_approval`` interruption, "N tool side effects require approval". More than
+        ``DEFAULT_MAX_PENDING_DECISIONS`` gates are refused (``ERR_PRISM_DECISION_LIMIT``).
+        """
         if len(gates) > DEFAULT_MAX_PENDING_DECISIONS:
-            raise AgentRunStateError(
-                f"{len(gates)} calls need decisions; a suspension holds at most "
-                f"{DEFAULT_MAX_PENDING_DECISIONS}"
+            raise AgentDecisionError(
+                f"Pending decisions exceed {DEFAULT_MAX_PENDING_DECISIONS} per run",
+                code="ERR_PRISM_DECISION_LIMIT",
             )
         decisions = tuple(_pending_decision(gate) for gate in gates)
-        first = decisions[0]
-        interruption = Interruption(
-            kind=first.kind,
-            reason=first.reason,
-            tool_call_id=first.tool_call_id,
-            guardrail=first.guardrail,
-            pending_decisions=decisions,
-        )
+        interruption = interruption_for(decisions)
         calls: dict[str, PendingCall] = {}
         for gate in gates:
             if gate.kind == "input_guardrail" and gate.child_run_id is None:
@@ -559,8 +577,31 @@ class DurableRun:
             self.execution.session.transcript.release()
 
     def sticky_for(self, scope: DecisionScope) -> StickyDecision | None:
-        """A sticky decision matching ``scope`` exactly, if any."""
+        """A sticky decision covering ``scope`` (every recorded field equal), if any."""
         for sticky in self.sticky:
-            if sticky.scope == scope:
+            if sticky.scope.covers(scope):
                 return sticky
         return None
+
+
+def interruption_for(
+    decisions: Sequence[PendingDecision], *, reason: str | None = None, kind: Any = None
+) -> Interruption:
+    """The interruption for ``decisions``: one decision's kind, reason, call and guardrail;
+    several as one ``tool_approval`` interruption, "N tool side effects require approval"
+    (``reason``/``kind`` replace those, as a partly decided batch's re-suspension does)."""
+    if len(decisions) == 1:
+        single = decisions[0]
+        return Interruption(
+            kind=kind or single.kind,
+            reason=reason if reason is not None else single.reason,
+            tool_call_id=single.tool_call_id,
+            guardrail=single.guardrail if reason is None else None,
+            pending_decisions=tuple(decisions),
+        )
+    several = f"{len(decisions)} tool side effects require approval"
+    return Interruption(
+        kind=kind or "tool_approval",
+        reason=reason if reason is not None else several,
+        pending_decisions=tuple(decisions),
+    )

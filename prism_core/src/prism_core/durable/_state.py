@@ -79,12 +79,25 @@ def arguments_hash(arguments: Mapping[str, Any]) -> str:
 @attrs.frozen(kw_only=True)
 class DecisionScope:
     """What a decision is about: the tool, its effect kind, its identity (``agent/tool``) and
-    the hash of the exact arguments."""
+    the hash of the exact arguments.
+
+    A sticky decision made on edited arguments has no ``arguments_hash``: the edit was one-off,
+    so the decision sticks by tool name, effect kind and identity alone."""
 
     tool_name: str
     effect_kind: str | None
     identity: str
-    arguments_hash: str
+    arguments_hash: str | None
+
+    def covers(self, scope: DecisionScope) -> bool:
+        """Whether a sticky decision of this scope applies to a call of ``scope``: every field
+        equal, an absent ``arguments_hash`` matching any arguments."""
+        return (
+            self.tool_name == scope.tool_name
+            and self.effect_kind == scope.effect_kind
+            and self.identity == scope.identity
+            and (self.arguments_hash is None or self.arguments_hash == scope.arguments_hash)
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -98,6 +111,9 @@ class PendingDecision:
     elicitation_schema: Mapping[str, Any] | None = None
     scope: DecisionScope | None = None
     tool_call_id: str | None = None
+    #: ``{"pack", "rule"}`` of the pack ``ask`` rule that raised this decision, if one did
+    #: (left out of the JSON form otherwise).
+    guardrail_rule: Mapping[str, str] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -203,6 +219,10 @@ class SessionStateRecord:
     loaded_skill_names: tuple[str, ...] = ()
     loaded_skill_bodies: tuple[SkillBody, ...] | None = None
     guardrail_packs: Mapping[str, Any] | None = None
+    #: The attention compiler's sticky frontier (``{"tool_call_ids", "thinking_keys"}``),
+    #: read leniently on resume (a malformed entry is dropped, never refused); left out of the
+    #: JSON form when the session has none.
+    attention_sticky: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -315,6 +335,13 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
     for key in ("stop_continuations", "output_retries"):
         if data["counters"].get(key) == 0:
             del data["counters"][key]
+    session_state = data.get("session_state")
+    if session_state is not None and session_state.get("attention_sticky") is None:
+        session_state.pop("attention_sticky", None)
+    interruption = data.get("interruption")
+    for decision in interruption["pending_decisions"] if interruption else ():
+        if decision.get("guardrail_rule") is None:
+            decision.pop("guardrail_rule", None)
     return data
 
 

@@ -40,7 +40,10 @@ from ._pack_model import (
 )
 from ._pack_state import (
     CompiledGuardrailPacks,
+    ask_decision_reason,
     pack_refusal_message,
+    pack_rule_of,
+    rule_reason,
 )
 from ._packs import (
     compile_guardrail_packs,
@@ -80,5 +83,8 @@ __all__ = (
     "PackStateCodec",
     "compile_guardrail_packs",
     "pack_catalogue",
+    "ask_decision_reason",
     "pack_refusal_message",
+    "pack_rule_of",
+    "rule_reason",
 )

@@ -19,7 +19,13 @@ from ._decisions import GuardrailRecord
 from ._engine import Guardrail, GuardrailConfig
 from ._pack_model import MAX_PACK_REFUSAL_BYTES, PackInstance, bounded_json, default_reason, listing
 
-__all__ = ("CompiledGuardrailPacks", "pack_refusal_message")
+__all__ = (
+    "CompiledGuardrailPacks",
+    "ask_decision_reason",
+    "pack_refusal_message",
+    "pack_rule_of",
+    "rule_reason",
+)
 
 
 @attrs.frozen(eq=False)
@@ -149,3 +155,41 @@ def pack_refusal_message(record: GuardrailRecord, redactor: Redactor | None = No
         message = redactor.redact_text(message)
     # Dropping the bytes of a cut character keeps the prefix valid UTF-8.
     return message.encode("utf-8")[:MAX_PACK_REFUSAL_BYTES].decode("utf-8", errors="ignore")
+
+
+def pack_rule_of(record: GuardrailRecord) -> dict[str, str] | None:
+    """``{"pack", "rule"}`` when ``record`` came from a pack rule (``pack:<pack>/<rule>``)."""
+    metadata = record.metadata
+    if not isinstance(metadata, Mapping):
+        return None
+    pack, rule = metadata.get("pack"), metadata.get("rule")
+    if not isinstance(pack, str) or not isinstance(rule, str):
+        return None
+    if record.guardrail != f"pack:{pack}/{rule}":
+        return None
+    return {"pack": pack, "rule": rule}
+
+
+def rule_reason(record: GuardrailRecord) -> str | None:
+    """A pack rule's own reason (``None`` for a rule that gives none, or for a host guard,
+    whose reason may quote what it checked)."""
+    rule = pack_rule_of(record)
+    if rule is None or not record.reason:
+        return None
+    if record.reason == default_reason(rule["pack"], rule["rule"]):
+        return None
+    return record.reason
+
+
+def ask_decision_reason(record: GuardrailRecord) -> str:
+    """The pending decision's reason for a guard that asked:
+    ``"Approval required by guardrail rule <name>: <reason>"`` (``": <reason>"`` only when the
+    guard gave a reason of its own), cut on a character boundary to ``MAX_PACK_REFUSAL_BYTES``
+    (200) UTF-8 bytes. It is redacted with the run's redactor when it is stored."""
+    line = f"Approval required by guardrail rule {record.guardrail}"
+    rule = pack_rule_of(record)
+    own = record.reason
+    if rule is not None and own == default_reason(rule["pack"], rule["rule"]):
+        own = None
+    text = f"{line}: {own}" if own else line
+    return text.encode("utf-8")[:MAX_PACK_REFUSAL_BYTES].decode("utf-8", errors="ignore")

@@ -25,10 +25,15 @@ from ..errors import AgentRunNotFoundError, AgentRunStateError, PrismError
 from ..results import AgentRunResult
 from ..runs._broadcast import OverflowPolicy
 from ..signals import AbortSignal
-from ._checks import check_stream_options, coerce_hooks
+from ._checks import (
+    CAPABILITY_MISMATCH,
+    SESSION_MISMATCH,
+    check_stream_options,
+    coerce_hooks,
+    not_found,
+)
 from ._input import coerce_run_ref, validate_resume_input
 from ._pipeline import (
-    NOT_FOUND,
     AgentRunStatus,
     Prepared,
     ResumeRequest,
@@ -321,11 +326,20 @@ class AgentRunLifecycle:
         # An aborted resume reads no record and resolves no agent.
         signal = coerce_signal(request.get("signal"))
         check_signal(signal, "the checkpoint load")
-        found = await self.status(
-            ref, agent_id=request.get("agent_id"), ownership=request.get("ownership")
-        )
+        agent_id = request.get("agent_id")
+        if agent_id is not None and not isinstance(agent_id, str):
+            raise AgentRunStateError(f"agent_id must be a string, got {type(agent_id).__name__}")
+        run_ref = coerce_run_ref(ref)
+        with reading_run_record(run_ref.run_id):
+            found = await load_agent_run_state(
+                self.checkpoints, {"run_id": run_ref.run_id}, ownership=request.get("ownership")
+            )
         if found is None:
-            raise AgentRunNotFoundError(NOT_FOUND)
+            raise AgentRunNotFoundError(not_found(run_ref.run_id))
+        if run_ref.session_id is not None and found.state.session_id != run_ref.session_id:
+            raise AgentRunStateError(SESSION_MISMATCH)
+        if agent_id is not None and found.state.agent_id != agent_id:
+            raise AgentRunStateError(CAPABILITY_MISMATCH)
         check_signal(signal, "the agent resolution")
         resolved = self.resolve_agent(found.state.agent_id)
         if inspect.isawaitable(resolved):
@@ -339,7 +353,7 @@ class AgentRunLifecycle:
                 "resolve_agent must return (agent, definition_revision) or a mapping with them"
             )
         if agent is None:
-            raise AgentRunNotFoundError(NOT_FOUND)
+            raise AgentRunNotFoundError(not_found(run_ref.run_id))
         if not isinstance(revision, str):
             raise AgentRunStateError("resolve_agent returned no definition_revision")
         resume_request = _request(

@@ -25,8 +25,8 @@ from ..durable._options import (
     check_store,
     coerce_run_state_options,
 )
+from ..durable._sidecar import read_sidecar
 from ..durable._state import AgentRunState, parse_state
-from ..durable._writer import read_metadata
 from ..errors import AgentRunStateError
 from ..guardrails import GuardrailConfig
 from ..runs._broadcast import validate_subscribe_options
@@ -41,8 +41,12 @@ if TYPE_CHECKING:
 __all__ = (
     "MISMATCH",
     "NOT_CLEAN",
+    "CAPABILITY_MISMATCH",
     "NOT_FOUND",
+    "SESSION_MISMATCH",
     "STALE",
+    "STALE_SUSPENDED",
+    "continuable",
     "AgentRunStatus",
     "CheckpointAndBranchLoader",
     "ResumeRequest",
@@ -55,12 +59,27 @@ __all__ = (
     "check_version_and_status",
     "load_agent_run_state",
     "load_for_resume",
+    "not_found",
 )
 
 STALE = "Stale or non-running agent run resume"
+STALE_SUSPENDED = "Stale or non-suspended agent run resume"
+
+#: The stops a ``continue`` may pick up: the run ended cleanly on purpose with its frontier
+#: intact (a turn policy's stop, stop hooks past their cap). A run that finished on its own,
+#: or hit ``turn_policy.max_turns``, is final.
+CONTINUABLE_STOPS = ("host_policy", "hook_limit")
 MISMATCH = "Agent revision or fingerprint mismatch on resume"
 NOT_CLEAN = "Continue resume requires a running checkpoint with no pending decisions"
 NOT_FOUND = "Agent run checkpoint not found"
+SESSION_MISMATCH = "Agent run session mismatch"
+CAPABILITY_MISMATCH = "Agent run capability mismatch"
+
+
+def not_found(run_id: str) -> str:
+    """The refusal of a run that is absent from the caller's scope (an unknown run and another
+    owner's read the same): ``"No durable agent run <run id>"``."""
+    return f"No durable agent run {run_id}"
 
 
 @attrs.frozen(kw_only=True)
@@ -178,7 +197,7 @@ async def load_agent_run_state(
     )
     if run_ref.session_id is not None and state.session_id != run_ref.session_id:
         return None
-    return AgentRunStatus(state=state, version=record.version, metadata=read_metadata(record))
+    return AgentRunStatus(state=state, version=record.version, metadata=read_sidecar(record))
 
 
 @runtime_checkable
@@ -248,11 +267,12 @@ def check_version_and_status(
     record: CheckpointRecord, state: AgentRunState, plan: ResumeInput
 ) -> None:
     """Refuse a stale version, the wrong status, and a frontier the decision cannot pass."""
+    continuing = plan.decision == "continue"
+    stale = STALE if continuing else STALE_SUSPENDED
     if record.version != plan.expected_version:
-        raise AgentRunStateError(STALE)
-    wanted = "running" if plan.decision == "continue" else "suspended"
-    if state.status != wanted:
-        raise AgentRunStateError(STALE)
+        raise AgentRunStateError(stale)
+    if not (continuable(state) if continuing else state.status == "suspended"):
+        raise AgentRunStateError(stale)
     in_doubt = in_doubt_calls(state)
     # Only a continue settles in-doubt calls; whether their results were stored after all is
     # checked against the session (see ``_resume_session``), their resolution in
@@ -262,6 +282,14 @@ def check_version_and_status(
     undecided = any(c.status == "pending" for c in state.pending_calls)
     if plan.decision == "continue" and (state.interruption is not None or undecided):
         raise AgentRunStateError(NOT_CLEAN)
+
+
+def continuable(state: AgentRunState) -> bool:
+    """Whether ``continue`` may resume ``state``: a running checkpoint (crash recovery) or a
+    ``succeeded`` one stopped by a turn policy or the stop-hook cap."""
+    return state.status == "running" or (
+        state.status == "succeeded" and state.stop_reason in CONTINUABLE_STOPS
+    )
 
 
 def check_identity(agent: ResumableAgent, state: AgentRunState, request: ResumeRequest) -> None:
@@ -274,7 +302,7 @@ def check_identity(agent: ResumableAgent, state: AgentRunState, request: ResumeR
         raise AgentRunStateError(MISMATCH)
 
 
-DRIFT = "Resume options contradict the agent's durable run-state configuration"
+DRIFT = "Agent durable run-state configuration mismatch on resume"
 
 
 def check_configuration(agent: ResumableAgent, request: ResumeRequest) -> None:
@@ -306,7 +334,7 @@ def check_configuration(agent: ResumableAgent, request: ResumeRequest) -> None:
     ]
     if drift:
         raise AgentRunStateError(
-            f"{DRIFT}: {', '.join(drift)} differ from the agent's run_state; resume with the "
-            "agent's own configuration",
+            f"{DRIFT}: {', '.join(drift)} differ from the agent's run_state (resume with the "
+            "agent's own configuration)",
             code="ERR_PRISM_RUN_STATE_DRIFT",
         )

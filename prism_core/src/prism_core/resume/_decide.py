@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
+from .._elicitation import elicitation_request
 from .._threads import call_host
 from ..content import ToolCallContent
 from ..durable._options import DEFAULT_MAX_STICKY_DECISIONS
@@ -23,13 +24,21 @@ from ..durable._state import (
     arguments_hash,
 )
 from ..errors import AgentDecisionError
-from ..guardrails import GuardrailContext, evaluate_guardrails, first_decisive
+from ..guardrails import GuardrailContext, evaluate_guardrails, first_decisive, rule_reason
+from ..redaction import redact_value
 from ..schema import validate_json_schema
 from ..tools import ToolDefinition, ToolExecutionContext
 from ._input import ResumeInput, RunDecision
 from ._ports import ResumableAgent, ResumedSession
 
-__all__ = ("Decided", "resolve_decisions")
+__all__ = ("GUARD_REFUSAL", "SCHEMA_REFUSAL", "STICKY_LIMIT", "Decided", "resolve_decisions")
+
+#: The refusals of an edit (``modified_arguments``) that fails its tool's schema or the host
+#: validator, or that a tool-input guard (a pack rule, an ``ask`` included) refuses.
+SCHEMA_REFUSAL = "Modified arguments failed schema validation"
+GUARD_REFUSAL = "Modified arguments blocked by guardrail"
+#: The refusal of a batch that would give a run more sticky decisions than it may hold.
+STICKY_LIMIT = f"Sticky decisions exceed {DEFAULT_MAX_STICKY_DECISIONS} per run"
 
 
 def _by_approval(state: AgentRunState) -> dict[str, PendingDecision]:
@@ -45,7 +54,9 @@ async def _revalidate(
     index: int,
 ) -> None:
     """An edited call must pass the tool schema, the host validator and every tool-input
-    guardrail (the session's packs included; ``ask`` counts as a block)."""
+    guardrail (the session's packs included; ``ask`` counts as a block). A refusal's message is
+    the spec's, naming the rule (and a pack rule's own reason), never the edited value; which
+    decision it was, and what the schema or validator found, ride the error's notes."""
     tool = agent.config.registry.get(call.name)
     if tool is None:
         raise AgentDecisionError(f"decisions[{index}] edits a call to an unknown tool")
@@ -53,7 +64,9 @@ async def _revalidate(
     if problem is None:
         problem = await _host_verdict(agent, call, tool, state)
     if problem is not None:
-        raise AgentDecisionError(f"decisions[{index}].modified_arguments are invalid: {problem}")
+        refusal = AgentDecisionError(SCHEMA_REFUSAL)
+        refusal.add_note(redact_value(f"decisions[{index}]: {problem}", agent.config.redactor))
+        raise refusal
     guards = agent.config.guardrails.for_stage("tool_input")
     if session.compiled_packs is not None:
         guards = guards + session.compiled_packs.tool_input
@@ -74,9 +87,11 @@ async def _revalidate(
     )
     decisive = first_decisive(records)
     if decisive is not None:
-        raise AgentDecisionError(
-            f"decisions[{index}].modified_arguments are refused by guardrail {decisive.guardrail}"
-        )
+        own = rule_reason(decisive)
+        rule = f"rule {decisive.guardrail}" + (f": {own}" if own else "")
+        refusal = AgentDecisionError(redact_value(f"{GUARD_REFUSAL} {rule}", agent.config.redactor))
+        refusal.add_note(f"decisions[{index}]")
+        raise refusal
 
 
 async def _host_verdict(
@@ -205,10 +220,13 @@ async def resolve_decisions(
             )
         elif decision.elicitation is not None:
             tool = agent.config.registry.get(call.name)
-            if tool is not None:
-                problem = tool.check_elicitation(decision.elicitation)
-            else:
+            if target.elicitation_schema is not None:
                 problem = validate_json_schema(target.elicitation_schema, decision.elicitation)
+            else:
+                problem = tool.check_elicitation(decision.elicitation) if tool else None
+            request = elicitation_request(tool, call.arguments) if tool is not None else None
+            if problem is None and request is not None and request.validate is not None:
+                problem = request.problem(decision.elicitation)
             if problem is None and tool is not None:
                 answered = ToolCallContent(call.id, call.name, dict(decision.elicitation))
                 problem = await _host_verdict(agent, answered, tool, state)
@@ -232,18 +250,16 @@ async def resolve_decisions(
                 else current.arguments_hash,
             )
         if decision.outcome in ("allow_for_run", "reject_for_run") and target.scope is not None:
+            scope = target.scope
+            if decision.modified_arguments is not None:
+                # The edit is one-off: the decision sticks by tool, effect and identity, not
+                # by the arguments the model first asked with.
+                scope = attrs.evolve(scope, arguments_hash=None)
             decided.sticky.append(
-                StickyDecision(
-                    scope=target.scope,
-                    outcome=decision.outcome,
-                    reason=decision.reason,
-                )
+                StickyDecision(scope=scope, outcome=decision.outcome, reason=decision.reason)
             )
     if len(decided.sticky) > DEFAULT_MAX_STICKY_DECISIONS:
-        raise AgentDecisionError(
-            f"a run may hold at most {DEFAULT_MAX_STICKY_DECISIONS} sticky decisions",
-            code="ERR_PRISM_DECISION_LIMIT",
-        )
+        raise AgentDecisionError(STICKY_LIMIT, code="ERR_PRISM_DECISION_LIMIT")
     decided.pending_calls = [updates.get(c.tool_call_id, c) for c in decided.pending_calls]
     decided.remaining = [d for a, d in pending.items() if a not in chosen]
     return decided

@@ -47,7 +47,7 @@ from ._doubt import settle_in_doubt
 from ._input import ResumeInput, RunDecision, validate_resume_input
 from ._ports import ResumableAgent, ResumedSession
 from ._resolutions import Resolution
-from ._session import rebuild_session
+from ._session import new_session, rebuild_session
 
 __all__ = (
     "ChildContinue",
@@ -211,7 +211,7 @@ async def _check_child_decisions(
     child_req = child_request(tool, request)
     check_identity(view, child, child_req)
     check_version_and_status(record, child, child_plan)
-    rebuilt = await rebuild_session(view, child, child_plan)
+    rebuilt = await rebuild_session(view, new_session(view, child), child, child_plan)
     decided = await decide_with_children(
         view, rebuilt.session, rebuilt.state, child_plan, rebuilt.calls, child_req
     )
@@ -334,7 +334,7 @@ async def _check_continue(
         probe = ResumeInput(expected_version=record.version, decision="continue")
         check_version_and_status(record, child, probe)
         check_lease(child, force=request.force)
-        rebuilt = await rebuild_session(view, child, probe)
+        rebuilt = await rebuild_session(view, new_session(view, child), child, probe)
         owned = tuple(r for r in free if r.tool_call_id in rebuilt.calls)
         try:
             settle_in_doubt(

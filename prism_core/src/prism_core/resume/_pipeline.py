@@ -1,11 +1,11 @@
 """Resuming a durable run: one pipeline, in a fixed order, that refuses before it writes.
 
 Order: input shape → ownership-scoped load → revision and fingerprint → version, status and
-clean frontier → the run's own guardrails → guardrail packs → session rebuild (``continue``
-keeps completed rounds) and skills → ``on_session`` → decisions (``deny`` and partial batches
-settle here), or for ``continue`` the in-doubt calls' resolutions → counters, limits and loop
-state → restore hooks → compare-and-swap claim → ``reconcile`` of in-doubt calls → the resumed
-run. Every refusal before the claim writes nothing and runs nothing.
+clean frontier → the run's own guardrails → ``on_session`` (the new session) → guardrail
+packs → session rebuild (``continue`` keeps completed rounds) and skills → decisions (``deny``
+and partial batches settle here), or for ``continue`` the in-doubt calls' resolutions →
+counters, limits and loop state → restore hooks → compare-and-swap claim → ``reconcile`` of
+in-doubt calls → the resumed run. Every refusal before the claim writes nothing and runs nothing.
 
 The steps live in their own modules, in pipeline order: ``_resume_checks`` (request, load,
 identity, version and status), ``_resume_session`` (packs, session, skills), ``_resume_decide``
@@ -27,17 +27,19 @@ from ..durable._faults import retry_transient
 from ..durable._fencing import claim_token
 from ..durable._lease import check_lease
 from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
-from ..durable._run import RunStateInfo
+from ..durable._run import RunStateInfo, interruption_for
 from ..durable._run_guards import match_run_guardrails
-from ..durable._state import AgentRunState, Interruption, parse_state
-from ..durable._writer import CheckpointWriter, read_metadata
-from ..errors import AgentRunNotFoundError
+from ..durable._sidecar import read_sidecar
+from ..durable._state import AgentRunState, parse_state
+from ..durable._writer import CheckpointWriter
+from ..errors import AgentRunNotFoundError, AgentRunStateError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
 from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..results import AgentRunResult
 from ._checks import (
     NOT_FOUND,
+    SESSION_MISMATCH,
     AgentRunStatus,
     ResumeRequest,
     check_identity,
@@ -45,6 +47,7 @@ from ._checks import (
     check_version_and_status,
     load_agent_run_state,
     load_for_resume,
+    not_found,
 )
 from ._decide import Decided
 from ._doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
@@ -59,7 +62,7 @@ from ._nested import (
 from ._ports import ResumableAgent, ResumedSession
 from ._restore import CheckpointRestoreContext, compensate_all, run_restore_hooks
 from ._resumed import ResumePlan, attach_durable, resumed_execution
-from ._session import rebuild_session
+from ._session import new_session, rebuild_session
 from ._signal import bridge_signal, check_signal
 
 if TYPE_CHECKING:
@@ -120,30 +123,34 @@ async def prepare_resume(
         )
     )
     if record is None:
-        raise AgentRunNotFoundError(NOT_FOUND)
+        raise AgentRunNotFoundError(not_found(run_ref.run_id))
     state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES)
-    if state.run_id != run_ref.run_id or (
-        run_ref.session_id is not None and state.session_id != run_ref.session_id
-    ):
-        raise AgentRunNotFoundError(NOT_FOUND)
+    if state.run_id != run_ref.run_id:
+        raise AgentRunNotFoundError(not_found(run_ref.run_id))
+    if run_ref.session_id is not None and state.session_id != run_ref.session_id:
+        # The caller may see the run (it is in its owner scope): say what did not match.
+        raise AgentRunStateError(SESSION_MISMATCH)
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
     check_lease(state, force=request.force)
     match_run_guardrails(state.run_guardrails, request.guardrails, agent.config.redactor)
     token = claim_token(record, request.fencing_token)
 
-    check_signal(signal, "the session rebuild")
-    rebuilt = await rebuild_session(
-        agent, state, plan, request.guardrail_packs, prefetched=prefetched
-    )
-    session, state, calls = rebuilt.session, rebuilt.state, rebuilt.calls
     check_signal(signal, "on_session")
+    # The observer sees the session before anything is reinstated into it, so it hears of a
+    # resume whose packs or history then fail to restore.
+    session = new_session(agent, state)
     if request.on_session is not None:
         outcome = request.on_session(session)
         if hasattr(outcome, "__await__"):
             await outcome
+    check_signal(signal, "the session rebuild")
+    rebuilt = await rebuild_session(
+        agent, session, state, plan, request.guardrail_packs, prefetched=prefetched
+    )
+    state, calls = rebuilt.state, rebuilt.calls
 
-    metadata = read_metadata(record)
+    metadata = read_sidecar(record)
     writer = CheckpointWriter(
         store=request.checkpoints,
         run_id=state.run_id,
@@ -200,6 +207,8 @@ async def prepare_resume(
     claimed = attrs.evolve(
         state,
         status="running",
+        stop_reason=None,
+        stop_detail=None,
         interruption=None,
         pending_calls=claim_pending,
         resolutions=(*state.resolutions, *(settlement.resolutions if settlement else ())),
@@ -244,7 +253,13 @@ async def prepare_resume(
         await writer.save(claimed)
     except BaseException:
         # Another resume won the claim: put the restored layers back as they were.
-        await compensate_all(hooks, context, redactor=agent.config.redactor, limiter=limiter)
+        await compensate_all(
+            hooks,
+            context,
+            request.restore_hook_timeout_ms,
+            redactor=agent.config.redactor,
+            limiter=limiter,
+        )
         raise
     if settlement is not None and settlement.to_reconcile:
         try:
@@ -259,7 +274,13 @@ async def prepare_resume(
             )
         except BaseException:
             # The run stays in doubt as claimed: nothing ran, so the restored layers go back.
-            await compensate_all(hooks, context, redactor=agent.config.redactor, limiter=limiter)
+            await compensate_all(
+                hooks,
+                context,
+                request.restore_hook_timeout_ms,
+                redactor=agent.config.redactor,
+                limiter=limiter,
+            )
             raise
         # Written with the next checkpoint; a crash before it reconciles again.
         claimed = attrs.evolve(
@@ -307,7 +328,6 @@ async def _settle_denied(
         status="denied",
         leaf_id=state.leaf_id,
         run_state=RunStateInfo(version=writer.version, status="denied", metadata=writer.metadata),
-        stop_reason="denied",
     )
     return Settled(events=(event,), result=result, session=session)
 
@@ -316,13 +336,11 @@ async def _settle_partial(
     session: ResumedSession, state: AgentRunState, writer: CheckpointWriter, decided: Decided
 ) -> Settled:
     assert state.interruption is not None
-    first = decided.remaining[0]
-    interruption = Interruption(
-        kind=first.kind,
-        reason=first.reason,
-        tool_call_id=first.tool_call_id,
-        guardrail=first.guardrail,
-        pending_decisions=tuple(decided.remaining),
+    remaining = decided.remaining
+    interruption = interruption_for(
+        remaining,
+        reason=f"{len(remaining)} approval request(s) remain",
+        kind=state.interruption.kind,
     )
     resuspended = attrs.evolve(
         state,
@@ -350,7 +368,6 @@ async def _settle_partial(
         run_state=RunStateInfo(
             version=writer.version, status="suspended", metadata=writer.metadata
         ),
-        stop_reason="suspended",
     )
     return Settled(events=(event,), result=result, session=session)
 

@@ -1,6 +1,11 @@
 """Restore hooks: put external state back, all or nothing, before a resume claims.
 
-It must not claim or write a checkpoint: the claim follows it in ``_resume``.
+Each hook direction (``restore``, ``compensate``) runs under the per-hook timeout with a
+context of its own whose ``signal`` fires on the caller's abort or on that timeout, so a hook
+talking to a remote system can stop instead of dangling. A hook is named by its ``id``, else
+its restore function's ``__name__``, else ``hook[i]`` (its position).
+
+It must not claim or write a checkpoint: the claim follows it in ``_pipeline``.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ from .._threads import call_host
 from ..durable._checkpoints import CheckpointRecord
 from ..errors import CheckpointRestoreError
 from ..redaction import Redactor, redact_value
-from ._signal import check_signal, signal_scope
+from ..signals import AbortSignal
+from ._signal import ResumeAbortedError, check_signal
 
 __all__ = (
     "MAX_COMPENSATION_REASON_BYTES",
     "CheckpointRestoreContext",
     "Compensation",
+    "compensate_all",
     "hook_name",
     "run_restore_hooks",
 )
@@ -36,7 +43,8 @@ logger = logging.getLogger(__package__ or __name__)
 @attrs.frozen(kw_only=True)
 class CheckpointRestoreContext:
     """What a restore hook sees: the run, the checkpoint version and status, the redacted
-    sidecar ``metadata`` and the raw ``checkpoint`` record."""
+    sidecar ``metadata``, the raw ``checkpoint`` record, and ``signal``, fired when the caller
+    aborts the resume or the hook overruns its timeout (each call gets a signal of its own)."""
 
     run_id: str
     session_id: str
@@ -44,17 +52,25 @@ class CheckpointRestoreContext:
     status: str
     metadata: Mapping[str, str] | None
     checkpoint: CheckpointRecord
+    signal: AbortSignal = attrs.field(factory=AbortSignal, eq=False, repr=False)
+
+
+def _usable(name: Any) -> bool:
+    return isinstance(name, str) and bool(name) and not name.startswith("<")
 
 
 def hook_name(hook: Any, index: int | None = None) -> str:
-    """A function hook's ``__name__``, an object hook's ``id``; a hook without a usable name
-    (a lambda, a partial, an object without ``id``) is ``hook[index]``, its position."""
-    if callable(getattr(hook, "restore", None)):
+    """A hook's ``id``, else its restore function's ``__name__`` (a lambda has none that
+    names anything), else ``hook[index]``, its position."""
+    restore = getattr(hook, "restore", None)
+    if callable(restore):
         name = getattr(hook, "id", None)
+        if not _usable(name):
+            name = getattr(restore, "__name__", None)
     else:
         name = getattr(hook, "__name__", None)
-    if isinstance(name, str) and name and not name.startswith("<"):
-        return name
+    if _usable(name):
+        return str(name)
     return f"hook[{index}]" if index is not None else type(hook).__name__
 
 
@@ -66,26 +82,91 @@ def check_hooks(hooks: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(hooks)
 
 
-async def _call(
-    function: Any, context: CheckpointRestoreContext, limiter: anyio.CapacityLimiter | None
-) -> None:
-    # A synchronous hook runs in a worker thread so its timeout can stop the wait for it.
-    await call_host(function, context, limiter=limiter)
+def _ms(timeout_ms: float) -> str:
+    value = float(timeout_ms)
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+@attrs.define
+class _Outcome:
+    """How one hook call ended: ``error`` (what it raised, or a timeout), ``aborted`` (the
+    caller's abort ended it)."""
+
+    error: BaseException | None = None
+    timed_out: bool = False
+    aborted: bool = False
+    duration_ms: float = 0.0
+
+
+async def _invoke(
+    function: Any,
+    context: CheckpointRestoreContext,
+    timeout_ms: float,
+    *,
+    caller: Any,
+    limiter: anyio.CapacityLimiter | None,
+    cancel_on_abort: bool,
+) -> _Outcome:
+    """``function(context)`` with a signal of its own, under ``timeout_ms``.
+
+    The timeout fires the signal and cancels the call; the caller's abort fires the signal and,
+    when ``cancel_on_abort``, cancels the call too (a sync hook's thread is abandoned, its
+    result discarded)."""
+    signal = AbortSignal()
+    own = attrs.evolve(context, signal=signal)
+    outcome = _Outcome()
+    begun = anyio.current_time()
+    async with anyio.create_task_group() as group:
+
+        def on_caller_abort(reason: Any) -> None:
+            outcome.aborted = True
+            signal.abort(reason)
+            if cancel_on_abort:
+                group.cancel_scope.cancel()
+
+        async def watchdog() -> None:
+            await anyio.sleep(timeout_ms / 1000)
+            outcome.timed_out = True
+            signal.abort(f"timed out after {_ms(timeout_ms)}ms")
+            group.cancel_scope.cancel()
+
+        group.start_soon(watchdog)
+        if caller is not None:
+            caller.on_abort(on_caller_abort)
+        try:
+            await call_host(function, own, limiter=limiter)
+        except Exception as exc:
+            outcome.error = exc
+        finally:
+            group.cancel_scope.cancel()
+    outcome.duration_ms = (anyio.current_time() - begun) * 1000
+    if outcome.timed_out and outcome.error is None:
+        outcome.error = TimeoutError(f"timed out after {_ms(timeout_ms)}ms")
+    return outcome
+
+
+def abort_error(signal: Any, step: str) -> BaseException:
+    """What a caller's abort raises: its reason when that is an exception, else
+    :class:`ResumeAbortedError` naming it."""
+    reason = getattr(signal, "reason", None)
+    if isinstance(reason, Exception):
+        return reason
+    return ResumeAbortedError(f"Resume aborted during {step}: {reason}; nothing was claimed")
 
 
 @attrs.define
 class Compensation:
-    """What a compensation pass did: the hooks it undid, most recent first, and the one whose
-    compensation raised (the pass stops there), with its redacted, bounded reason."""
+    """What a compensation pass did: every hook whose ``compensate`` was attempted, the most
+    recently applied layer first (the pass goes on after a failure), and the first that
+    failed, with its redacted, bounded reason."""
 
     ran: list[str] = attrs.field(factory=list)
     failed: dict[str, str] | None = None
-    attempted: bool = False
     errors: list[tuple[str, BaseException]] = attrs.field(factory=list)
 
     def audit(self) -> dict[str, Any] | None:
-        """``{"ran": [...], "failed"?: {"hook", "reason"}}``, or ``None`` when nothing ran."""
-        if not self.attempted:
+        """``{"ran": [...], "failed"?: {"hook", "reason"}}``, or ``None`` when none ran."""
+        if not self.ran:
             return None
         audit: dict[str, Any] = {"ran": list(self.ran)}
         if self.failed is not None:
@@ -104,48 +185,69 @@ def _bounded_reason(exc: BaseException, redactor: Redactor | None) -> str:
 async def _compensate(
     hooks: Sequence[tuple[int, Any]],
     context: CheckpointRestoreContext,
-    limiter: anyio.CapacityLimiter | None = None,
+    timeout_ms: float,
     *,
+    limiter: anyio.CapacityLimiter | None = None,
     signal: Any = None,
     redactor: Redactor | None = None,
 ) -> Compensation:
+    """Undo ``hooks`` in the order given, each under the per-hook timeout, best effort: a
+    failing compensation is recorded and the pass goes on. The caller's abort fires the
+    running compensation's signal (it is never cancelled mid-call) and then raises, before the
+    next hook (see :func:`abort_error`)."""
     outcome = Compensation()
     for index, hook in hooks:
         compensate = getattr(hook, "compensate", None)
         if not callable(compensate):
             continue
-        if signal is not None and signal.aborted:
-            # The caller's abort stops compensation between hooks, never inside one.
-            break
         name = hook_name(hook, index)
-        outcome.attempted = True
-        try:
-            await _call(compensate, context, limiter)
-        except Exception as exc:
-            # Recorded on the restore error; the restore failure stays the one raised.
-            logger.warning(
-                "compensation of restore hook %s for run %s raised %s; compensation stops",
-                name,
-                context.run_id,
-                type(exc).__name__,
-            )
-            outcome.failed = {"hook": name, "reason": _bounded_reason(exc, redactor)}
-            outcome.errors.append((name, exc))
-            break
+        if signal is not None and signal.aborted:
+            raise abort_error(signal, f"the compensation of restore hook {name}")
+        result = await _invoke(
+            compensate,
+            context,
+            timeout_ms,
+            caller=signal,
+            limiter=limiter,
+            cancel_on_abort=False,
+        )
+        if signal is not None and signal.aborted:
+            raise abort_error(signal, f"the compensation of restore hook {name}")
         outcome.ran.append(name)
+        if result.error is None:
+            continue
+        error = result.error
+        if result.timed_out:
+            error = TimeoutError(
+                f"Restore hook {name} compensate timed out after {_ms(timeout_ms)}ms"
+            )
+        logger.warning(
+            "compensation of restore hook %s for run %s raised %s; compensation goes on",
+            name,
+            context.run_id,
+            type(error).__name__,
+        )
+        if outcome.failed is None:
+            outcome.failed = {"hook": name, "reason": _bounded_reason(error, redactor)}
+        outcome.errors.append((name, error))
     return outcome
 
 
 async def compensate_all(
     hooks: Sequence[Any],
     context: CheckpointRestoreContext,
+    timeout_ms: float,
     *,
     limiter: anyio.CapacityLimiter | None = None,
     redactor: Redactor | None = None,
 ) -> Compensation:
     """Compensate every hook, last first (after a claim lost its race)."""
     return await _compensate(
-        list(reversed(list(enumerate(hooks)))), context, limiter, redactor=redactor
+        list(reversed(list(enumerate(hooks)))),
+        context,
+        timeout_ms,
+        limiter=limiter,
+        redactor=redactor,
     )
 
 
@@ -162,13 +264,12 @@ async def run_restore_hooks(
     worker thread under ``limiter`` (``None``: anyio's default limiter), so its timeout ends
     the wait for it (the thread itself cannot be stopped; its result is discarded).
 
-    The first hook that raises or overruns aborts with :class:`CheckpointRestoreError`;
-    completed object hooks (and the failing one) are compensated in reverse order until one
-    compensation raises; ``error.compensation`` records that pass. ``signal`` (the caller's
-    abort) stops the pass: before a hook, or by cancelling the hook in flight, it raises
-    :class:`ResumeAbortedError` and skips compensation; during compensation it stops it between
-    hooks. Returns the audit ``{"hooks": [{"hook", "duration_ms"}], "duration_ms"}``, or
-    ``None`` without hooks.
+    The first hook that raises or overruns aborts with :class:`CheckpointRestoreError`; every
+    applied object hook, the failing one first, is then compensated in reverse order (best
+    effort; ``error.compensation`` records the pass). ``signal`` (the caller's abort): before a
+    hook it raises :class:`ResumeAbortedError`; during a hook it cancels that hook, which then
+    fails the resume with :class:`CheckpointRestoreError` and no compensation. Returns the
+    audit ``{"hooks": [{"hook", "duration_ms"}], "duration_ms"}``, or ``None`` without hooks.
     """
     if not hooks:
         return None
@@ -178,41 +279,49 @@ async def run_restore_hooks(
     for index, hook in enumerate(hooks):
         name = hook_name(hook, index)
         restore = hook.restore if callable(getattr(hook, "restore", None)) else hook
-        begun = anyio.current_time()
-        error: CheckpointRestoreError | None = None
         check_signal(signal, f"restore hook {name}")
-        try:
-            with signal_scope(signal), anyio.fail_after(timeout_ms / 1000):
-                await _call(restore, context, limiter)
-        except TimeoutError as exc:
+        outcome = await _invoke(
+            restore, context, timeout_ms, caller=signal, limiter=limiter, cancel_on_abort=True
+        )
+        aborted = outcome.aborted or (signal is not None and signal.aborted)
+        if outcome.error is None and not aborted:
+            logger.debug("restore hook %s for run %s done", name, context.run_id)
+            done.append((index, hook))
+            audit.append({"hook": name, "duration_ms": outcome.duration_ms})
+            continue
+        if aborted:
+            reason = getattr(signal, "reason", None)
             error = CheckpointRestoreError(
-                f"Checkpoint restore hook {name} timed out after {timeout_ms:g}ms", hook=name
+                f"Checkpoint restore hook {name} was aborted: {reason}", hook=name
             )
-            error.__cause__ = exc
-        except Exception as exc:
+            error.__cause__ = outcome.error or abort_error(signal, f"restore hook {name}")
+        elif outcome.timed_out:
             error = CheckpointRestoreError(
-                f"Checkpoint restore hook {name} failed: {exc}", hook=name
+                f"Checkpoint restore hook {name} timed out after {_ms(timeout_ms)}ms", hook=name
             )
-            error.__cause__ = exc
-        check_signal(signal, f"restore hook {name} completed")
-        if error is not None:
-            logger.warning(
-                "restore hook %s for run %s failed (%s); nothing is claimed",
-                name,
-                context.run_id,
-                type(error.__cause__).__name__,
+            error.__cause__ = outcome.error
+        else:
+            error = CheckpointRestoreError(
+                f"Checkpoint restore hook {name} failed: {outcome.error}", hook=name
             )
-            outcome = await _compensate(
+            error.__cause__ = outcome.error
+        logger.warning(
+            "restore hook %s for run %s failed (%s); nothing is claimed",
+            name,
+            context.run_id,
+            type(error.__cause__).__name__,
+        )
+        if not aborted:
+            # Never run host compensation code once the caller has aborted.
+            compensation = await _compensate(
                 [(index, hook), *reversed(done)],
                 context,
-                limiter,
+                timeout_ms,
+                limiter=limiter,
                 signal=signal,
                 redactor=redactor,
             )
-            error.compensation = outcome.audit()
-            error.compensation_errors = tuple(outcome.errors)
-            raise error
-        logger.debug("restore hook %s for run %s done", name, context.run_id)
-        done.append((index, hook))
-        audit.append({"hook": name, "duration_ms": (anyio.current_time() - begun) * 1000})
+            error.compensation = compensation.audit()
+            error.compensation_errors = tuple(compensation.errors)
+        raise error
     return {"hooks": audit, "duration_ms": (anyio.current_time() - started) * 1000}

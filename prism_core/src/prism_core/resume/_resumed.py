@@ -147,10 +147,13 @@ def attach_durable(
     the session's active run, and return its driver."""
     from ..runs._driver import RunDriver
 
+    recorded = state.session_state
     persist = (
         request.persist_session_state
         if request.persist_session_state is not None
-        else bool(state.session_state and state.session_state.loaded_skill_names)
+        else bool(
+            recorded and (recorded.loaded_skill_names or recorded.attention_sticky is not None)
+        )
     )
     include_bodies = (
         request.include_skill_bodies

@@ -22,7 +22,7 @@ from ..skills import Skill, SkillRegistry
 from ._input import ResumeInput
 from ._ports import ResumableAgent, ResumedSession
 
-__all__ = ("Rebuilt", "rebuild_session")
+__all__ = ("Rebuilt", "new_session", "rebuild_session")
 
 
 @attrs.frozen(kw_only=True)
@@ -44,23 +44,28 @@ class Rebuilt:
     fresh: tuple[ToolCallContent, ...] = ()
 
 
+def new_session(agent: ResumableAgent, state: AgentRunState) -> ResumedSession:
+    """The session a resume rebuilds, at the checkpoint's session and leaf, before anything is
+    reinstated into it (the resume's ``on_session`` observer sees it first)."""
+    return agent.create_session(id=state.session_id, leaf_id=state.leaf_id)
+
+
 async def rebuild_session(
     agent: ResumableAgent,
+    session: ResumedSession,
     state: AgentRunState,
     plan: ResumeInput,
     supplied_packs: Sequence[Any] = (),
     *,
     prefetched: Any = None,
 ) -> Rebuilt:
-    """The session at the checkpoint's leaf, with its history, packs and skills.
+    """``session`` (see :func:`new_session`) with the checkpoint's packs, history and skills.
 
     ``supplied_packs`` are the packs the host supplies again (those recorded by identity);
     ``prefetched`` is the session read a ``continue`` made with its checkpoint load, if any
     (:class:`~prism_core.records._run_tail.PrefetchedBranchAndRunTail`)."""
     assert agent.store is not None
-    compiled = _compile_packs(agent, state, supplied_packs)
-    session = agent.create_session(id=state.session_id, leaf_id=state.leaf_id)
-    session.compiled_packs = compiled
+    session.compiled_packs = _compile_packs(agent, state, supplied_packs)
     fresh: tuple[ToolCallContent, ...] = ()
     counters = state.counters
     if plan.decision == "continue":
@@ -145,6 +150,9 @@ def _restore_skills(agent: ResumableAgent, session: ResumedSession, state: Agent
     record = state.session_state
     if record is None:
         return
+    if record.attention_sticky is not None:
+        # The run that wrote it opted in (persist_session_state): its stubs stay applied.
+        session.attention_frontier.restore(record.attention_sticky)
     if record.loaded_skill_bodies is not None:
         for body in record.loaded_skill_bodies:
             session.loaded_skills.add(Skill(body.name, body.instructions))

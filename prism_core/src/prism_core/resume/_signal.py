@@ -23,7 +23,6 @@ __all__ = (
     "bridge_signal",
     "check_signal",
     "coerce_signal",
-    "signal_scope",
 )
 
 
@@ -63,14 +62,6 @@ def check_signal(signal: Any, step: str) -> None:
         raise ResumeAbortedError(
             f"Resume aborted before {step}: {getattr(signal, 'reason', None)}; nothing was claimed"
         )
-
-
-def signal_scope(signal: Any) -> anyio.CancelScope:
-    """A cancel scope that the signal cancels when it fires (for a restore hook in flight)."""
-    scope = anyio.CancelScope()
-    if signal is not None:
-        signal.on_abort(lambda _reason: scope.cancel())
-    return scope
 
 
 def bridge_signal(signal: Any, execution: AbortableRun) -> None:

@@ -5,7 +5,7 @@ The stream subscribes to the rebuilt session before the resume emits anything (t
 bounded queue is empty. Events a step publishes (a tool's progress events, the terminal
 events) queue there under ``max_queued_events``/``overflow`` exactly as a subscriber's do: the
 ``close`` policy clears the queue, delivers one ``event_subscriber_overflow`` notice and ends
-the stream, which then aborts the resumed execution as leaving early does.
+the stream, and the resumed run still goes on to its end; leaving early aborts it.
 
 It must not change the pipeline: it only observes it and steps the resumed run.
 """
@@ -17,8 +17,8 @@ from typing import Any
 
 from ..events import AgentEvent
 from ..results import AgentRunResult
-from ..runs._broadcast import EventSubscription, OverflowPolicy
-from ..runs._stream import DriverStream, StepDriver
+from ..runs._broadcast import OverflowPolicy
+from ..runs._stream import StepDriver, SubscribedStream
 from ._pipeline import Prepared, Settled
 
 __all__ = ("ResumeEventStream",)
@@ -27,11 +27,11 @@ __all__ = ("ResumeEventStream",)
 Prepare = Callable[[Callable[[Any], Any]], Awaitable[Prepared | Settled]]
 
 
-class ResumeEventStream(DriverStream):
+class ResumeEventStream(SubscribedStream):
     """The events of one resume: ``agent_denied`` or ``agent_suspended`` for runs that do not
     claim, else ``agent_started``, ``agent_resumed`` and the resumed run's events. Leaving
-    early (or an overflow under the ``close`` policy) aborts only the resumed execution.
-    ``result`` is set once it has ended."""
+    early aborts only the resumed execution; an overflow under the ``close`` policy ends the
+    stream while the run goes on to its end. ``result`` is set once it has ended."""
 
     def __init__(
         self,
@@ -46,7 +46,6 @@ class ResumeEventStream(DriverStream):
         self._host_on_session = on_session
         self._max_queued_events = max_queued_events
         self._overflow: OverflowPolicy = overflow
-        self._subscription: EventSubscription | None = None
         self._prepared = False
         self._settled_result: AgentRunResult | None = None
 
@@ -90,37 +89,4 @@ class ResumeEventStream(DriverStream):
         if self._done:
             raise StopAsyncIteration
         await self._ensure_prepared()
-        subscription = self._subscription
-        assert subscription is not None
-        while True:
-            if subscription.ready:
-                return await subscription.__anext__()
-            if subscription.closed:
-                await self._finish()
-                raise StopAsyncIteration
-            driver = self._driver
-            assert driver is not None
-            try:
-                stepped = await driver.next()
-            except BaseException:
-                self._done = True
-                driver.abandon("cancelled")
-                subscription.close()
-                raise
-            if stepped is None:
-                # The run ended and settled: its run-scoped subscription is closed.
-                subscription.close()
-
-    async def _finish(self) -> None:
-        """The stream ended: an overflow that closed it aborts a run still going."""
-        self._done = True
-        driver = self._driver
-        if driver is not None and not driver.settled:
-            driver.execution.signal.abort("event_subscriber_overflow")
-            await driver.drain()
-
-    async def aclose(self) -> None:
-        """Stop consuming: abort the resumed run if it is still going and wait for it."""
-        if self._subscription is not None:
-            self._subscription.close()
-        await super().aclose()
+        return await self._next_queued()

@@ -2,8 +2,8 @@
 
 Owns the input-guardrail stage of the run's input (an ``interrupt`` becomes the input gate of a
 durable run), appending the input, automatic compaction before the first turn, and the turn
-boundary: stop on abort, apply steered messages (each checked by the input guardrails), and
-the durable run's turn checkpoint. It must not stream, run tools or end the run.
+boundary: stop on abort, apply steered messages (each checked by the input guardrails), the
+turn policy, and the durable run's turn checkpoint. It must not stream, run tools or end the run.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ._guarding import (
     strongest,
 )
 from ._state import RunState
-from ._turn_policy import TurnPolicy, TurnPolicyContext, decide
+from ._turn_policy import RunStopped, TurnPolicy, TurnPolicyContext, decide
 
 __all__ = (
     "append_input",
@@ -53,7 +53,7 @@ async def check_input(run: RunState) -> list[AgentEvent]:
             call=ToolCallContent("input", "input", {}),
             tool=None,
             kind="input_guardrail",
-            reason=decisive.reason,
+            reason=decisive.reason or "Input requires approval",
             guardrail=decisive.guardrail,
             scope=scope_for(run.durable.agent_id, ToolCallContent("input", "input", {}), None),
             approval_id=new_approval_id(),
@@ -98,18 +98,24 @@ async def append_input(run: RunState) -> None:
 
 
 async def turn_boundary(run: RunState) -> list[AgentEvent]:
-    """A provider-turn boundary: stop on abort, consult the turn policy, apply steers, then
+    """A provider-turn boundary: stop on abort, apply steers, consult the turn policy, then
     the durable checkpoint.
 
-    Every turn passes a checkpoint of the event loop, so a run whose provider, tools and
-    stores never really await still lets cancellation and other tasks through."""
+    Steers come before the policy, so a message steered into a run the policy then stops is in
+    the history the stop records (a continued durable run sees it once). Every turn passes a
+    checkpoint of the event loop, so a run whose provider, tools and stores never really await
+    still lets cancellation and other tasks through."""
     await anyio.lowlevel.checkpoint()
     if run.signal.aborted:
         await anyio.lowlevel.checkpoint()
         raise AbortRequested()
-    if run.turn_policy is not None:
-        await consult_turn_policy(run, run.turn_policy)
     events = await apply_pending_steers(run)
+    if run.turn_policy is not None:
+        try:
+            await consult_turn_policy(run, run.turn_policy)
+        except RunStopped as stopped:
+            stopped.events = events
+            raise
     if run.durable is not None:
         await run.durable.turn_boundary()
     return events

@@ -16,9 +16,10 @@ import anyio
 from .._threads import current_loop
 from ..events import AgentEvent
 from ..results import AgentRunResult
+from ._broadcast import EventSubscription
 from ._execution import RunExecution
 from ._failures import AbortRequested
-from ._stream import DriverStream
+from ._stream import SubscribedStream
 
 __all__ = ("RunDriver", "RunEventStream")
 
@@ -138,21 +139,47 @@ class RunDriver:
         return result
 
 
-class RunEventStream(DriverStream):
+class RunEventStream(SubscribedStream):
     """The owned-run event stream of ``session.stream()``.
 
-    Iterating it starts the run; it yields only that run's events and ends when the run
-    ends. Leaving early (``break``, ``aclose()``, or dropping it) aborts the run.
-    ``result`` holds the :class:`AgentRunResult` once the run has ended.
+    Iterating it subscribes to the session (bounded by ``max_queued_events``/``overflow``, as
+    ``session.subscribe`` is), then starts the run; it yields only that run's events and ends
+    when the run ends. An overflow under the ``close`` policy ends it after the notice while
+    the run goes on to its end; leaving early (``break``, ``aclose()``, or dropping it) aborts
+    the run. ``result`` holds the :class:`AgentRunResult` once the run has ended.
     """
 
-    def __init__(self, start: Callable[[], RunExecution]) -> None:
+    def __init__(
+        self,
+        start: Callable[[], RunExecution],
+        subscribe: Callable[[], EventSubscription],
+    ) -> None:
         super().__init__()
         #: Validates the run's input and options and makes it the session's active run.
         self._start_run = start
+        #: The stream's own bounded subscription to the session.
+        self._subscribe = subscribe
 
     async def _start(self) -> RunDriver:
-        return RunDriver(self._start_run())
+        subscription = self._subscribe()
+        try:
+            driver = RunDriver(self._start_run())
+        except BaseException:
+            subscription.close()
+            raise
+        self._subscription = subscription
+        return driver
+
+    async def __anext__(self) -> AgentEvent:
+        if self._done:
+            raise StopAsyncIteration
+        if self._driver is None:
+            try:
+                self._driver = await self._start()
+            except BaseException:
+                self._done = True
+                raise
+        return await self._next_queued()
 
     @property
     def result(self) -> AgentRunResult | None:

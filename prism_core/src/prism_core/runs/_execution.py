@@ -86,6 +86,8 @@ class RunExecution(RunState):
         except AbortRequested:
             raise
         except RunStopped as stopped:
+            for event in stopped.events:
+                yield event
             yield await _terminals.succeed(self, stopped.reason, stopped.detail)
         except RunSuspended as suspension:
             yield _terminals.suspended(self, suspension.interruption)
@@ -117,6 +119,10 @@ class RunExecution(RunState):
                 TurnStartedEvent(session_id=self.session_id, run_id=self.run_id, turn=turn)
             )
             request = await assemble_request(self)
+            # What assembly emitted (``attention_compiled``) is yielded before the turn streams.
+            for event in self.deferred:
+                yield event
+            self.deferred.clear()
             state = TurnState()
             async with aclosing(stream_turn(self, request, state)) as turn_events:
                 async for event in turn_events:

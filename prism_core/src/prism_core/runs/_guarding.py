@@ -66,9 +66,17 @@ async def evaluate(
     )
 
 
-def decision_event(run: RunState, record: GuardrailRecord) -> GuardrailDecisionEvent:
-    """The ``guardrail_decision`` event for ``record``."""
-    return GuardrailDecisionEvent(session_id=run.session_id, run_id=run.run_id, record=record)
+def decision_event(
+    run: RunState, record: GuardrailRecord, call: ToolCallContent | None = None
+) -> GuardrailDecisionEvent:
+    """The ``guardrail_decision`` event for ``record`` (naming ``call`` at a tool stage)."""
+    return GuardrailDecisionEvent(
+        session_id=run.session_id,
+        run_id=run.run_id,
+        record=record,
+        tool_call_id=call.id if call is not None else None,
+        tool_name=call.name if call is not None else None,
+    )
 
 
 def act_on_run_stage(record: GuardrailRecord | None, stage: str) -> None:

@@ -13,9 +13,17 @@ import attrs
 from .._output_type import OutputType, coerce_output_type
 from ..errors import JsonSchemaError, PrismError
 from ..models import ModelConfig, coerce_model
+from ._fold import coerce_tool_result_fold
 from ._turn_policy import coerce_stop_hooks, coerce_turn_policy
 
-__all__ = ("RUN_OPTION_KEYS", "InvalidOptionsError", "RunOptions", "coerce_run_options")
+__all__ = (
+    "INPUT_LAYOUTS",
+    "RUN_OPTION_KEYS",
+    "InvalidOptionsError",
+    "RunOptions",
+    "check_input_layout",
+    "coerce_run_options",
+)
 
 RUN_OPTION_KEYS = (
     "tool_names",
@@ -40,7 +48,21 @@ RUN_OPTION_KEYS = (
     "turn_policy",
     "stop_hooks",
     "output_type",
+    "signal",
+    "input_layout",
+    "tool_result_fold",
+    "attention_compiler",
 )
+
+#: The request layouts: ``cache_aware`` puts what is stable across turns (the system prompt,
+#: the skill catalogue) before what changes (a run's own prompt layers, loaded skill bodies).
+INPUT_LAYOUTS = ("cache_aware", "legacy")
+
+
+def check_input_layout(value: Any) -> None:
+    """Refuse an ``input_layout`` that is not ``"cache_aware"`` or ``"legacy"``."""
+    if value not in INPUT_LAYOUTS:
+        raise ValueError(f"input_layout must be 'cache_aware' or 'legacy', got {value!r}")
 
 
 class InvalidOptionsError(PrismError, ValueError):
@@ -76,6 +98,15 @@ class RunOptions:
     stop_hooks: Any = None
     #: The run's ``output_type`` (an ``OutputType``), replacing the agent's.
     output_type: OutputType | None = None
+    #: The host's :class:`~prism_core.AbortSignal`: firing it aborts the run as
+    #: ``session.abort()`` does (already fired: the run ends ``aborted`` before any request).
+    signal: Any = None
+    #: ``"cache_aware"`` or ``"legacy"`` for this run (wins over the agent's).
+    input_layout: str | None = None
+    #: This run's ``tool_result_fold`` (a ``ToolResultFold``), ``False`` to turn it off.
+    tool_result_fold: Any = None
+    #: ``False`` (off for this run) or a mapping relaxing the agent's attention compiler.
+    attention_compiler: Any = None
 
 
 def _names(value: Any, key: str) -> tuple[str, ...]:
@@ -129,11 +160,24 @@ def coerce_run_options(options: Mapping[str, Any]) -> RunOptions:
     disclosure = data.get("skills_disclosure")
     if disclosure is not None and disclosure not in ("progressive", "eager"):
         raise InvalidOptionsError("skills_disclosure must be 'progressive' or 'eager'")
+    signal = data.get("signal")
+    if signal is not None and (
+        not hasattr(signal, "aborted") or not callable(getattr(signal, "on_abort", None))
+    ):
+        raise InvalidOptionsError(
+            "signal must be an AbortSignal (aborted, reason, on_abort), got "
+            f"{type(signal).__name__}"
+        )
     try:
         data["output_type"] = coerce_output_type(data.get("output_type"))
     except (TypeError, JsonSchemaError) as exc:
         raise InvalidOptionsError(str(exc)) from exc
     try:
+        if data.get("input_layout") is not None:
+            check_input_layout(data["input_layout"])
+        data["tool_result_fold"] = coerce_tool_result_fold(
+            data.get("tool_result_fold"), for_run=True
+        )
         data["turn_policy"] = coerce_turn_policy(data.get("turn_policy"))
         if data.get("stop_hooks") is not None:
             data["stop_hooks"] = coerce_stop_hooks(data["stop_hooks"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .._agent_config import AgentConfig
+from .._attention_frontier import AttentionFrontier
 from ..guardrails import CompiledGuardrailPacks
 from ..models import ModelConfig
 from ..records._transcript import Transcript
@@ -107,6 +108,11 @@ class RunSession(Protocol):
     @property
     def run_slot(self) -> RunSlot:
         """Which run holds the session."""
+        ...
+
+    @property
+    def attention_frontier(self) -> AttentionFrontier:
+        """What the attention compiler already changed in the session's input (sticky)."""
         ...
 
     def context_meter(self) -> ContextReading:

@@ -14,11 +14,13 @@ from typing import Any
 import attrs
 
 from ..codec import dumps
-from ..content import ErrorInfo, message_size_bound
+from ..content import ErrorInfo, Message, message_size_bound
 from ..providers import AIProvider, ProviderOutputSpec, ProviderRequest, ProviderToolSpec
 from ..redaction import redact_value
-from ..skills import render_skills
+from ..skills import render_skill_parts
+from ._attention import compile_attention
 from ._failures import RunFailure
+from ._fold import fold_tool_results
 from ._state import RunState
 
 __all__ = ("assemble_request", "request_bytes", "resolve_provider")
@@ -54,11 +56,22 @@ async def resolve_provider(run: RunState) -> AIProvider:
 
 
 def _system_prompt(run: RunState) -> str | None:
+    """The system prompt with its skills section. ``cache_aware``: what stays the same across
+    turns and runs first (the agent's prompt, the skill catalogue), then what changes (the
+    run's own layers, skill bodies loaded as the run goes); ``legacy``: the prompt with the
+    run's layers, then the whole skills section."""
     loaded = run.session.loaded_skills
     key = loaded.names()
     if run.system_key != key:
-        section = render_skills(run.active_skills, loaded, run.skills_disclosure)
-        parts = [p for p in (run.system, section) if p]
+        catalogue, bodies = render_skill_parts(run.active_skills, loaded, run.skills_disclosure)
+        agent_part, run_part = run.system_parts
+        ordered: tuple[str | None, ...]
+        if run.input_layout == "legacy":
+            section = "\n\n".join(p for p in (catalogue, bodies) if p) or None
+            ordered = (agent_part, run_part, section)
+        else:
+            ordered = (agent_part, catalogue, run_part, bodies)
+        parts = [p for p in ordered if p]
         run.system_text = "\n\n".join(parts) if parts else None
         run.system_key = key
     return run.system_text
@@ -112,11 +125,15 @@ async def assemble_request(run: RunState) -> ProviderRequest:
         options["thinking_level"] = run.thinking_level
     options.setdefault("session_id", run.session_id)
     options.setdefault("cache_key", run.session_id)
+    history = tuple(run.session.transcript.messages)
+    tools = _tool_specs(run)
+    system = _system_prompt(run)
+    messages = await _provider_messages(run, history, system, tools)
     request = ProviderRequest(
         model=run.model,
-        messages=tuple(run.session.transcript.messages),
-        tools=_tool_specs(run),
-        system=_system_prompt(run),
+        messages=messages,
+        tools=tools,
+        system=system,
         options=options,
         metadata=run.metadata,
         signal=run.signal,
@@ -145,12 +162,40 @@ async def assemble_request(run: RunState) -> ProviderRequest:
         measured["output"] = attrs.asdict(request.output)
     extra = len(dumps(measured))
     run.request_extra_bytes = extra
-    run.request_messages = None if request.messages is before.messages else request.messages
+    run.request_messages = None if request.messages is history else request.messages
     # The cheap bound settles almost every turn; the exact size is measured only near the
     # limit, so a long history is not re-encoded before each provider call.
     if _request_bound(run) > run.limits.max_request_bytes:
         run.counters.charge("max_request_bytes", request_bytes(run), run.limits)
     return request
+
+
+async def _provider_messages(
+    run: RunState,
+    history: tuple[Message, ...],
+    system: str | None,
+    tools: tuple[ProviderToolSpec, ...],
+) -> tuple[Message, ...]:
+    """The history as this turn's provider sees it: aged large tool results folded
+    (``tool_result_fold``), then the attention compiler's stubs; the transcript is unchanged."""
+    messages = history
+    if run.tool_result_fold is not None:
+        messages = await fold_tool_results(
+            messages, run.tool_result_fold, run.fold_summaries, run.agent.thread_limiter
+        )
+    if run.attention is not None:
+        extra = len(dumps({"system": system, "tools": [attrs.asdict(t) for t in tools]}))
+        messages, event = compile_attention(
+            messages,
+            extra,
+            run.attention,
+            run.session.attention_frontier,
+            session_id=run.session_id,
+            run_id=run.run_id,
+        )
+        if event is not None:
+            run.deferred.append(run.emit(event))
+    return messages
 
 
 def _request_bound(run: RunState) -> int:

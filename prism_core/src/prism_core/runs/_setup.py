@@ -24,28 +24,40 @@ from ..skills import Skill, SkillRegistry
 from ._loops import loop_is_durable
 from ._options import InvalidOptionsError, RunOptions
 
-__all__ = ("compose_system_prompt", "resolve_skills", "start_durable")
+__all__ = ("compose_system_prompt", "resolve_skills", "start_durable", "system_prompt_parts")
 
 
 def compose_system_prompt(
     instructions: str | None, agent_layers: Sequence[Any], run_layers: Any
 ) -> str | None:
     """Instructions, then agent layers, then run layers; ``run_layers=False`` drops layers."""
-    parts: list[str] = []
-    if instructions:
-        parts.append(instructions)
-    if run_layers is not False:
-        for layer in (*agent_layers, *(run_layers or ())):
-            text = layer if isinstance(layer, str) else getattr(layer, "text", None)
-            if text is None and isinstance(layer, Mapping):
-                text = layer.get("text")
-            if not isinstance(text, str):
-                raise InvalidOptionsError(
-                    f"system prompt layers must be strings or have a 'text', got {layer!r}"
-                )
-            if text:
-                parts.append(text)
+    parts = [p for p in system_prompt_parts(instructions, agent_layers, run_layers) if p]
     return "\n\n".join(parts) if parts else None
+
+
+def system_prompt_parts(
+    instructions: str | None, agent_layers: Sequence[Any], run_layers: Any
+) -> tuple[str | None, str | None]:
+    """The system prompt in two parts: the agent's (instructions and agent layers, the same
+    for every run) and the run's own layers; ``run_layers=False`` drops every layer."""
+    agent_parts: list[str] = [instructions] if instructions else []
+    run_parts: list[str] = []
+    if run_layers is not False:
+        for layers, parts in ((agent_layers, agent_parts), (run_layers or (), run_parts)):
+            for layer in layers:
+                text = layer if isinstance(layer, str) else getattr(layer, "text", None)
+                if text is None and isinstance(layer, Mapping):
+                    text = layer.get("text")
+                if not isinstance(text, str):
+                    raise InvalidOptionsError(
+                        f"system prompt layers must be strings or have a 'text', got {layer!r}"
+                    )
+                if text:
+                    parts.append(text)
+    return (
+        "\n\n".join(agent_parts) if agent_parts else None,
+        "\n\n".join(run_parts) if run_parts else None,
+    )
 
 
 def resolve_skills(agent: AgentConfig, options: RunOptions) -> tuple[Skill, ...]:

@@ -11,6 +11,7 @@ logic or do I/O.
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +22,7 @@ from .._output_type import OutputType
 from .._threads import LoopHandle
 from ..content import Message
 from ..durable import DurableRun, Gate
-from ..errors import PrismError
+from ..errors import AgentRunStateError, PrismError
 from ..events import AgentEvent
 from ..guardrails import GuardrailRecord, coerce_guardrails
 from ..middleware import MiddlewareContext
@@ -32,15 +33,20 @@ from ..results import AgentRunResult
 from ..retry import coerce_retry
 from ..signals import AbortSignal
 from ..skills import Skill, SkillDisclosure
+from ._attention import resolve_run_attention
 from ._compaction import coerce_compaction
 from ._counters import RunCounters
+from ._fold import ToolResultFold
 from ._loops import coerce_loop
 from ._options import InvalidOptionsError, RunOptions
 from ._ports import RunSession
-from ._setup import compose_system_prompt, resolve_skills, start_durable
-from ._turn_policy import TurnPolicy
+from ._setup import resolve_skills, start_durable, system_prompt_parts
+from ._turn_policy import TurnPolicy, check_turn_policy_limits
 
-__all__ = ("RunState",)
+__all__ = ("SECURE_DEFAULTS", "RunState")
+
+#: The refusal of a per-run option that would replace a secure agent's seams.
+SECURE_DEFAULTS = "Secure agent defaults cannot be replaced per run"
 
 
 class RunState:
@@ -79,9 +85,11 @@ class RunState:
                     tool_output=packs.tool_output + guardrails.tool_output,
                 )
             self.guardrails = guardrails.merged(coerce_guardrails(options.guardrails))
-            self.system = compose_system_prompt(
+            #: The agent's part of the system prompt and the run's own layers.
+            self.system_parts = system_prompt_parts(
                 agent.instructions, agent.system_prompt, options.system_prompt
             )
+            self.system = "\n\n".join(p for p in self.system_parts if p) or None
             loop = coerce_loop(
                 options.loop if options.loop is not None else agent.loop, agent.loop_catalogue
             )
@@ -119,6 +127,25 @@ class RunState:
         self.turn_policy: TurnPolicy | None = (
             options.turn_policy if options.turn_policy is not None else agent.turn_policy
         )
+        try:
+            check_turn_policy_limits(options.turn_policy, self.limits.max_turns)
+            self.attention = resolve_run_attention(
+                agent.attention_compiler, options.attention_compiler
+            )
+        except (TypeError, ValueError) as exc:
+            raise InvalidOptionsError(str(exc)) from exc
+        #: How request assembly orders the system prompt (the run's layout wins).
+        self.input_layout = options.input_layout or agent.input_layout
+        fold = (
+            options.tool_result_fold
+            if options.tool_result_fold is not None
+            else agent.tool_result_fold
+        )
+        self.tool_result_fold: ToolResultFold | None = fold or None
+        #: Summaries of folded results by call id (made once per run).
+        self.fold_summaries: dict[str, str] = {}
+        #: The last dispatched calls, for ``budget_exhausted``.
+        self.recent_tool_calls: deque[dict[str, str]] = deque(maxlen=10)
         self.stop_hooks: tuple[Any, ...] = (
             options.stop_hooks if options.stop_hooks is not None else agent.stop_hooks
         )
@@ -161,15 +188,23 @@ class RunState:
         self.output_problems: tuple[str, ...] = ()
         self.durable: DurableRun | None = None
         if agent.secure and (options.run_state is not None or options.redactor is not None):
-            raise InvalidOptionsError(
-                "a secure agent's run_state and redactor cannot be replaced per run"
-            )
+            raise AgentRunStateError(SECURE_DEFAULTS)
         if resume is None:
             run_state = options.run_state if options.run_state is not None else agent.run_state
             if run_state is not None:
                 self.durable = start_durable(
                     self, agent, options, run_state, session_store=session.store
                 )
+        if options.signal is not None:
+            # Last, once the run is sure to exist: a signal that already fired aborts it here.
+            options.signal.on_abort(self._host_aborted)
+
+    def _host_aborted(self, reason: Any) -> None:
+        """The host's ``signal`` fired: abort the run and cancel the step in flight (called on
+        the run's event loop)."""
+        self.signal.abort(reason)
+        if self.step_scope is not None:
+            self.step_scope.cancel()
 
     @property
     def output_schema(self) -> Mapping[str, Any] | None:

@@ -5,9 +5,11 @@ A stop hook is ``hook(context)`` (sync, in a worker thread under the agent's
 no tool calls and no steered message waits. It answers ``None`` (or ``{"action": "finish"}``)
 to let the run finish, or ``{"action": "continue", "message": str}`` to append ``message``
 (redacted) as a user message and run another provider turn. ``limits.max_stop_continuations``
-bounds how often the hooks may do so: once it is reached, the hooks are not called again and
-the run finishes. A hook that raises or
-answers anything else fails the run closed with ``ERR_PRISM_TURN_POLICY``.
+(default 3; ``0``: the hooks observe only; ``None``: no cap) bounds how often the hooks may do
+so: a hook that asks to continue once the cap is reached ends the run ``succeeded`` with
+``finish_reason``/``stop_reason`` ``"hook_limit"`` instead (a durable run so stopped is
+continuable). A hook that raises or answers anything else fails the run closed with
+``ERR_PRISM_TURN_POLICY``.
 
 It must not start turns itself: the run loop does.
 """
@@ -23,7 +25,7 @@ from .._threads import call_host
 from ..content import Message
 from ..redaction import redact_value
 from ._state import RunState
-from ._turn_policy import TurnPolicyError, bounded_detail
+from ._turn_policy import HOOK_LIMIT, RunStopped, TurnPolicyError, bounded_detail
 
 __all__ = ("StopHookContext", "consult_stop_hooks")
 
@@ -44,13 +46,13 @@ class StopHookContext:
 
 
 async def consult_stop_hooks(run: RunState) -> bool:
-    """Whether a stop hook continued the run (its message is then in the history)."""
+    """Whether a stop hook continued the run (its message is then in the history); raises
+    :class:`~._turn_policy.RunStopped` (``"hook_limit"``) when one asks to continue past the
+    cap."""
     if not run.stop_hooks:
         return False
     cap = run.limits.max_stop_continuations
     counters = run.counters
-    if cap is not None and counters.stop_continuations >= cap:
-        return False
     last = run.last_message
     context = StopHookContext(
         session_id=run.session_id,
@@ -81,6 +83,8 @@ async def consult_stop_hooks(run: RunState) -> bool:
         message = verdict.get("message")
         if not isinstance(message, str) or not message:
             raise TurnPolicyError("A stop hook's continue needs a non-empty string message")
+        if cap is not None and counters.stop_continuations >= cap:
+            raise RunStopped(HOOK_LIMIT, None)
         counters.stop_continuations += 1
         await run.session.transcript.append_message(
             redact_value(Message.user(message), run.redactor), run.run_id

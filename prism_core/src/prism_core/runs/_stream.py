@@ -1,4 +1,14 @@
-"""The base of the owned-run event streams: start on first use, abort when left early.
+"""The base of the owned-run event streams: start on first use, abort when left early, and
+deliver the run's events through a bounded subscription.
+
+A stream subscribes to the session before its run starts and hands the consumer what the
+subscription queued, stepping the run only while nothing is queued. A step may publish several
+events (a tool's progress reports, a burst of deltas); those queue under ``max_queued_events``
+and ``overflow`` exactly as a ``session.subscribe`` subscriber's do: ``close`` clears the queue,
+delivers one ``event_subscriber_overflow`` notice and ends the stream, the drop policies keep
+the newest or the oldest events. A consumer that falls behind never stops the run: after an
+overflow closes the stream, the run is stepped on to its end before the stream finishes. Leaving
+early (``break``, ``aclose()``) aborts the run.
 
 It drives a run through the :class:`StepDriver` protocol, so it must not import the driver.
 """
@@ -11,7 +21,7 @@ from ..events import AgentEvent
 from ..results import AgentRunResult
 from ..signals import AbortSignal
 
-__all__ = ("DrivenRun", "DriverStream", "StepDriver")
+__all__ = ("DrivenRun", "DriverStream", "StepDriver", "SubscribedStream", "Subscription")
 
 
 class DrivenRun(Protocol):
@@ -61,6 +71,28 @@ class StepDriver(Protocol):
 
     async def drain(self) -> AgentRunResult:
         """Run to the end and return the result."""
+        ...
+
+
+class Subscription(Protocol):
+    """What a stream reads of its bounded subscription (``EventSubscription`` satisfies it)."""
+
+    @property
+    def ready(self) -> bool:
+        """Whether an event is queued."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """Whether it accepts no more events."""
+        ...
+
+    async def __anext__(self) -> AgentEvent:
+        """The next queued event."""
+        ...
+
+    def close(self) -> None:
+        """Stop it; what is queued is still delivered."""
         ...
 
 
@@ -131,3 +163,48 @@ class DriverStream:
         driver = self._driver
         if driver is not None and not driver.settled:
             driver.abandon("stream closed")
+
+
+class SubscribedStream(DriverStream):
+    """A :class:`DriverStream` that delivers its run's events through a bounded subscription
+    (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._subscription: Subscription | None = None
+
+    async def _next_queued(self) -> AgentEvent:
+        """The next event the subscription holds, stepping the run while none is queued."""
+        subscription = self._subscription
+        assert subscription is not None
+        while True:
+            if subscription.ready:
+                return await subscription.__anext__()
+            driver = self._driver
+            if subscription.closed or driver is None:
+                await self._run_to_end()
+                raise StopAsyncIteration
+            try:
+                stepped = await driver.next()
+            except BaseException:
+                self._done = True
+                driver.abandon("cancelled")
+                subscription.close()
+                raise
+            if stepped is None:
+                # The run ended and settled: its run-scoped subscription is closed.
+                subscription.close()
+
+    async def _run_to_end(self) -> None:
+        """The stream ended (the run settled, or an overflow closed it): a run still going is
+        stepped on to its end, unobserved."""
+        self._done = True
+        driver = self._driver
+        if driver is not None and not driver.settled:
+            await driver.drain()
+
+    async def aclose(self) -> None:
+        """Stop consuming: abort the run if it is still going and wait for it to settle."""
+        if self._subscription is not None:
+            self._subscription.close()
+        await super().aclose()

@@ -1,9 +1,10 @@
 """How a run ends: its result, its last events, and the terminal checkpoint of a durable run.
 
 Owns the four endings (succeeded, suspended, failed, aborted, the wall-time limit being a
-failure), the ``AgentRunResult`` each one sets on the run, the terminal durable write (a failed
-write is reported in the run's error, never raised), and the exception ``run()`` raises for a
-failed or aborted result. It must not start work or run a tool.
+failure; only a run stopped on purpose has a stop reason), the ``AgentRunResult`` each one
+sets on the run, the terminal durable write (a failed write is reported in the run's error,
+never raised), and the exception ``run()`` raises for a failed or aborted result. It must not
+start work or run a tool.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..events import (
 from ..limits import RunLimitBreach
 from ..redaction import redact_value
 from ..results import AgentRunResult
+from ._budget import budget_exhausted
 from ._counters import LimitBreached
 from ._failures import RunFailure
 from ._state import RunState
@@ -72,7 +74,6 @@ def suspended(run: RunState, interruption: Interruption) -> AgentEvent:
         **_base_result(run, "suspended"),
         interruption=interruption,
         run_state=info,
-        stop_reason="suspended",
     )
     return run.emit(
         AgentSuspendedEvent(
@@ -85,15 +86,16 @@ def suspended(run: RunState, interruption: Interruption) -> AgentEvent:
 
 
 async def succeed(
-    run: RunState, stop_reason: str = "completed", stop_detail: str | None = None
+    run: RunState, stop_reason: str | None = None, stop_detail: str | None = None
 ) -> AgentEvent:
     """End the run as succeeded (a durable run with a record writes its terminal state).
 
-    A run that completed on its own has ``stop_reason="completed"`` and, as ``stop_detail``,
-    the last provider turn's ``finish_reason``; a turn policy passes its own reason and detail.
+    A run that ended on its own has no stop reason: ``agent_finished.finish_reason`` is
+    ``None`` (the provider's own finish reason stays on ``message_finished``). A run stopped on
+    purpose (``"host_policy"``, ``"turn_limit"``, ``"hook_limit"``) carries the stop as
+    ``finish_reason`` on ``agent_finished`` and as ``stop_reason``/``stop_detail`` on the
+    result and the terminal checkpoint.
     """
-    if stop_reason == "completed" and stop_detail is None:
-        stop_detail = run.finish_reason
     run_state = None
     if run.durable is not None:
         await run.durable.finish("succeeded", stop_reason=stop_reason, stop_detail=stop_detail)
@@ -113,25 +115,19 @@ async def succeed(
             text=run.result.text,
             usage=run.result.usage,
             leaf_id=run.result.leaf_id,
-            finish_reason=run.finish_reason,
+            finish_reason=stop_reason,
             stop_reason=stop_reason,
             stop_detail=stop_detail,
         )
     )
 
 
-async def _save_terminal(
-    run: RunState,
-    status: Any,
-    error: ErrorInfo | None,
-    stop_reason: str | None = None,
-    stop_detail: str | None = None,
-) -> ErrorInfo | None:
+async def _save_terminal(run: RunState, status: Any, error: ErrorInfo | None) -> ErrorInfo | None:
     """Write the terminal state of a durable run; a failed write is added to ``error``."""
     if run.durable is None:
         return error
     try:
-        await run.durable.finish(status, error, stop_reason=stop_reason, stop_detail=stop_detail)
+        await run.durable.finish(status, error)
     except Exception as exc:
         note = f"the terminal checkpoint could not be written: {exc}"
         if error is None:
@@ -141,13 +137,9 @@ async def _save_terminal(
 
 
 async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
-    """End the run as failed with ``failure``."""
-    stop_reason = "limit" if failure.limit is not None else "error"
-    stop_detail = failure.limit.axis if failure.limit is not None else failure.error.code
-    failure.error = (
-        await _save_terminal(run, "failed", failure.error, stop_reason, stop_detail)
-        or failure.error
-    )
+    """End the run as failed with ``failure`` (a failure has no stop reason: ``error`` and
+    ``limit`` say what happened)."""
+    failure.error = await _save_terminal(run, "failed", failure.error) or failure.error
     events: list[AgentEvent] = []
     if failure.limit is not None:
         events.append(
@@ -157,6 +149,9 @@ async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
                 )
             )
         )
+        # Why the run died, before the terminal ``error``: a subscriber that stops at the
+        # first terminal event still sees it.
+        events.append(run.emit(budget_exhausted(run, failure.limit)))
     error = redact_value(failure.error, run.redactor)
     events.append(run.emit(ErrorEvent(session_id=run.session_id, run_id=run.run_id, error=error)))
     run.failure_cause = failure.cause
@@ -167,8 +162,6 @@ async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
         **_base_result(run, "failed"),
         error=error,
         limit=failure.limit,
-        stop_reason=stop_reason,
-        stop_detail=stop_detail,
     )
     return events
 
@@ -178,7 +171,7 @@ async def abort_terminal(run: RunState, reason: Any) -> list[AgentEvent]:
     run with a checkpoint records ``aborted``."""
     run.signal.abort(reason)
     error = ErrorInfo(f"Run aborted: {run.signal.reason}", code="ERR_PRISM_ABORTED")
-    error = await _save_terminal(run, "aborted", error, "aborted") or error
+    error = await _save_terminal(run, "aborted", error) or error
     return _aborted(run, error)
 
 
@@ -201,7 +194,6 @@ def _aborted(run: RunState, error: ErrorInfo) -> list[AgentEvent]:
         **_base_result(run, "aborted"),
         error=redact_value(error, run.redactor),
         abort_reason=run.signal.reason,
-        stop_reason="aborted",
     )
     return [event]
 

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._elicitation import elicitation_request
 from ..content import ErrorInfo, Message, ToolCallContent, ToolResult
 from ..durable import MAX_PENDING_DECISIONS, DecisionKind, Gate, new_approval_id, scope_for
 from ..errors import AgentDecisionError
@@ -29,7 +30,13 @@ from ..events import (
     ToolExecutionProgressEvent,
     ToolExecutionStartedEvent,
 )
-from ..guardrails import Guardrail, GuardrailRecord, first_decisive
+from ..guardrails import (
+    Guardrail,
+    GuardrailRecord,
+    ask_decision_reason,
+    first_decisive,
+    pack_rule_of,
+)
 from ..redaction import redact_value
 from ..tools import (
     DispatchOutcome,
@@ -39,12 +46,16 @@ from ..tools import (
     execute_tool,
 )
 from ._boundary import recheck_approved_input
+from ._budget import record_dispatch
 from ._delegation import ChildOutcome, delegate_of, nested_gates
 from ._failures import AbortRequested, RunFailure, RunSuspended
 from ._guarding import act_on_tool_stage, decision_event, evaluate, strongest
 from ._state import RunState
 
 __all__ = (
+    "APPROVAL_REJECTED",
+    "APPROVAL_REQUIRED",
+    "REJECTED_FOR_RUN",
     "TOOL_CALL_BLOCKED",
     "TOOL_RESULT_BLOCKED",
     "UNAPPROVABLE",
@@ -57,6 +68,12 @@ __all__ = (
 logger = logging.getLogger(__package__ or __name__)
 
 DECISION_LIMIT = "ERR_PRISM_DECISION_LIMIT"
+#: A gated call's pending reason when nothing more specific asked for the decision.
+APPROVAL_REQUIRED = "Tool side effect requires approval"
+#: A rejected call's result when the approver gave no reason; a ``reject_for_run`` answering
+#: a later call without one.
+APPROVAL_REJECTED = "Approval rejected"
+REJECTED_FOR_RUN = "Rejected for this run"
 TOOL_CALL_BLOCKED = "Tool call blocked by guardrail"
 TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
 UNAPPROVABLE = (
@@ -127,7 +144,7 @@ async def tool_call(
                     for guard, record in zip(remaining, records, strict=False)
                 ]
             for record in records:
-                yield run.emit(decision_event(run, record))
+                yield run.emit(decision_event(run, record, call))
             decisive = strongest(records)
             if decisive is None or decisive.action != "interrupt":
                 break
@@ -191,9 +208,10 @@ async def tool_call(
                 gates.append(gate)
                 return
             if sticky.outcome == "reject_for_run":
-                for event in await reject(run, call, sticky.reason):
+                for event in await reject(run, call, sticky.reason, REJECTED_FOR_RUN):
                     yield event
                 return
+    record_dispatch(run, call)
     delegate = delegate_of(checked)
     # A sub-agent call is marked like a side effect: the mark commits the parent's call
     # before the child starts, so a continue finds the same call (and so the same child).
@@ -250,7 +268,7 @@ async def tool_call(
     if guards:
         records = await evaluate(run, "tool_output", guards, result, call=call)
         for record in records:
-            yield run.emit(decision_event(run, record))
+            yield run.emit(decision_event(run, record, call))
         decisive = first_decisive(records)
         if decisive is not None:
             act_on_tool_stage(decisive, "tool_output")
@@ -296,11 +314,13 @@ def check_decision_cap(
         if gated and durable.sticky_for(scope_for(durable.agent_id, call, tool)) is None:
             count += 1
     if count > MAX_PENDING_DECISIONS:
-        message = (
-            f"{count} tool calls of one turn may need a decision; a suspension holds at most "
-            f"{MAX_PENDING_DECISIONS}, so none of them ran"
+        message = f"Pending decisions exceed {MAX_PENDING_DECISIONS} per run"
+        logger.warning(
+            "run %s: %s (%d calls of one turn may need a decision; none of them ran)",
+            run.run_id,
+            message,
+            count,
         )
-        logger.warning("run %s: %s", run.run_id, message)
         raise RunFailure(
             ErrorInfo(message, code=DECISION_LIMIT),
             cause=AgentDecisionError(message, code=DECISION_LIMIT),
@@ -399,19 +419,26 @@ def _shown_as_run(run: RunState, call: ToolCallContent) -> bool:
 def _gate_for(
     run: RunState, call: ToolCallContent, tool: ToolDefinition, ask: GuardrailRecord | None
 ) -> Gate | None:
-    """The gate ``call`` must pass in a durable run, or ``None`` when it may run now."""
+    """The gate ``call`` must pass in a durable run, or ``None`` when it may run now.
+
+    An elicitation tool asks for an answer instead (its reason, else the ask's, else
+    :data:`APPROVAL_REQUIRED`); one whose elicitation function declines or raises is approved
+    like any tool. A guard that asked names itself (``"Approval required by guardrail rule
+    <name>: <reason>"``, with the pack rule as ``guardrail_rule``)."""
     assert run.durable is not None
     kind: DecisionKind
-    if tool.elicitation is not None:
+    request = elicitation_request(tool, call.arguments) if tool.elicitation is not None else None
+    reason = ask_decision_reason(ask) if ask is not None else APPROVAL_REQUIRED
+    guardrail = ask.guardrail if ask is not None else None
+    if request is not None:
         # An elicitation tool never executes: even a guardrail's ask is answered, not approved.
         kind = "elicitation"
-        reason, guardrail = (ask.reason, ask.guardrail) if ask is not None else (None, None)
-    elif ask is not None:
-        kind, reason, guardrail = "tool_approval", ask.reason, ask.guardrail
-    elif run.durable.options.interrupt_before_tool or tool.needs_approval:
-        kind, reason, guardrail = "tool_approval", None, None
+        reason = request.reason or reason
     else:
-        return None
+        gated = ask is not None or tool.elicitation is not None or tool.needs_approval
+        if not (gated or run.durable.options.interrupt_before_tool):
+            return None
+        kind = "tool_approval"
     return Gate(
         call=call,
         tool=tool,
@@ -420,12 +447,17 @@ def _gate_for(
         guardrail=guardrail,
         scope=scope_for(run.durable.agent_id, call, tool),
         approval_id=new_approval_id(),
+        elicitation_schema=request.schema if request is not None else None,
+        guardrail_rule=pack_rule_of(ask) if ask is not None else None,
     )
 
 
-async def reject(run: RunState, call: ToolCallContent, reason: str | None) -> list[AgentEvent]:
-    """Answer ``call`` with an ``approval_rejected`` result (a human said no)."""
-    message = "Tool call rejected by the approver" + (f": {reason}" if reason else "")
+async def reject(
+    run: RunState, call: ToolCallContent, reason: str | None, default: str = APPROVAL_REJECTED
+) -> list[AgentEvent]:
+    """Answer ``call`` with an ``approval_rejected`` result (a human said no): the approver's
+    reason, else ``default``."""
+    message = reason or default
     return [
         await _block(run, call, "approval_rejected", ErrorInfo(message, code="approval_rejected"))
     ]

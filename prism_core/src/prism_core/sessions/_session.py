@@ -8,6 +8,7 @@ import anyio
 import attrs
 
 from .._agent_config import AgentConfig
+from .._attention_frontier import AttentionFrontier
 from .._threads import call_on_loop
 from ..content import to_messages
 from ..errors import PrismError
@@ -21,7 +22,12 @@ from ..records._store import SessionStore
 from ..records._transcript import Transcript
 from ..redaction import redact_value
 from ..results import AgentRunResult
-from ..runs._broadcast import EventBroadcaster, EventSubscription, OverflowPolicy
+from ..runs._broadcast import (
+    EventBroadcaster,
+    EventSubscription,
+    OverflowPolicy,
+    validate_subscribe_options,
+)
 from ..runs._compact import compact_branch, resolve_keep_recent
 from ..runs._compaction import CompactionResult, CompactionStrategy
 from ..runs._driver import RunDriver, RunEventStream
@@ -86,6 +92,8 @@ class AgentSession:
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.compiled_packs = compiled_packs
         self.loaded_skills = LoadedSkillSet()
+        #: The attention compiler's sticky changes to the session's provider input.
+        self.attention_frontier = AttentionFrontier()
         #: The session's branch as its runs work on it.
         self.transcript = Transcript(id, store, leaf_id)
         #: Where the session's events are published (subscriptions read from it).
@@ -137,6 +145,11 @@ class AgentSession:
         """The same as :meth:`run`."""
         return await self.run(input, **options)
 
+    async def follow_up(self, input: Any, **options: Any) -> AgentRunResult:
+        """A new run on the session with ``input``, continuing its conversation: the same as
+        :meth:`run`, and refused like it while a run is active (Prism queues no runs)."""
+        return await self.run(input, **options)
+
     def stream(
         self,
         input: Any,
@@ -147,13 +160,21 @@ class AgentSession:
     ) -> RunEventStream:
         """An async iterator over exactly one new run's events (see :class:`RunEventStream`).
 
-        The stream pulls events as the consumer asks for them, so nothing queues;
-        ``max_queued_events``/``overflow`` are validated for symmetry with :meth:`subscribe`.
+        The stream subscribes first, bounded by ``max_queued_events``/``overflow`` exactly as
+        :meth:`subscribe` is (``close``: one ``event_subscriber_overflow`` notice, then the
+        stream ends while the run goes on to its end; ``drop_oldest``/``drop_newest``), then
+        starts the run. A malformed bound is refused here, before any run starts.
         """
-        from ..runs._broadcast import validate_subscribe_options
-
-        validate_subscribe_options(max_queued_events, overflow)
-        return RunEventStream(lambda: self._start_run(input, options))
+        try:
+            validate_subscribe_options(max_queued_events, overflow)
+        except ValueError as exc:
+            raise InvalidOptionsError(str(exc)) from exc
+        return RunEventStream(
+            lambda: self._start_run(input, options),
+            lambda: self.broadcaster.subscribe(
+                max_queued_events=max_queued_events, overflow=overflow
+            ),
+        )
 
     def subscribe(
         self,
