@@ -18,6 +18,15 @@ from __future__ import annotations
 import importlib
 import warnings
 
+from ._capabilities import (
+    CheckpointAndBranchLoader,
+    CheckpointStatusIndex,
+    LeaseRenewalStore,
+    SharedCommitStore,
+    StoreTransaction,
+    capability,
+    shared_transaction,
+)
 from ._checkpoints import (
     CORRUPT_CHECKPOINT_CODE,
     MAX_CHECKPOINT_PAGE_SIZE,
@@ -42,12 +51,10 @@ from ._checkpoints import (
     validate_list,
     validate_save,
 )
-from ._commit import SharedCommitStore, StoreTransaction, shared_transaction
 from ._fingerprint import agent_fingerprint
 from ._host import HostAgent, HostCounters, HostRun, HostSession
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
-from ._index import MAX_INDEXED_STATUS_CHARS, CheckpointStatusIndex, check_status, indexed_status
-from ._lease_renewal import LeaseRenewalStore
+from ._index import MAX_INDEXED_STATUS_CHARS, check_status, indexed_status
 from ._lifetime import check_store_lifetimes
 from ._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 from ._options import (
@@ -140,6 +147,7 @@ __all__ = (
     "MAX_PENDING_DECISIONS",
     "MOVED_TO_RESUME",
     "AgentRunState",
+    "CheckpointAndBranchLoader",
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
@@ -169,6 +177,7 @@ __all__ = (
     "StoreTransaction",
     "agent_fingerprint",
     "arguments_hash",
+    "capability",
     "check_name",
     "check_status",
     "check_store_lifetimes",

@@ -27,6 +27,7 @@ from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import AgentLoopStateError, AgentRunStateError, GuardrailPackError
 from ..guardrails._pack_identity import checkpoint_rows
 from ..tools import ToolDefinition
+from ._capabilities import shared_transaction
 from ._checkpoints import CheckpointStoreUnavailableError
 from ._host import HeldWrites, HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
@@ -107,9 +108,9 @@ def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None)
 
 
 def _commits_together(checkpoints: object, sessions: object) -> bool:
-    """Whether ``checkpoints`` offers a shared commit with ``sessions`` (see ``_commit``)."""
-    begin = getattr(checkpoints, "shared_transaction", None)
-    return callable(begin) and begin(sessions) is not None
+    """Whether ``checkpoints`` offers a shared commit with ``sessions`` (see
+    ``_capabilities``)."""
+    return shared_transaction(checkpoints, sessions) is not None
 
 
 def stopped_by_store(status: RunStatus, error: ErrorInfo | None) -> bool:

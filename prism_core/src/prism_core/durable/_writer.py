@@ -30,6 +30,7 @@ from ..codec import dumps
 from ..errors import AgentRunStateError, CanonicalJsonError, CheckpointConflictError
 from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
 from ..redaction import Redactor, redact_value
+from ._capabilities import LeaseRenewalStore, capability, shared_transaction
 from ._checkpoints import (
     CheckpointRecord,
     CheckpointStore,
@@ -38,7 +39,6 @@ from ._checkpoints import (
 )
 from ._faults import retry_transient
 from ._lease import now_ms
-from ._lease_renewal import LeaseRenewalStore
 from ._options import (
     AGENT_RUN_NAMESPACE,
     MAX_AGENT_RUN_METADATA_BYTES,
@@ -147,8 +147,9 @@ class CheckpointWriter:
             state = self.last_state
             if self.lost is not None or state is None or state.status != "running":
                 return False
-            if isinstance(self.store, LeaseRenewalStore):
-                await self._renew_in_place(self.store, state)
+            renewing = capability(self.store, LeaseRenewalStore)
+            if renewing is not None:
+                await self._renew_in_place(renewing, state)
             else:
                 await self._save(state)
             return True
@@ -222,10 +223,7 @@ class CheckpointWriter:
     ) -> CheckpointRecord:
         """``entries`` and the save (keyword arguments ``save``) in one shared commit, or one
         after the other when the stores cannot commit together."""
-        # The capability is asked for directly: ``shared_transaction`` reaches
-        # ``prism_core.sessions``, which imports the run loop, which imports this module.
-        begin = getattr(self.store, "shared_transaction", None)
-        transaction = begin(self.sessions) if callable(begin) else None
+        transaction = shared_transaction(self.store, self.sessions)
         if transaction is None:
             for entry in entries:
                 await self.sessions.append(entry)

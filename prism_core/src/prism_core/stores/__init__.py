@@ -8,6 +8,15 @@ suites of :mod:`prism_core.testing`. A host opens stores from a URL with :func:`
 behaviour.
 """
 
+from ..durable._capabilities import (
+    CheckpointAndBranchLoader,
+    CheckpointStatusIndex,
+    LeaseRenewalStore,
+    SharedCommitStore,
+    StoreTransaction,
+    capability,
+    shared_transaction,
+)
 from ..durable._checkpoints import (
     CORRUPT_CHECKPOINT_CODE,
     MAX_CHECKPOINT_PAGE_SIZE,
@@ -32,14 +41,7 @@ from ..durable._checkpoints import (
     validate_list,
     validate_save,
 )
-from ..durable._commit import SharedCommitStore, StoreTransaction, shared_transaction
-from ..durable._index import (
-    MAX_INDEXED_STATUS_CHARS,
-    CheckpointStatusIndex,
-    check_status,
-    indexed_status,
-)
-from ..durable._lease_renewal import LeaseRenewalStore
+from ..durable._index import MAX_INDEXED_STATUS_CHARS, check_status, indexed_status
 from ..durable._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 from ..errors import CheckpointConflictError
 from ..records._decode import decode_session_entry
@@ -70,6 +72,7 @@ __all__ = (
     "UNSET",
     "BranchAndRunTail",
     "BranchAndRunTailReader",
+    "CheckpointAndBranchLoader",
     "CheckpointConflictError",
     "CheckpointLimitError",
     "CheckpointPage",
@@ -92,6 +95,7 @@ __all__ = (
     "StorePair",
     "StoreTransaction",
     "branch_and_run_tail",
+    "capability",
     "check_name",
     "check_status",
     "conflict",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ..durable import CheckpointStore, CheckpointStoreError, InvalidCheckpointError
-from ..durable._commit import shared_transaction
+from ..durable._capabilities import shared_transaction
 from ..errors import CheckpointConflictError
 from ..records import (
     SessionConflictError,
