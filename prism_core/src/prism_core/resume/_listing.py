@@ -3,8 +3,8 @@
 A status filter uses the store's :class:`~prism_core.CheckpointStatusIndex` when it has one
 (asked with ``capability()``), so only the records of that status are read. A store without
 it is paged through (``list`` over the run namespace) and each record is decoded to filter it:
-correct, but it reads the whole namespace when few runs match. Summaries come from the stored state; a record
-that does not parse as a run state is left out of every page.
+correct, but it reads the whole namespace when few runs match. Summaries come from the stored
+state; a record that does not parse as a run state is left out of every page.
 
 It must not write: listing reads records and never claims, renews or changes one.
 """
