@@ -39,6 +39,7 @@ from ._checkpoints import (
     InvalidCheckpointError,
     SaveRequest,
     check_name,
+    check_value_bytes,
     conflict,
     corrupt_record,
     decode_cursor,
@@ -83,6 +84,8 @@ from ._state import (
     StickyDecision,
     arguments_hash,
 )
+from ._store_base import CheckpointStoreBase
+from ._transaction import QueuedAppend, QueuedSave, QueuedTransaction, QueuedWrite
 
 #: Names that moved to :mod:`prism_core.resume`; resolved lazily, with a deprecation warning.
 MOVED_TO_RESUME = frozenset(
@@ -153,6 +156,7 @@ __all__ = (
     "CheckpointRecord",
     "CheckpointStatusIndex",
     "CheckpointStore",
+    "CheckpointStoreBase",
     "CheckpointStoreError",
     "CheckpointStoreUnavailableError",
     "DecisionKind",
@@ -169,6 +173,10 @@ __all__ = (
     "MemoryCheckpointStore",
     "PendingCall",
     "PendingDecision",
+    "QueuedAppend",
+    "QueuedSave",
+    "QueuedTransaction",
+    "QueuedWrite",
     "RunStateInfo",
     "RunStateOptions",
     "SaveRequest",
@@ -180,6 +188,7 @@ __all__ = (
     "capability",
     "check_name",
     "check_status",
+    "check_value_bytes",
     "check_store_lifetimes",
     "coerce_run_state_options",
     "create_memory_checkpoint_store",

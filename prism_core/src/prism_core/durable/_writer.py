@@ -35,7 +35,8 @@ from ._checkpoints import (
     CheckpointRecord,
     CheckpointStore,
     CheckpointStoreUnavailableError,
-    encoded_value,
+    SaveRequest,
+    validate_save,
 )
 from ._faults import retry_transient
 from ._lease import now_ms
@@ -46,6 +47,8 @@ from ._options import (
     read_string_map,
 )
 from ._state import AgentRunState, check_state_bounds, state_to_json
+from ._store_base import save_checkpoint
+from ._transaction import queue_save
 
 __all__ = ("CheckpointWriter", "read_metadata", "resolve_metadata")
 
@@ -219,19 +222,19 @@ class CheckpointWriter:
         return attrs.evolve(state, lease_ms=self.lease_ms, lease_expires_at=expires)
 
     async def _commit(
-        self, entries: tuple[Any, ...], data: Any, save: dict[str, Any]
+        self, entries: tuple[Any, ...], request: SaveRequest, data: Any
     ) -> CheckpointRecord:
-        """``entries`` and the save (keyword arguments ``save``) in one shared commit, or one
+        """``entries`` and the save ``request`` (of ``data``) in one shared commit, or one
         after the other when the stores cannot commit together."""
         transaction = shared_transaction(self.store, self.sessions)
         if transaction is None:
             for entry in entries:
                 await self.sessions.append(entry)
-            return await self.store.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
+            return await save_checkpoint(self.store, request, data)
         async with transaction as tx:
             # The save first: a commit that already landed (its answer lost) is refused by
             # the compare-and-swap, which the caller then recognises as its own write.
-            tx.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
+            queue_save(tx, request, data)
             for entry in entries:
                 tx.append(entry)
         record: CheckpointRecord = tx.records[0]
@@ -288,22 +291,25 @@ class CheckpointWriter:
         self.metadata = metadata
         version = self.version + 1
 
-        save: dict[str, Any] = {
-            "version": version,
-            "expected_version": self.version,
-            "ownership": self.ownership,
-            "fencing_token": self.fencing_token,
-            "metadata": metadata,
-            "category": "agent-run",
-        }
+        # The state is encoded once, for its bounds; the request carries those bytes.
+        request = validate_save(
+            AGENT_RUN_NAMESPACE,
+            self.run_id,
+            data,
+            version=version,
+            expected_version=self.version,
+            ownership=self.ownership,
+            fencing_token=self.fencing_token,
+            metadata=metadata,
+            category="agent-run",
+            encoded=encoded,
+        )
 
         async def attempt() -> CheckpointRecord:
             try:
-                # The state is encoded once, for its bounds; the store reuses those bytes.
-                with encoded_value(data, encoded):
-                    if entries:
-                        return await self._commit(entries, data, save)
-                    return await self.store.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
+                if entries:
+                    return await self._commit(entries, request, data)
+                return await save_checkpoint(self.store, request, data)
             except CheckpointConflictError:
                 # An earlier attempt (ours, or a driver's own reconnect-and-retry) may have
                 # been applied before its answer was lost: then the record is this write.
