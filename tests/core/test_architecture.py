@@ -67,6 +67,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sessions/",),
     ("resume/",),
     ("runs/",),
+    ("hookspecs", "plugins"),
     ("durable/",),
     ("records/",),
     ("*",),

@@ -72,6 +72,7 @@ from ._options import (
     coerce_run_state_options,
 )
 from ._options import DEFAULT_MAX_PENDING_DECISIONS as MAX_PENDING_DECISIONS
+from ._pair import StorePair
 from ._run import DurableRun, Gate, RunStateInfo, new_approval_id, scope_for
 from ._run_guards import run_guardrail_identities
 from ._state import (
@@ -182,6 +183,7 @@ __all__ = (
     "SaveRequest",
     "SharedCommitStore",
     "StickyDecision",
+    "StorePair",
     "StoreTransaction",
     "agent_fingerprint",
     "arguments_hash",
