@@ -1,4 +1,4 @@
-"""``prism serve``: the app over the stores one ``--store`` URL opens, under uvicorn."""
+"""``prism serve``: the app over the pair of stores one ``--store`` URL opens, under uvicorn."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
     """
     import uvicorn
 
-    from prism_core import PrismError, discover_plugins, open_checkpoint_store, open_session_store
+    from prism_core import PrismError, discover_plugins, open_stores
 
     from ._app import create_app
 
@@ -57,12 +57,15 @@ def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
         return 2
     plugins = discover_plugins()
     try:
-        checkpoints = open_checkpoint_store(args.store, plugins=plugins)
-        sessions = open_session_store(args.store, plugins=plugins)
+        # One URL, one pair: both stores on one connection (or engine, or client), so a turn
+        # of a run the server resumes commits its entries and checkpoint together.
+        stores = open_stores(args.store, plugins=plugins)
     except (PrismError, ValueError) as exc:
         print(f"prism serve: cannot open --store: {exc}", file=sys.stderr)
         return 1
-    app = create_app(checkpoints=checkpoints, sessions=sessions, resolve_agent=resolve_agent)
-    close_on_shutdown(app, sessions, checkpoints)
+    app = create_app(
+        checkpoints=stores.checkpoints, sessions=stores.sessions, resolve_agent=resolve_agent
+    )
+    close_on_shutdown(app, stores)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
