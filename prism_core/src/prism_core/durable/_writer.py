@@ -6,7 +6,7 @@ its fencing check, or that the store never answers, marks the writer ``lost``: t
 longer owns its record and writes nothing more (not even a terminal ``failed``).
 
 A save may carry session entries (:meth:`CheckpointWriter.save` with ``entries``): when the
-checkpoint store can commit together with the session store (``shared_transaction``), the
+checkpoint store can commit together with the session store (``SharedCommitStore``), the
 entries and the checkpoint are one transaction; otherwise the entries are appended first, one
 by one, as a store without the capability always did.
 
@@ -30,7 +30,7 @@ from ..codec import dumps
 from ..errors import AgentRunStateError, CanonicalJsonError, CheckpointConflictError
 from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
 from ..redaction import Redactor, redact_value
-from ._capabilities import LeaseRenewalStore, capability, shared_transaction
+from ._capabilities import LeaseRenewalStore, SharedCommitStore, capability
 from ._checkpoints import (
     CheckpointRecord,
     CheckpointStore,
@@ -53,6 +53,9 @@ from ._transaction import queue_save
 __all__ = ("CheckpointWriter", "read_metadata", "resolve_metadata")
 
 logger = logging.getLogger(__package__ or __name__)
+
+#: The writer has not asked its store for the shared commit yet.
+_UNASKED: Any = object()
 
 
 def resolve_metadata(
@@ -130,6 +133,10 @@ class CheckpointWriter:
     context: Callable[[str], MiddlewareContext] | None = None
     #: The session store that ``entries`` of a save go to (``None``: saves carry none).
     sessions: Any = None
+    #: The store as a :class:`SharedCommitStore`, or ``None``; asked for once, at the first
+    #: save with entries (the store does not change during a run; the answer costs a
+    #: protocol check that the turn's commit should not pay every time).
+    _shared: Any = attrs.field(default=_UNASKED, init=False, eq=False, repr=False)
 
     async def save(self, state: AgentRunState, entries: Sequence[Any] = ()) -> int:
         """Write ``state`` as the next version, with the session ``entries`` it follows from;
@@ -226,7 +233,10 @@ class CheckpointWriter:
     ) -> CheckpointRecord:
         """``entries`` and the save ``request`` (of ``data``) in one shared commit, or one
         after the other when the stores cannot commit together."""
-        transaction = shared_transaction(self.store, self.sessions)
+        if self._shared is _UNASKED:
+            self._shared = capability(self.store, SharedCommitStore)
+        shared = self._shared
+        transaction = None if shared is None else shared.shared_transaction(self.sessions)
         if transaction is None:
             for entry in entries:
                 await self.sessions.append(entry)
