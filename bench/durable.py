@@ -95,8 +95,9 @@ from prism_core import (
     create_memory_session_store,
     resume_agent_run,
 )
-from prism_core.codec import dumps
+from prism_core.codec import dumps, loads
 from prism_core.records import read_branch_and_run_tail
+from prism_core.stores import SaveRequest
 
 STORES = ("memory", "sqlite", "postgres", "redis")
 #: Cost per turn over one raw durable write: a read-only tool turn (one commit), and a
@@ -133,14 +134,22 @@ QUESTION = "Checkout has failed intermittently since 12:40. Find the root cause.
 
 @dataclass
 class Save:
-    """One checkpoint save as the wrapper saw it."""
+    """One checkpoint save as the wrapper saw it: ``stored`` is the saved value, or the
+    ``SaveRequest`` that carried it (decoded only when the figures are made, after the run)."""
 
     key: str
-    value: Any
+    stored: Any
     version: int
     provider_calls: int
     start: float
     end: float
+
+    @property
+    def value(self) -> Any:
+        """The saved value."""
+        if isinstance(self.stored, SaveRequest):
+            return loads(self.stored.value_json)
+        return self.stored
 
 
 @dataclass
@@ -187,6 +196,17 @@ class RecordingCheckpoints:
     async def list(self, *args: Any, **kw: Any) -> Any:
         return await self.inner.list(*args, **kw)
 
+    async def save_request(self, request: SaveRequest) -> CheckpointRecord:
+        """The durable writer's path (one request, encoded once), recorded like a save."""
+        provider = self.trace.provider
+        start = time.perf_counter()
+        record: CheckpointRecord = await self.inner.save_request(request)
+        end = time.perf_counter()
+        self.trace.calls.append(("checkpoint.save", start, end))
+        calls = len(provider.calls) if provider is not None else -1
+        self.trace.saves.append(Save(request.key, request, record.version, calls, start, end))
+        return record
+
     def shared_transaction(self, sessions: Any) -> Any:
         """The wrapped store's shared commit with the wrapped session store, recorded like a
         save (``None`` when the stores cannot commit together)."""
@@ -212,6 +232,10 @@ class RecordingTransaction:
     def save(self, namespace: str, key: str, value: Any, **kw: Any) -> None:
         self.inner.save(namespace, key, value, **kw)
         self.values.append(value)
+
+    def save_request(self, request: SaveRequest) -> None:
+        self.inner.save_request(request)
+        self.values.append(request)
 
     @property
     def entries(self) -> Any:

@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sessions/",),
     ("resume/",),
     ("runs/",),
+    ("hookspecs", "plugins"),
     ("durable/",),
     ("records/",),
     ("*",),
@@ -505,6 +506,86 @@ def test_no_room_reaches_into_a_session() -> None:
     """Outside ``sessions/``, no kernel module touches a session's private members: runs use
     what the session lends them (transcript, broadcaster, steers, run slot)."""
     assert session_private_reaches(PACKAGE_ROOT) == []
+
+
+#: The kernel modules a store distribution may import: the store author's face and the public
+#: modules it names (the store protocols, helpers and base classes all come from the face).
+STORE_FACES = frozenset(
+    {"prism_core.stores", "prism_core.errors", "prism_core.codec", "prism_core.hookspecs"}
+)
+#: The family's distributions other than the kernel.
+OTHER_ROOTS = tuple(root for root in FAMILY_ROOTS if root != PACKAGE_ROOT)
+#: The store distributions held to :data:`STORE_FACES`.
+STORE_ROOTS = tuple(root for root in FAMILY_ROOTS if root.name.startswith("prism_store_"))
+
+
+def kernel_imports(root: Path, kernel: Path = PACKAGE_ROOT) -> list[tuple[str, str]]:
+    """``(module, kernel module)`` for every import of a ``prism_core`` module under package
+    ``root``, wherever the statement is; ``from prism_core import codec`` names
+    ``prism_core.codec``, ``from prism_core import PrismError`` names ``prism_core``."""
+    known = module_files(kernel)
+    found: list[tuple[str, str]] = []
+    for module, (path, _) in module_files(root).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [
+                    f"{node.module}.{alias.name}"
+                    if f"{node.module}.{alias.name}" in known
+                    else node.module
+                    for alias in node.names
+                ]
+            else:
+                continue
+            found.extend((module, name) for name in names if name.split(".")[0] == kernel.name)
+    return found
+
+
+@pytest.mark.parametrize("root", OTHER_ROOTS, ids=lambda root: root.name)
+def test_no_distribution_imports_a_private_kernel_module(root: Path) -> None:
+    """No other distribution of the family imports a private module of the kernel (one with a
+    ``_`` name anywhere in its path): the kernel may move those at any time."""
+    private = [
+        f"{module}: {name}"
+        for module, name in kernel_imports(root)
+        if any(part.startswith("_") for part in name.split(".")[1:])
+    ]
+    assert private == []
+
+
+@pytest.mark.parametrize("root", STORE_ROOTS, ids=lambda root: root.name)
+def test_store_distributions_import_the_kernel_only_through_its_faces(root: Path) -> None:
+    """The store distributions import the kernel from :data:`STORE_FACES` only: the
+    protocols, capabilities, records, helpers and base classes from ``prism_core.stores``."""
+    outside = [
+        f"{module}: {name}" for module, name in kernel_imports(root) if name not in STORE_FACES
+    ]
+    assert outside == []
+
+
+def test_kernel_imports_are_found_wherever_they_are(tmp_path: Path) -> None:
+    """Imports of kernel modules are found at module level and inside functions, and
+    ``from prism_core import name`` resolves to the submodule when ``name`` is one."""
+    files = ("__init__.py", "codec.py", "_echo.py", "stores/__init__.py")
+    _write(tmp_path, {f"prism_core/{name}": "" for name in files})
+    kernel = tmp_path / "prism_core"
+    store = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from prism_core.stores import echo\n",
+            "pkg/low.py": (
+                "from prism_core import codec, PrismError\n"
+                "def f():\n    from prism_core._echo import echo\n"
+            ),
+        },
+    )
+    assert sorted(kernel_imports(store, kernel)) == [
+        ("pkg", "prism_core.stores"),
+        ("pkg.low", "prism_core"),
+        ("pkg.low", "prism_core._echo"),
+        ("pkg.low", "prism_core.codec"),
+    ]
 
 
 def test_layers_are_folders() -> None:

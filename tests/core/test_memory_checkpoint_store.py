@@ -167,17 +167,18 @@ def test_prism_core_does_not_import_pytest() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_validate_save_reuses_the_callers_encoding_of_that_very_value() -> None:
-    """Inside ``encoded_value`` the bytes given for one value object are its canonical JSON
-    (no second encoding); an equal but different object is encoded afresh, and the hint is
-    gone once the block ends."""
+def test_validate_save_takes_the_callers_encoding_of_the_value() -> None:
+    """``encoded=`` is the value's canonical JSON as the caller made it: the request carries
+    those bytes (no second encoding) and their length; without it the value is encoded."""
     from prism_core.codec import dumps
-    from prism_core.durable._checkpoints import encoded_value, validate_save
+    from prism_core.stores import InvalidCheckpointError, validate_save
 
     value = {"status": "running", "n": 1}
     marked = b'{"n":1,"status":"running","x":0}'
-    with encoded_value(value, marked):
-        assert validate_save("ns", "k", value, version=1).value_json == marked.decode()
-        other = dict(value)
-        assert validate_save("ns", "k", other, version=1).value_json == dumps(other).decode()
-    assert validate_save("ns", "k", value, version=1).value_json == dumps(value).decode()
+    request = validate_save("ns", "k", value, version=1, encoded=marked)
+    assert (request.value_json, request.value_bytes) == (marked.decode(), len(marked))
+    assert request.status == "running"
+    plain = validate_save("ns", "k", value, version=1)
+    assert plain.value_json == dumps(value).decode()
+    with pytest.raises(InvalidCheckpointError):
+        validate_save("ns", "k", value, version=1, encoded=marked.decode())  # type: ignore[arg-type]

@@ -44,8 +44,7 @@ def test_every_public_name_is_documented() -> None:
 
 
 def test_the_plugin_module_only_wires_hooks() -> None:
-    """``plugin`` answers exactly the pair hook and the two store hooks and declares its
-    schemes."""
+    """``plugin`` answers exactly the three store hooks and declares its schemes."""
     hooks = {name for name in dir(prism_store_redis.plugin) if name.startswith("prism_")}
     assert hooks == {"prism_checkpoint_store", "prism_open_stores", "prism_session_store"}
     assert prism_store_redis.plugin.store_schemes == ("redis", "rediss")

@@ -9,7 +9,7 @@ import pytest
 from prism_core import RunStateOptions, create_agent, create_mock_provider, resume_agent_run
 from prism_core.durable import AGENT_RUN_NAMESPACE
 from prism_core.records import SessionEntryNotFoundError
-from prism_core.resume._checks import CheckpointAndBranchLoader
+from prism_core.stores import CheckpointAndBranchLoader
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
 from tests.core.helpers import echo_tool, text_turn, tool_turn
 

@@ -1,14 +1,24 @@
 """The pluggy hook specifications of Prism (project name ``"prism"``).
 
 Hooks are synchronous factories: they return objects, and async behaviour lives on those
-objects. An ``async def`` hookimpl is rejected when its plugin is registered.
+objects. An ``async def`` hookimpl is rejected when its plugin is registered. The return
+annotations say what each hook answers; the ones the kernel checks duck-typed (loop
+strategies, restore hooks, middleware) are typed as the sequences they are.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+if TYPE_CHECKING:
+    from .durable import CheckpointStore, StorePair
+    from .guardrails import GuardrailPack
+    from .models import ModelConfig
+    from .providers import AIProvider
+    from .records import SessionStore
 
 __all__ = ("PROJECT_NAME", "hookimpl", "hookspec")
 
@@ -19,7 +29,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec(firstresult=True)
-def prism_checkpoint_store(url: str) -> Any:
+def prism_checkpoint_store(url: str) -> CheckpointStore | None:
     """Open a checkpoint store for ``url``.
 
     Called by ``open_checkpoint_store(url, plugins=...)``, in registration order, until one
@@ -30,7 +40,7 @@ def prism_checkpoint_store(url: str) -> Any:
 
 
 @hookspec(firstresult=True)
-def prism_session_store(url: str) -> Any:
+def prism_session_store(url: str) -> SessionStore | None:
     """Open a session store for ``url``.
 
     Called by ``open_session_store(url, plugins=...)`` until one plugin answers. ``url`` is
@@ -40,7 +50,7 @@ def prism_session_store(url: str) -> Any:
 
 
 @hookspec(firstresult=True)
-def prism_open_stores(url: str) -> Any:
+def prism_open_stores(url: str) -> StorePair | None:
     """Open a checkpoint store and a session store for ``url``, as a pair.
 
     Called by ``open_stores(url, plugins=...)`` (and so by ``prism runs``, ``prism serve``,
@@ -53,7 +63,7 @@ def prism_open_stores(url: str) -> Any:
 
 
 @hookspec(firstresult=True)
-def prism_provider(model: Any) -> Any:
+def prism_provider(model: ModelConfig) -> AIProvider | None:
     """Provide the model provider for ``model``.
 
     Called at the start of each run whose agent has neither ``provider`` nor a
@@ -64,7 +74,7 @@ def prism_provider(model: Any) -> Any:
 
 
 @hookspec
-def prism_guardrail_packs() -> Any:
+def prism_guardrail_packs() -> Sequence[GuardrailPack] | None:
     """Declare guardrail packs.
 
     Called once per agent, when the agent is created, to build the pack catalogue that
@@ -74,7 +84,7 @@ def prism_guardrail_packs() -> Any:
 
 
 @hookspec
-def prism_loop_strategies() -> Any:
+def prism_loop_strategies() -> Sequence[Any] | None:
     """Declare loop strategies by name.
 
     Called once per agent, when the agent is created. Receives nothing. Return a sequence of
@@ -84,7 +94,7 @@ def prism_loop_strategies() -> Any:
 
 
 @hookspec
-def prism_restore_hooks() -> Any:
+def prism_restore_hooks() -> Sequence[Any] | None:
     """Declare restore hooks that run on every claiming resume of this host.
 
     Called once per lifecycle or resume that composes the plugins. Receives nothing. Return a
@@ -94,7 +104,7 @@ def prism_restore_hooks() -> Any:
 
 
 @hookspec
-def prism_middleware() -> Any:
+def prism_middleware() -> Sequence[object] | None:
     """Declare middleware objects.
 
     Called once per agent, when the agent is created. Receives nothing. Return a sequence of

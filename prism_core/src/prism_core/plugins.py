@@ -1,11 +1,16 @@
-"""Explicit plugin composition: a fresh pluggy manager per host, never a global one."""
+"""Explicit plugin composition: a fresh pluggy manager per host, never a global one.
+
+:class:`PluginHost` calls the hooks and returns what :mod:`prism_core.hookspecs` declares
+they answer; the callers check the answers (a store opener that it got a store, the agent
+that a pack is a pack). It must not open stores or build agents itself.
+"""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Sequence
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
@@ -13,6 +18,13 @@ import pluggy
 import prism_core.hookspecs as hookspecs
 
 from .errors import PrismError
+
+if TYPE_CHECKING:
+    from .durable import CheckpointStore, StorePair
+    from .guardrails import GuardrailPack
+    from .models import ModelConfig
+    from .providers import AIProvider
+    from .records import SessionStore
 
 __all__ = (
     "InstalledPlugin",
@@ -184,8 +196,9 @@ class PluginHost:
             items.extend(result)
         return items
 
-    def guardrail_packs(self) -> list[Any]:
-        """Every pack definition the plugins declare, in registration order."""
+    def guardrail_packs(self) -> list[GuardrailPack]:
+        """Every pack definition the plugins declare, in registration order (checked by the
+        pack catalogue)."""
         return self._flatten(self.manager.hook.prism_guardrail_packs(), "prism_guardrail_packs")
 
     def loop_strategies(self) -> list[Any]:
@@ -196,22 +209,27 @@ class PluginHost:
         """Every restore hook the plugins declare, in registration order."""
         return self._flatten(self.manager.hook.prism_restore_hooks(), "prism_restore_hooks")
 
-    def middleware(self) -> list[Any]:
+    def middleware(self) -> list[object]:
         """Every middleware object the plugins declare, in registration order."""
         return self._flatten(self.manager.hook.prism_middleware(), "prism_middleware")
 
-    def provider(self, model: Any) -> Any:
+    def provider(self, model: ModelConfig) -> AIProvider | None:
         """The first plugin provider for ``model``, or ``None``."""
-        return self.manager.hook.prism_provider(model=model)
+        provider: AIProvider | None = self.manager.hook.prism_provider(model=model)
+        return provider
 
-    def open_stores(self, url: str) -> Any:
-        """The first plugin's pair of stores for ``url``, or ``None``."""
-        return self.manager.hook.prism_open_stores(url=url)
+    def open_stores(self, url: str) -> StorePair | None:
+        """The first plugin's pair of stores for ``url``, or ``None`` (the opener checks that
+        it is a ``StorePair``)."""
+        pair: StorePair | None = self.manager.hook.prism_open_stores(url=url)
+        return pair
 
-    def checkpoint_store(self, url: str) -> Any:
+    def checkpoint_store(self, url: str) -> CheckpointStore | None:
         """The first plugin checkpoint store for ``url``, or ``None``."""
-        return self.manager.hook.prism_checkpoint_store(url=url)
+        store: CheckpointStore | None = self.manager.hook.prism_checkpoint_store(url=url)
+        return store
 
-    def session_store(self, url: str) -> Any:
+    def session_store(self, url: str) -> SessionStore | None:
         """The first plugin session store for ``url``, or ``None``."""
-        return self.manager.hook.prism_session_store(url=url)
+        store: SessionStore | None = self.manager.hook.prism_session_store(url=url)
+        return store

@@ -6,19 +6,19 @@ compose :data:`plugin` so ``redis://`` / ``rediss://`` store URLs resolve to the
 stores run on asyncio only, because redis-py's client does.
 """
 
-from ._checkpoints import (
-    FINISHED_STATUSES,
-    RedisCheckpointStore,
+from ._checkpoints import FINISHED_STATUSES, RedisCheckpointStore
+from ._open import (
+    RedisStores,
     create_redis_checkpoint_store,
+    create_redis_session_store,
+    open_redis_stores,
 )
 from ._plugin import RedisStorePlugin, plugin
 from ._sessions import (
     RedisSessionStore,
     RedisSessionStoreError,
     RedisSessionStoreUnavailableError,
-    create_redis_session_store,
 )
-from ._shared import RedisStores, open_redis_stores
 
 __all__ = (
     "FINISHED_STATUSES",

@@ -14,33 +14,28 @@ caller's, since the record key encodes them exactly.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
-import attrs
 import redis.asyncio as aioredis
 
-from prism_core._echo import echo
 from prism_core.codec import dumps, loads
 
 # The kernel's own name check, so every store refuses a bad namespace or key identically.
-from prism_core.durable import (
-    CheckpointLimitError,
+from prism_core.stores import (
     CheckpointPage,
     CheckpointRecord,
-    CheckpointStoreError,
-    CheckpointStoreUnavailableError,
+    CheckpointStoreBase,
     InvalidCheckpointError,
     SaveRequest,
     check_name,
     check_status,
+    check_value_bytes,
     conflict,
     corrupt_record,
     decode_stored_metadata,
     decode_stored_value,
-    indexed_status,
+    echo,
     normalise_ownership,
     stored_int,
     validate_list,
@@ -48,19 +43,13 @@ from prism_core.durable import (
 )
 
 from . import _scripts
-from ._client import DEFAULT_TIMEOUT_MS, RedisConnection, run_script, text
+from ._client import RedisConnection, run_script, text
 from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member
+from ._save_call import SaveCall
+from ._sessions import RedisSessionStore
 from ._transaction import RedisTransaction
-from ._values import plain_json
 
-__all__ = (
-    "FINISHED_STATUSES",
-    "RedisCheckpointStore",
-    "SaveCall",
-    "create_redis_checkpoint_store",
-)
-
-logger = logging.getLogger(__package__ or __name__)
+__all__ = ("FINISHED_STATUSES", "RedisCheckpointStore", "SaveCall", "positive")
 
 #: Run statuses after which a record is final; ``finished_ttl_seconds`` applies to these.
 FINISHED_STATUSES = ("succeeded", "failed", "aborted", "denied")
@@ -70,46 +59,9 @@ FINISHED_STATUSES = ("succeeded", "failed", "aborted", "denied")
 _LOAD_FIELDS = ("owner", "v", "value", "fence", "meta", "cat", "created", "updated")
 
 
-@attrs.frozen
-class SaveCall:
-    """One save as the keys and arguments of ``CHECKPOINT_SAVE``, and what its reply means."""
-
-    keys: list[str | bytes]
-    args: list[str | bytes]
-    request: SaveRequest
-    stored_value: Any
-    max_records: int | None
-
-    def record(self, reply: str) -> CheckpointRecord:
-        """The saved record for the script's ``reply``, or the refusal it names."""
-        request = self.request
-        outcome, _, times = reply.partition(" ")
-        if outcome == "conflict":
-            logger.debug(
-                "checkpoint save %s/%s lost its conditional write", request.namespace, request.key
-            )
-            raise conflict(request.namespace, request.key)
-        if outcome == "limit":
-            raise CheckpointLimitError(
-                f"this store holds at most {self.max_records} checkpoint records; delete "
-                "finished ones or raise max_records"
-            )
-        created_at, _, updated_at = times.partition(" ")
-        return CheckpointRecord(
-            namespace=request.namespace,
-            key=request.key,
-            version=request.version,
-            value=self.stored_value,
-            metadata=request.metadata,
-            ownership=request.ownership,
-            fencing_token=request.fencing_token,
-            category=request.category,
-            created_at=float(created_at),
-            updated_at=float(updated_at),
-        )
-
-
-def _positive(value: Any, what: str) -> int | None:
+def positive(value: Any, what: str) -> int | None:
+    """``value`` if it is ``None`` or a positive integer, else :class:`InvalidCheckpointError`
+    naming ``what``."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -185,14 +137,14 @@ def _stored_time(value: Any, namespace: str, key: str) -> float:
         raise corrupt_record(namespace, key, "its timestamps are not numbers") from None
 
 
-class RedisCheckpointStore:
-    """A :class:`~prism_core.durable.CheckpointStore` on Redis (asyncio only).
+class RedisCheckpointStore(CheckpointStoreBase):
+    """A :class:`~prism_core.stores.CheckpointStore` on Redis (asyncio only).
 
-    Create it with :func:`create_redis_checkpoint_store`. Records live in hashes under
-    ``<prefix>:cp:``; every save runs one Lua script that checks ownership, the expected
-    version, version order and the fencing token and then writes, so concurrent writers in any
-    number of processes see exactly one winner. Redis failures raise
-    :class:`~prism_core.durable.CheckpointStoreError`.
+    Create it with :func:`~prism_store_redis.create_redis_checkpoint_store`. Records live in
+    hashes under ``<prefix>:cp:``; every save runs one Lua script that checks ownership, the
+    expected version, version order and the fencing token and then writes, so concurrent
+    writers in any number of processes see exactly one winner. Redis failures raise
+    :class:`~prism_core.stores.CheckpointStoreError`.
     """
 
     def __init__(
@@ -209,7 +161,7 @@ class RedisCheckpointStore:
         self._finished_ttl = finished_ttl_seconds
         self._max_records = max_records
         self._max_records_arg = "" if max_records is None else str(max_records)
-        self._max_value_bytes = max_value_bytes
+        self.max_value_bytes = max_value_bytes
         client = connection.client
         self._save = client.register_script(_scripts.CHECKPOINT_SAVE)
         self._delete = client.register_script(_scripts.CHECKPOINT_DELETE)
@@ -244,85 +196,24 @@ class RedisCheckpointStore:
             namespace, key, owner_map, (version, value, fence, meta, category, created, updated)
         )
 
-    async def save(
-        self,
-        namespace: str,
-        key: str,
-        value: Any,
-        *,
-        version: int,
-        expected_version: int | None = None,
-        ownership: Mapping[str, str] | None = None,
-        fencing_token: int | None = None,
-        metadata: Mapping[str, str] | None = None,
-        category: str | None = None,
-    ) -> CheckpointRecord:
-        """Write the record atomically or raise ``CheckpointConflictError``.
+    async def save_request(self, request: SaveRequest) -> CheckpointRecord:
+        """Write the record atomically (one script) or raise ``CheckpointConflictError``.
 
-        Raises :class:`~prism_core.durable.CheckpointLimitError` when the value is over
+        Raises :class:`~prism_core.stores.CheckpointLimitError` when the value is over
         ``max_value_bytes`` or a new record would exceed ``max_records``.
         """
-        call = self._save_call(
-            namespace,
-            key,
-            value,
-            version=version,
-            expected_version=expected_version,
-            ownership=ownership,
-            fencing_token=fencing_token,
-            metadata=metadata,
-            category=category,
-        )
+        call = self._save_call(request)
         with self._connection.guard("save a checkpoint"):
             reply = await run_script(self._save, keys=call.keys, args=call.args)
         return call.record(text(reply))
 
-    def _save_call(
-        self,
-        namespace: str,
-        key: str,
-        value: Any,
-        *,
-        version: int,
-        expected_version: int | None = None,
-        ownership: Mapping[str, str] | None = None,
-        fencing_token: int | None = None,
-        metadata: Mapping[str, str] | None = None,
-        category: str | None = None,
-    ) -> SaveCall:
-        """A save validated and encoded as the keys and arguments of ``CHECKPOINT_SAVE``
-        (no I/O; raises like :meth:`save` for bad arguments)."""
-        encoded = plain_json(value)
-        if (
-            encoded is not None
-            and self._max_value_bytes is not None
-            and len(encoded[0]) > self._max_value_bytes
-        ):
-            encoded = None  # the kernel raises the limit error
-        request = validate_save(
-            namespace,
-            key,
-            # An encoded value is checked already; the kernel checks every other argument.
-            value if encoded is None else None,
-            version=version,
-            expected_version=expected_version,
-            ownership=ownership,
-            fencing_token=fencing_token,
-            metadata=metadata,
-            category=category,
-            max_value_bytes=self._max_value_bytes,
-        )
-        if encoded is None:
-            value_json = request.value_json.encode()
-            stored_value = loads(value_json)
-        else:
-            value_json, stored_value = encoded
+    def _save_call(self, request: SaveRequest) -> SaveCall:
+        """``request`` checked against this store's limits and encoded as the keys and
+        arguments of ``CHECKPOINT_SAVE`` (no I/O)."""
+        check_value_bytes(request, self.max_value_bytes)
+        status = request.status
         ttl = ""
-        if (
-            self._finished_ttl is not None
-            and isinstance(stored_value, dict)
-            and stored_value.get("status") in FINISHED_STATUSES
-        ):
+        if self._finished_ttl is not None and status in FINISHED_STATUSES:
             ttl = str(self._finished_ttl)
         owner = self._keys.owner_text(request.ownership)
         record_key = self._keys.record(request.namespace, request.key)
@@ -332,7 +223,7 @@ class RedisCheckpointStore:
             "" if request.expected_version is None else str(request.expected_version),
             owner,
             "" if request.fencing_token is None else str(request.fencing_token),
-            value_json,
+            request.value_json,
             "" if request.metadata is None else dumps(request.metadata),
             request.category or "",
             "0" if request.category is None else "1",
@@ -340,7 +231,7 @@ class RedisCheckpointStore:
             request.key,
             ttl,
             self._max_records_arg,
-            indexed_status(stored_value) or "",
+            status or "",
             self._keys.status_base,
         ]
         keys: list[str | bytes] = [
@@ -348,14 +239,13 @@ class RedisCheckpointStore:
             self._keys.owner_index(owner),
             self._keys.all_records,
         ]
-        return SaveCall(keys, args, request, stored_value, self._max_records)
+        # The record hands back a copy of the value, decoded from the text that is stored.
+        return SaveCall(keys, args, request, loads(request.value_json), self._max_records)
 
     def shared_transaction(self, sessions: object) -> RedisTransaction | None:
         """One ``EVALSHA`` over this store and ``sessions`` (see
-        :func:`prism_core.durable.shared_transaction`), or ``None`` unless ``sessions`` is a
+        :func:`prism_core.stores.shared_transaction`), or ``None`` unless ``sessions`` is a
         Redis session store on this store's very client (and both are open)."""
-        from ._sessions import RedisSessionStore
-
         if (
             isinstance(sessions, RedisSessionStore)
             and sessions._connection.client is self._connection.client
@@ -375,7 +265,7 @@ class RedisCheckpointStore:
         fencing_token: int | None = None,
     ) -> None:
         """Replace the value of the record at exactly ``version`` in one Lua script, keeping
-        its version (see :class:`~prism_core.durable.LeaseRenewalStore`);
+        its version (see :class:`~prism_core.stores.LeaseRenewalStore`);
         ``CheckpointConflictError`` otherwise."""
         request = validate_save(
             namespace,
@@ -385,7 +275,7 @@ class RedisCheckpointStore:
             expected_version=version,
             ownership=ownership,
             fencing_token=fencing_token,
-            max_value_bytes=self._max_value_bytes,
+            max_value_bytes=self.max_value_bytes,
         )
         args = [
             self._keys.owner_text(request.ownership),
@@ -481,56 +371,3 @@ class RedisCheckpointStore:
     async def aclose(self) -> None:
         """Close the Redis client if this store created it; idempotent."""
         await self._connection.aclose()
-
-    async def __aenter__(self) -> RedisCheckpointStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-def create_redis_checkpoint_store(
-    url_or_client: str | aioredis.Redis,
-    *,
-    prefix: str = "prism",
-    finished_ttl_seconds: int | None = None,
-    max_records: int | None = None,
-    max_value_bytes: int | None = None,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
-) -> RedisCheckpointStore:
-    """A Redis checkpoint store.
-
-    ``url_or_client`` is a ``redis://`` / ``rediss://`` URL (the store creates its own client
-    and closes it in ``aclose()``) or a ``redis.asyncio.Redis`` client (used as is and never
-    closed by the store). Every key starts with ``<prefix>:``; stores with different prefixes
-    share nothing.
-
-    ``finished_ttl_seconds``: when set, a record whose value is a mapping with ``status`` in
-    :data:`FINISHED_STATUSES` expires that many seconds after it was saved; saving a
-    non-finished value again removes the expiry. ``max_records`` and ``max_value_bytes`` bound
-    the store like the memory store's options (:class:`~prism_core.durable.CheckpointLimitError`).
-
-    The store is asyncio-only (redis-py's client is); opening it does no I/O.
-    """
-    if not isinstance(prefix, str) or not prefix:
-        raise InvalidCheckpointError("prefix must be a non-empty string")
-    finished_ttl_seconds = _positive(finished_ttl_seconds, "finished_ttl_seconds")
-    max_records = _positive(max_records, "max_records")
-    max_value_bytes = _positive(max_value_bytes, "max_value_bytes")
-    return RedisCheckpointStore(
-        RedisConnection(
-            url_or_client,
-            error=CheckpointStoreError,
-            transient=CheckpointStoreUnavailableError,
-            timeout_ms=timeout_ms,
-        ),
-        prefix=prefix,
-        finished_ttl_seconds=finished_ttl_seconds,
-        max_records=max_records,
-        max_value_bytes=max_value_bytes,
-    )

@@ -31,8 +31,8 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from prism_core._echo import echo
 from prism_core.errors import PrismError
+from prism_core.stores import echo
 
 __all__ = (
     "CONNECTION_RETRIES",

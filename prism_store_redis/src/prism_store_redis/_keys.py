@@ -28,7 +28,7 @@ import base64
 import binascii
 
 from prism_core.codec import dumps
-from prism_core.durable import InvalidCheckpointError
+from prism_core.stores import InvalidCheckpointError
 
 __all__ = (
     "CheckpointKeys",

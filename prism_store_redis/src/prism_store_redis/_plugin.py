@@ -7,10 +7,10 @@ from urllib.parse import urlsplit
 from prism_core.hookspecs import hookimpl
 from prism_core.stores import StorePair
 
-from ._checkpoints import RedisCheckpointStore, create_redis_checkpoint_store
+from ._checkpoints import RedisCheckpointStore
 from ._client import REDIS_SCHEMES, split_store_url
-from ._sessions import RedisSessionStore, create_redis_session_store
-from ._shared import open_redis_stores
+from ._open import create_redis_checkpoint_store, create_redis_session_store, open_redis_stores
+from ._sessions import RedisSessionStore
 
 __all__ = ("RedisStorePlugin", "plugin")
 

@@ -4,30 +4,30 @@ from __future__ import annotations
 
 import builtins
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import redis.asyncio as aioredis
-
-from prism_core._echo import echo
 from prism_core.codec import dumps, loads
 from prism_core.errors import PrismError
-from prism_core.records import (
+from prism_core.stores import (
     UNSET,
     BranchAndRunTail,
-    SessionConflictError,
     SessionEntry,
     SessionEntryNotFoundError,
     decode_session_entry,
+    echo,
 )
 
 from . import _scripts
-from ._client import DEFAULT_TIMEOUT_MS, RedisConnection, run_script, text
+from ._client import RedisConnection, run_script, text
 from ._keys import SessionKeys
+from ._refusals import append_refusal
 
-if TYPE_CHECKING:
-    from ._checkpoints import RedisCheckpointStore
-
-__all__ = ("RedisSessionStore", "RedisSessionStoreError", "create_redis_session_store")
+__all__ = (
+    "RedisSessionStore",
+    "RedisSessionStoreError",
+    "RedisSessionStoreUnavailableError",
+    "append_refusal",
+)
 
 
 class RedisSessionStoreError(PrismError):
@@ -47,30 +47,16 @@ class RedisSessionStoreUnavailableError(RedisSessionStoreError):
     code = "ERR_PRISM_STORE_UNAVAILABLE"
 
 
-def append_refusal(outcome: str, entry: SessionEntry) -> None:
-    """Raise the error an append's script ``outcome`` names (nothing for ``ok``)."""
-    if outcome == "moved":
-        raise SessionConflictError(
-            f"session {echo(entry.session_id)} moved: its head is no longer the expected leaf"
-        )
-    if outcome == "duplicate":
-        raise SessionConflictError(f"entry id {echo(entry.id)} already exists")
-    if outcome == "parent":
-        raise SessionEntryNotFoundError(
-            f"parent entry {echo(entry.parent_id)} is not in session {echo(entry.session_id)}"
-        )
-
-
 def _entry(data: bytes | str) -> SessionEntry:
     return decode_session_entry(loads(data))
 
 
 class RedisSessionStore:
-    """A :class:`~prism_core.sessions.SessionStore` on Redis (asyncio only).
+    """A :class:`~prism_core.stores.SessionStore` on Redis (asyncio only).
 
-    Create it with :func:`create_redis_session_store`. Appends run one Lua script that checks
-    the expected head, the parent and the id and then writes; branch reads walk parent ids on
-    the server in one round trip.
+    Create it with :func:`~prism_store_redis.create_redis_session_store`. Appends run one Lua
+    script that checks the expected head, the parent and the id and then writes; branch reads
+    walk parent ids on the server in one round trip.
     """
 
     def __init__(self, connection: RedisConnection, *, prefix: str) -> None:
@@ -88,10 +74,10 @@ class RedisSessionStore:
         return self._keys.prefix
 
     async def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> SessionEntry:
-        """Append ``entry`` atomically (see :class:`~prism_core.sessions.SessionStore`).
+        """Append ``entry`` atomically (see :class:`~prism_core.stores.SessionStore`).
 
-        Raises :class:`~prism_core.sessions.SessionConflictError` when the head moved or the
-        id is taken, :class:`~prism_core.sessions.SessionEntryNotFoundError` when the parent is
+        Raises :class:`~prism_core.stores.SessionConflictError` when the head moved or the
+        id is taken, :class:`~prism_core.stores.SessionEntryNotFoundError` when the parent is
         not an entry of the same session.
         """
         keys, args = self._append_call(entry, expected_leaf_id)
@@ -155,7 +141,7 @@ class RedisSessionStore:
     ) -> builtins.list[SessionEntry]:
         """Root-to-leaf entries of the branch ending at ``leaf_id`` (one round trip).
 
-        Raises :class:`~prism_core.sessions.SessionEntryNotFoundError` when the session has no
+        Raises :class:`~prism_core.stores.SessionEntryNotFoundError` when the session has no
         such entry.
         """
         if leaf_id is None:
@@ -176,7 +162,7 @@ class RedisSessionStore:
         self, session_id: str, leaf_id: str | None, run_id: str
     ) -> BranchAndRunTail:
         """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
-        in one round trip (see :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
+        in one round trip (see :class:`~prism_core.stores.BranchAndRunTailReader`)."""
         with self._connection.guard("read a session branch and a run's entries"):
             reply = await run_script(
                 self._run_tail,
@@ -207,35 +193,3 @@ class RedisSessionStore:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-
-def create_redis_session_store(
-    url_or_client: str | aioredis.Redis | RedisCheckpointStore,
-    *,
-    prefix: str | None = None,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
-) -> RedisSessionStore:
-    """A Redis session store.
-
-    ``url_or_client`` is a ``redis://`` / ``rediss://`` URL (the store creates its own client
-    and closes it in ``aclose()``), a ``redis.asyncio.Redis`` client (used as is and never
-    closed by the store), or a :class:`~prism_store_redis.RedisCheckpointStore`: the session
-    store then talks through that store's client (and never closes it), so the two can commit
-    together (``prism_core.durable.shared_transaction``: one script per commit). Every key
-    starts with ``<prefix>:`` (default: the checkpoint store's prefix when given one, else
-    ``prism``). Redis failures raise :class:`RedisSessionStoreError`. A client created here
-    bounds each command by ``timeout_ms``. The store is asyncio-only; opening it does no I/O.
-    """
-    from ._checkpoints import RedisCheckpointStore
-
-    target: str | aioredis.Redis
-    if isinstance(url_or_client, RedisCheckpointStore):
-        target = url_or_client.client
-        prefix = url_or_client.prefix if prefix is None else prefix
-    else:
-        target = url_or_client
-    prefix = "prism" if prefix is None else prefix
-    if not isinstance(prefix, str) or not prefix:
-        raise ValueError("prefix must be a non-empty string")
-    connection = RedisConnection(target, error=RedisSessionStoreError, timeout_ms=timeout_ms)
-    return RedisSessionStore(connection, prefix=prefix)

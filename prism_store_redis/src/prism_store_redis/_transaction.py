@@ -1,141 +1,106 @@
 """Shared commits on Redis: session appends and checkpoint saves in one Lua script.
 
-The store side of :class:`prism_core.durable.StoreTransaction` for a checkpoint store and a
-session store on one ``redis.asyncio.Redis`` client. Writes are checked and encoded when they
-are queued and sent as one ``EVALSHA`` of ``SHARED_COMMIT`` when the ``async with`` block
-ends: Redis runs the script to completion before serving anyone else, and the script checks
-every operation before its first write, so the commit is all or nothing.
+The store side of :class:`prism_core.stores.StoreTransaction` for a checkpoint store and a
+session store on one ``redis.asyncio.Redis`` client, on
+:class:`~prism_core.stores.QueuedTransaction` (which keeps the queue, its states and its
+refusals, among them one save per record: the script checks every operation before its first
+write, so a second save of one record could not see the first). Writes are checked and
+encoded when they are queued and sent as one ``EVALSHA`` of ``SHARED_COMMIT`` when the
+``async with`` block ends: Redis runs the script to completion before serving anyone else, so
+the commit is all or nothing.
+
+It is handed the stores it works on and imports neither store module: what it uses of each is
+the narrow protocol below.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from prism_core.durable import CheckpointRecord, InvalidCheckpointError
-from prism_core.records import UNSET, SessionEntry
+from redis.commands.core import AsyncScript
 
-from ._client import run_script, text
+from prism_core.stores import (
+    CheckpointRecord,
+    QueuedAppend,
+    QueuedSave,
+    QueuedTransaction,
+    QueuedWrite,
+    SaveRequest,
+    SessionEntry,
+)
 
-if TYPE_CHECKING:
-    from ._checkpoints import RedisCheckpointStore, SaveCall
-    from ._sessions import RedisSessionStore
+from ._client import RedisConnection, run_script, text
+from ._refusals import append_refusal
+from ._save_call import SaveCall
 
-__all__ = ("RedisTransaction",)
+__all__ = ("RedisCheckpoints", "RedisSessions", "RedisTransaction")
 
 
-class RedisTransaction:
-    """Queued writes of one shared commit on Redis (one script, one round trip).
+class RedisCheckpoints(Protocol):
+    """What a shared commit uses of the checkpoint store: its client, the registered
+    ``SHARED_COMMIT`` script and its encoding of a save."""
 
-    A transaction saves a record at most once: every check runs before any write, so a
-    second save of the same record could not see the first.
-    """
+    _connection: RedisConnection
+    _commit: AsyncScript
 
-    def __init__(self, checkpoints: RedisCheckpointStore, sessions: RedisSessionStore) -> None:
+    def _save_call(self, request: SaveRequest) -> SaveCall: ...
+
+
+class RedisSessions(Protocol):
+    """What a shared commit uses of the session store: its encoding of an append."""
+
+    def _append_call(
+        self, entry: SessionEntry, expected_leaf_id: Any
+    ) -> tuple[list[str | bytes], list[str | bytes]]: ...
+
+
+class RedisTransaction(QueuedTransaction):
+    """Queued writes of one shared commit on Redis (one script, one round trip)."""
+
+    def __init__(self, checkpoints: RedisCheckpoints, sessions: RedisSessions) -> None:
+        super().__init__()
         self._checkpoints = checkpoints
         self._sessions = sessions
-        self._keys: list[str | bytes] = []
-        self._args: list[str | bytes] = []
-        self._ops: list[SessionEntry | SaveCall] = []
-        self._state = "new"
-        self._entries: tuple[SessionEntry, ...] = ()
-        self._records: tuple[CheckpointRecord, ...] = ()
 
-    @property
-    def entries(self) -> tuple[SessionEntry, ...]:
-        """The entries written, once committed (empty before)."""
-        return self._entries
-
-    @property
-    def records(self) -> tuple[CheckpointRecord, ...]:
-        """The checkpoint records written, once committed (empty before)."""
-        return self._records
-
-    def _check_open(self) -> None:
-        if self._state != "open":
-            raise InvalidCheckpointError(
-                "queue writes inside 'async with transaction:'; this transaction is "
-                + ("not entered yet" if self._state == "new" else "finished")
-            )
-
-    def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> None:
-        """Queue a session append (checked now, written when the block ends)."""
-        self._check_open()
+    def prepare_append(
+        self, entry: SessionEntry, expected_leaf_id: Any
+    ) -> tuple[list[str | bytes], list[str | bytes]]:
+        """The append's script keys (always four) and arguments; ``TypeError`` for an
+        ``expected_leaf_id`` that is neither an id nor ``None``."""
         keys, args = self._sessions._append_call(entry, expected_leaf_id)
         if len(keys) == 3:
             keys.append(keys[0])  # no parent: the script still takes four keys
-        self._keys.extend(keys)
-        self._args.append("a")
-        self._args.extend(args)
-        self._ops.append(entry)
+        return keys, args
 
-    def save(
-        self,
-        namespace: str,
-        key: str,
-        value: Any,
-        *,
-        version: int,
-        expected_version: int | None = None,
-        ownership: Mapping[str, str] | None = None,
-        fencing_token: int | None = None,
-        metadata: Mapping[str, str] | None = None,
-        category: str | None = None,
-    ) -> None:
-        """Queue a checkpoint save (validated now, written when the block ends)."""
-        self._check_open()
-        call = self._checkpoints._save_call(
-            namespace,
-            key,
-            value,
-            version=version,
-            expected_version=expected_version,
-            ownership=ownership,
-            fencing_token=fencing_token,
-            metadata=metadata,
-            category=category,
-        )
-        if any(not isinstance(op, SessionEntry) and op.keys[0] == call.keys[0] for op in self._ops):
-            raise InvalidCheckpointError(
-                f"a shared commit saves {call.request.namespace}/{call.request.key} once; "
-                "queue the last state only"
-            )
-        self._keys.extend(call.keys)
-        self._args.append("s")
-        self._args.extend(call.args)
-        self._ops.append(call)
+    def prepare_save(self, request: SaveRequest) -> SaveCall:
+        """The save's script keys and arguments (the store's value and record limits)."""
+        return self._checkpoints._save_call(request)
 
-    async def __aenter__(self) -> Self:
-        if self._state != "new":
-            raise InvalidCheckpointError("a transaction is entered once; start a new one")
-        self._state = "open"
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        ops, self._ops = self._ops, []
-        self._state = "done"
-        if exc_type is not None or not ops:
-            return
+    async def write(self, queue: Sequence[QueuedWrite]) -> list[CheckpointRecord]:
+        """Send ``queue`` as one ``SHARED_COMMIT``; the record of each save, in order."""
+        keys: list[str | bytes] = []
+        args: list[str | bytes] = []
+        for op in queue:
+            if isinstance(op, QueuedSave):
+                keys.extend(op.prepared.keys)
+                args.append("s")
+                args.extend(op.prepared.args)
+            else:
+                op_keys, op_args = op.prepared
+                keys.extend(op_keys)
+                args.append("a")
+                args.extend(op_args)
         checkpoints = self._checkpoints
         with checkpoints._connection.guard("commit session entries and a checkpoint"):
-            reply = await run_script(checkpoints._commit, keys=self._keys, args=self._args)
+            reply = await run_script(checkpoints._commit, keys=keys, args=args)
         outcome = text(reply[0])
         if outcome != "ok":
-            failed = ops[int(reply[1]) - 1]
-            if isinstance(failed, SessionEntry):
-                from ._sessions import append_refusal
-
-                append_refusal(outcome, failed)
+            failed = queue[int(reply[1]) - 1]
+            if isinstance(failed, QueuedAppend):
+                append_refusal(outcome, failed.entry)
             else:
-                failed.record(outcome)
+                failed.prepared.record(outcome)
             raise AssertionError(f"unknown shared commit reply {outcome!r}")  # pragma: no cover
         saves = iter(reply[1:])
-        records = [op.record(text(next(saves))) for op in ops if not isinstance(op, SessionEntry)]
-        self._records = tuple(records)
-        self._entries = tuple(op for op in ops if isinstance(op, SessionEntry))
+        return [op.prepared.record(text(next(saves))) for op in queue if isinstance(op, QueuedSave)]

@@ -7,7 +7,6 @@ SQLAlchemy 2 async) is for stores shared by many workers, as are explicit SQLAlc
 both stores on one connection, able to commit session entries and a checkpoint together.
 """
 
-from ._checkpoints import SqlCheckpointStore, create_sql_checkpoint_store
 from ._engine import STORE_SCHEMES
 from ._errors import (
     SqlStoreConfigError,
@@ -15,12 +14,19 @@ from ._errors import (
     SqlStoreMigrationError,
     SqlStoreSchemaError,
 )
-from ._migrations import SCHEMA_VERSION, migrate, read_schema_version
+from ._migrations import SCHEMA_VERSION
+from ._open import (
+    SqlStores,
+    create_sql_checkpoint_store,
+    create_sql_session_store,
+    migrate,
+    open_sql_stores,
+    read_schema_version,
+)
 from ._plugin import SqlStorePlugin, plugin
 from ._schema import DEFAULT_TABLE_PREFIX
-from ._sessions import SqlSessionStore, create_sql_session_store
-from ._shared import SqlStores, open_sql_stores
 from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
+from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqlTransaction
 
 __all__ = (

@@ -13,9 +13,10 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from prism_core import PrismError
+from prism_core.errors import PrismError
 
-from ._migrations import SCHEMA_VERSION, migrate, missing_database, read_schema_version
+from ._migrations import SCHEMA_VERSION, missing_database
+from ._open import migrate, read_schema_version
 from ._schema import DEFAULT_TABLE_PREFIX
 
 __all__ = ("EXIT_MIGRATION_DUE", "EXIT_NO_DATABASE", "main")

@@ -1,4 +1,8 @@
-"""What both SQL stores share: the engine they run on, schema readiness and ``aclose``."""
+"""What both engine stores share: the engine they run on, schema readiness and ``aclose``.
+
+The stores on a SQLAlchemy ``AsyncEngine`` (:mod:`._engine_stores`) build on it; the
+thread-driven SQLite stores have no engine and do not.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +16,14 @@ from sqlalchemy import Executable
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from prism_core.durable import CheckpointStoreError
+from prism_core.stores import CheckpointStoreError
 
 from ._direct import DirectPostgres, IntegrityRefused, direct_postgres
 from ._engine import EngineHandle, require_asyncio, translate_errors
 from ._migrations import apply_migrations, require_schema
 from ._schema import Tables
 
-__all__ = ("SchemaCheck", "SqlStoreBase")
+__all__ = ("EngineStoreBase", "SchemaCheck")
 
 
 class SchemaCheck:
@@ -31,16 +35,12 @@ class SchemaCheck:
         self.lock = asyncio.Lock()
 
 
-class SqlStoreBase:
+class EngineStoreBase:
     """An engine (owned or borrowed), the tables of one prefix, and the schema check.
 
     The schema is checked (or migrated, with ``create_schema=True``) on first use, never at
     construction: building a store opens no connection.
     """
-
-    #: Set on asyncpg engines; stores without an engine (the thread-driven SQLite ones) keep
-    #: this default.
-    _direct: DirectPostgres | None = None
 
     def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
         self._handle = handle
@@ -63,16 +63,6 @@ class SqlStoreBase:
     def engine(self) -> AsyncEngine:
         """The SQLAlchemy engine this store runs on."""
         return self._handle.engine
-
-    @property
-    def table_prefix(self) -> str:
-        """The prefix of this store's table names."""
-        return self._tables.prefix
-
-    @property
-    def tables(self) -> Tables:
-        """The table definitions of this store's prefix."""
-        return self._tables
 
     @property
     def creates_schema(self) -> bool:

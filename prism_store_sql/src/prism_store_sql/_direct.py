@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.types import TypeEngine
 from sqlalchemy.util import greenlet_spawn
 
-from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
+from prism_core.stores import CheckpointStoreError, CheckpointStoreUnavailableError
 
 from ._engine import describe, is_transient, translate_errors
 

@@ -29,8 +29,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.util import await_only
 
-from prism_core._echo import echo
-from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
+from prism_core.stores import CheckpointStoreError, CheckpointStoreUnavailableError, echo
 
 from ._errors import SqlStoreConfigError, SqlStoreDriverError
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prism_core import PrismError
+from prism_core.errors import PrismError
 
 __all__ = (
     "SqlStoreConfigError",

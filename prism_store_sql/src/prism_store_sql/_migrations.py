@@ -2,8 +2,10 @@
 
 A small runner instead of Alembic: the schema is four tables, the store distribution keeps its
 dependencies to prism-runtime-core and the driver, and the same steps must run from the stores'
-``create_schema=True`` path, from :func:`migrate` and from ``python -m prism_store_sql
-migrate``, without an ``alembic.ini`` or a migrations directory on the host's side.
+``create_schema=True`` path, from :func:`~prism_store_sql.migrate` (in :mod:`._open`, which
+picks the backend) and from ``python -m prism_store_sql migrate``, without an ``alembic.ini``
+or a migrations directory on the host's side. This module holds the steps and the version
+checks only.
 
 Each step runs inside one transaction that holds a database-wide lock for the prefix
 (``BEGIN IMMEDIATE`` on SQLite, ``pg_advisory_xact_lock`` on PostgreSQL), so concurrent
@@ -24,19 +26,16 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from prism_core._echo import echo
-from prism_core.durable import indexed_status
+from prism_core.stores import echo, indexed_status
 
 from ._engine import (
     async_url,
-    open_engine,
     public_url,
-    require_asyncio,
     sqlite_file,
     translate_errors,
 )
 from ._errors import SqlStoreMigrationError, SqlStoreSchemaError
-from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables, check_table_prefix, name_type
+from ._schema import DEFAULT_TABLE_PREFIX, Tables, name_type
 
 __all__ = (
     "MIGRATIONS",
@@ -44,11 +43,10 @@ __all__ = (
     "Migration",
     "apply_migrations",
     "check_sqlite_directory",
-    "migrate",
     "migrate_command",
     "missing_database",
     "migrate_connection",
-    "read_schema_version",
+    "read_version",
     "require_schema",
     "schema_missing_error",
     "too_new_error",
@@ -292,7 +290,8 @@ async def _recorded_or_none(engine: AsyncEngine, tables: Tables) -> int | None:
     return int(value) if value is not None else 0
 
 
-async def _read_version(engine: AsyncEngine, tables: Tables) -> int:
+async def read_version(engine: AsyncEngine, tables: Tables) -> int:
+    """The schema version recorded on ``engine`` for ``tables`` (``0``: no tables)."""
     found = await _recorded_or_none(engine, tables)
     if found is not None:
         return found
@@ -330,61 +329,6 @@ async def require_schema(engine: AsyncEngine, tables: Tables) -> None:
 
     The message names the exact command that creates or upgrades it.
     """
-    found = await _read_version(engine, tables)
+    found = await read_version(engine, tables)
     if found != SCHEMA_VERSION:
         raise schema_missing_error(engine.url, tables, found)
-
-
-async def migrate(
-    url_or_engine: str | URL | AsyncEngine, *, table_prefix: str = DEFAULT_TABLE_PREFIX
-) -> int:
-    """Create or upgrade the SQL store tables for ``table_prefix``; returns the schema version.
-
-    Idempotent and safe to run from several processes at once. An engine passed in is used
-    and left open; an engine created from a URL is disposed of before returning. A plain
-    ``sqlite:///`` URL is migrated on a stdlib ``sqlite3`` connection (asyncio or trio).
-    """
-    tables = build_tables(check_table_prefix(table_prefix))
-    from ._sqlite import SqliteDatabase, sqlite_path
-
-    target = sqlite_path(url_or_engine)
-    if target is not None:
-        database = SqliteDatabase(*target, tables, create_schema=True)
-        database.acquire()
-        try:
-            # Opening the connection checks the version row and applies any missing step.
-            await database.run("migrate the schema", lambda connection: None)
-        finally:
-            await database.release()
-        return SCHEMA_VERSION
-    handle = open_engine(url_or_engine)
-    try:
-        require_asyncio()
-        return await apply_migrations(handle.engine, tables)
-    finally:
-        if handle.owned:
-            await handle.engine.dispose()
-
-
-async def read_schema_version(
-    url_or_engine: str | URL | AsyncEngine, *, table_prefix: str = DEFAULT_TABLE_PREFIX
-) -> int:
-    """The schema version recorded for ``table_prefix`` (``0`` when there are no tables).
-
-    Writes nothing: a SQLite URL whose file does not exist reads as ``0`` without creating it.
-    """
-    tables = build_tables(check_table_prefix(table_prefix))
-    if missing_database(url_or_engine) is not None:
-        return 0
-    from ._sqlite import read_sqlite_version, sqlite_path
-
-    target = sqlite_path(url_or_engine)
-    if target is not None:
-        return await read_sqlite_version(target[0], tables)
-    handle = open_engine(url_or_engine)
-    try:
-        require_asyncio()
-        return await _read_version(handle.engine, tables)
-    finally:
-        if handle.owned:
-            await handle.engine.dispose()

@@ -7,12 +7,11 @@ from urllib.parse import parse_qsl, quote, urlencode
 from prism_core.hookspecs import hookimpl
 from prism_core.stores import StorePair
 
-from ._checkpoints import SqlCheckpointStore, create_sql_checkpoint_store
 from ._engine import STORE_SCHEMES, sql_scheme
 from ._errors import SqlStoreConfigError
+from ._open import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
 from ._schema import DEFAULT_TABLE_PREFIX
-from ._sessions import SqlSessionStore, create_sql_session_store
-from ._shared import open_sql_stores
+from ._store_types import SqlCheckpointStore, SqlSessionStore
 
 __all__ = ("SqlStorePlugin", "plugin", "split_table_prefix")
 

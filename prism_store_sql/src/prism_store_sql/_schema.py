@@ -14,7 +14,7 @@ import re
 import attrs
 import sqlalchemy as sa
 
-from prism_core._echo import echo
+from prism_core.stores import echo
 
 from ._errors import SqlStoreConfigError
 
@@ -102,7 +102,7 @@ def _tables_for(prefix: str) -> Tables:
         sa.Column("metadata", sa.Text(), nullable=True),
         sa.Column("created_at", sa.Double(), nullable=False),
         sa.Column("updated_at", sa.Double(), nullable=False),
-        # The value's status (prism_core.durable.indexed_status), for list_by_status; since v2.
+        # The value's status (prism_core.stores.indexed_status), for list_by_status; since v2.
         sa.Column("status", sa.Text(), nullable=True),
     )
     sa.Index(

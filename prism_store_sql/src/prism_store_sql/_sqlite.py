@@ -44,8 +44,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
-from prism_core._echo import echo
-from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
+from prism_core.stores import CheckpointStoreError, CheckpointStoreUnavailableError, echo
 
 from ._engine import (
     BUSY_TIMEOUT_MS,
@@ -292,7 +291,7 @@ class SqliteDatabase:
     async def run(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``operation`` on the connection in one worker-thread hand-off.
 
-        A ``sqlite3.Error`` becomes :class:`~prism_core.durable.CheckpointStoreError` naming
+        A ``sqlite3.Error`` becomes :class:`~prism_core.stores.CheckpointStoreError` naming
         ``action`` (:class:`~prism_core.CheckpointStoreUnavailableError` for a lock wait past
         the busy timeout); any failure rolls back an open transaction first, so nothing is
         half-written. A cancelled caller waits for the operation to finish (it is not

@@ -1,11 +1,11 @@
 """The SQL stores on the thread-driven SQLite backend (``sqlite:///path.db``).
 
-The same tables, statements and rules as the SQLAlchemy stores they subclass: the statements
-are the same SQLAlchemy constructs, compiled once to SQLite text and run on one stdlib
-``sqlite3`` connection (see :mod:`prism_store_sql._sqlite`). Every call is one hand-off to a
-worker thread, except a one-row read (a checkpoint load, an entry by id), which runs inline
-when the connection is free and needs no lock wait; an append's head move and insert run in
-that one hand-off and one commit.
+The siblings of the engine stores (:mod:`._engine_stores`): the same tables, statements and
+rules (:mod:`._checkpoint_rows`, :mod:`._session_rows`), the statements compiled once to
+SQLite text and run on one stdlib ``sqlite3`` connection (see :mod:`prism_store_sql._sqlite`).
+Every call is one hand-off to a worker thread, except a one-row read (a checkpoint load, an
+entry by id), which runs inline when the connection is free and needs no lock wait; an
+append's head move and insert run in that one hand-off and one commit.
 """
 
 from __future__ import annotations
@@ -19,41 +19,46 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from prism_core.durable import (
+from prism_core.stores import (
+    UNSET,
+    BranchAndRunTail,
     CheckpointPage,
     CheckpointRecord,
+    PrefetchedBranchAndRunTail,
+    SaveRequest,
+    SessionEntry,
     check_name,
     check_status,
     conflict,
     list_arguments,
     normalise_ownership,
 )
-from prism_core.records import UNSET, BranchAndRunTail, SessionEntry
-from prism_core.records._run_tail import PrefetchedBranchAndRunTail
 
-from ._checkpoints import (
-    SqlCheckpointStore,
-    _build_statements,
-    _owner_scope,
-    _validated,
+from ._checkpoint_rows import (
+    check_range,
+    checkpoint_statements,
+    decode_record,
+    owner_scope,
+    page_of,
     renew_params,
     save_params,
     saved_record,
 )
 from ._errors import SqlStoreConfigError
-from ._sessions import (
-    SqlSessionStore,
-    _entry,
+from ._session_rows import (
     append_params,
     branch_and_tail,
     branch_rows,
+    decode_entry,
     head_moved,
+    head_statement,
     not_inserted,
+    session_statements,
 )
-from ._sessions import _build_statements as _build_session_statements
 from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
 from ._sqlite_branch import BranchTailStatements, read_rows, tuple_cursor
-from ._transaction import SqliteTransaction, SqlTransaction
+from ._store_types import SqlCheckpointStore, SqlSessionStore
+from ._transaction import SqliteTransaction
 
 __all__ = ("SqliteCheckpointStore", "SqliteSessionStore")
 
@@ -102,12 +107,12 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
     """
 
     def __init__(self, database: SqliteDatabase) -> None:
-        # No SqlStoreBase.__init__: there is no engine; the database checks the schema.
+        # There is no engine; the database checks the schema when its connection opens.
         database.acquire()
         self._db = database
         self._tables = database.tables
         self._closed = False
-        statements = _build_statements(database.tables.checkpoints, "sqlite")
+        statements = checkpoint_statements(database.tables.checkpoints, "sqlite")
         self._sql = statements
         self._load = compile_sqlite(statements.load)
         self._create = compile_sqlite(statements.create)
@@ -124,9 +129,9 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             return self._upsert
         return self._create if expected_version == 0 else self._update
 
-    def shared_transaction(self, sessions: object) -> SqlTransaction | None:
+    def shared_transaction(self, sessions: object) -> SqliteTransaction | None:
         """One transaction over this store and ``sessions`` (one hand-off, one commit; see
-        :func:`prism_core.durable.shared_transaction`), or ``None`` unless ``sessions`` is a
+        :func:`prism_core.stores.shared_transaction`), or ``None`` unless ``sessions`` is a
         SQLite session store on this very connection."""
         if (
             isinstance(sessions, SqliteSessionStore)
@@ -143,7 +148,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         check_name(namespace, "namespace")
         check_name(key, "key")
         owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
+        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
         text, values = self._load.text, self._load.params(params)
 
         def load(connection: sqlite3.Connection) -> Any:
@@ -152,7 +157,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         # One row by primary key: read inline when the connection is free (see
         # SqliteDatabase.read), as a run's pre-dispatch ownership check does every turn.
         row = await self._db.read("load a checkpoint", load)
-        return self._record(row, owner) if row is not None else None
+        return decode_record(row, owner) if row is not None else None
 
     async def load_with_run_branch(
         self,
@@ -164,7 +169,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
     ) -> tuple[CheckpointRecord | None, PrefetchedBranchAndRunTail | None]:
         """:meth:`load`, and in the same hand-off the branch and run tail the record's value
         names, read from ``sessions`` when it is a SQLite session store on this connection
-        (see :class:`~prism_core.resume._checks.CheckpointAndBranchLoader`); the
+        (see :class:`~prism_core.stores.CheckpointAndBranchLoader`); the
         read is ``None`` otherwise, or when it fails (the caller then reads as usual)."""
         if not (
             isinstance(sessions, SqliteSessionStore)
@@ -175,7 +180,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         check_name(namespace, "namespace")
         check_name(key, "key")
         owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
+        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
         text, values = self._load.text, self._load.params(params)
         statements = sessions._branch_tail
 
@@ -183,7 +188,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             row = connection.execute(text, values).fetchone()
             if row is None:
                 return None, None, None
-            record = self._record(row, owner)
+            record = decode_record(row, owner)
             ids = _run_branch_ids(record.value)
             if ids is None:
                 return record, None, None
@@ -208,35 +213,13 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             decode=lambda: branch_and_tail(path, tail, session_id, leaf_id),
         )
 
-    async def save(
-        self,
-        namespace: str,
-        key: str,
-        value: Any,
-        *,
-        version: int,
-        expected_version: int | None = None,
-        ownership: Mapping[str, str] | None = None,
-        fencing_token: int | None = None,
-        metadata: Mapping[str, str] | None = None,
-        category: str | None = None,
-    ) -> CheckpointRecord:
+    async def save_request(self, request: SaveRequest) -> CheckpointRecord:
         """Write the record in one conditional statement (one commit) or raise
-        ``CheckpointConflictError``; the rules of :meth:`SqlCheckpointStore.save`."""
-        req = _validated(
-            namespace,
-            key,
-            value,
-            version=version,
-            expected_version=expected_version,
-            ownership=ownership,
-            fencing_token=fencing_token,
-            metadata=metadata,
-            category=category,
-        )
+        ``CheckpointConflictError``; the rules of the engine store's save."""
+        check_range(request)
         now = time.time()
-        compiled = self.save_statement(req.expected_version)
-        text, values = compiled.text, compiled.params(save_params(req, now))
+        compiled = self.save_statement(request.expected_version)
+        text, values = compiled.text, compiled.params(save_params(request, now))
 
         def save(connection: sqlite3.Connection) -> Any:
             # fetchall: the statement (and so its autocommit) completes inside the hand-off.
@@ -245,8 +228,8 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
 
         created_at = await self._db.run("save a checkpoint", save)
         if created_at is None:
-            raise conflict(req.namespace, req.key)
-        return saved_record(req, created_at, now)
+            raise conflict(request.namespace, request.key)
+        return saved_record(request, created_at, now)
 
     async def renew_lease(
         self,
@@ -283,7 +266,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         check_name(namespace, "namespace")
         check_name(key, "key")
         owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": _owner_scope(owner)}
+        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
         text, values = self._delete.text, self._delete.params(params)
 
         def delete(connection: sqlite3.Connection) -> bool:
@@ -319,7 +302,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
         owner, after = list_arguments(namespace, ownership, limit, cursor)
         compiled = self._list_statement(namespace is not None, after is not None)
-        params: dict[str, Any] = {"owner_scope": _owner_scope(owner), "lim": limit + 1}
+        params: dict[str, Any] = {"owner_scope": owner_scope(owner), "lim": limit + 1}
         if namespace is not None:
             params["ns"] = namespace
         if after is not None:
@@ -330,7 +313,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             return connection.execute(text, values).fetchall()
 
         rows = await self._db.run("list checkpoints", fetch)
-        return self._page(rows, owner, limit)
+        return page_of(rows, owner, limit)
 
     def _status_statement(self, after: bool) -> CompiledStatement:
         compiled = self._by_status.get(after)
@@ -367,7 +350,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         compiled = self._status_statement(after is not None)
         params: dict[str, Any] = {
             "ns": namespace,
-            "owner_scope": _owner_scope(owner),
+            "owner_scope": owner_scope(owner),
             "st": status,
             "lim": limit + 1,
         }
@@ -379,7 +362,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             return connection.execute(text, values).fetchall()
 
         rows = await self._db.run("list checkpoints by status", fetch)
-        return self._page(rows, owner, limit)
+        return page_of(rows, owner, limit)
 
 
 class SqliteSessionStore(_SqliteStore, SqlSessionStore):
@@ -391,27 +374,18 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         self._db = database
         self._tables = database.tables
         self._closed = False
-        statements = _build_session_statements(database.tables, "sqlite")
+        statements = session_statements(database.tables, "sqlite")
         self._sql = statements
-        self._upsert_head = compile_sqlite(statements.upsert_head)
-        self._create_head = compile_sqlite(statements.create_head)
-        self._move_head = compile_sqlite(statements.move_head)
+        self._heads = {
+            name: compile_sqlite(getattr(statements, name))
+            for name in ("upsert_head", "create_head", "move_head")
+        }
         self._insert_entry = compile_sqlite(statements.insert_entry)
         self._entry_exists = compile_sqlite(statements.entry_exists)
         self._list = compile_sqlite(statements.list)
         self._get = compile_sqlite(statements.get)
         self._branch = compile_sqlite(statements.branch)
         self._branch_tail = BranchTailStatements.build(database.tables, self._branch)
-
-    def _head_text(self, expected_leaf_id: Any) -> CompiledStatement | None:
-        if expected_leaf_id is UNSET:
-            return self._upsert_head
-        if expected_leaf_id is None:
-            return self._create_head
-        if isinstance(expected_leaf_id, str):
-            return self._move_head
-        # Like the memory store: a leaf that is not an id never matches the head.
-        return None
 
     def append_in(
         self,
@@ -421,7 +395,8 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         params: dict[str, Any],
     ) -> None:
         """Append inside the transaction open on ``connection`` (worker thread only)."""
-        head = self._head_text(expected_leaf_id)
+        name = head_statement(expected_leaf_id)
+        head = None if name is None else self._heads[name]
         rows = [] if head is None else connection.execute(head.text, head.params(params)).fetchall()
         if not rows:
             raise head_moved(entry)
@@ -455,7 +430,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
             return tuple_cursor(connection).execute(text, params).fetchall()
 
-        return [_entry(row) for row in await self._db.run("list session entries", fetch)]
+        return [decode_entry(row) for row in await self._db.run("list session entries", fetch)]
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         """One entry by id, or ``None``."""
@@ -465,14 +440,14 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
             return tuple_cursor(connection).execute(text, params).fetchone()
 
         row = await self._db.read("read a session entry", fetch)
-        return _entry(row) if row is not None else None
+        return decode_entry(row) if row is not None else None
 
     async def read_branch_path(
         self, session_id: str, leaf_id: str | None
     ) -> builtins.list[SessionEntry]:
         """Root-to-leaf entries of the branch ending at ``leaf_id``, in one recursive query.
 
-        Raises :class:`~prism_core.sessions.SessionEntryNotFoundError` when the session has
+        Raises :class:`~prism_core.stores.SessionEntryNotFoundError` when the session has
         no such entry.
         """
         if leaf_id is None:
@@ -492,7 +467,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
         in one hand-off and one read transaction, through the ``seq`` index (see
         :mod:`prism_store_sql._sqlite_branch` and
-        :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
+        :class:`~prism_core.stores.BranchAndRunTailReader`)."""
         sql = self._branch_tail
 
         def fetch(connection: sqlite3.Connection) -> tuple[builtins.list[Any], builtins.list[Any]]:

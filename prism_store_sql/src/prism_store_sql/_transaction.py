@@ -1,167 +1,130 @@
 """Shared commits on the SQL stores: session appends and checkpoint saves in one transaction.
 
-The store side of :class:`prism_core.durable.StoreTransaction`. Writes are validated when they
-are queued and run when the ``async with`` block ends: on SQLite in one worker-thread hand-off
+The store side of :class:`prism_core.stores.StoreTransaction`, on
+:class:`~prism_core.stores.QueuedTransaction` (which keeps the queue, its states and its
+refusals): a write is checked and its parameters bound when it is queued, and the queue runs
+when the ``async with`` block ends: on SQLite in one worker-thread hand-off
 (``BEGIN IMMEDIATE`` … ``COMMIT``), on a SQLAlchemy engine in one ``engine.begin()``
 transaction (a durable turn's commit on PostgreSQL: one statement, see :mod:`._pg_commit`).
 The first refusal rolls everything back and is raised from the block.
+
+The transactions are handed the stores they work on and import no store module: what they
+use of each store is the narrow protocol below.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
-import attrs
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from prism_core.durable import CheckpointRecord, CheckpointStoreError, SaveRequest, conflict
-from prism_core.records import UNSET, SessionEntry
+from prism_core.stores import (
+    UNSET,
+    CheckpointRecord,
+    CheckpointStoreError,
+    QueuedAppend,
+    QueuedSave,
+    QueuedTransaction,
+    QueuedWrite,
+    SaveRequest,
+    SessionEntry,
+    conflict,
+)
 
-from ._checkpoints import _validated, save_params, saved_record
+from ._checkpoint_rows import check_range, save_params, saved_record
 from ._direct import IntegrityRefused
-from ._errors import SqlStoreConfigError
 from ._pg_commit import turn_params
-from ._sessions import append_params
-
-if TYPE_CHECKING:
-    from ._checkpoints import SqlCheckpointStore
-    from ._sessions import SqlSessionStore
-    from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
+from ._session_rows import append_params
+from ._sqlite import CompiledStatement, SqliteDatabase
 
 __all__ = ("EngineTransaction", "SqlTransaction", "SqliteTransaction")
 
 
-@attrs.frozen
-class _Append:
-    entry: SessionEntry
-    expected_leaf_id: Any
-    params: dict[str, Any]
+class SqlTransaction(QueuedTransaction):
+    """Queued writes of one shared commit on the SQL stores; subclasses run them against
+    their backend (see :class:`~prism_core.stores.QueuedTransaction` for the rules)."""
 
+    def prepare_append(self, entry: SessionEntry, expected_leaf_id: Any) -> dict[str, Any]:
+        """The append's bound parameters (``ValueError`` for a payload that is not JSON)."""
+        return append_params(entry, expected_leaf_id)
 
-@attrs.frozen
-class _Save:
-    request: SaveRequest
+    def prepare_save(self, request: SaveRequest) -> None:
+        """Refuse numbers a ``BIGINT`` column cannot hold."""
+        check_range(request)
 
-
-class SqlTransaction:
-    """Queued writes of one shared commit; subclasses run them against their backend."""
-
-    def __init__(self) -> None:
-        self._ops: list[_Append | _Save] = []
-        self._state = "new"
-        self._entries: tuple[SessionEntry, ...] = ()
-        self._records: tuple[CheckpointRecord, ...] = ()
-
-    @property
-    def entries(self) -> tuple[SessionEntry, ...]:
-        """The entries written, once committed (empty before)."""
-        return self._entries
-
-    @property
-    def records(self) -> tuple[CheckpointRecord, ...]:
-        """The checkpoint records written, once committed (empty before)."""
-        return self._records
-
-    def _check_open(self) -> None:
-        if self._state != "open":
-            raise SqlStoreConfigError(
-                "queue writes inside 'async with transaction:'; this transaction is "
-                + ("not entered yet" if self._state == "new" else "finished")
-            )
-
-    def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> None:
-        """Queue a session append (validated now, written at the end of the block)."""
-        self._check_open()
-        params = append_params(entry, expected_leaf_id)
-        self._ops.append(_Append(entry, expected_leaf_id, params))
-
-    def save(
-        self,
-        namespace: str,
-        key: str,
-        value: Any,
-        *,
-        version: int,
-        expected_version: int | None = None,
-        ownership: Mapping[str, str] | None = None,
-        fencing_token: int | None = None,
-        metadata: Mapping[str, str] | None = None,
-        category: str | None = None,
-    ) -> None:
-        """Queue a checkpoint save (validated now, written at the end of the block)."""
-        self._check_open()
-        request = _validated(
-            namespace,
-            key,
-            value,
-            version=version,
-            expected_version=expected_version,
-            ownership=ownership,
-            fencing_token=fencing_token,
-            metadata=metadata,
-            category=category,
-        )
-        self._ops.append(_Save(request))
-
-    async def __aenter__(self) -> Self:
-        if self._state != "new":
-            raise SqlStoreConfigError("a transaction is entered once; start a new one")
-        self._state = "open"
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        ops, self._ops = self._ops, []
-        self._state = "done"
-        if exc_type is not None or not ops:
-            return
+    async def write(self, queue: Sequence[QueuedWrite]) -> list[CheckpointRecord]:
+        """Write ``queue`` in one transaction; the record of each save, in order."""
         now = time.time()
-        created = await self._commit(ops, now)
-        saves = [op.request for op in ops if isinstance(op, _Save)]
-        self._records = tuple(saved_record(r, c, now) for r, c in zip(saves, created, strict=True))
-        self._entries = tuple(op.entry for op in ops if isinstance(op, _Append))
+        created = await self._commit(queue, now)
+        saves = [op.request for op in queue if isinstance(op, QueuedSave)]
+        return [saved_record(r, c, now) for r, c in zip(saves, created, strict=True)]
 
-    async def _commit(self, ops: list[_Append | _Save], now: float) -> list[float]:
-        """Write ``ops`` in one transaction; the ``created_at`` of each save, in order."""
+    async def _commit(self, queue: Sequence[QueuedWrite], now: float) -> list[float]:
+        """Write ``queue`` in one transaction; the ``created_at`` of each save, in order."""
         raise NotImplementedError
+
+
+class SqliteCheckpoints(Protocol):
+    """What a SQLite shared commit uses of the checkpoint store."""
+
+    @property
+    def database(self) -> SqliteDatabase:
+        """The connection both stores run on."""
+        ...
+
+    def save_statement(self, expected_version: int | None) -> CompiledStatement:
+        """The compiled save statement for ``expected_version``."""
+        ...
+
+
+class SqliteSessions(Protocol):
+    """What a SQLite shared commit uses of the session store."""
+
+    def append_in(
+        self,
+        connection: sqlite3.Connection,
+        entry: SessionEntry,
+        expected_leaf_id: Any,
+        params: dict[str, Any],
+    ) -> None:
+        """Append inside the transaction open on ``connection`` (worker thread only)."""
+        ...
 
 
 class SqliteTransaction(SqlTransaction):
     """A shared commit on the thread-driven SQLite stores: one hand-off, one commit."""
 
-    def __init__(self, checkpoints: SqliteCheckpointStore, sessions: SqliteSessionStore) -> None:
+    def __init__(self, checkpoints: SqliteCheckpoints, sessions: SqliteSessions) -> None:
         super().__init__()
         self._checkpoints = checkpoints
         self._sessions = sessions
 
-    async def _commit(self, ops: list[_Append | _Save], now: float) -> list[float]:
+    async def _commit(self, queue: Sequence[QueuedWrite], now: float) -> list[float]:
         checkpoints, sessions = self._checkpoints, self._sessions
         statements = [
             checkpoints.save_statement(op.request.expected_version)
-            if isinstance(op, _Save)
+            if isinstance(op, QueuedSave)
             else None
-            for op in ops
+            for op in queue
         ]
         saves = [
             statement.params(save_params(op.request, now))
-            if isinstance(op, _Save) and statement is not None
+            if isinstance(op, QueuedSave) and statement is not None
             else None
-            for op, statement in zip(ops, statements, strict=True)
+            for op, statement in zip(queue, statements, strict=True)
         ]
 
         def commit(connection: sqlite3.Connection) -> list[float]:
             created: list[float] = []
             connection.execute("BEGIN IMMEDIATE")
-            for op, statement, values in zip(ops, statements, saves, strict=True):
-                if isinstance(op, _Append):
-                    sessions.append_in(connection, op.entry, op.expected_leaf_id, dict(op.params))
+            for op, statement, values in zip(queue, statements, saves, strict=True):
+                if isinstance(op, QueuedAppend):
+                    sessions.append_in(connection, op.entry, op.expected_leaf_id, dict(op.prepared))
                     continue
                 assert statement is not None
                 assert values is not None
@@ -173,6 +136,42 @@ class SqliteTransaction(SqlTransaction):
             return created
 
         return await checkpoints.database.run("commit session entries and a checkpoint", commit)
+
+
+class EngineCheckpoints(Protocol):
+    """What an engine shared commit uses of the checkpoint store."""
+
+    _switch_to_autocommit: bool
+
+    def _save_statement(self, request: SaveRequest) -> sa.Executable: ...
+
+    def _turn_statement(self, request: SaveRequest) -> sa.Executable: ...
+
+    async def _first_row(
+        self,
+        action: str,
+        statement: sa.Executable,
+        params: Mapping[str, Any],
+        *,
+        write: bool = False,
+        refuse_integrity: bool = False,
+    ) -> Sequence[Any] | None: ...
+
+    def _transaction(self, action: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
+
+
+class EngineSessions(Protocol):
+    """What an engine shared commit uses of the session store."""
+
+    async def append_on(
+        self,
+        connection: AsyncConnection,
+        entry: SessionEntry,
+        expected_leaf_id: Any,
+        params: dict[str, Any],
+    ) -> None:
+        """Append inside the transaction open on ``connection``."""
+        ...
 
 
 class _Refused(Exception):
@@ -188,19 +187,19 @@ class EngineTransaction(SqlTransaction):
     by statement in one transaction.
     """
 
-    def __init__(self, checkpoints: SqlCheckpointStore, sessions: SqlSessionStore) -> None:
+    def __init__(self, checkpoints: EngineCheckpoints, sessions: EngineSessions) -> None:
         super().__init__()
         self._checkpoints = checkpoints
         self._sessions = sessions
 
-    async def _commit(self, ops: list[_Append | _Save], now: float) -> list[float]:
-        save, appends = ops[0], ops[1:]
+    async def _commit(self, queue: Sequence[QueuedWrite], now: float) -> list[float]:
+        save, appends = queue[0], queue[1:]
         if (
             self._checkpoints._switch_to_autocommit  # PostgreSQL
-            and isinstance(save, _Save)
+            and isinstance(save, QueuedSave)
             and appends
             and all(
-                isinstance(op, _Append)
+                isinstance(op, QueuedAppend)
                 and op.expected_leaf_id is UNSET
                 and op.entry.session_id == appends[0].entry.session_id  # type: ignore[union-attr]
                 for op in appends
@@ -210,11 +209,13 @@ class EngineTransaction(SqlTransaction):
                 return [await self._commit_turn(save, appends, now)]  # type: ignore[arg-type]
             except _Refused:
                 pass  # nothing written; the statements one by one name the refusal
-        return await self._commit_each(ops, now)
+        return await self._commit_each(queue, now)
 
-    async def _commit_turn(self, save: _Save, appends: list[_Append], now: float) -> float:
+    async def _commit_turn(
+        self, save: QueuedSave, appends: Sequence[QueuedAppend], now: float
+    ) -> float:
         statement = self._checkpoints._turn_statement(save.request)
-        params = turn_params(save_params(save.request, now), [op.params for op in appends])
+        params = turn_params(save_params(save.request, now), [op.prepared for op in appends])
         # One statement in autocommit: atomic on its own, one round trip.
         try:
             row = await self._checkpoints._first_row(
@@ -235,14 +236,14 @@ class EngineTransaction(SqlTransaction):
             raise CheckpointStoreError("a shared commit wrote fewer entries than queued")
         return float(created)
 
-    async def _commit_each(self, ops: list[_Append | _Save], now: float) -> list[float]:
+    async def _commit_each(self, queue: Sequence[QueuedWrite], now: float) -> list[float]:
         created: list[float] = []
         action = "commit session entries and a checkpoint"
         async with self._checkpoints._transaction(action) as connection:
-            for op in ops:
-                if isinstance(op, _Append):
+            for op in queue:
+                if isinstance(op, QueuedAppend):
                     await self._sessions.append_on(
-                        connection, op.entry, op.expected_leaf_id, dict(op.params)
+                        connection, op.entry, op.expected_leaf_id, dict(op.prepared)
                     )
                     continue
                 statement = self._checkpoints._save_statement(op.request)

@@ -9,7 +9,14 @@ from typing import Any
 
 import attrs
 
-from prism_core import CheckpointStore, discover_plugins, open_checkpoint_store, open_session_store
+from prism_core import (
+    CheckpointStore,
+    StorePair,
+    discover_plugins,
+    open_checkpoint_store,
+    open_session_store,
+    open_stores,
+)
 
 from ._config import TaskSettings
 
@@ -39,20 +46,28 @@ async def _close(store: Any) -> None:
 @asynccontextmanager
 async def open_task_stores(settings: TaskSettings) -> AsyncIterator[TaskStores]:
     """Open both stores through the installed store plugins (``prism_store_sql`` for
-    ``sqlite://`` and ``postgresql://``, ``prism_store_redis`` for ``redis://``)."""
-    checkpoints = open_checkpoint_store(settings.store_url, plugins=_plugins())
-    try:
-        sessions = open_session_store(settings.sessions_url, plugins=_plugins())
-    except BaseException:
-        await _close(checkpoints)
-        raise
-    try:
-        yield TaskStores(checkpoints=checkpoints, sessions=sessions)
-    finally:
+    ``sqlite://`` and ``postgresql://``, ``prism_store_redis`` for ``redis://``) and close them
+    when the block ends.
+
+    One URL (no ``sessions_url``, or the same one) opens them as a pair
+    (``prism_core.open_stores``): one connection, engine or client, on which a durable turn's
+    session entries and checkpoint commit together. Two URLs open two stores, which commit
+    apart.
+    """
+    if settings.sessions_url == settings.store_url:
+        pair = open_stores(settings.store_url, plugins=_plugins())
+    else:
+        checkpoints = open_checkpoint_store(settings.store_url, plugins=_plugins())
         try:
-            await _close(sessions)
-        finally:
+            sessions = open_session_store(settings.sessions_url, plugins=_plugins())
+        except BaseException:
             await _close(checkpoints)
+            raise
+        pair = StorePair(checkpoints, sessions)
+    try:
+        yield TaskStores(checkpoints=pair.checkpoints, sessions=pair.sessions)
+    finally:
+        await pair.aclose()
 
 
 def warm_up(settings: TaskSettings) -> None:

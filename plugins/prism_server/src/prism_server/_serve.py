@@ -60,6 +60,8 @@ def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
         print(refusal, file=sys.stderr)
         return 2
     try:
+        # One URL, one pair: both stores on one connection (or engine, or client), so a turn
+        # of a run the server resumes commits its entries and checkpoint together.
         stores = open_stores(args.store, plugins=discover_store_plugins(args.store))
     except (PrismError, ValueError) as exc:
         print(f"prism serve: cannot open --store: {exc}", file=sys.stderr)

@@ -18,6 +18,15 @@ from __future__ import annotations
 import importlib
 import warnings
 
+from ._capabilities import (
+    CheckpointAndBranchLoader,
+    CheckpointStatusIndex,
+    LeaseRenewalStore,
+    SharedCommitStore,
+    StoreTransaction,
+    capability,
+    shared_transaction,
+)
 from ._checkpoints import (
     CORRUPT_CHECKPOINT_CODE,
     MAX_CHECKPOINT_PAGE_SIZE,
@@ -30,6 +39,7 @@ from ._checkpoints import (
     InvalidCheckpointError,
     SaveRequest,
     check_name,
+    check_value_bytes,
     conflict,
     corrupt_record,
     decode_cursor,
@@ -48,12 +58,10 @@ from ._children import (
     child_session_id,
     nested_approval_id,
 )
-from ._commit import SharedCommitStore, StoreTransaction, shared_transaction
 from ._fingerprint import agent_fingerprint
 from ._host import HostCounters, HostRun, HostSession
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
-from ._index import MAX_INDEXED_STATUS_CHARS, CheckpointStatusIndex, check_status, indexed_status
-from ._lease_renewal import LeaseRenewalStore
+from ._index import MAX_INDEXED_STATUS_CHARS, check_status, indexed_status
 from ._lifetime import check_store_lifetimes
 from ._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 from ._options import (
@@ -70,6 +78,7 @@ from ._options import (
     coerce_run_state_options,
 )
 from ._options import DEFAULT_MAX_PENDING_DECISIONS as MAX_PENDING_DECISIONS
+from ._pair import StorePair
 from ._run import DurableRun, Gate, RunStateInfo, new_approval_id, scope_for
 from ._run_guards import run_guardrail_identities
 from ._state import (
@@ -82,6 +91,8 @@ from ._state import (
     StickyDecision,
     arguments_hash,
 )
+from ._store_base import CheckpointStoreBase
+from ._transaction import QueuedAppend, QueuedSave, QueuedTransaction, QueuedWrite
 
 #: Names that moved to :mod:`prism_core.resume`; resolved lazily, with a deprecation warning.
 MOVED_TO_RESUME = frozenset(
@@ -147,11 +158,13 @@ __all__ = (
     "MOVED_TO_RESUME",
     "NESTED_APPROVAL_PREFIX",
     "AgentRunState",
+    "CheckpointAndBranchLoader",
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
     "CheckpointStatusIndex",
     "CheckpointStore",
+    "CheckpointStoreBase",
     "CheckpointStoreError",
     "CheckpointStoreUnavailableError",
     "DecisionKind",
@@ -167,16 +180,23 @@ __all__ = (
     "MemoryCheckpointStore",
     "PendingCall",
     "PendingDecision",
+    "QueuedAppend",
+    "QueuedSave",
+    "QueuedTransaction",
+    "QueuedWrite",
     "RunStateInfo",
     "RunStateOptions",
     "SaveRequest",
     "SharedCommitStore",
     "StickyDecision",
+    "StorePair",
     "StoreTransaction",
     "agent_fingerprint",
     "arguments_hash",
+    "capability",
     "check_name",
     "check_status",
+    "check_value_bytes",
     "check_store_lifetimes",
     "child_run_id",
     "child_session_id",

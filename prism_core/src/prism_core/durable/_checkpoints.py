@@ -29,7 +29,6 @@ import binascii
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -55,8 +54,8 @@ __all__ = (
     "decode_cursor",
     "decode_stored_metadata",
     "decode_stored_value",
+    "check_value_bytes",
     "encode_cursor",
-    "encoded_value",
     "indexed_status",
     "list_arguments",
     "normalise_ownership",
@@ -68,9 +67,6 @@ __all__ = (
 
 MAX_CHECKPOINT_PAGE_SIZE = 1000
 
-#: The value the current task is saving and its canonical JSON, already encoded by the caller
-#: (see :func:`encoded_value`); ``validate_save`` reuses the bytes for that very object.
-_ENCODED: ContextVar[tuple[Any, bytes] | None] = ContextVar("prism_encoded_value", default=None)
 #: The ``code`` of the :class:`CheckpointStoreError` a store raises for a record it cannot read.
 CORRUPT_CHECKPOINT_CODE = "ERR_PRISM_CHECKPOINT_CORRUPT"
 
@@ -155,7 +151,13 @@ class CheckpointStore(Protocol):
         metadata: Mapping[str, str] | None = None,
         category: str | None = None,
     ) -> CheckpointRecord:
-        """Write the record atomically or raise ``CheckpointConflictError``."""
+        """Write the record atomically or raise ``CheckpointConflictError``.
+
+        This is the callers' form. A store built on
+        :class:`~prism_core.stores.CheckpointStoreBase` implements ``save_request(request)``
+        instead and gets this method from the base, which checks the arguments into one
+        :class:`SaveRequest`.
+        """
         ...
 
     async def delete(
@@ -318,8 +320,13 @@ def indexed_status(value: Any) -> str | None:
 
 @attrs.frozen(kw_only=True)
 class SaveRequest:
-    """The validated arguments of one ``save`` (``value_json`` is canonical JSON text;
-    ``status`` is the value's :func:`indexed_status`, taken before encoding)."""
+    """One checked ``save``: what a store's ``save_request`` writes.
+
+    Build it with :func:`validate_save`, which checks every argument the same way in every
+    store. ``value_json`` is the value's canonical JSON text (``value_bytes`` its length in
+    UTF-8 bytes), ``ownership`` and ``metadata`` are plain ``dict[str, str]`` (``None`` for
+    unowned and for no metadata), and ``status`` is the value's :func:`indexed_status`.
+    """
 
     namespace: str
     key: str
@@ -331,18 +338,18 @@ class SaveRequest:
     metadata: dict[str, str] | None
     category: str | None
     status: str | None = None
+    value_bytes: int = attrs.field(
+        default=attrs.Factory(lambda self: len(self.value_json.encode("utf-8")), takes_self=True)
+    )
 
 
-@contextmanager
-def encoded_value(value: Any, encoded: bytes) -> Iterator[None]:
-    """Inside the block, :func:`validate_save` of this very ``value`` object takes
-    ``encoded`` (which must be ``dumps(value)``) as its canonical JSON instead of encoding it
-    again. The caller must not change ``value`` inside the block."""
-    token = _ENCODED.set((value, encoded))
-    try:
-        yield
-    finally:
-        _ENCODED.reset(token)
+def check_value_bytes(request: SaveRequest, max_value_bytes: int | None) -> None:
+    """Raise :class:`CheckpointLimitError` when ``request``'s canonical value is over
+    ``max_value_bytes`` (a store's own limit; ``None`` means none)."""
+    if max_value_bytes is not None and request.value_bytes > max_value_bytes:
+        raise CheckpointLimitError(
+            f"checkpoint value is {request.value_bytes} bytes; this store allows {max_value_bytes}"
+        )
 
 
 def validate_save(
@@ -357,11 +364,16 @@ def validate_save(
     metadata: Any = None,
     category: Any = None,
     max_value_bytes: int | None = None,
+    encoded: bytes | None = None,
 ) -> SaveRequest:
-    """Validate ``save`` arguments the same way in every store, before any I/O.
+    """The :class:`SaveRequest` of ``save`` arguments, checked the same way in every store,
+    before any I/O.
 
-    Raises :class:`InvalidCheckpointError` for malformed arguments and
-    :class:`CheckpointLimitError` when the canonical value exceeds ``max_value_bytes``.
+    ``encoded``, when given, is ``value``'s canonical JSON as the caller already made it
+    (``prism_core.codec.dumps(value)``, e.g. to check a size bound): it is used as is instead
+    of encoding the value again. Raises :class:`InvalidCheckpointError` for malformed
+    arguments and :class:`CheckpointLimitError` when the canonical value exceeds
+    ``max_value_bytes``.
     """
     from ..codec import dumps
 
@@ -382,19 +394,14 @@ def validate_save(
             raise InvalidCheckpointError(
                 "metadata must be a mapping of strings to strings (valid UTF-8 text)"
             ) from None
-    known = _ENCODED.get()
-    if known is not None and known[0] is value:
-        encoded = known[1]
-    else:
+    if encoded is None:
         try:
             encoded = dumps(value)
         except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidCheckpointError(f"checkpoint value is not JSON: {exc}") from exc
-    if max_value_bytes is not None and len(encoded) > max_value_bytes:
-        raise CheckpointLimitError(
-            f"checkpoint value is {len(encoded)} bytes; this store allows {max_value_bytes}"
-        )
-    return SaveRequest(
+    elif not isinstance(encoded, bytes):
+        raise InvalidCheckpointError("encoded must be the canonical JSON bytes of the value")
+    request = SaveRequest(
         namespace=namespace,
         key=key,
         value_json=encoded.decode("utf-8"),
@@ -406,7 +413,10 @@ def validate_save(
         category=category,
         # A mapping's status is read as is; anything else (an attrs value) in its JSON form.
         status=indexed_status(value if isinstance(value, Mapping) else json.loads(encoded)),
+        value_bytes=len(encoded),
     )
+    check_value_bytes(request, max_value_bytes)
+    return request
 
 
 def encode_cursor(namespace: str, key: str) -> str:

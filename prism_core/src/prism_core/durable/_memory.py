@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 import attrs
@@ -20,6 +19,7 @@ from ._checkpoints import (
     InvalidCheckpointError,
     SaveRequest,
     check_name,
+    check_value_bytes,
     conflict,
     decode_stored_value,
     encode_cursor,
@@ -29,6 +29,7 @@ from ._checkpoints import (
 )
 from ._index import check_status
 from ._memory_commit import MemoryTransaction
+from ._store_base import CheckpointStoreBase
 
 __all__ = ("MemoryCheckpointStore", "create_memory_checkpoint_store")
 
@@ -73,7 +74,7 @@ def _check_limit(value: int | None, what: str) -> int | None:
     return value
 
 
-class MemoryCheckpointStore:
+class MemoryCheckpointStore(CheckpointStoreBase):
     """Keeps checkpoints in a dict. Each operation is atomic: it never awaits mid-way.
 
     Values are held as canonical JSON text and parsed afresh on every read, so neither the
@@ -99,37 +100,13 @@ class MemoryCheckpointStore:
             return None
         return stored.to_record()
 
-    async def save(
-        self,
-        namespace: str,
-        key: str,
-        value: Any,
-        *,
-        version: int,
-        expected_version: int | None = None,
-        ownership: Mapping[str, str] | None = None,
-        fencing_token: int | None = None,
-        metadata: Mapping[str, str] | None = None,
-        category: str | None = None,
-    ) -> CheckpointRecord:
-        """Write the record atomically or raise ``CheckpointConflictError``.
-
-        Raises :class:`~prism_core.InvalidCheckpointError` for malformed arguments and
-        :class:`~prism_core.CheckpointLimitError` when a limit of this store would be exceeded.
-        """
-        req = validate_save(
-            namespace,
-            key,
-            value,
-            version=version,
-            expected_version=expected_version,
-            ownership=ownership,
-            fencing_token=fencing_token,
-            metadata=metadata,
-            category=category,
-            max_value_bytes=self.max_value_bytes,
-        )
-        return self._apply(req).to_record()
+    async def save_request(self, request: SaveRequest) -> CheckpointRecord:
+        """Write the record ``request`` describes atomically or raise
+        ``CheckpointConflictError``; :class:`~prism_core.CheckpointLimitError` when a limit of
+        this store would be exceeded (see :meth:`CheckpointStoreBase.save` for the keyword
+        form)."""
+        check_value_bytes(request, self.max_value_bytes)
+        return self._apply(request).to_record()
 
     def _apply(self, req: SaveRequest) -> _Stored:
         """Write a validated save now (no await: atomic), or raise a conflict or limit."""
@@ -283,17 +260,6 @@ class MemoryCheckpointStore:
 
     async def aclose(self) -> None:
         """Nothing to release; idempotent."""
-
-    async def __aenter__(self) -> MemoryCheckpointStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def create_memory_checkpoint_store(

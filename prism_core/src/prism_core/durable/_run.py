@@ -34,6 +34,7 @@ from ..guardrails._pack_identity import checkpoint_rows
 from ..limits import DEFAULT_MAX_OUTPUT_RETRIES
 from ..records._held import HeldEntries
 from ..tools import ToolDefinition
+from ._capabilities import shared_transaction
 from ._checkpoints import CheckpointStoreUnavailableError
 from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
@@ -141,9 +142,9 @@ def _pending_decision(gate: Gate) -> PendingDecision:
 
 
 def _commits_together(checkpoints: object, sessions: object) -> bool:
-    """Whether ``checkpoints`` offers a shared commit with ``sessions`` (see ``_commit``)."""
-    begin = getattr(checkpoints, "shared_transaction", None)
-    return callable(begin) and begin(sessions) is not None
+    """Whether ``checkpoints`` offers a shared commit with ``sessions`` (see
+    ``_capabilities``)."""
+    return shared_transaction(checkpoints, sessions) is not None
 
 
 def stopped_by_store(status: RunStatus, error: ErrorInfo | None) -> bool:

@@ -6,7 +6,7 @@ its fencing check, or that the store never answers, marks the writer ``lost``: t
 longer owns its record and writes nothing more (not even a terminal ``failed``).
 
 A save may carry session entries (:meth:`CheckpointWriter.save` with ``entries``): when the
-checkpoint store can commit together with the session store (``shared_transaction``), the
+checkpoint store can commit together with the session store (``SharedCommitStore``), the
 entries and the checkpoint are one transaction; otherwise the entries are appended first, one
 by one, as a store without the capability always did.
 
@@ -30,15 +30,16 @@ from ..codec import dumps
 from ..errors import AgentRunStateError, CanonicalJsonError, CheckpointConflictError
 from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
 from ..redaction import Redactor, redact_value
+from ._capabilities import LeaseRenewalStore, SharedCommitStore, capability
 from ._checkpoints import (
     CheckpointRecord,
     CheckpointStore,
     CheckpointStoreUnavailableError,
-    encoded_value,
+    SaveRequest,
+    validate_save,
 )
 from ._faults import retry_transient
 from ._lease import now_ms
-from ._lease_renewal import LeaseRenewalStore
 from ._options import (
     AGENT_RUN_NAMESPACE,
     MAX_AGENT_RUN_METADATA_BYTES,
@@ -46,10 +47,15 @@ from ._options import (
     read_string_map,
 )
 from ._state import AgentRunState, check_state_bounds, state_to_json
+from ._store_base import save_checkpoint
+from ._transaction import queue_save
 
 __all__ = ("CheckpointWriter", "read_metadata", "resolve_metadata")
 
 logger = logging.getLogger(__package__ or __name__)
+
+#: The writer has not asked its store for the shared commit yet.
+_UNASKED: Any = object()
 
 
 def resolve_metadata(
@@ -127,6 +133,10 @@ class CheckpointWriter:
     context: Callable[[str], MiddlewareContext] | None = None
     #: The session store that ``entries`` of a save go to (``None``: saves carry none).
     sessions: Any = None
+    #: The store as a :class:`SharedCommitStore`, or ``None``; asked for once, at the first
+    #: save with entries (the store does not change during a run; the answer costs a
+    #: protocol check that the turn's commit should not pay every time).
+    _shared: Any = attrs.field(default=_UNASKED, init=False, eq=False, repr=False)
 
     async def save(self, state: AgentRunState, entries: Sequence[Any] = ()) -> int:
         """Write ``state`` as the next version, with the session ``entries`` it follows from;
@@ -147,8 +157,9 @@ class CheckpointWriter:
             state = self.last_state
             if self.lost is not None or state is None or state.status != "running":
                 return False
-            if isinstance(self.store, LeaseRenewalStore):
-                await self._renew_in_place(self.store, state)
+            renewing = capability(self.store, LeaseRenewalStore)
+            if renewing is not None:
+                await self._renew_in_place(renewing, state)
             else:
                 await self._save(state)
             return True
@@ -218,22 +229,22 @@ class CheckpointWriter:
         return attrs.evolve(state, lease_ms=self.lease_ms, lease_expires_at=expires)
 
     async def _commit(
-        self, entries: tuple[Any, ...], data: Any, save: dict[str, Any]
+        self, entries: tuple[Any, ...], request: SaveRequest, data: Any
     ) -> CheckpointRecord:
-        """``entries`` and the save (keyword arguments ``save``) in one shared commit, or one
+        """``entries`` and the save ``request`` (of ``data``) in one shared commit, or one
         after the other when the stores cannot commit together."""
-        # The capability is asked for directly: ``shared_transaction`` reaches
-        # ``prism_core.sessions``, which imports the run loop, which imports this module.
-        begin = getattr(self.store, "shared_transaction", None)
-        transaction = begin(self.sessions) if callable(begin) else None
+        if self._shared is _UNASKED:
+            self._shared = capability(self.store, SharedCommitStore)
+        shared = self._shared
+        transaction = None if shared is None else shared.shared_transaction(self.sessions)
         if transaction is None:
             for entry in entries:
                 await self.sessions.append(entry)
-            return await self.store.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
+            return await save_checkpoint(self.store, request, data)
         async with transaction as tx:
             # The save first: a commit that already landed (its answer lost) is refused by
             # the compare-and-swap, which the caller then recognises as its own write.
-            tx.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
+            queue_save(tx, request, data)
             for entry in entries:
                 tx.append(entry)
         record: CheckpointRecord = tx.records[0]
@@ -290,22 +301,25 @@ class CheckpointWriter:
         self.metadata = metadata
         version = self.version + 1
 
-        save: dict[str, Any] = {
-            "version": version,
-            "expected_version": self.version,
-            "ownership": self.ownership,
-            "fencing_token": self.fencing_token,
-            "metadata": metadata,
-            "category": "agent-run",
-        }
+        # The state is encoded once, for its bounds; the request carries those bytes.
+        request = validate_save(
+            AGENT_RUN_NAMESPACE,
+            self.run_id,
+            data,
+            version=version,
+            expected_version=self.version,
+            ownership=self.ownership,
+            fencing_token=self.fencing_token,
+            metadata=metadata,
+            category="agent-run",
+            encoded=encoded,
+        )
 
         async def attempt() -> CheckpointRecord:
             try:
-                # The state is encoded once, for its bounds; the store reuses those bytes.
-                with encoded_value(data, encoded):
-                    if entries:
-                        return await self._commit(entries, data, save)
-                    return await self.store.save(AGENT_RUN_NAMESPACE, self.run_id, data, **save)
+                if entries:
+                    return await self._commit(entries, request, data)
+                return await save_checkpoint(self.store, request, data)
             except CheckpointConflictError:
                 # An earlier attempt (ours, or a driver's own reconnect-and-retry) may have
                 # been applied before its answer was lost: then the record is this write.

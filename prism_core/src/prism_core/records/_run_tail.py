@@ -2,7 +2,8 @@
 
 An optional session-store capability. A store that can answer in one round trip offers
 ``read_branch_and_run_tail(session_id, leaf_id, run_id)``; :func:`read_branch_and_run_tail`
-asks it and falls back to one ``list`` of the whole session for any other store::
+asks for it (``capability(store, BranchAndRunTailReader)``) and falls back to one ``list`` of
+the whole session for any other store::
 
     read = await read_branch_and_run_tail(store, session_id, leaf_id, run_id)
     read.path  # root .. leaf_id, like read_branch_path
@@ -26,6 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from .._capability import capability
 from ._entries import SessionEntry
 from ._store import SessionEntryNotFoundError, SessionStore
 
@@ -118,6 +120,7 @@ async def read_branch_and_run_tail(
         and prefetched.run_id == run_id
     ):
         return prefetched.decode()
-    if isinstance(store, BranchAndRunTailReader):
-        return await store.read_branch_and_run_tail(session_id, leaf_id, run_id)
+    reader = capability(store, BranchAndRunTailReader)
+    if reader is not None:
+        return await reader.read_branch_and_run_tail(session_id, leaf_id, run_id)
     return branch_and_run_tail(await store.list(session_id), session_id, leaf_id, run_id)

@@ -8,10 +8,11 @@ and its frontier. These checks read; they must not write a checkpoint or a sessi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..durable._capabilities import CheckpointAndBranchLoader, capability
 from ..durable._checkpoints import CheckpointRecord, CheckpointStore, reading_run_record
 from ..durable._fingerprint import agent_fingerprint
 from ..durable._in_doubt import in_doubt_calls, in_doubt_error
@@ -200,29 +201,6 @@ async def load_agent_run_state(
     return AgentRunStatus(state=state, version=record.version, metadata=read_sidecar(record))
 
 
-@runtime_checkable
-class CheckpointAndBranchLoader(Protocol):
-    """A checkpoint store that loads a run's record and, in the same hand-off, reads the
-    session branch and run tail its value names (``session_id``, ``leaf_id``, ``run_id``)
-    from ``sessions``, when that session store shares its connection.
-
-    The prefetched read is ``None`` when it cannot be made (another store, no record, ids
-    that are not text, a failed read): the resume then reads as usual, so its errors come
-    at the same step as without the capability.
-    """
-
-    async def load_with_run_branch(
-        self,
-        namespace: str,
-        key: str,
-        *,
-        ownership: Mapping[str, str] | None,
-        sessions: object,
-    ) -> tuple[CheckpointRecord | None, PrefetchedBranchAndRunTail | None]:
-        """The record (as ``load`` returns it) and the prefetched read, or ``None``."""
-        ...
-
-
 async def load_for_resume(
     checkpoints: CheckpointStore,
     sessions: object,
@@ -233,8 +211,9 @@ async def load_for_resume(
 ) -> tuple[CheckpointRecord | None, PrefetchedBranchAndRunTail | None]:
     """The run's record and, when ``with_branch`` and the store can, the session read the
     resume will make, prefetched in the same store call."""
-    if with_branch and sessions is not None and isinstance(checkpoints, CheckpointAndBranchLoader):
-        return await checkpoints.load_with_run_branch(
+    loader = capability(checkpoints, CheckpointAndBranchLoader) if with_branch else None
+    if loader is not None and sessions is not None:
+        return await loader.load_with_run_branch(
             AGENT_RUN_NAMESPACE, run_id, ownership=ownership, sessions=sessions
         )
     return await checkpoints.load(AGENT_RUN_NAMESPACE, run_id, ownership=ownership), None

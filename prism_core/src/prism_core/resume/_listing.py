@@ -1,10 +1,10 @@
 """Finding durable runs: :func:`list_agent_runs` and the summary of one run's checkpoint.
 
-A status filter uses the store's :class:`~prism_core.CheckpointStatusIndex` when it has one,
-so only the records of that status are read. A store without it is paged through
-(``list`` over the run namespace) and each record is decoded to filter it: correct, but it
-reads the whole namespace when few runs match. Summaries come from the stored state; a record
-that does not parse as a run state is left out of every page.
+A status filter uses the store's :class:`~prism_core.CheckpointStatusIndex` when it has one
+(asked with ``capability()``), so only the records of that status are read. A store without
+it is paged through (``list`` over the run namespace) and each record is decoded to filter it:
+correct, but it reads the whole namespace when few runs match. Summaries come from the stored
+state; a record that does not parse as a run state is left out of every page.
 
 It must not write: listing reads records and never claims, renews or changes one.
 """
@@ -21,6 +21,7 @@ from typing import Any, get_args
 
 import attrs
 
+from ..durable._capabilities import CheckpointStatusIndex, capability
 from ..durable._checkpoints import (
     MAX_CHECKPOINT_PAGE_SIZE,
     CheckpointPage,
@@ -31,7 +32,6 @@ from ..durable._checkpoints import (
     validate_list,
 )
 from ..durable._in_doubt import in_doubt_calls
-from ..durable._index import CheckpointStatusIndex
 from ..durable._lease import LEASE_CLOCK_SKEW_MS, record_lease
 from ..durable._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES, check_store
 from ..durable._state import RunStatus, parse_state
@@ -208,7 +208,8 @@ async def list_agent_runs(
         if status not in (None, "running"):
             return AgentRunPage(())
         wanted = "running"
-    indexed = wanted is not None and isinstance(checkpoints, CheckpointStatusIndex)
+    by_status = capability(checkpoints, CheckpointStatusIndex) if wanted is not None else None
+    indexed = by_status is not None
     store_cursor, after_key = (None, None) if cursor is None else _decode_cursor(cursor, indexed)
     filtered = recoverable is not None or (wanted is not None and not indexed)
     page_size = max(limit, _FILTERED_PAGE_SIZE) if filtered else limit
@@ -217,10 +218,9 @@ async def list_agent_runs(
     runs: list[AgentRunSummary] = []
     while True:
         page: CheckpointPage
-        if indexed:
+        if by_status is not None:
             assert wanted is not None
-            assert isinstance(checkpoints, CheckpointStatusIndex)
-            page = await checkpoints.list_by_status(
+            page = await by_status.list_by_status(
                 AGENT_RUN_NAMESPACE, wanted, ownership=owner, limit=page_size, cursor=store_cursor
             )
         else:

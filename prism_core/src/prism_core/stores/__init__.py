@@ -1,13 +1,29 @@
 """The face for store authors and for hosts that open stores: one place to import from.
 
-A store distribution implements :class:`CheckpointStore` and :class:`SessionStore`, may offer
-the optional capabilities below (a shared commit, a status index, lease renewal, a branch
-read in the same round trip), checks its inputs with the helpers, and runs the conformance
-suites of :mod:`prism_core.testing`. A host opens stores from a URL with :func:`open_stores`
-(a pair that commits together) or one by one. This module only re-exports; it must not hold
-behaviour.
+A store distribution implements :class:`CheckpointStore` and :class:`SessionStore`: a checkpoint
+store subclasses :class:`CheckpointStoreBase` and writes one :class:`SaveRequest` in
+``save_request`` (callers keep the keyword ``save``). It may offer the optional capabilities
+below (a shared commit on a :class:`QueuedTransaction`, a status index, lease renewal, a
+branch read in the same round trip), which the kernel asks for with :func:`capability`; it
+checks its inputs and reads its records back with the helpers, quotes values in messages with
+:func:`echo`, and runs the conformance suites of :mod:`prism_core.testing`. A host opens stores
+from a URL with :func:`open_stores` (a :class:`StorePair` that commits together) or one by one.
+
+Store distributions import the kernel only from here and the other public modules
+(``prism_core.errors``, ``prism_core.codec``, ``prism_core.hookspecs``). This module only
+re-exports; it must not hold behaviour.
 """
 
+from .._capability import capability
+from .._echo import echo
+from ..durable._capabilities import (
+    CheckpointAndBranchLoader,
+    CheckpointStatusIndex,
+    LeaseRenewalStore,
+    SharedCommitStore,
+    StoreTransaction,
+    shared_transaction,
+)
 from ..durable._checkpoints import (
     CORRUPT_CHECKPOINT_CODE,
     MAX_CHECKPOINT_PAGE_SIZE,
@@ -20,6 +36,7 @@ from ..durable._checkpoints import (
     InvalidCheckpointError,
     SaveRequest,
     check_name,
+    check_value_bytes,
     conflict,
     corrupt_record,
     decode_cursor,
@@ -32,17 +49,13 @@ from ..durable._checkpoints import (
     validate_list,
     validate_save,
 )
-from ..durable._commit import SharedCommitStore, StoreTransaction, shared_transaction
-from ..durable._index import (
-    MAX_INDEXED_STATUS_CHARS,
-    CheckpointStatusIndex,
-    check_status,
-    indexed_status,
-)
-from ..durable._lease_renewal import LeaseRenewalStore
+from ..durable._index import MAX_INDEXED_STATUS_CHARS, check_status, indexed_status
 from ..durable._memory import MemoryCheckpointStore, create_memory_checkpoint_store
+from ..durable._pair import StorePair
+from ..durable._store_base import CheckpointStoreBase
+from ..durable._transaction import QueuedAppend, QueuedSave, QueuedTransaction, QueuedWrite
 from ..errors import CheckpointConflictError
-from ..records._decode import decode_session_entry
+from ..records._decode import decode_entry_columns, decode_session_entry
 from ..records._entries import (
     ENTRY_KINDS,
     EntryKind,
@@ -54,11 +67,11 @@ from ..records._memory import MemorySessionStore, create_memory_session_store
 from ..records._run_tail import (
     BranchAndRunTail,
     BranchAndRunTailReader,
+    PrefetchedBranchAndRunTail,
     branch_and_run_tail,
     read_branch_and_run_tail,
 )
 from ..records._store import UNSET, SessionConflictError, SessionEntryNotFoundError, SessionStore
-from ._pair import StorePair
 from ._url import STORE_INSTALL_HINTS, open_checkpoint_store, open_session_store, open_stores
 
 __all__ = (
@@ -70,12 +83,14 @@ __all__ = (
     "UNSET",
     "BranchAndRunTail",
     "BranchAndRunTailReader",
+    "CheckpointAndBranchLoader",
     "CheckpointConflictError",
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
     "CheckpointStatusIndex",
     "CheckpointStore",
+    "CheckpointStoreBase",
     "CheckpointStoreError",
     "CheckpointStoreUnavailableError",
     "EntryKind",
@@ -83,6 +98,11 @@ __all__ = (
     "LeaseRenewalStore",
     "MemoryCheckpointStore",
     "MemorySessionStore",
+    "PrefetchedBranchAndRunTail",
+    "QueuedAppend",
+    "QueuedSave",
+    "QueuedTransaction",
+    "QueuedWrite",
     "SaveRequest",
     "SessionConflictError",
     "SessionEntry",
@@ -92,17 +112,21 @@ __all__ = (
     "StorePair",
     "StoreTransaction",
     "branch_and_run_tail",
+    "capability",
     "check_name",
     "check_status",
+    "check_value_bytes",
     "conflict",
     "corrupt_record",
     "create_memory_checkpoint_store",
     "create_memory_session_store",
     "create_session_entry",
     "decode_cursor",
+    "decode_entry_columns",
     "decode_session_entry",
     "decode_stored_metadata",
     "decode_stored_value",
+    "echo",
     "encode_cursor",
     "indexed_status",
     "list_arguments",

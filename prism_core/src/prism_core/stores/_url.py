@@ -15,11 +15,11 @@ from typing import Any
 
 from ..durable._checkpoints import CheckpointStore
 from ..durable._memory import create_memory_checkpoint_store
+from ..durable._pair import StorePair
 from ..errors import PrismError
 from ..plugins import PluginError, PluginHost
 from ..records._memory import create_memory_session_store
 from ..records._store import SessionStore
-from ._pair import StorePair
 
 __all__ = ("STORE_INSTALL_HINTS", "open_checkpoint_store", "open_session_store", "open_stores")
 

@@ -17,9 +17,9 @@ module) so pytest rewrites the suites' assertions, then subclass the suites::
             return create_my_store
 
 ``SharedCommitConformance`` is for checkpoint stores that offer the optional shared commit
-(``prism_core.durable.shared_transaction``); its fixture ``shared_stores`` yields
+(``prism_core.stores.shared_transaction``); its fixture ``shared_stores`` yields
 ``(checkpoints, sessions)``. ``LeaseRenewalConformance`` is for checkpoint stores that renew
-a lease in place (``prism_core.durable.LeaseRenewalStore``), with a ``checkpoint_store`` fixture.
+a lease in place (``prism_core.stores.LeaseRenewalStore``), with a ``checkpoint_store`` fixture.
 
 Each test is an ``@pytest.mark.anyio`` coroutine that runs on the backends the
 ``anyio_backend`` fixture in scope selects. The suite classes have no ``Test`` prefix, so

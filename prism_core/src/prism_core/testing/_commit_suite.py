@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from ..durable import CheckpointStore, CheckpointStoreError, InvalidCheckpointError
-from ..durable._commit import shared_transaction
+from ..durable import CheckpointStore, InvalidCheckpointError, validate_save
+from ..durable._capabilities import shared_transaction
 from ..errors import CheckpointConflictError
 from ..records import (
     SessionConflictError,
@@ -45,8 +45,10 @@ class SharedCommitConformance:
     """The behaviour of a checkpoint store that offers ``shared_transaction(sessions)``.
 
     Subclass it and define a ``shared_stores`` fixture yielding ``(checkpoints, sessions)``
-    that can commit together (``prism_core.durable.shared_transaction`` returns a
-    transaction for them). Every test uses its own namespace, run and session ids.
+    that can commit together (``prism_core.stores.shared_transaction`` returns a
+    transaction for them). Every test uses its own namespace, run and session ids. A
+    transaction built on ``prism_core.stores.QueuedTransaction`` keeps the queueing rules
+    (states, misuse errors, one save per record) by construction.
     """
 
     @pytest.mark.anyio
@@ -198,15 +200,59 @@ class SharedCommitConformance:
     async def test_a_transaction_is_used_once(
         self, shared_stores: tuple[CheckpointStore, SessionStore]
     ) -> None:
-        """Writes outside the block, or a second ``async with``, are refused."""
+        """Writes outside the block, or a second ``async with``, raise
+        ``InvalidCheckpointError`` (the one misuse error of every store's transaction)."""
         _, _, session = _ids()
         tx = _transaction(shared_stores)
-        with pytest.raises((CheckpointStoreError, ValueError, RuntimeError)):
+        with pytest.raises(InvalidCheckpointError, match="not entered yet"):
             tx.append(_label(session, "early"))
         async with tx:
             pass
-        with pytest.raises((CheckpointStoreError, ValueError, RuntimeError)):
+        with pytest.raises(InvalidCheckpointError, match="finished"):
             tx.append(_label(session, "late"))
-        with pytest.raises((CheckpointStoreError, ValueError, RuntimeError)):
+        with pytest.raises(InvalidCheckpointError, match="finished"):
+            tx.save("ns", "k", {"v": 1}, version=1)
+        with pytest.raises(InvalidCheckpointError, match="entered once"):
             async with tx:
                 pass
+
+    @pytest.mark.anyio
+    async def test_a_record_is_saved_once_per_transaction(
+        self, shared_stores: tuple[CheckpointStore, SessionStore]
+    ) -> None:
+        """A second save of the same record is refused when queued (a store may check every
+        write before the first one, so it could not see the first save); the block goes on
+        and commits the rest."""
+        checkpoints, sessions = shared_stores
+        ns, run, session = _ids()
+        async with _transaction(shared_stores) as tx:
+            tx.save(ns, run, {"v": 1}, version=1, expected_version=0)
+            with pytest.raises(InvalidCheckpointError, match="once"):
+                tx.save(ns, run, {"v": 2}, version=2, expected_version=1)
+            tx.save(ns, f"{run}-other", {"v": 1}, version=1)
+            tx.append(_label(session, "kept"))
+        assert [(r.key, r.version) for r in tx.records] == [(run, 1), (f"{run}-other", 1)]
+        record = await checkpoints.load(ns, run)
+        assert record is not None
+        assert (record.version, record.value) == (1, {"v": 1})
+        assert [e.label for e in await sessions.list(session)] == ["kept"]
+
+    @pytest.mark.anyio
+    async def test_a_save_request_is_queued_like_a_save(
+        self, shared_stores: tuple[CheckpointStore, SessionStore]
+    ) -> None:
+        """``save_request`` takes the request ``validate_save`` builds (as the durable writer
+        queues it) and refuses anything else before queueing."""
+        checkpoints, _ = shared_stores
+        ns, run, _ = _ids()
+        request = validate_save(ns, run, {"status": "running"}, version=1, expected_version=0)
+        async with _transaction(shared_stores) as tx:
+            with pytest.raises(TypeError):
+                tx.save_request({"namespace": ns})
+            tx.save_request(request)
+        assert [(r.key, r.version, r.value) for r in tx.records] == [
+            (run, 1, {"status": "running"})
+        ]
+        record = await checkpoints.load(ns, run)
+        assert record is not None
+        assert record.value == {"status": "running"}

@@ -1,4 +1,6 @@
-"""The SQL ``SessionStore``: ``<prefix>session_entries`` and ``<prefix>session_heads``.
+"""The session rows both SQL backends write and read: ``<prefix>session_entries`` and
+``<prefix>session_heads`` statements, append parameters, entries decoded from rows, and the
+refusals an append's outcome names.
 
 An append is one transaction whose *first* statement moves the head row conditionally, so
 the ``expected_leaf_id`` check and the head move are one atomic step that also takes the
@@ -9,7 +11,7 @@ before anything is read:
 - ``expected_leaf_id=None``: insert the head row if absent (the session must be empty);
 - ``expected_leaf_id=x``: ``UPDATE … WHERE head_id = x``.
 
-No row back is a :class:`~prism_core.sessions.SessionConflictError`. Then one
+No row back is a :class:`~prism_core.stores.SessionConflictError`. Then one
 ``INSERT … SELECT … WHERE <parent is an entry of the session> ON CONFLICT (id) DO NOTHING``
 writes the entry with the head's new ``seq``; only when it inserts nothing does a second read
 tell a taken id (a conflict) from a foreign or missing parent. An append is thus two
@@ -27,28 +29,32 @@ from typing import Any
 import attrs
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from prism_core._echo import echo
 from prism_core.codec import dumps, unstructure
-from prism_core.records import (
+from prism_core.stores import (
     UNSET,
     BranchAndRunTail,
     SessionConflictError,
     SessionEntry,
     SessionEntryNotFoundError,
+    decode_entry_columns,
+    echo,
 )
-from prism_core.records._decode import decode_entry_columns
 
-from ._base import SqlStoreBase
-from ._checkpoints import SqlCheckpointStore
-from ._engine import DEFAULT_TIMEOUT_MS, EngineHandle, open_engine
-from ._errors import SqlStoreConfigError
-from ._schema import DEFAULT_TABLE_PREFIX, Tables, build_tables
-from ._sqlite import SqliteDatabase, sqlite_path
+from ._schema import Tables
 
-__all__ = ("SqlSessionStore", "create_sql_session_store")
+__all__ = (
+    "SessionStatements",
+    "append_params",
+    "branch_and_tail",
+    "branch_rows",
+    "decode_entry",
+    "head_moved",
+    "head_statement",
+    "not_inserted",
+    "run_tail_result",
+    "session_statements",
+)
 
 # SessionEntry fields with their own columns; every other field goes into the JSON payload.
 _COLUMNS = ("id", "session_id", "parent_id", "kind", "run_id", "timestamp")
@@ -63,7 +69,8 @@ def _payload_json(entry: SessionEntry) -> str:
         raise ValueError(f"session entry {echo(entry.id)} cannot be stored as JSON: {exc}") from exc
 
 
-def _entry(row: Sequence[Any]) -> SessionEntry:
+def decode_entry(row: Sequence[Any]) -> SessionEntry:
+    """The entry of one ``<prefix>session_entries`` row."""
     # Positions, not names: every read selects the entry columns first, in table order
     # (id, session_id, parent_id, seq, kind, payload, run_id, timestamp).
     return decode_entry_columns(row[5], row[0], row[1], row[2], row[4], row[6], row[7])
@@ -84,6 +91,19 @@ def append_params(entry: SessionEntry, expected_leaf_id: Any) -> dict[str, Any]:
         "entry_run": entry.run_id,
         "entry_time": entry.timestamp,
     }
+
+
+def head_statement(expected_leaf_id: Any) -> str | None:
+    """The name of the head statement for ``expected_leaf_id`` (a
+    :class:`SessionStatements` field), or ``None`` when no head can match it."""
+    if expected_leaf_id is UNSET:
+        return "upsert_head"
+    if expected_leaf_id is None:
+        return "create_head"
+    if isinstance(expected_leaf_id, str):
+        return "move_head"
+    # Like the memory store: a leaf that is not an id never matches the head.
+    return None
 
 
 def head_moved(entry: SessionEntry) -> SessionConflictError:
@@ -109,17 +129,17 @@ def branch_rows(
     rows: builtins.list[Any], session_id: str, leaf_id: str
 ) -> builtins.list[SessionEntry]:
     """The entries of a branch read's rows (root first); raises
-    :class:`~prism_core.sessions.SessionEntryNotFoundError` when the rows do not reach from
+    :class:`~prism_core.stores.SessionEntryNotFoundError` when the rows do not reach from
     the root to ``leaf_id``."""
     if not rows:
         raise SessionEntryNotFoundError(f"session {echo(session_id)} has no entry {echo(leaf_id)}")
-    # By position, like ``_entry``: the rows may be plain tuples.
+    # By position, like ``decode_entry``: the rows may be plain tuples.
     root_parent = rows[0][2]
     if root_parent is not None:
         raise SessionEntryNotFoundError(
             f"session {echo(session_id)} has no entry {echo(root_parent)}"
         )
-    return [_entry(row) for row in rows]
+    return [decode_entry(row) for row in rows]
 
 
 def run_tail_result(
@@ -137,11 +157,11 @@ def branch_and_tail(
     """The answer for a branch's rows (root first; checked by :func:`branch_rows`) and the
     run's later rows."""
     branch = [] if leaf_id is None else branch_rows(path, session_id, leaf_id)
-    return BranchAndRunTail(path=branch, tail=[_entry(row) for row in tail])
+    return BranchAndRunTail(path=branch, tail=[decode_entry(row) for row in tail])
 
 
 @attrs.frozen
-class _Statements:
+class SessionStatements:
     """The session store's statements with bound parameters, built once per tables and
     dialect in a process (the stores on one prefix share them).
 
@@ -161,7 +181,9 @@ class _Statements:
 
 
 @functools.lru_cache(maxsize=128)
-def _build_statements(tables: Tables, dialect: str) -> _Statements:
+def session_statements(tables: Tables, dialect: str) -> SessionStatements:
+    """The :class:`SessionStatements` of ``tables`` for ``dialect`` (``"postgresql"`` or
+    ``"sqlite"``)."""
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     entries, heads = tables.session_entries, tables.session_heads
     e, h = entries.c, heads.c
@@ -207,7 +229,7 @@ def _build_statements(tables: Tables, dialect: str) -> _Statements:
             branch.c.parent_id.is_not(None)
         )
     )
-    branch_rows = (
+    branch_path = (
         sa.select(
             entries, sa.literal(0, sa.Integer).label("part"), (0 - branch.c.depth).label("position")
         )
@@ -223,10 +245,10 @@ def _build_statements(tables: Tables, dialect: str) -> _Statements:
         e.seq > sa.func.coalesce(leaf_seq, 0),
         e.run_id == sa.bindparam("run", type_=e.run_id.type),
     )
-    run_tail = sa.union_all(branch_rows, tail_rows).order_by(
+    run_tail = sa.union_all(branch_path, tail_rows).order_by(
         sa.literal_column("part"), sa.literal_column("position")
     )
-    return _Statements(
+    return SessionStatements(
         upsert_head=new_head.on_conflict_do_update(
             index_elements=[h.session_id],
             set_={"head_id": new_head.excluded.head_id, "last_seq": h.last_seq + 1},
@@ -251,148 +273,3 @@ def _build_statements(tables: Tables, dialect: str) -> _Statements:
         .order_by(branch.c.depth.desc()),
         run_tail=run_tail,
     )
-
-
-class SqlSessionStore(SqlStoreBase):
-    """Session entries on SQLite or PostgreSQL (asyncio only).
-
-    Build it with :func:`create_sql_session_store`. The head of a session is the entry
-    appended last; appends to one session are serialised by the database.
-    """
-
-    def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
-        super().__init__(handle, tables, create_schema=create_schema)
-        self._sql = _build_statements(tables, handle.backend)
-
-    def _head_statement(self, expected_leaf_id: Any) -> sa.Executable | None:
-        if expected_leaf_id is UNSET:
-            return self._sql.upsert_head
-        if expected_leaf_id is None:
-            return self._sql.create_head
-        if isinstance(expected_leaf_id, str):
-            return self._sql.move_head
-        # Like the memory store: a leaf that is not an id never matches the head.
-        return None
-
-    async def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> SessionEntry:
-        """Append ``entry``; its ``parent_id`` must be ``None`` or an entry of the same session.
-
-        Raises :class:`~prism_core.sessions.SessionConflictError` when the session's head is
-        no longer ``expected_leaf_id`` or the entry id exists, and
-        :class:`~prism_core.sessions.SessionEntryNotFoundError` for a parent outside the
-        session. Nothing is written when it raises.
-        """
-        params = append_params(entry, expected_leaf_id)
-        async with self._transaction("append a session entry") as connection:
-            await self.append_on(connection, entry, expected_leaf_id, params)
-        return entry
-
-    async def append_on(
-        self,
-        connection: AsyncConnection,
-        entry: SessionEntry,
-        expected_leaf_id: Any,
-        params: dict[str, Any],
-    ) -> None:
-        """Append inside the transaction open on ``connection`` (``params`` from
-        :func:`append_params`); raises like :meth:`append` and leaves the rollback to the
-        transaction's owner."""
-        head = self._head_statement(expected_leaf_id)
-        seq = None if head is None else (await connection.execute(head, params)).scalar()
-        if seq is None:
-            raise head_moved(entry)
-        params["next_seq"] = seq
-        try:
-            inserted = (await connection.execute(self._sql.insert_entry, params)).first()
-        except sa.exc.IntegrityError as exc:
-            raise SessionConflictError(f"entry id {echo(entry.id)} already exists") from exc
-        if inserted is None:
-            taken = (await connection.execute(self._sql.entry_exists, params)).first()
-            raise not_inserted(entry, taken=taken is not None)
-
-    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
-        """Every entry of the session, in append order."""
-        async with self._read("list session entries") as connection:
-            rows = (await connection.execute(self._sql.list, {"session": session_id})).all()
-        return [_entry(row) for row in rows]
-
-    async def get(self, entry_id: str) -> SessionEntry | None:
-        """One entry by id, or ``None``."""
-        async with self._read("read a session entry") as connection:
-            row = (await connection.execute(self._sql.get, {"entry_id": entry_id})).first()
-        return _entry(row) if row is not None else None
-
-    async def read_branch_path(
-        self, session_id: str, leaf_id: str | None
-    ) -> builtins.list[SessionEntry]:
-        """Root-to-leaf entries of the branch ending at ``leaf_id``, in one recursive query.
-
-        Raises :class:`~prism_core.sessions.SessionEntryNotFoundError` when the session has
-        no such entry.
-        """
-        if leaf_id is None:
-            return []
-        params = {"leaf": leaf_id, "session": session_id}
-        rows = await self._all_rows("read a session branch", self._sql.branch, params)
-        return branch_rows(rows, session_id, leaf_id)
-
-    async def read_branch_and_run_tail(
-        self, session_id: str, leaf_id: str | None, run_id: str
-    ) -> BranchAndRunTail:
-        """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
-        in one query (see :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
-        params = {"leaf": leaf_id, "session": session_id, "run": run_id}
-        action = "read a session branch and a run's entries"
-        rows = await self._all_rows(action, self._sql.run_tail, params)
-        return run_tail_result(rows, session_id, leaf_id)
-
-
-def create_sql_session_store(
-    url_or_engine: str | URL | AsyncEngine | SqlCheckpointStore,
-    *,
-    create_schema: bool = True,
-    table_prefix: str = DEFAULT_TABLE_PREFIX,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
-) -> SqlSessionStore:
-    """A session store on SQLite or PostgreSQL.
-
-    Accepts the same URLs and engines as
-    :func:`~prism_store_sql.create_sql_checkpoint_store`, never disposes of an engine it was
-    handed, creates (``create_schema=True``) or requires the tables on first use, and bounds
-    each call by ``timeout_ms`` like the checkpoint store. Given a SQL checkpoint store
-    instead, it shares that store's connection (SQLite) or engine, table prefix and timeouts,
-    so the two can commit together (see :func:`~prism_store_sql.open_sql_stores`).
-    """
-    if isinstance(url_or_engine, SqlCheckpointStore):
-        return _sharing(url_or_engine)
-    tables = build_tables(table_prefix)
-    target = sqlite_path(url_or_engine)
-    if target is not None:
-        from ._sqlite_stores import SqliteSessionStore
-
-        path, url = target
-        return SqliteSessionStore(
-            SqliteDatabase(path, url, tables, create_schema=create_schema, timeout_ms=timeout_ms)
-        )
-    return SqlSessionStore(
-        open_engine(url_or_engine, timeout_ms=timeout_ms), tables, create_schema=create_schema
-    )
-
-
-def _sharing(checkpoints: SqlCheckpointStore) -> SqlSessionStore:
-    from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
-
-    if checkpoints.closed:
-        raise SqlStoreConfigError("the checkpoint store to share is closed")
-    if isinstance(checkpoints, SqliteCheckpointStore):
-        return SqliteSessionStore(checkpoints.database)
-    sessions = SqlSessionStore(
-        EngineHandle(checkpoints.engine, owned=False),
-        checkpoints.tables,
-        create_schema=checkpoints.creates_schema,
-    )
-    # The same connections: their statements and plan settings too; and the same tables,
-    # checked once for both.
-    sessions._direct = checkpoints._direct
-    sessions._schema = checkpoints._schema
-    return sessions

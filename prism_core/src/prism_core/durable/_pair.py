@@ -13,8 +13,8 @@ from typing import Any, Self
 
 import attrs
 
-from ..durable._checkpoints import CheckpointStore
 from ..records._store import SessionStore
+from ._checkpoints import CheckpointStore
 
 __all__ = ("StorePair",)
 

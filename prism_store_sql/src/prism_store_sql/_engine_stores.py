@@ -1,0 +1,297 @@
+"""The SQL stores on a SQLAlchemy ``AsyncEngine``: PostgreSQL (asyncpg), explicit async URLs
+(``sqlite+aiosqlite://``) and a host's engine; asyncio only.
+
+Each call runs the rows modules' statements (:mod:`._checkpoint_rows`, :mod:`._session_rows`)
+on a connection of the engine: a save is one conditional statement, an append the head move
+and the insert in one transaction. On asyncpg the hot-path statements go straight to the
+driver (see :mod:`._direct`). Build them with the factories of :mod:`._open`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from prism_core.stores import (
+    UNSET,
+    BranchAndRunTail,
+    CheckpointPage,
+    CheckpointRecord,
+    SaveRequest,
+    SessionEntry,
+    check_name,
+    check_status,
+    conflict,
+    list_arguments,
+    normalise_ownership,
+)
+
+from ._base import EngineStoreBase
+from ._checkpoint_rows import (
+    check_range,
+    checkpoint_statements,
+    decode_record,
+    owner_scope,
+    page_of,
+    renew_params,
+    save_params,
+    saved_record,
+)
+from ._engine import EngineHandle
+from ._pg_commit import turn_statement
+from ._schema import Tables
+from ._session_rows import (
+    append_params,
+    branch_rows,
+    decode_entry,
+    head_moved,
+    head_statement,
+    not_inserted,
+    run_tail_result,
+    session_statements,
+)
+from ._store_types import SqlCheckpointStore, SqlSessionStore
+from ._transaction import EngineTransaction
+
+__all__ = ("EngineCheckpointStore", "EngineSessionStore")
+
+logger = logging.getLogger(__package__ or __name__)
+
+
+class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
+    """A :class:`~prism_store_sql.SqlCheckpointStore` on a SQLAlchemy engine (asyncio)."""
+
+    def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
+        super().__init__(handle, tables, create_schema=create_schema)
+        self._sql = checkpoint_statements(tables.checkpoints, handle.backend)
+
+    async def load(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointRecord | None:
+        """The record, or ``None`` when absent or owned by someone else."""
+        check_name(namespace, "namespace")
+        check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        row = await self._first_row("load a checkpoint", self._sql.load, params)
+        return decode_record(row, owner) if row is not None else None
+
+    def _save_statement(self, request: SaveRequest) -> sa.Executable:
+        return self._sql.save(request.expected_version)
+
+    def _turn_statement(self, request: SaveRequest) -> sa.Executable:
+        """The one-statement commit of ``request`` and a turn's appends (PostgreSQL; built
+        once per kind of save and prefix in a process, so each is compiled once)."""
+        return turn_statement(self._save_statement(request), self._tables)
+
+    def shared_transaction(self, sessions: object) -> EngineTransaction | None:
+        """One transaction over this store and ``sessions`` (see
+        :func:`prism_core.stores.shared_transaction`), or ``None`` unless ``sessions`` is a
+        SQL session store on the same engine and table prefix."""
+        if (
+            isinstance(sessions, EngineSessionStore)
+            and sessions.engine is self.engine
+            and sessions.table_prefix == self.table_prefix
+        ):
+            return EngineTransaction(self, sessions)
+        return None
+
+    async def save_request(self, request: SaveRequest) -> CheckpointRecord:
+        """Write the record in one conditional statement or raise ``CheckpointConflictError``.
+
+        Raises :class:`~prism_core.stores.InvalidCheckpointError` for a number a ``BIGINT``
+        cannot hold (before any I/O) and :class:`~prism_core.stores.CheckpointStoreError`
+        when the database fails; a failed save writes nothing.
+        """
+        check_range(request)
+        now = time.time()
+        row = await self._first_row(
+            "save a checkpoint",
+            self._save_statement(request),
+            save_params(request, now),
+            write=True,
+        )
+        if row is None:
+            logger.debug(
+                "checkpoint save %s/%s lost its conditional write", request.namespace, request.key
+            )
+            raise conflict(request.namespace, request.key)
+        return saved_record(request, row[0], now)
+
+    async def renew_lease(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        version: int,
+        ownership: Mapping[str, str] | None = None,
+        fencing_token: int | None = None,
+    ) -> None:
+        """Replace the value of the record at exactly ``version`` in one conditional
+        statement, keeping its version (see :class:`~prism_core.stores.LeaseRenewalStore`);
+        ``CheckpointConflictError`` otherwise."""
+        request, params = renew_params(
+            namespace,
+            key,
+            value,
+            version=version,
+            ownership=ownership,
+            fencing_token=fencing_token,
+        )
+        row = await self._first_row("renew a lease", self._sql.renew, params, write=True)
+        if row is None:
+            raise conflict(request.namespace, request.key)
+
+    async def delete(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> bool:
+        """Delete the record; ``False`` when absent or owned by someone else."""
+        check_name(namespace, "namespace")
+        check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        async with self._write("delete a checkpoint") as connection:
+            row = (await connection.execute(self._sql.delete, params)).first()
+        return row is not None
+
+    async def list(
+        self,
+        namespace: str | None = None,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records visible to ``ownership`` (in ``namespace`` when given), in key order."""
+        owner, after = list_arguments(namespace, ownership, limit, cursor)
+        table = self._tables.checkpoints
+        statement = sa.select(table).where(table.c.owner == owner_scope(owner))
+        if namespace is not None:
+            statement = statement.where(table.c.namespace == namespace)
+        if after is not None:
+            statement = statement.where(
+                sa.tuple_(table.c.namespace, table.c.key) > sa.tuple_(*after)
+            )
+        statement = statement.order_by(table.c.namespace, table.c.key).limit(limit + 1)
+        async with self._read("list checkpoints") as connection:
+            rows = (await connection.execute(statement)).all()
+        return page_of(rows, owner, limit)
+
+    async def list_by_status(
+        self,
+        namespace: str,
+        status: str,
+        *,
+        ownership: Mapping[str, str] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> CheckpointPage:
+        """Records of exactly ``ownership`` in ``namespace`` whose value's status is
+        ``status``, in key order, read through the ``(namespace, owner, status, key)`` index."""
+        owner, after = list_arguments(check_name(namespace, "namespace"), ownership, limit, cursor)
+        check_status(status)
+        table = self._tables.checkpoints
+        statement = sa.select(table).where(
+            table.c.namespace == namespace,
+            table.c.owner == owner_scope(owner),
+            table.c.status == status,
+        )
+        if after is not None:
+            statement = statement.where(
+                sa.tuple_(table.c.namespace, table.c.key) > sa.tuple_(*after)
+            )
+        statement = statement.order_by(table.c.namespace, table.c.key).limit(limit + 1)
+        async with self._read("list checkpoints by status") as connection:
+            rows = (await connection.execute(statement)).all()
+        return page_of(rows, owner, limit)
+
+
+class EngineSessionStore(EngineStoreBase, SqlSessionStore):
+    """A :class:`~prism_store_sql.SqlSessionStore` on a SQLAlchemy engine (asyncio)."""
+
+    def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
+        super().__init__(handle, tables, create_schema=create_schema)
+        self._sql = session_statements(tables, handle.backend)
+
+    async def append(self, entry: SessionEntry, *, expected_leaf_id: Any = UNSET) -> SessionEntry:
+        """Append ``entry``; its ``parent_id`` must be ``None`` or an entry of the same session.
+
+        Raises :class:`~prism_core.stores.SessionConflictError` when the session's head is
+        no longer ``expected_leaf_id`` or the entry id exists, and
+        :class:`~prism_core.stores.SessionEntryNotFoundError` for a parent outside the
+        session. Nothing is written when it raises.
+        """
+        params = append_params(entry, expected_leaf_id)
+        async with self._transaction("append a session entry") as connection:
+            await self.append_on(connection, entry, expected_leaf_id, params)
+        return entry
+
+    async def append_on(
+        self,
+        connection: AsyncConnection,
+        entry: SessionEntry,
+        expected_leaf_id: Any,
+        params: dict[str, Any],
+    ) -> None:
+        """Append inside the transaction open on ``connection`` (``params`` from
+        :func:`~._session_rows.append_params`); raises like :meth:`append` and leaves the
+        rollback to the transaction's owner."""
+        head = head_statement(expected_leaf_id)
+        seq = (
+            None
+            if head is None
+            else (await connection.execute(getattr(self._sql, head), params)).scalar()
+        )
+        if seq is None:
+            raise head_moved(entry)
+        params["next_seq"] = seq
+        try:
+            inserted = (await connection.execute(self._sql.insert_entry, params)).first()
+        except sa.exc.IntegrityError as exc:
+            raise not_inserted(entry, taken=True) from exc
+        if inserted is None:
+            taken = (await connection.execute(self._sql.entry_exists, params)).first()
+            raise not_inserted(entry, taken=taken is not None)
+
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
+        """Every entry of the session, in append order."""
+        async with self._read("list session entries") as connection:
+            rows = (await connection.execute(self._sql.list, {"session": session_id})).all()
+        return [decode_entry(row) for row in rows]
+
+    async def get(self, entry_id: str) -> SessionEntry | None:
+        """One entry by id, or ``None``."""
+        async with self._read("read a session entry") as connection:
+            row = (await connection.execute(self._sql.get, {"entry_id": entry_id})).first()
+        return decode_entry(row) if row is not None else None
+
+    async def read_branch_path(
+        self, session_id: str, leaf_id: str | None
+    ) -> builtins.list[SessionEntry]:
+        """Root-to-leaf entries of the branch ending at ``leaf_id``, in one recursive query.
+
+        Raises :class:`~prism_core.stores.SessionEntryNotFoundError` when the session has
+        no such entry.
+        """
+        if leaf_id is None:
+            return []
+        params = {"leaf": leaf_id, "session": session_id}
+        rows = await self._all_rows("read a session branch", self._sql.branch, params)
+        return branch_rows(rows, session_id, leaf_id)
+
+    async def read_branch_and_run_tail(
+        self, session_id: str, leaf_id: str | None, run_id: str
+    ) -> BranchAndRunTail:
+        """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it,
+        in one query (see :class:`~prism_core.stores.BranchAndRunTailReader`)."""
+        params = {"leaf": leaf_id, "session": session_id, "run": run_id}
+        action = "read a session branch and a run's entries"
+        rows = await self._all_rows(action, self._sql.run_tail, params)
+        return run_tail_result(rows, session_id, leaf_id)
