@@ -6,7 +6,8 @@ of each describing the agent with a protocol of its own. It holds values only: i
 check, coerce or run anything (``agents.Agent`` does the checking).
 
 It sits at the bottom of the kernel, below the run loop, so a few fields whose types belong to
-``runs/`` are typed ``Any`` here and documented with the type they hold.
+``runs/`` or to the plugin host are typed ``Any`` here and documented with the type they
+hold.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from .guardrails import GuardrailConfig, GuardrailPack
 from .limits import RunLimits
 from .middleware import MiddlewareChain
 from .models import ModelConfig
-from .plugins import PluginHost
 from .providers import AIProvider
 from .redaction import Redactor
 from .retry import RetryConfig
@@ -53,8 +53,9 @@ class AgentConfig:
     """The agent's tools."""
     guardrails: GuardrailConfig
     """The agent's guardrails, by stage."""
-    plugin_host: PluginHost
-    """The plugins the agent was composed with."""
+    plugin_host: Any
+    """The plugins the agent was composed with (a ``PluginHost``, whose hooks name types of
+    the layers above, so it is not named here)."""
     middleware: MiddlewareChain
     """The agent's middleware, then the plugins'."""
     loop_catalogue: Mapping[str, Any]

@@ -59,6 +59,7 @@ from ._children import (
     nested_approval_id,
 )
 from ._fingerprint import agent_fingerprint
+from ._gates import Gate, new_approval_id, scope_for
 from ._host import HostCounters, HostRun, HostSession
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
 from ._index import MAX_INDEXED_STATUS_CHARS, check_status, indexed_status
@@ -79,7 +80,7 @@ from ._options import (
 )
 from ._options import DEFAULT_MAX_PENDING_DECISIONS as MAX_PENDING_DECISIONS
 from ._pair import StorePair
-from ._run import DurableRun, Gate, RunStateInfo, new_approval_id, scope_for
+from ._run import DurableRun, RunStateInfo
 from ._run_guards import run_guardrail_identities
 from ._state import (
     AgentRunState,

@@ -14,8 +14,7 @@ Other runs, and stores without the capability, append each entry when it is made
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
@@ -33,21 +32,19 @@ from ..errors import (
 from ..guardrails._pack_identity import checkpoint_rows
 from ..limits import DEFAULT_MAX_OUTPUT_RETRIES
 from ..records._held import HeldEntries
-from ..tools import ToolDefinition
 from ._capabilities import shared_transaction
 from ._checkpoints import CheckpointStoreUnavailableError
+from ._gates import Gate, interruption_for, pending_decision
 from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._state import (
     MAX_SKILL_BODIES_BYTES,
     MAX_SKILL_BODY_BYTES,
     AgentRunState,
-    DecisionKind,
     DecisionScope,
     Interruption,
     LoopStateRecord,
     PendingCall,
-    PendingDecision,
     ResolutionRecord,
     RunCountersState,
     RunGuardrailRecord,
@@ -59,15 +56,7 @@ from ._state import (
 )
 from ._writer import CheckpointWriter
 
-__all__ = (
-    "DurableRun",
-    "Gate",
-    "RunStateInfo",
-    "interruption_for",
-    "new_approval_id",
-    "scope_for",
-    "stopped_by_store",
-)
+__all__ = ("DurableRun", "RunStateInfo", "stopped_by_store")
 
 STORE_UNAVAILABLE = CheckpointStoreUnavailableError.code
 
@@ -84,61 +73,7 @@ class RunStateInfo:
     metadata: dict[str, str] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Gate:
-    """A tool call held for a human decision (``elicitation_schema``: the answer an
-    elicitation asks for; ``guardrail_rule``: the pack rule an ask came from).
-
-    A nested gate holds a call of a sub-agent tool for one of its child run's decisions:
-    ``child_run_id`` names the child, and ``kind``, ``scope``, ``reason``, ``guardrail`` and
-    ``elicitation_schema`` are the child decision's (``scope`` is ``None`` for a child's
-    input-guardrail decision).
-    """
-
-    call: ToolCallContent
-    tool: ToolDefinition | None
-    kind: DecisionKind
-    reason: str | None
-    guardrail: str | None
-    scope: DecisionScope | None
-    approval_id: str
-    child_run_id: str | None = None
-    elicitation_schema: Mapping[str, Any] | None = None
-    guardrail_rule: Mapping[str, str] | None = None
-
-
 _UNCLAIMED = object()
-
-
-def new_approval_id() -> str:
-    """A fresh, unguessable approval id."""
-    return f"appr_{uuid.uuid4().hex}"
-
-
-def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None) -> DecisionScope:
-    """The decision scope of ``call``."""
-    return DecisionScope(
-        tool_name=call.name,
-        effect_kind=tool.effect if tool is not None else None,
-        identity=f"{agent_id}/{call.name}",
-        arguments_hash=arguments_hash(call.arguments),
-    )
-
-
-def _pending_decision(gate: Gate) -> PendingDecision:
-    """The decision a suspension records for ``gate``."""
-    nested = gate.child_run_id is not None
-    schema = gate.elicitation_schema if gate.kind == "elicitation" else None
-    return PendingDecision(
-        approval_id=gate.approval_id,
-        kind=gate.kind,
-        reason=gate.reason,
-        guardrail=gate.guardrail,
-        elicitation_schema=dict(schema) if schema is not None else None,
-        scope=gate.scope if gate.kind != "input_guardrail" else None,
-        tool_call_id=gate.call.id if nested or gate.kind != "input_guardrail" else None,
-        guardrail_rule=dict(gate.guardrail_rule) if gate.guardrail_rule else None,
-    )
 
 
 def _commits_together(checkpoints: object, sessions: object) -> bool:
@@ -419,7 +354,7 @@ class DurableRun:
                 f"Pending decisions exceed {DEFAULT_MAX_PENDING_DECISIONS} per run",
                 code="ERR_PRISM_DECISION_LIMIT",
             )
-        decisions = tuple(_pending_decision(gate) for gate in gates)
+        decisions = tuple(pending_decision(gate) for gate in gates)
         interruption = interruption_for(decisions)
         calls: dict[str, PendingCall] = {}
         for gate in gates:
@@ -583,26 +518,3 @@ class DurableRun:
             if sticky.scope.covers(scope):
                 return sticky
         return None
-
-
-def interruption_for(
-    decisions: Sequence[PendingDecision], *, reason: str | None = None, kind: Any = None
-) -> Interruption:
-    """The interruption for ``decisions``: one decision's kind, reason, call and guardrail;
-    several as one ``tool_approval`` interruption, "N tool side effects require approval"
-    (``reason``/``kind`` replace those, as a partly decided batch's re-suspension does)."""
-    if len(decisions) == 1:
-        single = decisions[0]
-        return Interruption(
-            kind=kind or single.kind,
-            reason=reason if reason is not None else single.reason,
-            tool_call_id=single.tool_call_id,
-            guardrail=single.guardrail if reason is None else None,
-            pending_decisions=tuple(decisions),
-        )
-    several = f"{len(decisions)} tool side effects require approval"
-    return Interruption(
-        kind=kind or "tool_approval",
-        reason=reason if reason is not None else several,
-        pending_decisions=tuple(decisions),
-    )

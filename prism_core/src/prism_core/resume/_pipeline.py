@@ -25,9 +25,10 @@ import attrs
 from ..content import Message
 from ..durable._faults import retry_transient
 from ..durable._fencing import claim_token
+from ..durable._gates import interruption_for
 from ..durable._lease import check_lease
 from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
-from ..durable._run import RunStateInfo, interruption_for
+from ..durable._run import RunStateInfo
 from ..durable._run_guards import match_run_guardrails
 from ..durable._sidecar import read_sidecar
 from ..durable._state import AgentRunState, parse_state

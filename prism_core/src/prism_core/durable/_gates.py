@@ -1,0 +1,104 @@
+"""Gates: the tool calls a durable run holds for a decision, and how a suspension records them.
+
+A :class:`Gate` is a call the run loop stopped before its side effect (an approval, an
+elicitation, an input guardrail's ask, or a sub-agent's own decision); a suspension writes
+one :class:`~._state.PendingDecision` per gate and one :class:`~._state.Interruption` for them
+all. It builds values only; it must not write a checkpoint.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..content import ToolCallContent
+from ..tools import ToolDefinition
+from ._state import (
+    DecisionKind,
+    DecisionScope,
+    Interruption,
+    PendingDecision,
+    arguments_hash,
+)
+
+__all__ = ("Gate", "interruption_for", "new_approval_id", "pending_decision", "scope_for")
+
+
+@attrs.frozen(kw_only=True)
+class Gate:
+    """A tool call held for a human decision (``elicitation_schema``: the answer an
+    elicitation asks for; ``guardrail_rule``: the pack rule an ask came from).
+
+    A nested gate holds a call of a sub-agent tool for one of its child run's decisions:
+    ``child_run_id`` names the child, and ``kind``, ``scope``, ``reason``, ``guardrail`` and
+    ``elicitation_schema`` are the child decision's (``scope`` is ``None`` for a child's
+    input-guardrail decision).
+    """
+
+    call: ToolCallContent
+    tool: ToolDefinition | None
+    kind: DecisionKind
+    reason: str | None
+    guardrail: str | None
+    scope: DecisionScope | None
+    approval_id: str
+    child_run_id: str | None = None
+    elicitation_schema: Mapping[str, Any] | None = None
+    guardrail_rule: Mapping[str, str] | None = None
+
+
+def new_approval_id() -> str:
+    """A fresh, unguessable approval id."""
+    return f"appr_{uuid.uuid4().hex}"
+
+
+def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None) -> DecisionScope:
+    """The decision scope of ``call``."""
+    return DecisionScope(
+        tool_name=call.name,
+        effect_kind=tool.effect if tool is not None else None,
+        identity=f"{agent_id}/{call.name}",
+        arguments_hash=arguments_hash(call.arguments),
+    )
+
+
+def pending_decision(gate: Gate) -> PendingDecision:
+    """The decision a suspension records for ``gate``."""
+    nested = gate.child_run_id is not None
+    schema = gate.elicitation_schema if gate.kind == "elicitation" else None
+    return PendingDecision(
+        approval_id=gate.approval_id,
+        kind=gate.kind,
+        reason=gate.reason,
+        guardrail=gate.guardrail,
+        elicitation_schema=dict(schema) if schema is not None else None,
+        scope=gate.scope if gate.kind != "input_guardrail" else None,
+        tool_call_id=gate.call.id if nested or gate.kind != "input_guardrail" else None,
+        guardrail_rule=dict(gate.guardrail_rule) if gate.guardrail_rule else None,
+    )
+
+
+def interruption_for(
+    decisions: Sequence[PendingDecision], *, reason: str | None = None, kind: Any = None
+) -> Interruption:
+    """The interruption for ``decisions``: one decision's kind, reason, call and guardrail;
+    several as one ``tool_approval`` interruption, "N tool side effects require approval"
+    (``reason``/``kind`` replace those, as a partly decided batch's re-suspension does)."""
+    if len(decisions) == 1:
+        single = decisions[0]
+        return Interruption(
+            kind=kind or single.kind,
+            reason=reason if reason is not None else single.reason,
+            tool_call_id=single.tool_call_id,
+            guardrail=single.guardrail if reason is None else None,
+            pending_decisions=tuple(decisions),
+        )
+    several = f"{len(decisions)} tool side effects require approval"
+    return Interruption(
+        kind=kind or "tool_approval",
+        reason=reason if reason is not None else several,
+        pending_decisions=tuple(decisions),
+    )
