@@ -124,10 +124,13 @@ async def test_explicit_token_must_be_above_the_stored_one() -> None:
 
 @pytest.mark.anyio
 async def test_malformed_token_is_refused_before_any_store_access() -> None:
-    """A negative, boolean or text token (or a non-bool force) is a typed refusal, no I/O."""
+    """A negative, boolean, text or unstorable (above 2**63 - 1) token, or a non-bool force,
+    is a typed refusal with no I/O."""
     store, sessions = CountingStore(), create_memory_session_store()
     bads: list[dict[str, Any]] = [
         {"fencing_token": -1},
+        {"fencing_token": 2**63},
+        {"fencing_token": 10**20},
         {"fencing_token": True},
         {"fencing_token": "9"},
         {"force": 1},

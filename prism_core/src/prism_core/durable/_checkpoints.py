@@ -39,6 +39,7 @@ from ..errors import CheckpointConflictError, PrismError
 __all__ = (
     "CORRUPT_CHECKPOINT_CODE",
     "MAX_CHECKPOINT_PAGE_SIZE",
+    "MAX_STORED_INT",
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
@@ -297,9 +298,19 @@ def check_name(value: Any, what: str) -> str:
     return value
 
 
+#: The largest version or fencing token a record may carry: what every store keeps and reads
+#: back exactly (a signed 64-bit integer column; Redis keeps decimal text, read back up to
+#: this size). A save above it is refused, never stored unreadable.
+MAX_STORED_INT = 2**63 - 1
+
+
 def _check_int(value: Any, what: str, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidCheckpointError(f"{what} must be an integer >= {minimum}, got {echo(value)}")
+    if value > MAX_STORED_INT:
+        raise InvalidCheckpointError(
+            f"{what} must be at most {MAX_STORED_INT} (2**63 - 1), got {echo(value)}"
+        )
     return value
 
 

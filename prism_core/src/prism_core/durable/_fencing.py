@@ -17,7 +17,7 @@ from typing import Any
 
 from .._echo import echo
 from ..errors import AgentRunStateError, CheckpointConflictError
-from ._checkpoints import CheckpointRecord
+from ._checkpoints import MAX_STORED_INT, CheckpointRecord
 
 __all__ = ("claim_token", "validate_claim_options")
 
@@ -25,10 +25,13 @@ __all__ = ("claim_token", "validate_claim_options")
 def validate_claim_options(fencing_token: Any, force: Any) -> None:
     """Refuse a malformed ``fencing_token`` or ``force`` before any store access."""
     if fencing_token is not None and (
-        isinstance(fencing_token, bool) or not isinstance(fencing_token, int) or fencing_token < 0
+        isinstance(fencing_token, bool)
+        or not isinstance(fencing_token, int)
+        or not 0 <= fencing_token <= MAX_STORED_INT
     ):
         raise AgentRunStateError(
-            f"fencing_token must be a non-negative integer, got {echo(fencing_token)}"
+            f"fencing_token must be an integer from 0 to {MAX_STORED_INT} (2**63 - 1), "
+            f"got {echo(fencing_token)}"
         )
     if not isinstance(force, bool):
         raise AgentRunStateError(f"force must be a bool, got {echo(force)}")

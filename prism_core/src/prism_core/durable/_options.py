@@ -12,7 +12,7 @@ import attrs
 
 from .._echo import echo
 from ..errors import AgentRunStateError
-from ._checkpoints import CheckpointStore
+from ._checkpoints import MAX_STORED_INT, CheckpointStore
 
 __all__ = (
     "AGENT_RUN_NAMESPACE",
@@ -187,8 +187,11 @@ def coerce_run_state_options(value: Any) -> RunStateOptions | None:
     if ownership is not None:
         data["ownership"] = read_string_map(ownership, "ownership") or None
     token = data.get("fencing_token")
-    if token is not None and not _check_int(token, low=0, high=None):
-        raise _fail(f"fencing_token must be a non-negative integer, got {echo(token)}")
+    if token is not None and not _check_int(token, low=0, high=MAX_STORED_INT):
+        raise _fail(
+            f"fencing_token must be an integer from 0 to {MAX_STORED_INT} (2**63 - 1), "
+            f"got {echo(token)}"
+        )
     validate_lease_ms(data.get("lease_ms"))
     metadata = data.get("checkpoint_metadata")
     if isinstance(metadata, Mapping):

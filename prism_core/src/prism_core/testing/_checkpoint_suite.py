@@ -198,6 +198,29 @@ class CheckpointStoreConformance(CheckpointRaces):
         assert (record.version, record.value, record.fencing_token) == (1, "first", 5)
 
     @pytest.mark.anyio
+    async def test_the_largest_token_round_trips_and_a_larger_one_is_refused(
+        self, checkpoint_store: CheckpointStore
+    ) -> None:
+        """A fencing token or version of 2**63 - 1 is stored and read back exactly; one above
+        it is refused with ``InvalidCheckpointError`` before anything is written, so a record
+        is never left with a number it cannot read back."""
+        ns = _namespace()
+        top = 2**63 - 1
+        await checkpoint_store.save(ns, "k", "first", version=1, fencing_token=top)
+        record = await checkpoint_store.load(ns, "k")
+        assert record is not None
+        assert record.fencing_token == top
+        for too_big in (top + 1, 10**20):
+            with pytest.raises(InvalidCheckpointError):
+                await checkpoint_store.save(ns, "k", "x", version=2, fencing_token=too_big)
+            with pytest.raises(InvalidCheckpointError):
+                await checkpoint_store.save(ns, "other", "x", version=too_big)
+        record = await checkpoint_store.load(ns, "k")
+        assert record is not None
+        assert (record.version, record.value, record.fencing_token) == (1, "first", top)
+        assert await checkpoint_store.load(ns, "other") is None
+
+    @pytest.mark.anyio
     async def test_missing_fencing_token_against_fenced_record_conflicts(
         self, checkpoint_store: CheckpointStore
     ) -> None:
