@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -422,3 +423,20 @@ def test_the_console_script_end_to_end(tmp_path: Path, host: Any, url: str) -> N
     again = prism("runs", "approve", run_id, "--store", url, "--app", app, "--all")
     assert again.returncode == 1
     assert "refused (ERR_PRISM_AGENT_RUN_STATE)" in again.stderr
+
+
+def test_a_corrupt_record_is_named_and_the_others_listed(
+    capsys: Any, host: Any, url: str, tmp_path: Path
+) -> None:
+    """A run row rewritten with ``sqlite3`` so it cannot be read back: ``list`` still lists
+    the other runs (exit 0) and names the corrupt one on stderr."""
+    good = seed(url, host, "s-1", how="suspended")
+    bad = seed(url, host, "s-2", how="suspended")
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        db.execute("UPDATE prism_checkpoints SET value = 'nul' WHERE key = ?", (bad,))
+    code, out, err = cli(capsys, "runs", "list", "--store", url)
+    assert code == 0
+    assert good in out
+    assert bad not in out
+    assert f"record {bad} cannot be read and is not listed" in err
+    assert "corrupt" in err

@@ -18,6 +18,7 @@ from prism_core import (
     create_agent,
     create_agent_run_lifecycle,
     create_mock_provider,
+    list_agent_runs,
     load_agent_run_state,
     resume_agent_run,
 )
@@ -154,3 +155,51 @@ async def expect_metadata_absent(store: Any, *, from_store: bool = True) -> None
     found = await _lifecycle(store).status(REF)
     assert found is not None
     assert found.metadata is None
+
+
+#: A second run, seeded beside :data:`RUN_ID` so a listing has a good record to return.
+NEIGHBOUR_ID = "run-fine"
+
+
+async def seed_neighbours(store: Any) -> None:
+    """Save good suspended runs keyed just before and just after :data:`RUN_ID` (a listing
+    reads the corrupt record in the middle of them)."""
+    for run_id in ("run-a-fine", NEIGHBOUR_ID):
+        await store.save(
+            AGENT_RUN_NAMESPACE,
+            run_id,
+            good_state(run_id=run_id),
+            version=1,
+            expected_version=0,
+            category="agent-run",
+        )
+
+
+async def expect_listed_around(store: Any) -> None:
+    """With :data:`RUN_ID` corrupt between two good runs (:func:`seed_neighbours`), the store's
+    ``list`` (and its status index, when it has one) and ``list_agent_runs`` (with and
+    without a status filter, and paged one run at a time) return the good runs and name the
+    corrupt key in ``unreadable``: one bad record never fails or empties a listing."""
+    page = await store.list(AGENT_RUN_NAMESPACE)
+    assert [record.key for record in page.records] == ["run-a-fine", NEIGHBOUR_ID]
+    assert [(u.namespace, u.key) for u in page.unreadable] == [(AGENT_RUN_NAMESPACE, RUN_ID)]
+    assert "corrupt" in page.unreadable[0].reason
+    by_status = getattr(store, "list_by_status", None)
+    if by_status is not None:
+        page = await by_status(AGENT_RUN_NAMESPACE, "suspended")
+        assert [record.key for record in page.records] == ["run-a-fine", NEIGHBOUR_ID]
+        assert [u.key for u in page.unreadable] == [RUN_ID]
+    for status in (None, "suspended"):
+        runs = await list_agent_runs(store, status=status)
+        assert [run.run_id for run in runs.runs] == ["run-a-fine", NEIGHBOUR_ID]
+        assert [u.key for u in runs.unreadable] == [RUN_ID]
+    seen, reported, cursor = [], [], None
+    while True:
+        one = await list_agent_runs(store, limit=1, cursor=cursor)
+        seen.extend(run.run_id for run in one.runs)
+        reported.extend(u.key for u in one.unreadable)
+        if one.cursor is None:
+            break
+        cursor = one.cursor
+    assert seen == ["run-a-fine", NEIGHBOUR_ID]
+    assert reported == [RUN_ID]

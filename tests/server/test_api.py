@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -468,3 +469,22 @@ def test_a_body_that_repeats_a_key_is_refused_and_decides_nothing(
             assert f"repeats the key '{key}'" in answer.json()["message"]
     assert stored(database, run_id, owner) == (version, "suspended")
     assert host.refunds == []
+
+
+def test_a_corrupt_run_record_is_reported_not_fatal(sqlite_database: Database, host: Host) -> None:
+    """``GET /api/runs`` over a store with one run row rewritten with ``sqlite3`` so it cannot
+    be read back: 200, the other runs, and the corrupt one named in ``unreadable``."""
+    owner = {"tenant_id": "t1"}
+    good = seed(sqlite_database, host, ["A-1"], owner=owner)
+    bad = seed(sqlite_database, host, ["B-2"], owner=owner)
+    path = sqlite_database.url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as db:
+        table = f"{sqlite_database.prefix}checkpoints"
+        db.execute(f"UPDATE {table} SET value = '{{\"status\": ' WHERE key = ?", (bad,))
+    with serve(sqlite_database, host) as url, client(url) as http:
+        answer = http.get("/api/runs")
+    assert answer.status_code == 200
+    body = answer.json()
+    assert [run["run_id"] for run in body["runs"]] == [good]
+    assert [u["key"] for u in body["unreadable"]] == [bad]
+    assert "corrupt" in body["unreadable"][0]["reason"]

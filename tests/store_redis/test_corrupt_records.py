@@ -8,17 +8,18 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from prism_core import AGENT_RUN_NAMESPACE, CheckpointStoreError
-from prism_core.durable import CORRUPT_CHECKPOINT_CODE
+from prism_core import AGENT_RUN_NAMESPACE
 from prism_store_redis import RedisCheckpointStore, create_redis_checkpoint_store
 from prism_store_redis._keys import CheckpointKeys
 from tests.conftest import REDIS_URL
 from tests.core.records_support import (
     RUN_ID,
     expect_corrupt,
+    expect_listed_around,
     expect_metadata_absent,
     expect_not_a_state,
     seed,
+    seed_neighbours,
 )
 
 pytestmark = pytest.mark.anyio
@@ -73,13 +74,16 @@ async def test_number_field_that_is_not_a_number(
     await expect_corrupt(store, record.raw)
 
 
-async def test_list_reports_a_corrupt_record(seeded: tuple[RedisCheckpointStore, Hash]) -> None:
-    """Listing a namespace that holds a corrupt record fails typed, not with ValueError."""
+@pytest.mark.parametrize("fields", [{"v": "one"}, {"value": '{"status": "suspen'}])
+async def test_a_corrupt_record_is_left_out_of_listings_and_named(
+    seeded: tuple[RedisCheckpointStore, Hash], fields: dict[str, str]
+) -> None:
+    """A record rewritten with the client so it cannot be read back, between two good runs:
+    every listing returns the good runs and names the corrupt one in ``unreadable``."""
     store, record = seeded
-    await record.set(v="one")
-    with pytest.raises(CheckpointStoreError) as info:
-        await store.list(AGENT_RUN_NAMESPACE)
-    assert info.value.code == CORRUPT_CHECKPOINT_CODE
+    await seed_neighbours(store)
+    await record.set(**fields)
+    await expect_listed_around(store)
 
 
 @pytest.mark.parametrize("value", ["[1, 2]", '"suspended"', "7", "null", '{"status": "x"}'])

@@ -15,9 +15,11 @@ from prism_store_sql._engine import async_url
 from tests.core.records_support import (
     RUN_ID,
     expect_corrupt,
+    expect_listed_around,
     expect_metadata_absent,
     expect_not_a_state,
     seed,
+    seed_neighbours,
 )
 
 from .conftest import Target
@@ -75,6 +77,18 @@ async def test_value_that_is_not_json(seeded: tuple[SqlCheckpointStore, Rows], v
     store, rows = seeded
     await rows.set(value=value)
     await expect_corrupt(store, rows.raw)
+
+
+@pytest.mark.parametrize("value", ['{"status": "suspen', "nul"])
+async def test_a_corrupt_row_is_left_out_of_listings_and_named(
+    seeded: tuple[SqlCheckpointStore, Rows], value: str
+) -> None:
+    """A row rewritten with the driver so it cannot be read back, between two good runs: every
+    listing returns the good runs and names the corrupt one in ``unreadable``."""
+    store, rows = seeded
+    await seed_neighbours(store)
+    await rows.set(value=value)
+    await expect_listed_around(store)
 
 
 @pytest.mark.parametrize("value", ["[1, 2]", '"suspended"', "7", "null", '{"status": "x"}'])

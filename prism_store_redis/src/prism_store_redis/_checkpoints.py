@@ -33,6 +33,7 @@ from prism_core.stores import (
     check_value_bytes,
     conflict,
     corrupt_record,
+    decode_listed,
     decode_stored_metadata,
     decode_stored_value,
     echo,
@@ -44,7 +45,7 @@ from prism_core.stores import (
 
 from . import _scripts
 from ._client import RedisConnection, run_script, text
-from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member
+from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member, member_name
 from ._save_call import SaveCall
 from ._sessions import RedisSessionStore
 from ._transaction import RedisTransaction
@@ -335,13 +336,17 @@ class RedisCheckpointStore(CheckpointStoreBase):
 
     @staticmethod
     def _page(reply: Sequence[Any], limit: int) -> CheckpointPage:
-        """A page from a list script's flat reply of up to ``limit + 1`` records."""
-        records = tuple(_record(_fields(fields)) for fields in reply[1 : 2 * limit : 2])
+        """A page from a list script's flat reply of up to ``limit + 1`` (member, fields)
+        pairs; a record that cannot be read back is left out and named in ``unreadable``."""
+        pairs = list(zip(reply[0 : 2 * limit : 2], reply[1 : 2 * limit : 2], strict=True))
+        records, unreadable = decode_listed(
+            pairs, lambda pair: _record(_fields(pair[1])), lambda pair: member_name(pair[0])
+        )
         if len(reply) <= 2 * limit:
-            return CheckpointPage(records)
+            return CheckpointPage(records, None, unreadable)
         last = reply[2 * limit - 2]
         member = last if isinstance(last, bytes) else last.encode()
-        return CheckpointPage(records, encode_cursor(member))
+        return CheckpointPage(records, encode_cursor(member), unreadable)
 
     async def list_by_status(
         self,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 
 from prism_core.codec import dumps
 from prism_core.stores import InvalidCheckpointError
@@ -36,6 +37,7 @@ __all__ = (
     "decode_cursor",
     "encode_cursor",
     "index_member",
+    "member_name",
 )
 
 _CURSOR_TAG = "r1."
@@ -51,6 +53,17 @@ def _escape(namespace: bytes) -> bytes:
 def index_member(namespace: str, key: str) -> bytes:
     """The index member of a record: escaped namespace, NUL, key (UTF-8)."""
     return _escape(namespace.encode()) + b"\x00" + key.encode()
+
+
+def member_name(member: bytes | str) -> tuple[str, str]:
+    """The namespace and key an index member names, as text (for reports: bytes that are not
+    UTF-8 show as replacement characters)."""
+    raw = member if isinstance(member, bytes) else member.encode()
+    escaped, _, key = raw.partition(b"\x00")
+    namespace = re.sub(
+        rb"\x01([\x01\x02])", lambda m: b"\x00" if m.group(1) == b"\x01" else b"\x01", escaped
+    )
+    return namespace.decode("utf-8", "replace"), key.decode("utf-8", "replace")
 
 
 def _is_utf8(data: bytes) -> bool:

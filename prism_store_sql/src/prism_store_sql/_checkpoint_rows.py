@@ -34,6 +34,7 @@ from prism_core.stores import (
     InvalidCheckpointError,
     SaveRequest,
     corrupt_record,
+    decode_listed,
     decode_stored_metadata,
     decode_stored_value,
     encode_cursor,
@@ -159,12 +160,16 @@ def decode_record(row: Sequence[Any], ownership: dict[str, str] | None) -> Check
 
 
 def page_of(rows: Sequence[Any], owner: dict[str, str] | None, limit: int) -> CheckpointPage:
-    """One page from up to ``limit + 1`` rows in key order (the extra row means "more")."""
-    records = tuple(decode_record(row, owner) for row in rows[:limit])
+    """One page from up to ``limit + 1`` rows in key order (the extra row means "more"); a
+    row that cannot be read back is left out and named in ``unreadable``."""
+    shown = rows[:limit]
+    records, unreadable = decode_listed(
+        shown, lambda row: decode_record(row, owner), lambda row: (str(row[0]), str(row[1]))
+    )
     next_cursor = None
     if len(rows) > limit:
-        next_cursor = encode_cursor(records[-1].namespace, records[-1].key)
-    return CheckpointPage(records, next_cursor)
+        next_cursor = encode_cursor(str(shown[-1][0]), str(shown[-1][1]))
+    return CheckpointPage(records, next_cursor, unreadable)
 
 
 @attrs.frozen

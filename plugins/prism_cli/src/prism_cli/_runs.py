@@ -217,6 +217,7 @@ async def _list(stores: StorePair, args: argparse.Namespace, owner: dict[str, st
     if args.limit is not None and args.limit < 1:
         raise _Usage("--limit must be at least 1")
     runs: list[AgentRunSummary] = []
+    unreadable: list[Any] = []
     cursor = None
     while True:
         wanted = 1000 if args.limit is None else min(1000, args.limit - len(runs))
@@ -229,6 +230,7 @@ async def _list(stores: StorePair, args: argparse.Namespace, owner: dict[str, st
             cursor=cursor,
         )
         runs.extend(page.runs)
+        unreadable.extend(page.unreadable)
         cursor = page.cursor
         if cursor is None or (args.limit is not None and len(runs) >= args.limit):
             break
@@ -237,6 +239,12 @@ async def _list(stores: StorePair, args: argparse.Namespace, owner: dict[str, st
             print(json.dumps(run.to_json(), ensure_ascii=False))
     else:
         print(summary_table(runs))
+    for record in unreadable:
+        print(
+            f"prism runs list: record {record.key} cannot be read and is not listed: "
+            f"{record.reason}",
+            file=sys.stderr,
+        )
     return 0
 
 

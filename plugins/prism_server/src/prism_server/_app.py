@@ -78,7 +78,11 @@ def api_routes(ctx: ServerContext) -> list[Route]:
         scope = await ctx.scope(request)
         page = await list_agent_runs(ctx.checkpoints, ownership=scope, **_list_query(request))
         return JSONResponse(
-            {"runs": [summary_json(run) for run in page.runs], "cursor": page.cursor}
+            {
+                "runs": [summary_json(run) for run in page.runs],
+                "cursor": page.cursor,
+                "unreadable": [{"key": u.key, "reason": u.reason} for u in page.unreadable],
+            }
         )
 
     @refusals

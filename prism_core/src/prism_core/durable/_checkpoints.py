@@ -27,19 +27,23 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
 from .._echo import echo
 from ..errors import CheckpointConflictError, PrismError
 
+T = TypeVar("T")
+
 __all__ = (
     "CORRUPT_CHECKPOINT_CODE",
     "MAX_CHECKPOINT_PAGE_SIZE",
     "MAX_STORED_INT",
+    "UnreadableRecord",
+    "decode_listed",
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
@@ -123,10 +127,46 @@ class CheckpointRecord:
 
 @attrs.frozen
 class CheckpointPage:
-    """One page of :meth:`CheckpointStore.list`; ``cursor`` is ``None`` on the last page."""
+    """One page of :meth:`CheckpointStore.list`; ``cursor`` is ``None`` on the last page.
+
+    ``unreadable`` names the records of the page's range that the store holds but cannot read
+    back (a corrupt row, say): they are left out of ``records`` instead of failing the whole
+    listing, and reported here, so one bad record never hides the others."""
 
     records: tuple[CheckpointRecord, ...]
     cursor: str | None = None
+    unreadable: tuple[UnreadableRecord, ...] = ()
+
+
+@attrs.frozen
+class UnreadableRecord:
+    """A stored record a listing left out because it cannot be read back: where it is and
+    why (the corrupt-record message, which names the field, never the stored value)."""
+
+    namespace: str
+    key: str
+    reason: str
+
+
+def decode_listed(
+    items: Iterable[T],
+    decode: Callable[[T], CheckpointRecord],
+    name: Callable[[T], tuple[str, str]],
+) -> tuple[tuple[CheckpointRecord, ...], tuple[UnreadableRecord, ...]]:
+    """Decode a listing's stored items: the records, and the items that raise the
+    corrupt-record error (:func:`corrupt_record`) as :class:`UnreadableRecord`, named by
+    ``name(item)``; any other error propagates."""
+    records: list[CheckpointRecord] = []
+    unreadable: list[UnreadableRecord] = []
+    for item in items:
+        try:
+            records.append(decode(item))
+        except CheckpointStoreError as exc:
+            if exc.code != CORRUPT_CHECKPOINT_CODE:
+                raise
+            namespace, key = name(item)
+            unreadable.append(UnreadableRecord(namespace=namespace, key=key, reason=str(exc)))
+    return tuple(records), tuple(unreadable)
 
 
 @runtime_checkable

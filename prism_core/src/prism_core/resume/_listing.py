@@ -4,7 +4,8 @@ A status filter uses the store's :class:`~prism_core.CheckpointStatusIndex` when
 (asked with ``capability()``), so only the records of that status are read. A store without
 it is paged through (``list`` over the run namespace) and each record is decoded to filter it:
 correct, but it reads the whole namespace when few runs match. Summaries come from the stored
-state; a record that does not parse as a run state is left out of every page.
+state; a record the store cannot decode, or that does not parse as a run state, is left out
+of the page and named in its ``unreadable``.
 
 It must not write: listing reads records and never claims, renews or changes one.
 """
@@ -28,6 +29,7 @@ from ..durable._checkpoints import (
     CheckpointRecord,
     CheckpointStore,
     InvalidCheckpointError,
+    UnreadableRecord,
     normalise_ownership,
     validate_list,
 )
@@ -92,10 +94,15 @@ class AgentRunSummary:
 
 @attrs.frozen
 class AgentRunPage:
-    """One page of :func:`list_agent_runs`; ``cursor`` is ``None`` on the last page."""
+    """One page of :func:`list_agent_runs`; ``cursor`` is ``None`` on the last page.
+
+    ``unreadable`` names the run records in the page's range that were left out because
+    they cannot be read (the store cannot decode them, or they are not a run state): one bad
+    record never fails the listing, and it is not silently hidden either."""
 
     runs: tuple[AgentRunSummary, ...]
     cursor: str | None = None
+    unreadable: tuple[UnreadableRecord, ...] = ()
 
 
 def lease_expires_at(record: CheckpointRecord) -> float | None:
@@ -216,6 +223,12 @@ async def list_agent_runs(
     page_size = min(page_size, MAX_CHECKPOINT_PAGE_SIZE)
     now = time.time()
     runs: list[AgentRunSummary] = []
+    unreadable: list[UnreadableRecord] = []
+
+    def done(cursor: str | None, last_key: str | None = None) -> AgentRunPage:
+        shown = [u for u in unreadable if last_key is None or u.key <= last_key]
+        return AgentRunPage(tuple(runs), cursor, tuple(shown))
+
     while True:
         page: CheckpointPage
         if by_status is not None:
@@ -228,11 +241,19 @@ async def list_agent_runs(
                 AGENT_RUN_NAMESPACE, ownership=owner, limit=page_size, cursor=store_cursor
             )
         unseen = _unseen(page.records, after_key)
+        unreadable.extend(u for u in page.unreadable if after_key is None or u.key > after_key)
         for index, record in enumerate(unseen):
             try:
                 summary = summarize_run(record)
             except AgentRunStateError as exc:
                 logger.warning("run record %r is not a run state; not listed: %s", record.key, exc)
+                unreadable.append(
+                    UnreadableRecord(
+                        namespace=record.namespace,
+                        key=record.key,
+                        reason=f"not a run state: {exc}",
+                    )
+                )
                 continue
             if wanted is not None and summary.status != wanted:
                 continue
@@ -242,10 +263,10 @@ async def list_agent_runs(
             if len(runs) == limit:
                 more = index + 1 < len(unseen) or page.cursor is not None
                 if not more:
-                    return AgentRunPage(tuple(runs))
+                    return done(None)
                 if index + 1 == len(unseen):
-                    return AgentRunPage(tuple(runs), _encode_cursor(page.cursor, None, indexed))
-                return AgentRunPage(tuple(runs), _encode_cursor(store_cursor, record.key, indexed))
+                    return done(_encode_cursor(page.cursor, None, indexed))
+                return done(_encode_cursor(store_cursor, record.key, indexed), record.key)
         if page.cursor is None:
-            return AgentRunPage(tuple(runs))
+            return done(None)
         store_cursor, after_key = page.cursor, None
