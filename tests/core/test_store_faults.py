@@ -15,6 +15,7 @@ from prism_core import (
     CheckpointStoreUnavailableError,
     RunStateOptions,
     ToolDefinition,
+    create_memory_checkpoint_store,
     create_memory_session_store,
     load_agent_run_state,
     resume_agent_run,
@@ -210,3 +211,37 @@ async def test_unreachable_session_store_leaves_the_run_running() -> None:
     from prism_core.durable import in_doubt_calls
 
     assert in_doubt_calls(status.state) == ("c1",)
+
+
+@pytest.mark.anyio
+async def test_a_durable_run_records_its_wall_time_end_within_the_wall_time() -> None:
+    """A durable run whose tool outlasts ``max_wall_time_ms`` stops a little before the
+    deadline (a tenth of the wall time, at most a second), so its terminal ``failed``
+    checkpoint is written within the wall time: the record says ``failed`` and the run took
+    no longer than its limit."""
+    store, sessions = create_memory_checkpoint_store(), create_memory_session_store()
+
+    async def slow(args: dict[str, Any], context: Any) -> Any:
+        await anyio.sleep(5)
+        return "late"
+
+    started = time.monotonic()
+    with pytest.raises(AgentRunError) as info:
+        await (
+            worker(sessions, [], tools=[ToolDefinition("echo", slow)])
+            .create_session(id="s")
+            .run(
+                "go",
+                limits={"max_wall_time_ms": 500},
+                run_state=RunStateOptions(store, REVISION, checkpoint_policy="every-turn"),
+            )
+        )
+    elapsed = time.monotonic() - started
+    assert info.value.code == "ERR_PRISM_RUN_LIMIT"
+    assert info.value.result.limit is not None
+    assert info.value.result.limit.axis == "max_wall_time_ms"
+    assert elapsed <= 0.5 + 0.05
+    run_id = await only_run(store)
+    record = await store.load(AGENT_RUN_NAMESPACE, run_id)
+    assert record is not None
+    assert record.value["status"] == "failed"

@@ -28,6 +28,7 @@ from prism_core import (
     RunStateOptions,
     ToolDefinition,
     load_agent_run_state,
+    open_stores,
     resume_agent_run,
 )
 from tests.conftest import POSTGRES_URL, REDIS_URL, service_unavailable
@@ -40,6 +41,7 @@ from tests.core.fencing_support import (
     split_brain,
     worker,
 )
+from tests.integration.stall_proxy import stall_proxy
 from tests.integration.test_crash_demo import reachable
 from tests.store_plugins import STORE_PLUGINS
 
@@ -508,3 +510,51 @@ async def test_stalled_store_call_does_not_outlive_max_wall_time(
         assert status.state.status == "running"
     finally:
         await _close(inner)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("backend", ["postgresql", "redis"], indirect=True)
+async def test_a_store_stalled_by_the_network_never_outlives_the_wall_time(
+    backend: dict[str, str], tmp_path: Path
+) -> None:
+    """The stores reach their server through a TCP proxy that starts holding every byte
+    during the run (a black-holed network, not a server that answers slowly): with
+    ``max_wall_time_ms=3000`` the run ends on its wall-time limit within it (the PostgreSQL
+    store used to wait 2 s more for a graceful close, and every store 1 s more for a terminal
+    write after the deadline), and its record stays ``running``."""
+    port = 5432 if backend["name"] == "postgresql" else 6379
+    with stall_proxy("127.0.0.1", port) as proxy:
+        if backend["name"] == "postgresql":
+            url = f"postgresql://postgres@127.0.0.1:{proxy.port}/test"
+            url += f"?table_prefix={backend['prefix']}_"
+        else:
+            url = f"redis://127.0.0.1:{proxy.port}/0?prefix={backend['prefix']}"
+
+        def stall(args: dict[str, Any], context: Any) -> Any:
+            proxy.stall()
+            return {"stalled": True}
+
+        tool = ToolDefinition("echo", stall, idempotent=True)
+        async with open_stores(url, plugins=STORE_PLUGINS) as pair:
+            await pair.checkpoints.load("warm", "up")
+            started = anyio.current_time()
+            with pytest.raises(AgentRunError) as info:
+                await (
+                    worker(pair.sessions, [], tools=[tool])
+                    .create_session(id="s")
+                    .run(
+                        "go",
+                        limits={"max_wall_time_ms": 3000},
+                        run_state=RunStateOptions(
+                            pair.checkpoints, REVISION, checkpoint_policy="every-turn"
+                        ),
+                    )
+                )
+            elapsed = anyio.current_time() - started
+            proxy.flow()
+            assert info.value.code == "ERR_PRISM_RUN_LIMIT"
+            assert elapsed < 3.2, elapsed
+            run_id = await only_run(pair.checkpoints)
+            status = await load_agent_run_state(pair.checkpoints, ref(run_id, "s"))
+            assert status is not None
+            assert status.state.status == "running"

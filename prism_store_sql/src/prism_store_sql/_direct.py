@@ -230,8 +230,14 @@ async def _release(fairy: Any, broken: BaseException | None) -> None:
     with anyio.CancelScope(shield=True):
         if broken is None:
             await greenlet_spawn(fairy.close)
-        else:
-            await greenlet_spawn(fairy.invalidate, broken)
+            return
+        # A broken connection is closed at once: SQLAlchemy's invalidation would first try a
+        # graceful close (up to 2 s), and a stalled server would hold the run past its wall
+        # time for that long. The pool then forgets the closed connection.
+        raw = fairy.driver_connection
+        if raw is not None and not raw.is_closed():
+            raw.terminate()
+        await greenlet_spawn(fairy.invalidate, broken)
 
 
 def direct_postgres(engine: AsyncEngine, *, generic_plans: bool) -> DirectPostgres | None:

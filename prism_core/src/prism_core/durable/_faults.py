@@ -4,7 +4,8 @@ A store marks a connection-level failure (a dropped or refused connection, a sta
 command timeout, a failover) by raising :class:`~prism_core.CheckpointStoreUnavailableError`.
 The durable layer retries such a call up to ``RETRY_ATTEMPTS`` times in all, sleeping a
 full-jitter exponential backoff (``RETRY_BASE_S * 2**attempt``, at most ``RETRY_CAP_S``)
-between attempts, and never past the run's deadline. Every other error is final at once. When
+between attempts, and never past the run's deadline: each attempt is bounded by what is left
+of the run's wall time. Every other error is final at once. When
 the store stays unreachable the last :class:`CheckpointStoreUnavailableError` propagates: the
 run stops with it and its record stays as last written (``running``), continuable later.
 
@@ -22,7 +23,6 @@ import anyio
 from ._checkpoints import CheckpointStoreUnavailableError
 
 __all__ = (
-    "DEADLINE_GRACE_S",
     "RETRY_ATTEMPTS",
     "RETRY_BASE_S",
     "RETRY_CAP_S",
@@ -36,9 +36,6 @@ T = TypeVar("T")
 RETRY_ATTEMPTS = 5
 RETRY_BASE_S = 0.05
 RETRY_CAP_S = 1.0
-#: A store call that starts at or after the run's deadline (the terminal write of a run that
-#: ran out of wall time) still gets this long before it is abandoned.
-DEADLINE_GRACE_S = 1.0
 
 _random = random.SystemRandom()
 
@@ -50,10 +47,16 @@ def backoff_delay(attempt: int) -> float:
 
 async def bounded(call: Callable[[], Awaitable[T]], deadline: float | None) -> T:
     """``await call()``, abandoned with :class:`CheckpointStoreUnavailableError` once
-    ``deadline`` (on the event loop's clock) has passed."""
+    ``deadline`` (on the event loop's clock, the run's wall-time deadline) has passed: every
+    store call of a run is bounded by what is left of its wall time, and none starts after it
+    (the run loop stops a durable run's work early enough for its terminal write)."""
     if deadline is None:
         return await call()
-    remaining = max(deadline - anyio.current_time(), DEADLINE_GRACE_S)
+    remaining = deadline - anyio.current_time()
+    if remaining <= 0:
+        raise CheckpointStoreUnavailableError(
+            "the run's wall time is spent: no checkpoint store call starts after it"
+        )
     try:
         with anyio.fail_after(remaining):
             return await call()

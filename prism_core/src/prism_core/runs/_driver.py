@@ -70,7 +70,10 @@ class RunDriver:
         execution = self.execution
         if execution.signal.aborted:
             return await self._end_with(await execution.abort_terminal(execution.signal.reason))
-        deadline = execution.deadline if execution.deadline is not None else math.inf
+        # The step stops at the run's step deadline: for a durable run, a little before its
+        # wall time runs out, which leaves the terminal checkpoint the rest.
+        stop = execution.step_deadline
+        deadline = stop if stop is not None else math.inf
         if deadline <= anyio.current_time():
             return await self._end_with(await execution.wall_time_terminal())
         if execution.event_loop is None:

@@ -43,7 +43,11 @@ from ._ports import RunSession
 from ._setup import resolve_skills, start_durable, system_prompt_parts
 from ._turn_policy import TurnPolicy, check_turn_policy_limits
 
-__all__ = ("SECURE_DEFAULTS", "RunState")
+__all__ = ("SECURE_DEFAULTS", "TERMINAL_RESERVE_S", "RunState")
+
+#: The most a durable run's wall time keeps back for its terminal checkpoint (see
+#: :attr:`RunState.step_deadline`).
+TERMINAL_RESERVE_S = 1.0
 
 #: The refusal of a per-run option that would replace a secure agent's seams.
 SECURE_DEFAULTS = "Secure agent defaults cannot be replaced per run"
@@ -226,6 +230,19 @@ class RunState:
         if middleware.handles("event"):
             middleware.observe("event", redacted, self.mw_context("event"))
         return redacted
+
+    @property
+    def step_deadline(self) -> float | None:
+        """When the run's work stops for its wall time (on the event loop's clock): the
+        deadline itself, or for a durable run a little before it (a tenth of the wall time, at
+        most :data:`TERMINAL_RESERVE_S`), so the terminal checkpoint is written within the wall
+        time, bounded by what is left of it, even when the store stalls."""
+        if self.deadline is None:
+            return None
+        if self.durable is None or self.limits.max_wall_time_ms is None:
+            return self.deadline
+        reserve = min(TERMINAL_RESERVE_S, self.limits.max_wall_time_ms / 10000)
+        return float(self.deadline - reserve)
 
     def mw_context(self, point: str) -> MiddlewareContext:
         """The middleware context for ``point`` in this run."""
