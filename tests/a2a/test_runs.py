@@ -115,7 +115,9 @@ async def test_a_gated_call_ends_the_stream_input_required(server: Server, proto
     assert pending["tool_name"] == "refund"
     assert pending["tool_call_id"] == "r1"
     assert pending["kind"] == "tool_approval"
-    assert pending["reason"] == "refunds over 100 need approval"
+    # The spec's ask reason: "Approval required by guardrail rule <name>: <reason>".
+    expected = "Approval required by guardrail rule approve-refunds: refunds over 100 need approval"
+    assert pending["reason"] == expected
     assert pending["approval_id"]
     assert data_of(responses[-1].status_update.status.message) == [{"pending_decisions": [pending]}]
     assert f"refund {refund}" not in effects(server.effects)
