@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.node_lock import installing
+
 from ._support import NODE_DIR, Host, Server, serving
 
 #: ``npm ci`` from the lock file, bounded: the only network the tests use is this install.
@@ -33,14 +35,17 @@ def agui_client() -> Path:
     unless ``.ci/run`` or an earlier session installed that very tree)."""
     if _installed_from_lock():
         return NODE_DIR
-    done = subprocess.run(
-        ["npm", "ci", "--no-audit", "--no-fund", "--prefer-offline"],
-        cwd=NODE_DIR,
-        capture_output=True,
-        text=True,
-        timeout=NPM_CI_TIMEOUT_S,
-        check=False,
-    )
+    with installing(NODE_DIR):
+        if _installed_from_lock():
+            return NODE_DIR
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--prefer-offline"],
+            cwd=NODE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=NPM_CI_TIMEOUT_S,
+            check=False,
+        )
     assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
     installed = NODE_DIR / "node_modules" / "@ag-ui" / "client" / "package.json"
     assert installed.exists(), done.stdout

@@ -230,7 +230,9 @@ async def test_resume_stream_queue_options_of_the_wrong_type_are_typed_refusals(
     assert world.checkpoints.calls == 0
 
 
-@pytest.mark.parametrize("hooks", [None, 0, 1.5, [object()]], ids=repr)
+@pytest.mark.parametrize(
+    "hooks", [None, 0, 1.5, [object()]], ids=["none", "zero", "float", "list-of-object"]
+)
 def test_a_lifecycle_with_bad_restore_hooks_is_refused_when_built(hooks: Any) -> None:
     """``create_agent_run_lifecycle`` refuses its own options with AgentRunStateError."""
     with pytest.raises(AgentRunStateError):

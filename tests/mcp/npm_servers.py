@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.node_lock import installing
+
 NODE_DIR = Path(__file__).resolve().parent / "node"
 EVERYTHING = NODE_DIR / "node_modules" / ".bin" / "mcp-server-everything"
 #: Seconds ``npm ci`` may take.
@@ -32,6 +34,13 @@ def _lock_digest() -> str:
 def install() -> Path:
     """Install the pinned servers unless already installed; the server-everything binary."""
     digest = _lock_digest()
+    if EVERYTHING.exists() and _STAMP.exists() and _STAMP.read_text() == digest:
+        return EVERYTHING
+    with installing(NODE_DIR):
+        return _install(digest)
+
+
+def _install(digest: str) -> Path:
     if EVERYTHING.exists() and _STAMP.exists() and _STAMP.read_text() == digest:
         return EVERYTHING
     npm = shutil.which("npm")
