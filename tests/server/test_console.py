@@ -1,7 +1,7 @@
 """The console in headless Chromium (the distribution's package, driven by Playwright).
 
 Each test writes a screenshot of every page it visits under its tmp dir. No browser is
-downloaded: Playwright drives ``/usr/bin/chromium``.
+downloaded: Playwright drives ``/usr/bin/chromium`` (see ``_browser``).
 """
 
 from __future__ import annotations
@@ -12,34 +12,15 @@ from typing import Any
 
 import pytest
 
-from prism_server import create_app
-
-from ._support import Database, Host, make_in_doubt, running, seed, stored
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from ._browser import chromium, phone, serving, shot, wait_for_result
+from ._support import Database, Host, make_in_doubt, seed, stored
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One headless Chromium for this module's tests."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
@@ -50,40 +31,16 @@ def host() -> Host:
 
 @pytest.fixture
 def console(sqlite_database: Database, host: Host) -> Iterator[str]:
-    """The app on loopback (no token: loopback clients are the one tenant)."""
-    checkpoints, sessions = sqlite_database.stores()
-    app = create_app(
-        checkpoints=checkpoints,
-        sessions=sessions,
-        resolve_agent=host.resolve_agent,
-        title="Acme approvals",
-    )
-    with running(app, checkpoints, sessions) as base:
+    """The app's base URL on loopback."""
+    with serving(sqlite_database, host) as (base, _app):
         yield base
 
 
 @pytest.fixture
-def page(browser: Any, tmp_path: Path) -> Iterator[Any]:
+def page(browser: Any) -> Iterator[Any]:
     """A phone-sized page of its own."""
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
-
-
-def shot(page: Any, tmp_path: Path, name: str) -> None:
-    """A full-page screenshot under the test's tmp dir."""
-    path = tmp_path / "screenshots" / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    assert path.stat().st_size > 1000
-
-
-def wait_for_result(page: Any) -> str:
-    """The text of the resumed run's closing ``result`` line."""
-    item = page.locator('#events li[data-type="result"]')
-    item.wait_for(timeout=20000)
-    return str(item.inner_text())
+    with phone(browser) as tab:
+        yield tab
 
 
 def test_approve_from_the_list(

@@ -72,8 +72,17 @@ def console_routes(ctx: ServerContext) -> list[Route]:
             return _page("Sign in needed", "<h1>Sign in needed</h1>", 401)
         except PrismError as exc:
             status = status_for(exc)
-            text = "No such run." if status == 404 else str(exc)
-            return _page(ctx.title, f"<h1>{escape(ctx.title)}</h1><p>{escape(text)}</p>", status)
+            if status == 404:
+                text = "No such run."
+            elif status == 500:
+                text = "The server could not complete the request."
+            else:
+                text = str(exc)
+            body = (
+                f"<h1>{escape(ctx.title)}</h1><p>{escape(text)}</p>"
+                '<p><a href="/">Back to the runs</a></p>'
+            )
+            return _page(ctx.title, body, status)
 
     async def index(request: Request) -> Response:
         async def render(scope: dict[str, str] | None) -> Response:

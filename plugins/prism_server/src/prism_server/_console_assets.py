@@ -11,7 +11,10 @@ STYLE = """
 body { font: 16px/1.5 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 1rem; }
 header { display: flex; gap: 1rem; align-items: baseline; flex-wrap: wrap; }
 h1, h2, h3, td, dd, .text, code { overflow-wrap: anywhere; }
-h2 { margin-top: 2rem; }
+h1 { font-size: 1.6rem; line-height: 1.2; }
+h1 code { font-size: 1rem; display: block; font-weight: 400; }
+h2 { margin-top: 2rem; font-size: 1.3rem; }
+h3 { font-size: 1.1rem; }
 table { border-collapse: collapse; width: 100%; }
 caption { text-align: left; font-weight: 600; padding: .5rem 0; }
 th, td { text-align: left; padding: .5rem; border-bottom: 1px solid var(--muted);
@@ -45,7 +48,9 @@ dd { margin: 0; }
 .status-suspended { color: var(--accent); }
 .tag { display: inline-block; font-size: .8rem; padding: 0 .4rem; border-radius: .3rem;
   border: 1px solid var(--accent); margin-left: .3rem; }
+.filter-box summary { cursor: pointer; font-weight: 600; min-height: 44px; padding: .6rem 0; }
 .filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; }
+.filters .field { display: flex; flex-direction: column; flex: 1 1 10rem; }
 .filters label { margin: 0; }
 .views, .pager { display: flex; flex-wrap: wrap; gap: 1rem; margin: 1rem 0; }
 .conversation { list-style: none; padding: 0; }
@@ -64,7 +69,8 @@ dd { margin: 0; }
   tr { display: block; border-bottom: 1px solid var(--muted); padding: .4rem 0; }
   thead { position: absolute; left: -9999px; }
   td::before { content: attr(data-label) ": "; font-weight: 600; }
-  dl { grid-template-columns: 1fr; } dd { margin-bottom: .3rem; } }
+  dl:not(.facts) { grid-template-columns: 1fr; } dl:not(.facts) dd { margin-bottom: .3rem; } }
+.decide.done { opacity: .6; }
 """
 
 SCRIPT = """
@@ -94,7 +100,7 @@ SCRIPT = """
     const name = data && data.name;
     switch (type) {
       case 'agent_started': return 'The run started.';
-      case 'agent_resumed': return 'The run resumed from version ' + data.version + '.';
+      case 'agent_resumed': return 'The run resumed (version ' + data.version + ').';
       case 'turn_started': return 'The model is asked (turn ' + data.turn + ').';
       case 'message_finished': {
         const content = (data.message && data.message.content) || [];
@@ -178,6 +184,7 @@ SCRIPT = """
         item.dataset.type = type;
         events.appendChild(item);
         if (type === 'result') {
+          document.querySelectorAll('.decide').forEach(s => s.classList.add('done'));
           say('Status after the decision: ' + data.status + '.', false);
           const again = document.createElement('a');
           again.href = location.pathname; again.textContent = 'Reload this run';

@@ -9,12 +9,12 @@ never stops inside a store page, so its cursor is always one the store handed ou
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 import attrs
 
-from prism_core import AgentRunSummary, list_agent_runs
+from prism_core import AgentRunSummary, RunStatus, list_agent_runs
 
 from ._console_html import STATUS_WORDS, age, stamp, text
 from ._errors import BadRequest
@@ -86,7 +86,7 @@ def _why(item: dict[str, Any]) -> str:
         if lease <= time.time():
             return "its worker's lease ran out; can be continued"
         return "a worker is running it"
-    return "finished"
+    return "nothing (it ended)"
 
 
 async def _read(
@@ -99,7 +99,7 @@ async def _read(
         page = await list_agent_runs(
             ctx.checkpoints,
             ownership=scope,
-            status=query.status,
+            status=cast(RunStatus | None, query.status),
             recoverable=query.recoverable,
             limit=query.limit,
             cursor=cursor,
@@ -120,20 +120,23 @@ def _filters_form(query: RunsQuery) -> str:
         for name in RUN_STATUSES
     ]
     chosen = {None: "", True: "true", False: "false"}[query.recoverable]
+    filtered = any(name != "limit" for name in query.filters())
     recoverable = "".join(
         f'<option value="{value}"{" selected" if chosen == value else ""}>{label}</option>'
         for value, label in (("", "either"), ("true", "yes: no worker holds it"), ("false", "no"))
     )
     return (
+        f'<details class="filter-box"{" open" if filtered else ""}><summary>Filter runs</summary>'
         '<form method="get" action="/" class="filters" role="search" aria-label="Filter runs">'
-        f'<label for="f-status">Status</label><select id="f-status" name="status">'
-        f"{''.join(options)}</select>"
-        '<label for="f-agent">Agent</label><input id="f-agent" name="agent" '
-        f'value="{text(query.agent)}" maxlength="{MAX_AGENT_CHARS}" autocomplete="off">'
-        '<label for="f-recoverable">Can be continued</label>'
-        f'<select id="f-recoverable" name="recoverable">{recoverable}</select>'
+        '<div class="field"><label for="f-status">Status</label>'
+        f'<select id="f-status" name="status">{"".join(options)}</select></div>'
+        '<div class="field"><label for="f-agent">Agent</label><input id="f-agent" name="agent" '
+        f'value="{text(query.agent)}" maxlength="{MAX_AGENT_CHARS}" autocomplete="off"></div>'
+        '<div class="field"><label for="f-recoverable">Can be continued</label>'
+        f'<select id="f-recoverable" name="recoverable">{recoverable}</select></div>'
         f'<input type="hidden" name="limit" value="{query.limit}">'
-        '<button type="submit">Show runs</button> <a href="/">Clear</a></form>'
+        '<div class="field"><button type="submit">Show runs</button> <a href="/">Clear</a></div>'
+        "</form></details>"
         '<nav class="views" aria-label="Common views"><a href="/?status=suspended">Waiting for a '
         'decision</a> <a href="/?recoverable=true">Stopped, can be continued</a> '
         '<a href="/?status=failed">Failed</a> <a href="/">All runs</a></nav>'
@@ -149,7 +152,7 @@ def _row(item: dict[str, Any]) -> str:
         f'<td data-label="Status"><span class="status status-{status}">{status}</span></td>'
         f'<td data-label="Updated">{age(item["updated_at"])} ago '
         f"<small>{stamp(item['updated_at'])}</small></td>"
-        f'<td data-label="Why">{text(_why(item))}</td></tr>'
+        f'<td data-label="Needs">{text(_why(item))}</td></tr>'
     )
 
 
@@ -165,7 +168,7 @@ async def list_page(ctx: Any, scope: dict[str, str] | None, query: RunsQuery) ->
         table = (
             f"<table><caption>{caption}</caption><thead><tr>"
             '<th scope="col">Run</th><th scope="col">Agent</th><th scope="col">Status</th>'
-            '<th scope="col">Updated</th><th scope="col">Why</th></tr></thead><tbody>'
+            '<th scope="col">Updated</th><th scope="col">Needs</th></tr></thead><tbody>'
             + "".join(_row(item) for item in items)
             + "</tbody></table>"
         )

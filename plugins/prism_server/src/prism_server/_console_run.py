@@ -72,7 +72,7 @@ def audit_section(detail: Mapping[str, Any]) -> str:
             f'<td data-label="Decision"><strong>{text(words)}</strong>'
             + (f" <small>({text(outcome)})</small>" if words != outcome else "")
             + "</td>"
-            f'<td data-label="Reason">{text(item.get("reason") or "")}</td>'
+            f'<td data-label="Reason">{text(item.get("reason") or "—")}</td>'
             f'<td data-label="Details"><small>{"; ".join(extra)}</small></td></tr>'
         )
     return (
@@ -206,13 +206,21 @@ async def run_body(ctx: Any, run_id: str, scope: dict[str, str] | None) -> tuple
         if status in TERMINAL_STATUSES
         else ""
     )
+    # A finished run is read for its outcome (who decided, then the conversation); a waiting
+    # one for the context of its decision (the conversation, then earlier decisions).
+    audit = audit_section(detail)
+    talk = (
+        '<section aria-labelledby="conv-h"><h2 id="conv-h">Conversation</h2>'
+        f"{conversation.html}</section>"
+    )
+    later = f"{audit}{talk}" if status in TERMINAL_STATUSES else f"{talk}{audit}"
     body = (
-        f'<header><a href="/">&larr; {text(ctx.title)}</a><h1>Run {rid}</h1></header>'
+        f'<header><a href="/">&larr; {text(ctx.title)}</a>'
+        f"<h1>Run <code>{rid}</code></h1></header>"
         f'<main id="run" data-run-id="{rid}" data-version="{text(detail["version"])}">'
-        f"{stale}{facts}" + (f"<p>{where}</p>" if where else "") + f"{result}{_decisions(detail)}"
+        f"{stale}{facts}{f'<p>{where}</p>' if where else ''}{result}{_decisions(detail)}"
         '<p id="status" role="status" aria-live="polite"></p>'
         '<ol id="events" class="events" aria-label="Events of the resumed run"></ol>'
-        '<section aria-labelledby="conv-h"><h2 id="conv-h">Conversation</h2>'
-        f"{conversation.html}</section>{audit_section(detail)}</main>"
+        f"{later}</main>"
     )
     return f"Run {detail['run_id']} - {ctx.title}", body
