@@ -153,6 +153,9 @@ def test_approve_for_this_run_and_answer_an_elicitation(
     asked = seed(sqlite_database, host, ["ASK"])
     page.goto(f"{console}/runs/{asked}")
     page.get_by_role("heading", name="confirm (elicitation)").wait_for()
+    # An elicitation is answered or denied; a plain approval of it is refused by the core.
+    card = page.locator("section[data-approval]")
+    assert card.get_by_role("button").all_inner_texts() == ["Send answer", "Deny"]
     answer = page.get_by_label("Your answer (JSON)")
     answer.fill('{"approved_by": 7}')
     page.get_by_role("button", name="Send answer").click()
@@ -177,3 +180,22 @@ def test_an_in_doubt_call_that_did_not_start_runs_once_after_the_resolution(
     shot(page, tmp_path, "in-doubt-resolved")
     assert sorted(host.refunds) == ["A-1", "B-2"]
     assert stored(sqlite_database, run_id)[1] == "succeeded"
+
+
+def test_sign_in_with_the_default_token_through_the_form(
+    browser: Any, sqlite_database: Database, host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sign-in form works under the pages' content security policy (``form-action
+    'self'``): the token lands in its cookie and the list shows the run."""
+    run_id = seed(sqlite_database, host, ["A-1"])
+    monkeypatch.setenv("PRISM_SERVER_TOKEN", "s3cret-token")
+    with serving(sqlite_database, host) as (base, _app), phone(browser) as tab:
+        tab.goto(base + "/")
+        assert tab.url == base + "/login"
+        tab.get_by_label("Access token").fill("s3cret-token")
+        tab.get_by_role("button", name="Sign in").click()
+        tab.get_by_role("link", name=run_id).wait_for(timeout=20000)
+        assert tab.url == base + "/"
+        cookie = next(c for c in tab.context.cookies() if c["name"] == "prism_token")
+        assert cookie["httpOnly"] is True
+        assert cookie["sameSite"] == "Strict"
