@@ -8,6 +8,7 @@ detail. The audit is the detail's ``audit`` list when the kernel records one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,6 +98,8 @@ def _where(detail: Mapping[str, Any]) -> str:
         lease = detail.get("lease_expires_at")
         if lease is None:
             return "It is running, or it stopped with no worker holding it (it can be continued)."
+        if lease <= time.time():
+            return f"Its worker's lease ran out at {stamp(lease)}; it can be continued."
         return f"A worker holds it; its lease runs until {stamp(lease)}."
     return ""
 
