@@ -40,6 +40,8 @@ from prism_store_sql import create_sql_checkpoint_store, create_sql_session_stor
 from tests.core.durable_support import rewrite_as_in_doubt
 
 REVISION = "billing-1"
+#: The agents the host serves: the same tools under two ids.
+AGENT_IDS = ("billing", "support")
 T = TypeVar("T")
 REFUND_SCHEMA = {
     "type": "object",
@@ -74,20 +76,23 @@ class Host:
             self.refunds.append(args["order"])
         return {"refunded": args["order"]}
 
-    def build_agent(self, store: Any = None) -> Any:
-        """The ``billing`` agent on ``store``."""
+    def build_agent(self, store: Any = None, agent_id: str = "billing") -> Any:
+        """The ``billing`` agent (or another of :data:`AGENT_IDS`) on ``store``."""
 
         async def generate(request: ProviderRequest) -> Any:
-            first_user = next(m for m in request.messages if m.role == "user")
-            orders = first_user.content[0].text.split()  # type: ignore[union-attr]
-            if not any(m.role == "assistant" for m in request.messages):
-                for index, order in enumerate(orders):
+            # The newest request decides: its orders are asked for once, then answered. Call
+            # ids count on from the calls earlier runs of the session made.
+            asked = max(i for i, m in enumerate(request.messages) if m.role == "user")
+            orders = request.messages[asked].content[0].text.split()  # type: ignore[union-attr]
+            earlier = sum(len(m.tool_calls) for m in request.messages[:asked])
+            if not any(m.role == "assistant" for m in request.messages[asked:]):
+                for index, order in enumerate(orders, start=earlier + 1):
                     if order == "ASK":
                         call = tool_call_content(
-                            f"c{index + 1}", "confirm", {"amount": 120, "card": "card 4111"}
+                            f"c{index}", "confirm", {"amount": 120, "card": "card 4111"}
                         )
                     else:
-                        call = tool_call_content(f"c{index + 1}", "refund", {"order": order})
+                        call = tool_call_content(f"c{index}", "refund", {"order": order})
                     yield provider_tool_call(call)
                 yield provider_done()
                 return
@@ -102,7 +107,7 @@ class Host:
                 return generate(request)
 
         return create_agent(
-            id="billing",
+            id=agent_id,
             model={"provider": "mock", "model": "demo"},
             provider=Model(),
             tools=[
@@ -121,8 +126,8 @@ class Host:
         )
 
     def resolve_agent(self, agent_id: str) -> tuple[Any, str]:
-        """``resolve_agent`` for the server: ``billing`` or nothing."""
-        return (self.build_agent() if agent_id == "billing" else None), REVISION
+        """``resolve_agent`` for the server: one of :data:`AGENT_IDS` or nothing."""
+        return (self.build_agent(agent_id=agent_id) if agent_id in AGENT_IDS else None), REVISION
 
 
 def run_async(make: Callable[[], Awaitable[T]]) -> T:
@@ -147,18 +152,29 @@ class Database:
 
 
 def seed(
-    db: Database, host: Host, orders: Sequence[str], *, owner: dict[str, str] | None = None
+    db: Database,
+    host: Host,
+    orders: Sequence[str],
+    *,
+    owner: dict[str, str] | None = None,
+    agent_id: str = "billing",
+    earlier: Sequence[str] = (),
 ) -> str:
-    """A suspended run of the host's agent that asks to refund ``orders``; its run id."""
+    """A suspended run of the host's agent that asks to refund ``orders``; its run id.
+    ``earlier`` are requests run to their end first on the same session (not durable: their
+    refunds run without asking)."""
 
     async def run() -> str:
         checkpoints, sessions = db.stores()
         try:
-            agent = host.build_agent(store=sessions)
+            agent = host.build_agent(store=sessions, agent_id=agent_id)
             state = RunStateOptions(
                 checkpoints, REVISION, interrupt_before_tool=True, ownership=owner
             )
             session = agent.create_session(id=f"s-{uuid.uuid4().hex[:10]}")
+            for request in earlier:
+                done = await session.run(request)
+                assert done.status == "succeeded", done
             result = await session.run(" ".join(orders), run_state=state)
             assert result.status == "suspended", result
             return str(result.run_id)

@@ -1,7 +1,7 @@
 """The console in headless Chromium (the distribution's package, driven by Playwright).
 
 Each test writes a screenshot of every page it visits under its tmp dir. No browser is
-downloaded: Playwright drives ``/usr/bin/chromium``.
+downloaded: Playwright drives ``/usr/bin/chromium`` (see ``_browser``).
 """
 
 from __future__ import annotations
@@ -12,34 +12,15 @@ from typing import Any
 
 import pytest
 
-from prism_server import create_app
-
-from ._support import Database, Host, make_in_doubt, running, seed, stored
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from ._browser import chromium, phone, serving, shot, wait_for_result
+from ._support import Database, Host, make_in_doubt, seed, stored
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One headless Chromium for this module's tests."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
@@ -50,40 +31,16 @@ def host() -> Host:
 
 @pytest.fixture
 def console(sqlite_database: Database, host: Host) -> Iterator[str]:
-    """The app on loopback (no token: loopback clients are the one tenant)."""
-    checkpoints, sessions = sqlite_database.stores()
-    app = create_app(
-        checkpoints=checkpoints,
-        sessions=sessions,
-        resolve_agent=host.resolve_agent,
-        title="Acme approvals",
-    )
-    with running(app, checkpoints, sessions) as base:
+    """The app's base URL on loopback."""
+    with serving(sqlite_database, host) as (base, _app):
         yield base
 
 
 @pytest.fixture
-def page(browser: Any, tmp_path: Path) -> Iterator[Any]:
+def page(browser: Any) -> Iterator[Any]:
     """A phone-sized page of its own."""
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
-
-
-def shot(page: Any, tmp_path: Path, name: str) -> None:
-    """A full-page screenshot under the test's tmp dir."""
-    path = tmp_path / "screenshots" / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    assert path.stat().st_size > 1000
-
-
-def wait_for_result(page: Any) -> str:
-    """The text of the resumed run's closing ``result`` line."""
-    item = page.locator('#events li[data-type="result"]')
-    item.wait_for(timeout=20000)
-    return str(item.inner_text())
+    with phone(browser) as tab:
+        yield tab
 
 
 def test_approve_from_the_list(
@@ -196,6 +153,9 @@ def test_approve_for_this_run_and_answer_an_elicitation(
     asked = seed(sqlite_database, host, ["ASK"])
     page.goto(f"{console}/runs/{asked}")
     page.get_by_role("heading", name="confirm (elicitation)").wait_for()
+    # An elicitation is answered or denied; a plain approval of it is refused by the core.
+    card = page.locator("section[data-approval]")
+    assert card.get_by_role("button").all_inner_texts() == ["Send answer", "Deny"]
     answer = page.get_by_label("Your answer (JSON)")
     answer.fill('{"approved_by": 7}')
     page.get_by_role("button", name="Send answer").click()
@@ -220,3 +180,22 @@ def test_an_in_doubt_call_that_did_not_start_runs_once_after_the_resolution(
     shot(page, tmp_path, "in-doubt-resolved")
     assert sorted(host.refunds) == ["A-1", "B-2"]
     assert stored(sqlite_database, run_id)[1] == "succeeded"
+
+
+def test_sign_in_with_the_default_token_through_the_form(
+    browser: Any, sqlite_database: Database, host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sign-in form works under the pages' content security policy (``form-action
+    'self'``): the token lands in its cookie and the list shows the run."""
+    run_id = seed(sqlite_database, host, ["A-1"])
+    monkeypatch.setenv("PRISM_SERVER_TOKEN", "s3cret-token")
+    with serving(sqlite_database, host) as (base, _app), phone(browser) as tab:
+        tab.goto(base + "/")
+        assert tab.url == base + "/login"
+        tab.get_by_label("Access token").fill("s3cret-token")
+        tab.get_by_role("button", name="Sign in").click()
+        tab.get_by_role("link", name=run_id).wait_for(timeout=20000)
+        assert tab.url == base + "/"
+        cookie = next(c for c in tab.context.cookies() if c["name"] == "prism_token")
+        assert cookie["httpOnly"] is True
+        assert cookie["sameSite"] == "Strict"

@@ -1,13 +1,14 @@
 """The console: server-rendered pages for the people who approve (``GET /``, ``/runs/{id}``).
 
-The pages read the same views as the API; the buttons post ordinary resume inputs to
-``/api/runs/{id}/resume`` and show the resumed run's events as they stream back.
+The pages read the same views as the API (and, for a run's conversation, the server's session
+store); the buttons post ordinary resume inputs to ``/api/runs/{id}/resume`` and show the
+resumed run's events as they stream back. Every page carries a content security policy that
+lets only its own inline style and script run (a fresh nonce per page).
 """
 
 from __future__ import annotations
 
-import json
-import time
+import secrets
 from html import escape
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -16,103 +17,46 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from prism_core import PrismError, list_agent_runs
+from prism_core import PrismError
 
 from ._auth import TOKEN_COOKIE
 from ._body import read_bounded
 from ._console_assets import SCRIPT, STYLE
+from ._console_list import list_page, parse_query
+from ._console_run import run_body
 from ._errors import NotAuthenticated, PayloadTooLarge, status_for
-from ._views import summary_json
 
 if TYPE_CHECKING:
     from ._context import ServerContext
 
 __all__ = ("console_routes",)
 
-_SECURITY_HEADERS = {
-    "content-security-policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "script-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "cache-control": "no-store",
-}
+
+def _security_headers(nonce: str) -> dict[str, str]:
+    # Only the page's own nonce-carrying <style> and <script> run: markup smuggled into a
+    # stored value could not execute even if it escaped the escaping.
+    policy = (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+        "connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
+        "frame-ancestors 'none'"
+    )
+    return {
+        "content-security-policy": policy,
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "no-referrer",
+        "cache-control": "no-store",
+    }
 
 
 def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    nonce = secrets.token_urlsafe(18)
     html = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
-        f"<body>{body}<script>{SCRIPT}</script></body></html>"
+        f'<title>{escape(title)}</title><style nonce="{nonce}">{STYLE}</style></head>'
+        f'<body>{body}<script nonce="{nonce}">{SCRIPT}</script></body></html>'
     )
-    return HTMLResponse(html, status_code=status, headers=_SECURITY_HEADERS)
-
-
-def _age(epoch: float) -> str:
-    seconds = max(0, int(time.time() - epoch))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def _json_text(value: Any) -> str:
-    return escape(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
-
-
-def _pending_card(item: dict[str, Any]) -> str:
-    heading = f"{escape(str(item['tool'] or 'tool'))} <small>({escape(str(item['kind']))})</small>"
-    facts = []
-    if item["reason"]:
-        facts.append(f"<dt>Reason</dt><dd>{escape(item['reason'])}</dd>")
-    if item["guardrail"]:
-        facts.append(f"<dt>Asked by</dt><dd>{escape(item['guardrail'])}</dd>")
-    error_id = f"err-{escape(item['approval_id'])}"
-    editor_id = f"edit-{escape(item['approval_id'])}"
-    if item["kind"] == "elicitation":
-        schema = item["elicitation_schema"]
-        editor = (
-            f'<label for="{editor_id}">Your answer (JSON)</label>'
-            + (f"<pre>{_json_text(schema)}</pre>" if schema else "")
-            + f'<textarea id="{editor_id}" aria-describedby="{error_id}">{{}}</textarea>'
-            '<button data-action="answer">Send answer</button>'
-        )
-    else:
-        editor = (
-            f'<details><summary>Edit arguments</summary><label for="{editor_id}">Arguments '
-            f'(JSON)</label><textarea id="{editor_id}" aria-describedby="{error_id}">'
-            f"{_json_text(item['arguments'])}</textarea>"
-            '<button data-action="edit">Approve with these arguments</button></details>'
-        )
-    return (
-        f'<section class="card" data-approval="{escape(item["approval_id"])}" '
-        f'data-call="{escape(str(item["tool_call_id"] or ""))}" '
-        f'aria-labelledby="h-{escape(item["approval_id"])}">'
-        f'<h2 id="h-{escape(item["approval_id"])}">{heading}</h2>'
-        f"<dl>{''.join(facts)}</dl>"
-        f"<p>Arguments</p><pre>{_json_text(item['arguments'])}</pre>"
-        '<button data-action="approve">Approve</button>'
-        '<button data-action="deny" class="danger">Deny</button>'
-        '<button data-action="approve_run" class="secondary">Approve for this run</button>'
-        f"{editor}"
-        f'<p class="field-error error" id="{error_id}" role="alert"></p></section>'
-    )
-
-
-def _in_doubt_card(item: dict[str, Any]) -> str:
-    call = escape(item["tool_call_id"])
-    return (
-        f'<section class="card" data-call="{call}" aria-labelledby="d-{call}">'
-        f'<h2 id="d-{call}">{escape(item["tool"])} <small>(in doubt)</small></h2>'
-        "<p>The run stopped after this call was sent; nobody knows whether it ran.</p>"
-        f"<pre>{_json_text(item['arguments'])}</pre>"
-        f'<label for="res-{call}">Its result (JSON), if it completed</label>'
-        f'<textarea id="res-{call}" aria-describedby="err-{call}">null</textarea>'
-        '<button data-action="completed">It completed (with this result)</button>'
-        '<button data-action="not_started" class="secondary">It did not start</button>'
-        '<button data-action="failed" class="danger">Mark failed</button>'
-        f'<p class="field-error error" id="err-{call}" role="alert"></p></section>'
-    )
+    return HTMLResponse(html, status_code=status, headers=_security_headers(nonce))
 
 
 def console_routes(ctx: ServerContext) -> list[Route]:
@@ -128,61 +72,31 @@ def console_routes(ctx: ServerContext) -> list[Route]:
             return _page("Sign in needed", "<h1>Sign in needed</h1>", 401)
         except PrismError as exc:
             status = status_for(exc)
-            text = "No such run." if status == 404 else str(exc)
-            return _page(ctx.title, f"<h1>{escape(ctx.title)}</h1><p>{escape(text)}</p>", status)
+            if status == 404:
+                text = "No such run."
+            elif status == 500:
+                text = "The server could not complete the request."
+            else:
+                text = str(exc)
+            body = (
+                f"<h1>{escape(ctx.title)}</h1><p>{escape(text)}</p>"
+                '<p><a href="/">Back to the runs</a></p>'
+            )
+            return _page(ctx.title, body, status)
 
     async def index(request: Request) -> Response:
         async def render(scope: dict[str, str] | None) -> Response:
-            seen: dict[str, dict[str, Any]] = {}
-            for query in ({"status": "suspended"}, {"recoverable": True}):
-                page = await list_agent_runs(ctx.checkpoints, ownership=scope, limit=200, **query)
-                for summary in page.runs:
-                    seen.setdefault(summary.run_id, summary_json(summary))
-            rows = []
-            for item in sorted(seen.values(), key=lambda r: r["updated_at"]):
-                if item["in_doubt"]:
-                    why = f"in doubt: {', '.join(item['in_doubt'])}"
-                elif item["status"] == "suspended":
-                    why = f"{item['pending_decisions']} decision(s) waiting"
-                else:
-                    why = "stopped while running; can be continued"
-                rid = escape(item["run_id"])
-                rows.append(
-                    f'<tr><td data-label="Run"><a href="/runs/{rid}">{rid}</a></td>'
-                    f'<td data-label="Agent">{escape(item["agent_id"])}</td>'
-                    f'<td data-label="Age">{_age(item["updated_at"])}</td>'
-                    f'<td data-label="Why">{escape(why)}</td></tr>'
-                )
-            table = (
-                "<table><caption>Runs waiting for a person</caption><thead><tr>"
-                '<th scope="col">Run</th><th scope="col">Agent</th><th scope="col">Age</th>'
-                '<th scope="col">Why</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
-                if rows
-                else "<p>Nothing is waiting for a person.</p>"
-            )
-            body = f"<header><h1>{escape(ctx.title)}</h1></header><main>{table}</main>"
+            query = parse_query(request.query_params)
+            listing = await list_page(ctx, scope, query)
+            body = f"<header><h1>{escape(ctx.title)}</h1></header><main>{listing}</main>"
             return _page(ctx.title, body)
 
         return await guarded(request, render)
 
     async def run_page(request: Request) -> Response:
         async def render(scope: dict[str, str] | None) -> Response:
-            detail = await ctx.detail(request.path_params["run_id"], scope)
-            cards = "".join(_pending_card(item) for item in detail["pending"])
-            cards += "".join(_in_doubt_card(item) for item in detail["in_doubt_calls"])
-            if not cards:
-                cards = "<p>Nothing here needs a decision.</p>"
-            rid = escape(detail["run_id"])
-            body = (
-                f'<header><a href="/">&larr; {escape(ctx.title)}</a><h1>Run {rid}</h1></header>'
-                f'<main id="run" data-run-id="{rid}" data-version="{detail["version"]}">'
-                f"<p>Agent <strong>{escape(detail['agent_id'])}</strong>, status "
-                f"<strong>{escape(detail['status'])}</strong>, version {detail['version']}.</p>"
-                f'{cards}<p id="status" role="status" aria-live="polite"></p>'
-                '<ol id="events" class="events" aria-label="Events of the resumed run"></ol>'
-                "</main>"
-            )
-            return _page(f"Run {detail['run_id']} - {ctx.title}", body)
+            title, body = await run_body(ctx, request.path_params["run_id"], scope)
+            return _page(title, body)
 
         return await guarded(request, render)
 
