@@ -3,6 +3,7 @@ recoverable, in pages."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,22 @@ def test_bad_filters_are_refused(desk: tuple[str, dict[str, str]], page: Any) ->
         answer = page.goto(f"{base}/?{query}")
         assert answer.status == 400, query
         assert message in page.inner_text("body"), query
+
+
+def test_an_unreadable_record_is_named_not_hidden(sqlite_database: Database, page: Any) -> None:
+    """One run row rewritten with ``sqlite3`` so it cannot be decoded: the list still shows the
+    other run, and names the unreadable record's key with the store's reason."""
+    host = Host()
+    good = seed(sqlite_database, host, ["A-1"])
+    bad = seed(sqlite_database, host, ["B-2"])
+    path = sqlite_database.url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as db:
+        table = f"{sqlite_database.prefix}checkpoints"
+        db.execute(f"UPDATE {table} SET value = '{{\"status\": ' WHERE key = ?", (bad,))
+    with serving(sqlite_database, host) as (base, _app):
+        page.goto(base + "/")
+        assert listed(page) == [good]
+        note = page.get_by_role("region", name="Unreadable records")
+        assert "1 stored record(s) on this page could not be read" in note.inner_text()
+        assert bad in note.inner_text()
+        assert "corrupt" in note.inner_text()

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 import attrs
 
 from prism_core import AgentRunSummary, RunStatus, list_agent_runs
+from prism_core.durable import UnreadableRecord
 
 from ._console_html import STATUS_WORDS, age, stamp, text
 from ._errors import BadRequest
@@ -89,11 +90,19 @@ def _why(item: dict[str, Any]) -> str:
     return "nothing (it ended)"
 
 
-async def _read(
-    ctx: Any, scope: dict[str, str] | None, query: RunsQuery
-) -> tuple[list[AgentRunSummary], str | None, bool]:
-    """The runs of one list page, its next cursor, and whether it stopped looking early."""
+@attrs.frozen
+class _Found:
+    runs: list[AgentRunSummary]
+    cursor: str | None
+    stopped_early: bool
+    unreadable: list[UnreadableRecord]
+
+
+async def _read(ctx: Any, scope: dict[str, str] | None, query: RunsQuery) -> _Found:
+    """The runs of one list page, its next cursor, whether it stopped looking early, and the
+    records the store could not read on the way."""
     runs: list[AgentRunSummary] = []
+    unreadable: list[UnreadableRecord] = []
     cursor = query.cursor
     for _ in range(MAX_STORE_PAGES):
         page = await list_agent_runs(
@@ -105,10 +114,25 @@ async def _read(
             cursor=cursor,
         )
         runs.extend(run for run in page.runs if query.agent is None or run.agent_id == query.agent)
+        unreadable.extend(page.unreadable)
         cursor = page.cursor
         if cursor is None or len(runs) >= query.limit:
-            return runs, cursor, False
-    return runs, cursor, True
+            return _Found(runs, cursor, False, unreadable)
+    return _Found(runs, cursor, True, unreadable)
+
+
+def _unreadable_note(unreadable: list[UnreadableRecord]) -> str:
+    """Records the store could not decode: named, so an operator can repair them, never hidden."""
+    if not unreadable:
+        return ""
+    items = "".join(
+        f"<li><code>{text(item.key)}</code>: {text(item.reason)}</li>" for item in unreadable
+    )
+    return (
+        f'<section class="note unreadable" aria-label="Unreadable records"><p>{len(unreadable)} '
+        "stored record(s) on this page could not be read and are left out of the list:</p>"
+        f"<ul>{items}</ul></section>"
+    )
 
 
 def _filters_form(query: RunsQuery) -> str:
@@ -158,8 +182,9 @@ def _row(item: dict[str, Any]) -> str:
 
 async def list_page(ctx: Any, scope: dict[str, str] | None, query: RunsQuery) -> str:
     """The list page's body: the filters, one page of runs (newest update first), the pager."""
-    runs, cursor, stopped_early = await _read(ctx, scope, query)
-    items = sorted((summary_json(run) for run in runs), key=lambda r: -r["updated_at"])
+    found = await _read(ctx, scope, query)
+    cursor, stopped_early = found.cursor, found.stopped_early
+    items = sorted((summary_json(run) for run in found.runs), key=lambda r: -r["updated_at"])
     described = ", ".join(
         f"{name} {text(value)}" for name, value in query.filters().items() if name != "limit"
     )
@@ -189,4 +214,4 @@ async def list_page(ctx: Any, scope: dict[str, str] | None, query: RunsQuery) ->
         first = "/?" + urlencode(query.filters()) if query.filters() else "/"
         pager.append(f'<a href="{text(first)}">First page</a>')
     nav = f'<nav class="pager" aria-label="Pages">{" ".join(pager)}</nav>' if pager else ""
-    return f"{_filters_form(query)}{table}{nav}"
+    return f"{_filters_form(query)}{_unreadable_note(found.unreadable)}{table}{nav}"
