@@ -211,8 +211,9 @@ async def test_colons_in_namespace_and_key_do_not_collide(store: RedisCheckpoint
 async def test_versions_beyond_double_precision_keep_their_order(
     store: RedisCheckpointStore,
 ) -> None:
-    """Versions and fencing tokens above 2**53 compare exactly (Lua numbers are doubles)."""
-    big = 2**63
+    """Versions and fencing tokens above 2**53 compare exactly (Lua numbers are doubles), up to
+    the largest stored integer (2**63 - 1)."""
+    big = 2**63 - 2
     await store.save(NS, "k", 1, version=big, fencing_token=big)
     with pytest.raises(CheckpointConflictError):
         await store.save(NS, "k", 2, version=big + 1, fencing_token=big - 1)

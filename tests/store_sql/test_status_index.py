@@ -155,8 +155,9 @@ async def test_every_write_path_keeps_the_column(fresh_target: Target) -> None:
     assert await _statuses(fresh_target) == {"k1": None, "k2": None, "k3": "succeeded"}
 
 
-async def test_a_corrupt_indexed_row_raises_the_typed_error(fresh_target: Target) -> None:
-    """A row whose stored value was damaged behind the store's back is reported, not skipped."""
+async def test_a_corrupt_indexed_row_is_named_not_hidden(fresh_target: Target) -> None:
+    """A row whose stored value was damaged behind the store's back is reported in the page's
+    ``unreadable`` (named, with the corrupt-record reason), not silently skipped."""
     async with create_sql_checkpoint_store(
         fresh_target.url, table_prefix=fresh_target.prefix
     ) as store:
@@ -168,12 +169,15 @@ async def test_a_corrupt_indexed_row_raises_the_typed_error(fresh_target: Target
                 await connection.execute(sa.update(table).values(value="{broken"))
         finally:
             await engine.dispose()
+        by_status = await store.list_by_status("runs", "running")
+        listed = await store.list("runs")
+        for page in (by_status, listed):
+            assert page.records == ()
+            assert [(u.namespace, u.key) for u in page.unreadable] == [("runs", "bad")]
+            assert "{broken" not in page.unreadable[0].reason
         with pytest.raises(CheckpointStoreError) as info:
-            await store.list_by_status("runs", "running")
+            await store.load("runs", "bad")
         assert info.value.code == CORRUPT_CHECKPOINT_CODE
-        with pytest.raises(CheckpointStoreError) as listed:
-            await store.list("runs")
-        assert listed.value.code == CORRUPT_CHECKPOINT_CODE
 
 
 async def test_list_agent_runs_decodes_only_the_matching_rows(
