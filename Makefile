@@ -33,8 +33,11 @@ browser:
 	@.ci/chromium.sh
 
 # Everything but the long crash and scale loops (marked ``long``); those run in test-long.
+# One test process per CPU (TEST_WORKERS=0 runs them in this process); a module's tests stay
+# on one worker so its servers and fixtures start once.
+TEST_WORKERS ?= auto
 test: install browser
-	$(PY) -m pytest -m "not long" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not long" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-long: install
 	$(PY) -m pytest -m long $(PYTEST_ARGS)
