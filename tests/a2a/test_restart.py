@@ -23,7 +23,7 @@ from ._support import (
     text_message,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.long]
 
 
 async def test_tasks_get_after_a_restart_reads_the_checkpoints(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ never continued from AG-UI (only the host continues a crashed run)."""
 
 from __future__ import annotations
 
+import pytest
+
 from ._support import (
     Host,
     Server,
@@ -15,6 +17,8 @@ from ._support import (
     start_client,
     wait_for,
 )
+
+pytestmark = pytest.mark.long
 
 T1 = {"tenant_id": "t1"}
 APPROVE = {"status": "resolved", "payload": {"approved": True}}

@@ -305,6 +305,7 @@ def test_an_eager_retry_waits_its_countdown_unless_celery_raises_it(
     app.close()
 
 
+@pytest.mark.long
 def test_a_superseded_worker_stops_and_its_task_reports_the_settled_run(
     tmp_path: Path, effects: agents.EffectLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -54,6 +54,7 @@ def test_a_suspended_run_ends_its_task_and_resume_finishes_it(rig: Rig) -> None:
     once_each(rig, started["run_id"], 1)
 
 
+@pytest.mark.long
 def test_a_redelivered_start_does_not_start_a_second_run(rig: Rig) -> None:
     """The same ``start`` delivered twice at once, to two workers, and once more afterwards:
     one run, every delivery reports it, every tool ran once."""
@@ -71,6 +72,7 @@ def test_a_redelivered_start_does_not_start_a_second_run(rig: Rig) -> None:
     once_each(rig, run.run_id, 3)
 
 
+@pytest.mark.long
 def test_a_killed_worker_s_task_is_redelivered_and_continues_the_run(
     make_rig: Callable[..., Rig],
 ) -> None:
@@ -93,6 +95,7 @@ def test_a_killed_worker_s_task_is_redelivered_and_continues_the_run(
     assert pids[-1] != killed_pid
 
 
+@pytest.mark.long
 def test_a_live_lease_makes_the_task_retry_later(make_rig: Callable[..., Rig]) -> None:
     """``continue_run`` for a run another worker is on finds its lease live and retries,
     until the run is over; it runs no tool of its own."""
@@ -115,6 +118,7 @@ def test_a_live_lease_makes_the_task_retry_later(make_rig: Callable[..., Rig]) -
     assert {e["pid"] for e in effects} == {first["pid"]}
 
 
+@pytest.mark.long
 def test_sweep_enqueues_every_recoverable_run(make_rig: Callable[..., Rig]) -> None:
     """Two runs whose workers were killed (and whose messages the broker holds for an hour):
     ``sweep`` finds both once their leases expired and their continues finish them."""

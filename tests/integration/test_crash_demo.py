@@ -43,6 +43,7 @@ def check_report(report: object, kill_at_turn: int) -> None:
     assert report.answer.startswith("Root cause")
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("kill_at_turn", [1, 3, 5])
 def test_sigkilled_worker_is_continued_on_sqlite(tmp_path: Path, kill_at_turn: int) -> None:
     """SQLite file: kill in turn N, continue in a new process, each tool exactly once."""
@@ -51,6 +52,7 @@ def test_sigkilled_worker_is_continued_on_sqlite(tmp_path: Path, kill_at_turn: i
     assert (tmp_path / "prism-demo.db").exists()
 
 
+@pytest.mark.long
 def test_sigkilled_trio_worker_is_continued_on_sqlite(tmp_path: Path) -> None:
     """Workers on trio: the SQLite store runs there too; the same crash and continue."""
     report = run_crash_demo(
@@ -65,6 +67,7 @@ def test_trio_workers_need_the_sqlite_store() -> None:
         run_crash_demo(REDIS_URL, backend="trio")
 
 
+@pytest.mark.long
 @pytest.mark.services
 def test_sigkilled_worker_is_continued_on_postgresql(tmp_path: Path) -> None:
     """PostgreSQL: the same crash and continue, in prefixed tables that are dropped after."""
@@ -75,6 +78,7 @@ def test_sigkilled_worker_is_continued_on_postgresql(tmp_path: Path) -> None:
     check_report(report, 3)
 
 
+@pytest.mark.long
 @pytest.mark.services
 def test_sigkilled_worker_is_continued_on_redis(tmp_path: Path) -> None:
     """Redis: the same crash and continue, under a key prefix that is deleted after."""
@@ -111,6 +115,7 @@ def test_prism_demo_command_prints_the_timeline(
     assert shown.count("succeeded") == 2  # the listed run, and the run shown
 
 
+@pytest.mark.long
 def test_prism_demo_runs_its_workers_on_trio(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

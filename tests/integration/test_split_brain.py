@@ -28,6 +28,8 @@ from tests.conftest import POSTGRES_URL, service_unavailable
 from .split_brain_worker import Ledger
 from .test_crash_demo import reachable
 
+pytestmark = pytest.mark.long
+
 WORKER = Path(__file__).with_name("split_brain_worker.py")
 
 

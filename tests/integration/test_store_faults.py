@@ -148,6 +148,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.long
 @pytest.mark.anyio
 async def test_split_brain_across_processes(backend: dict[str, str], tmp_path: Path) -> None:
     """Worker A is another process stalled in its model call; this process continues the run

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.long
+
 WORKER = Path(__file__).with_name("subagent_worker.py")
 #: How long the test waits for one line of a worker, or for a worker to end.
 LINE_TIMEOUT = 60.0

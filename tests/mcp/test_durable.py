@@ -99,6 +99,7 @@ def _wait_for_slow_call(ledger: HttpLedger) -> None:
     pytest.fail(f"the slow call never reached the server: {ledger.entries()}")
 
 
+@pytest.mark.long
 def test_a_killed_worker_is_continued_in_a_new_process(
     http_ledger: HttpLedger, tmp_path: Path
 ) -> None:
@@ -124,6 +125,7 @@ def test_a_killed_worker_is_continued_in_a_new_process(
     assert all(key.startswith("idem_") for key in keys)
 
 
+@pytest.mark.long
 def test_an_mcp_call_cut_by_a_crash_stays_in_doubt_until_resolved(
     http_ledger: HttpLedger, tmp_path: Path
 ) -> None:
