@@ -56,6 +56,7 @@ __all__ = (
     "check_stream_options",
     "coerce_hooks",
     "check_identity",
+    "identity_matches",
     "check_request",
     "check_version_and_status",
     "load_agent_run_state",
@@ -277,20 +278,26 @@ def continuable(state: AgentRunState) -> bool:
     )
 
 
+def identity_matches(agent: ResumableAgent, state: AgentRunState, request: ResumeRequest) -> bool:
+    """Whether ``agent`` at the request's revision is the definition that wrote ``state``."""
+    revision = request.definition_revision
+    return (
+        state.definition_revision == revision
+        and state.agent_id == (agent.config.id or agent.config.name)
+        and state.fingerprint == agent_fingerprint(agent, revision)
+    )
+
+
 def check_identity(agent: ResumableAgent, state: AgentRunState, request: ResumeRequest) -> None:
     """Refuse a checkpoint written by another agent definition (revision or fingerprint).
 
     The refusal's message names what differs when the checkpoint recorded its fingerprint's
     parts (the revision, each tool, the instructions, the guards, ...); a checkpoint without
     them gets the bare message."""
+    if identity_matches(agent, state, request):
+        return
     agent_id = agent.config.id or agent.config.name
     revision = request.definition_revision
-    if (
-        state.definition_revision == revision
-        and state.agent_id == agent_id
-        and state.fingerprint == agent_fingerprint(agent, revision)
-    ):
-        return
     differences = []
     if state.agent_id != agent_id:
         differences.append(f"agent recorded {state.agent_id!r}, now {agent_id!r}")

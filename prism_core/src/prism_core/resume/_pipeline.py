@@ -47,11 +47,13 @@ from ._checks import (
     check_identity,
     check_request,
     check_version_and_status,
+    identity_matches,
     load_agent_run_state,
     load_for_resume,
     not_found,
 )
 from ._decide import Decided
+from ._deny import deny_recorded
 from ._doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
 from ._input import AgentRunRef, coerce_run_ref, validate_resume_input
 from ._nested import (
@@ -84,11 +86,14 @@ __all__ = (
 
 @attrs.frozen(kw_only=True)
 class Settled:
-    """A resume that ended without running anything (``deny`` or a partial batch)."""
+    """A resume that ended without running anything (``deny`` or a partial batch).
+
+    ``session`` is ``None`` for a deny settled without the run's definition (its events
+    reached no session's subscribers)."""
 
     events: tuple[AgentEvent, ...]
     result: AgentRunResult
-    session: ResumedSession
+    session: ResumedSession | None
 
 
 @attrs.frozen(kw_only=True)
@@ -132,6 +137,12 @@ async def prepare_resume(
     if run_ref.session_id is not None and state.session_id != run_ref.session_id:
         # The caller may see the run (it is in its owner scope): say what did not match.
         raise AgentRunStateError(SESSION_MISMATCH)
+    if plan.decision == "deny" and not identity_matches(agent, state, request):
+        # A deny runs nothing: the definition served now need not be the one that wrote it.
+        events, result = await deny_recorded(
+            record, state, plan, request, redactor=agent.config.redactor
+        )
+        return Settled(events=events, result=result, session=None)
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
     check_lease(state, force=request.force)
