@@ -217,19 +217,21 @@ def test_per_call_decisions_with_reasons(capsys: Any, host: Any, url: str) -> No
 
 
 def test_deny_ends_the_run(capsys: Any, host: Any, url: str) -> None:
-    """``deny`` without ``--call`` ends the run ``denied``; ``--reason`` then is a usage error."""
+    """``deny`` without ``--call`` ends the run ``denied``; its ``--reason`` is audited."""
     run_id = seed(url, host, "s-1", how="suspended")
     app = f"{host.__name__}:resolve_agent"
-    code, _, err = cli(
+    code, out, _ = cli(
         capsys, "runs", "deny", run_id, "--store", url, "--app", app, "--all", "--reason", "no"
     )
-    assert code == 2
-    assert "--reason needs --call" in err
-    assert stored(url, run_id) == (1, "suspended")
-    code, out, _ = cli(capsys, "runs", "deny", run_id, "--store", url, "--app", app, "--all")
     assert code == 0
     assert out.strip() == f"run {run_id}: denied (version 2)"
     assert refunds(host) == []
+    code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
+    audit = json.loads(out)["audit"]
+    assert [(r["tool_call_id"], r["outcome"], r["reason"]) for r in audit] == [
+        ("c1", "deny", "no"),
+        ("c2", "deny", "no"),
+    ]
 
 
 def test_a_run_with_guardrails_of_its_own_is_refused(capsys: Any, host: Any, url: str) -> None:
@@ -440,3 +442,83 @@ def test_a_corrupt_record_is_named_and_the_others_listed(
     assert bad not in out
     assert f"record {bad} cannot be read and is not listed" in err
     assert "corrupt" in err
+
+
+def test_the_audit_keeps_actor_and_reason_through_a_subprocess(
+    tmp_path: Path, host: Any, url: str
+) -> None:
+    """``approve --actor --reason`` in a subprocess records both; ``show`` prints the audit
+    (text and JSON); without ``--actor`` the OS user name is recorded."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+        "LOGNAME": "operator-from-env",
+    }
+
+    def prism(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "prism_cli", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    base = ("--store", url, "--app", app)
+    first = prism(
+        "runs", "approve", run_id, *base, "--call", "c1", "--actor", "alice", "--reason", "ok"
+    )
+    assert first.returncode == 0, first.stderr
+    second = prism("runs", "deny", run_id, *base, "--call", "c2", "--reason", "duplicate order")
+    assert second.returncode == 0, second.stderr
+    assert refunds(host) == ["A-1"]
+    shown = prism("runs", "show", run_id, "--store", url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    audit = json.loads(shown.stdout)["audit"]
+    assert [
+        (r["tool_call_id"], r["tool_name"], r["outcome"], r["actor"], r["reason"], r["version"])
+        for r in audit
+    ] == [
+        ("c1", "refund", "allow_once", "alice", "ok", 1),
+        ("c2", "refund", "reject_once", "operator-from-env", "duplicate order", 2),
+    ]
+    assert all(isinstance(r["decided_at"], float) for r in audit)
+    text = prism("runs", "show", run_id, "--store", url)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    start = lines.index("audit: 2")
+    assert " allow_once  call c1  refund  by alice  (version 1)" in lines[start + 1]
+    assert lines[start + 2] == "    reason: ok"
+    assert " reject_once  call c2  refund  by operator-from-env  (version 2)" in lines[start + 3]
+    assert lines[start + 4] == "    reason: duplicate order"
+
+
+def test_continue_records_the_actor_of_a_resolution(capsys: Any, host: Any, url: str) -> None:
+    """``continue --resolve --actor`` audits the resolution with its actor."""
+    run_id = seed(url, host, "s-1", how="in-doubt")
+    app = f"{host.__name__}:resolve_agent"
+    code, _, err = cli(
+        capsys,
+        "runs",
+        "continue",
+        run_id,
+        "--store",
+        url,
+        "--app",
+        app,
+        "--resolve",
+        "c1=not_started",
+        "--actor",
+        "oncall",
+        "--reason",
+        "bank shows no transfer",
+    )
+    assert code == 0, err
+    code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
+    audit = json.loads(out)["audit"]
+    assert [
+        (r["approval_id"], r["tool_call_id"], r["outcome"], r["actor"], r["reason"]) for r in audit
+    ] == [(None, "c1", "not_started", "oncall", "bank shows no transfer")]
