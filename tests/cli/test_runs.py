@@ -522,3 +522,82 @@ def test_continue_records_the_actor_of_a_resolution(capsys: Any, host: Any, url:
     assert [
         (r["approval_id"], r["tool_call_id"], r["outcome"], r["actor"], r["reason"]) for r in audit
     ] == [(None, "c1", "not_started", "oncall", "bank shows no transfer")]
+
+
+OPERATOR_COMMANDS = [
+    ("list",),
+    ("show", "run_1"),
+    ("approve", "run_1", "--app", "APP", "--all"),
+    ("deny", "run_1", "--app", "APP", "--all"),
+    ("continue", "run_1", "--app", "APP"),
+]
+
+
+@pytest.mark.parametrize("command", OPERATOR_COMMANDS, ids=[c[0] for c in OPERATOR_COMMANDS])
+def test_a_mistyped_sqlite_store_is_refused_and_not_created(
+    capsys: Any, host: Any, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """A ``--store`` naming a SQLite file that does not exist: exit 1, "no Prism tables at",
+    and the file is not created by any operator command."""
+    typo = tmp_path / "runs-typo.db"
+    argv = [part.replace("APP", f"{host.__name__}:resolve_agent") for part in command]
+    code, out, err = cli(capsys, "runs", argv[0], *argv[1:], "--store", f"sqlite:///{typo}")
+    assert (code, out) == (1, "")
+    assert f"refused (ERR_PRISM_STORE_SCHEMA): no Prism tables at sqlite:///{typo}" in err
+    assert not typo.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("runs-typo")] == []
+
+
+def test_a_sqlite_database_of_another_application_is_left_alone(
+    capsys: Any, tmp_path: Path
+) -> None:
+    other = tmp_path / "crm.db"
+    with sqlite3.connect(other) as connection:
+        connection.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY)")
+    before = other.read_bytes()
+    code, _, err = cli(capsys, "runs", "list", "--store", f"sqlite:///{other}")
+    assert code == 1
+    assert f"no Prism tables at sqlite:///{other}" in err
+    assert other.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crm.db"]
+
+
+def test_a_postgresql_store_without_prism_tables_creates_none(tmp_path: Path) -> None:
+    """As a subprocess: a database without tables under the prefix is refused with the
+    password masked, and no table appears under the prefix."""
+    import uuid
+
+    import psycopg
+
+    from tests.conftest import POSTGRES_URL, service_unavailable
+    from tests.integration.test_crash_demo import reachable
+
+    reason = reachable("127.0.0.1", 5432)
+    if reason:
+        service_unavailable("PostgreSQL", reason)
+    prefix = f"pnone_{uuid.uuid4().hex[:8]}_"
+    url = POSTGRES_URL.replace("postgres@", "postgres:s3cret-pw@", 1)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "prism_cli",
+            "runs",
+            "list",
+            "--store",
+            f"{url}?table_prefix={prefix}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "refused (ERR_PRISM_STORE_SCHEMA): no Prism tables at postgresql" in done.stderr
+    assert "postgres:***@" in done.stderr
+    assert "s3cret-pw" not in done.stderr
+    with psycopg.connect(POSTGRES_URL) as connection:
+        rows = connection.execute(
+            "SELECT tablename FROM pg_tables WHERE starts_with(tablename, %s)", (prefix,)
+        ).fetchall()
+    assert rows == []

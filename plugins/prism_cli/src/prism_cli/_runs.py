@@ -224,8 +224,9 @@ def _on_sessions(resolve: Callable[..., Any], sessions: Any) -> Callable[..., An
 
 
 def _open(url: str) -> StorePair:
-    """The stores at ``url``, as one pair: they share a connection and commit together."""
-    return open_stores(url, plugins=discover_store_plugins(url))
+    """The stores at ``url``, as one pair: they share a connection and commit together. An
+    operator command creates nothing: a database or tables that are not there are refused."""
+    return open_stores(url, plugins=discover_store_plugins(url), create=False)
 
 
 async def _find(stores: StorePair, run_id: str, owner: dict[str, str] | None) -> AgentRunStatus:
