@@ -306,3 +306,67 @@ async def test_an_older_checkpoint_without_audit_reads_as_empty() -> None:
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None
     assert [r.actor for r in status.audit] == ["z", "z"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+async def test_a_nested_decision_is_audited_in_the_parent_and_the_child(decision: str) -> None:
+    """Deciding a child's decision at the parent records it in both runs' audits, with the
+    parent's actor and reason."""
+    from .subagent_support import child_of
+    from .test_subagent_decisions import asking_team, ref, suspend
+
+    team = asking_team()
+    result = await suspend(team)
+    [nested] = result.interruption.pending_decisions
+    resumed = await resume_agent_run(
+        team.lead(),
+        ref(result),
+        {
+            "expected_version": result.run_state.version,
+            "decision": decision,
+            "actor": "lead-operator",
+            "reason": "checked",
+        },
+        checkpoints=team.world.checkpoints,
+        definition_revision=REVISION,
+    )
+    outcome = "allow_once" if decision == "approve" else "deny"
+    assert resumed.status == ("succeeded" if decision == "approve" else "denied")
+    parent = await load_agent_run_state(team.world.checkpoints, ref(result))
+    assert parent is not None
+    assert [(r.approval_id, r.outcome, r.actor, r.reason) for r in parent.audit] == [
+        (nested.approval_id, outcome, "lead-operator", "checked")
+    ]
+    child = await team.child_status(result.run_id)
+    assert child is not None
+    assert child.state.run_id == child_of(result.run_id)
+    assert [(r.outcome, r.actor, r.reason) for r in child.audit] == [
+        (outcome, "lead-operator", "checked")
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_deny_without_definition_denies_the_child_first() -> None:
+    """With no definition served, a parent's deny still denies its suspended child, and
+    both are audited."""
+    from .test_subagent_decisions import asking_team, ref, suspend
+
+    team = asking_team()
+    result = await suspend(team)
+    lifecycle = create_agent_run_lifecycle(
+        checkpoints=team.world.checkpoints, resolve_agent=lambda agent_id: None
+    )
+    denied = await lifecycle.resume(
+        ref(result),
+        {"expected_version": result.run_state.version, "decision": "deny", "actor": "ops"},
+    )
+    assert denied.status == "denied"
+    assert team.log == []
+    child = await team.child_status(result.run_id)
+    assert child is not None
+    assert child.state.status == "denied"
+    assert [(r.outcome, r.actor) for r in child.audit] == [("deny", "ops")]
+    parent = await load_agent_run_state(team.world.checkpoints, ref(result))
+    assert parent is not None
+    assert [(r.outcome, r.actor) for r in parent.audit] == [("deny", "ops")]
