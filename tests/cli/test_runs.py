@@ -601,3 +601,27 @@ def test_a_postgresql_store_without_prism_tables_creates_none(tmp_path: Path) ->
             "SELECT tablename FROM pg_tables WHERE starts_with(tablename, %s)", (prefix,)
         ).fetchall()
     assert rows == []
+
+
+def test_an_oversized_actor_is_refused_and_nothing_decided(
+    capsys: Any, host: Any, url: str
+) -> None:
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    code, out, err = cli(
+        capsys,
+        "runs",
+        "approve",
+        run_id,
+        "--store",
+        url,
+        "--app",
+        app,
+        "--all",
+        "--actor",
+        "a" * 257,
+    )
+    assert (code, out) == (1, "")
+    assert "refused (ERR_PRISM_DECISION_LIMIT): actor is 257 bytes; the limit is 256" in err
+    assert stored(url, run_id) == (1, "suspended")
+    assert refunds(host) == []
