@@ -526,3 +526,29 @@ def test_the_audit_names_the_authorized_caller(
         for r in detail["audit"]
     ] == [("c1", "refund", "allow_once", actor, "refund approved by phone", version)]
     assert stored_run(database, run_id, scope)[0]["audit"][0]["actor"] == actor
+
+
+def test_a_run_of_a_retired_agent_can_still_be_denied(database: Database, host: Host) -> None:
+    """The host serves the agent no more: an approve is refused, a deny ends the run denied
+    and audits it; the run page's detail still reads."""
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner, agent_id="retired")
+    version, _ = stored(database, run_id, owner)
+    with serve(database, host) as url, client(url) as http:
+        approve = http.post(
+            f"/api/runs/{run_id}/resume", json={"expected_version": version, "decision": "approve"}
+        )
+        assert approve.status_code == 404
+        assert stored(database, run_id, owner) == (version, "suspended")
+        deny = http.post(
+            f"/api/runs/{run_id}/resume",
+            json={"expected_version": version, "decision": "deny", "reason": "agent retired"},
+        )
+        assert deny.status_code == 200, deny.text
+        assert deny.json()["status"] == "denied"
+        detail = http.get(f"/api/runs/{run_id}").json()
+    assert detail["status"] == "denied"
+    assert [(r["outcome"], r["actor"], r["reason"]) for r in detail["audit"]] == [
+        ("deny", "api", "agent retired")
+    ]
+    assert host.refunds == []
