@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 
-from prism_store_sql import open_sql_stores
+from prism_store_sql import migrate
 
 #: Top-level modules that ``prism runs`` on a SQLite URL has no use for.
 UNNEEDED = (
@@ -59,8 +59,7 @@ def test_runs_list_imports_only_the_store_plugin_of_its_url(tmp_path: Path) -> N
     url = f"sqlite:///{tmp_path / 'runs.db'}"
 
     async def create() -> None:
-        async with open_sql_stores(url):
-            pass
+        await migrate(url)
 
     anyio.run(create)
     modules, done = _imported(["runs", "list", "--store", url])

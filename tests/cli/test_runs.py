@@ -217,19 +217,21 @@ def test_per_call_decisions_with_reasons(capsys: Any, host: Any, url: str) -> No
 
 
 def test_deny_ends_the_run(capsys: Any, host: Any, url: str) -> None:
-    """``deny`` without ``--call`` ends the run ``denied``; ``--reason`` then is a usage error."""
+    """``deny`` without ``--call`` ends the run ``denied``; its ``--reason`` is audited."""
     run_id = seed(url, host, "s-1", how="suspended")
     app = f"{host.__name__}:resolve_agent"
-    code, _, err = cli(
+    code, out, _ = cli(
         capsys, "runs", "deny", run_id, "--store", url, "--app", app, "--all", "--reason", "no"
     )
-    assert code == 2
-    assert "--reason needs --call" in err
-    assert stored(url, run_id) == (1, "suspended")
-    code, out, _ = cli(capsys, "runs", "deny", run_id, "--store", url, "--app", app, "--all")
     assert code == 0
     assert out.strip() == f"run {run_id}: denied (version 2)"
     assert refunds(host) == []
+    code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
+    audit = json.loads(out)["audit"]
+    assert [(r["tool_call_id"], r["outcome"], r["reason"]) for r in audit] == [
+        ("c1", "deny", "no"),
+        ("c2", "deny", "no"),
+    ]
 
 
 def test_a_run_with_guardrails_of_its_own_is_refused(capsys: Any, host: Any, url: str) -> None:
@@ -440,3 +442,186 @@ def test_a_corrupt_record_is_named_and_the_others_listed(
     assert bad not in out
     assert f"record {bad} cannot be read and is not listed" in err
     assert "corrupt" in err
+
+
+def test_the_audit_keeps_actor_and_reason_through_a_subprocess(
+    tmp_path: Path, host: Any, url: str
+) -> None:
+    """``approve --actor --reason`` in a subprocess records both; ``show`` prints the audit
+    (text and JSON); without ``--actor`` the OS user name is recorded."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+        "LOGNAME": "operator-from-env",
+    }
+
+    def prism(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "prism_cli", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    base = ("--store", url, "--app", app)
+    first = prism(
+        "runs", "approve", run_id, *base, "--call", "c1", "--actor", "alice", "--reason", "ok"
+    )
+    assert first.returncode == 0, first.stderr
+    second = prism("runs", "deny", run_id, *base, "--call", "c2", "--reason", "duplicate order")
+    assert second.returncode == 0, second.stderr
+    assert refunds(host) == ["A-1"]
+    shown = prism("runs", "show", run_id, "--store", url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    audit = json.loads(shown.stdout)["audit"]
+    assert [
+        (r["tool_call_id"], r["tool_name"], r["outcome"], r["actor"], r["reason"], r["version"])
+        for r in audit
+    ] == [
+        ("c1", "refund", "allow_once", "alice", "ok", 1),
+        ("c2", "refund", "reject_once", "operator-from-env", "duplicate order", 2),
+    ]
+    assert all(isinstance(r["decided_at"], float) for r in audit)
+    text = prism("runs", "show", run_id, "--store", url)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    start = lines.index("audit: 2")
+    assert " allow_once  call c1  refund  by alice  (version 1)" in lines[start + 1]
+    assert lines[start + 2] == "    reason: ok"
+    assert " reject_once  call c2  refund  by operator-from-env  (version 2)" in lines[start + 3]
+    assert lines[start + 4] == "    reason: duplicate order"
+
+
+def test_continue_records_the_actor_of_a_resolution(capsys: Any, host: Any, url: str) -> None:
+    """``continue --resolve --actor`` audits the resolution with its actor."""
+    run_id = seed(url, host, "s-1", how="in-doubt")
+    app = f"{host.__name__}:resolve_agent"
+    code, _, err = cli(
+        capsys,
+        "runs",
+        "continue",
+        run_id,
+        "--store",
+        url,
+        "--app",
+        app,
+        "--resolve",
+        "c1=not_started",
+        "--actor",
+        "oncall",
+        "--reason",
+        "bank shows no transfer",
+    )
+    assert code == 0, err
+    code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
+    audit = json.loads(out)["audit"]
+    assert [
+        (r["approval_id"], r["tool_call_id"], r["outcome"], r["actor"], r["reason"]) for r in audit
+    ] == [(None, "c1", "not_started", "oncall", "bank shows no transfer")]
+
+
+OPERATOR_COMMANDS = [
+    ("list",),
+    ("show", "run_1"),
+    ("approve", "run_1", "--app", "APP", "--all"),
+    ("deny", "run_1", "--app", "APP", "--all"),
+    ("continue", "run_1", "--app", "APP"),
+]
+
+
+@pytest.mark.parametrize("command", OPERATOR_COMMANDS, ids=[c[0] for c in OPERATOR_COMMANDS])
+def test_a_mistyped_sqlite_store_is_refused_and_not_created(
+    capsys: Any, host: Any, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """A ``--store`` naming a SQLite file that does not exist: exit 1, "no Prism tables at",
+    and the file is not created by any operator command."""
+    typo = tmp_path / "runs-typo.db"
+    argv = [part.replace("APP", f"{host.__name__}:resolve_agent") for part in command]
+    code, out, err = cli(capsys, "runs", argv[0], *argv[1:], "--store", f"sqlite:///{typo}")
+    assert (code, out) == (1, "")
+    assert f"refused (ERR_PRISM_STORE_SCHEMA): no Prism tables at sqlite:///{typo}" in err
+    assert not typo.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("runs-typo")] == []
+
+
+def test_a_sqlite_database_of_another_application_is_left_alone(
+    capsys: Any, tmp_path: Path
+) -> None:
+    other = tmp_path / "crm.db"
+    with sqlite3.connect(other) as connection:
+        connection.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY)")
+    before = other.read_bytes()
+    code, _, err = cli(capsys, "runs", "list", "--store", f"sqlite:///{other}")
+    assert code == 1
+    assert f"no Prism tables at sqlite:///{other}" in err
+    assert other.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crm.db"]
+
+
+def test_a_postgresql_store_without_prism_tables_creates_none(tmp_path: Path) -> None:
+    """As a subprocess: a database without tables under the prefix is refused with the
+    password masked, and no table appears under the prefix."""
+    import uuid
+
+    import psycopg
+
+    from tests.conftest import POSTGRES_URL, service_unavailable
+    from tests.integration.test_crash_demo import reachable
+
+    reason = reachable("127.0.0.1", 5432)
+    if reason:
+        service_unavailable("PostgreSQL", reason)
+    prefix = f"pnone_{uuid.uuid4().hex[:8]}_"
+    url = POSTGRES_URL.replace("postgres@", "postgres:s3cret-pw@", 1)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "prism_cli",
+            "runs",
+            "list",
+            "--store",
+            f"{url}?table_prefix={prefix}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "refused (ERR_PRISM_STORE_SCHEMA): no Prism tables at postgresql" in done.stderr
+    assert "postgres:***@" in done.stderr
+    assert "s3cret-pw" not in done.stderr
+    with psycopg.connect(POSTGRES_URL) as connection:
+        rows = connection.execute(
+            "SELECT tablename FROM pg_tables WHERE starts_with(tablename, %s)", (prefix,)
+        ).fetchall()
+    assert rows == []
+
+
+def test_an_oversized_actor_is_refused_and_nothing_decided(
+    capsys: Any, host: Any, url: str
+) -> None:
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    code, out, err = cli(
+        capsys,
+        "runs",
+        "approve",
+        run_id,
+        "--store",
+        url,
+        "--app",
+        app,
+        "--all",
+        "--actor",
+        "a" * 257,
+    )
+    assert (code, out) == (1, "")
+    assert "refused (ERR_PRISM_DECISION_LIMIT): actor is 257 bytes; the limit is 256" in err
+    assert stored(url, run_id) == (1, "suspended")
+    assert refunds(host) == []

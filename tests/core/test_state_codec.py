@@ -20,6 +20,7 @@ from prism_core.content import (
 from prism_core.durable._state import (
     _RECORDS,
     AgentRunState,
+    DecisionRecord,
     DecisionScope,
     Interruption,
     LoopStateRecord,
@@ -136,6 +137,28 @@ def _rich() -> AgentRunState:
         resolutions=(
             ResolutionRecord(tool_call_id="c1", outcome="completed", source="operator", at=1.5),
         ),
+        audit=(
+            DecisionRecord(
+                approval_id="ap1",
+                tool_call_id="c1",
+                tool_name="deploy",
+                outcome="allow_once",
+                actor="ops",
+                reason="looks right",
+                arguments_hash="h",
+                decided_at=1700000000.5,
+                version=3,
+            ),
+            DecisionRecord(
+                approval_id=None,
+                tool_call_id="c2",
+                tool_name=None,
+                outcome="not_started",
+                decided_at=1700000001.0,
+                version=4,
+            ),
+        ),
+        fingerprint_parts={"model": "0" * 16, "tool:deploy": "1" * 16},
         lease_ms=30000,
         lease_expires_at=1700000000000,
     )
@@ -185,8 +208,11 @@ def test_unstructure_equals_the_converter(state: AgentRunState) -> None:
             "run_guardrails",
             "output_schema",
             "output",
+            "fingerprint_parts",
         )
     }
+    if not expected["audit"]:
+        del expected["audit"]
     for key in ("stop_continuations", "output_retries"):
         if not getattr(state.counters, key):
             del expected["counters"][key]

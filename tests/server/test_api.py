@@ -488,3 +488,67 @@ def test_a_corrupt_run_record_is_reported_not_fatal(sqlite_database: Database, h
     assert [run["run_id"] for run in body["runs"]] == [good]
     assert [u["key"] for u in body["unreadable"]] == [bad]
     assert "corrupt" in body["unreadable"][0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("scope", "actor"),
+    [
+        ({"tenant_id": "t1", "sub": "user-7", "actor": "ana@acme.example"}, "ana@acme.example"),
+        ({"tenant_id": "t1", "sub": "user-7"}, "user-7"),
+        ({"tenant_id": "t1"}, "api"),
+    ],
+)
+def test_the_audit_names_the_authorized_caller(
+    database: Database, host: Host, scope: dict[str, str], actor: str
+) -> None:
+    """The decision's actor is the caller's ``actor``, else its ``sub``, else ``"api"`` —
+    never what the body claims; the run detail carries the audit."""
+    run_id = seed(database, host, ["A-1"], owner=scope)
+    version, _ = stored(database, run_id, scope)
+    with (
+        serve(database, host, authorize=lambda request: dict(scope)) as url,
+        client(url, None) as http,
+    ):
+        answer = http.post(
+            f"/api/runs/{run_id}/resume",
+            json={
+                "expected_version": version,
+                "decision": "approve",
+                "actor": "mallory",
+                "reason": "refund approved by phone",
+            },
+        )
+        assert answer.status_code == 200, answer.text
+        detail = http.get(f"/api/runs/{run_id}").json()
+    assert detail["status"] == "succeeded"
+    assert [
+        (r["tool_call_id"], r["tool_name"], r["outcome"], r["actor"], r["reason"], r["version"])
+        for r in detail["audit"]
+    ] == [("c1", "refund", "allow_once", actor, "refund approved by phone", version)]
+    assert stored_run(database, run_id, scope)[0]["audit"][0]["actor"] == actor
+
+
+def test_a_run_of_a_retired_agent_can_still_be_denied(database: Database, host: Host) -> None:
+    """The host serves the agent no more: an approve is refused, a deny ends the run denied
+    and audits it; the run page's detail still reads."""
+    owner = {"tenant_id": "t1"}
+    run_id = seed(database, host, ["A-1"], owner=owner, agent_id="retired")
+    version, _ = stored(database, run_id, owner)
+    with serve(database, host) as url, client(url) as http:
+        approve = http.post(
+            f"/api/runs/{run_id}/resume", json={"expected_version": version, "decision": "approve"}
+        )
+        assert approve.status_code == 404
+        assert stored(database, run_id, owner) == (version, "suspended")
+        deny = http.post(
+            f"/api/runs/{run_id}/resume",
+            json={"expected_version": version, "decision": "deny", "reason": "agent retired"},
+        )
+        assert deny.status_code == 200, deny.text
+        assert deny.json()["status"] == "denied"
+        detail = http.get(f"/api/runs/{run_id}").json()
+    assert detail["status"] == "denied"
+    assert [(r["outcome"], r["actor"], r["reason"]) for r in detail["audit"]] == [
+        ("deny", "api", "agent retired")
+    ]
+    assert host.refunds == []

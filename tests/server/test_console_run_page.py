@@ -225,6 +225,31 @@ def test_the_audit_from_the_run_detail(
     shot(page, tmp_path, "audit")
 
 
+def test_a_finished_runs_page_shows_its_recorded_audit(
+    served: tuple[str, Any], page: Any, host: Host, sqlite_database: Database
+) -> None:
+    """Approve on the page; once the run has finished its page lists the recorded decision:
+    when, who (the console's caller), the call, the outcome (the kernel's record, no
+    stand-in)."""
+    base, _app = served
+    run_id = seed(sqlite_database, host, ["A-1"])
+    page.goto(f"{base}/runs/{run_id}")
+    assert "No decision is recorded for this run yet." in page.locator("section.audit").inner_text()
+    page.get_by_role("button", name="Approve", exact=True).click()
+    assert "succeeded" in wait_for_result(page)
+    page.goto(f"{base}/runs/{run_id}")
+    assert "succeeded" in page.locator("section.result").inner_text()
+    rows = page.locator("section.audit tbody tr")
+    assert rows.count() == 1
+    cells = [str(cell) for cell in rows.nth(0).locator("td").all_inner_texts()]
+    assert cells[0].endswith(" UTC")
+    assert cells[1:4] == ["api", "refund c1", "approved (allow_once)"]
+    assert cells[5].startswith("version 1; arguments ")
+    recorded = stored_run(sqlite_database, run_id)[0]["audit"]
+    assert [(r["actor"], r["outcome"]) for r in recorded] == [("api", "allow_once")]
+    assert host.refunds == ["A-1"]
+
+
 def test_stored_markup_is_shown_as_text(
     served: tuple[str, Any], page: Any, host: Host, sqlite_database: Database
 ) -> None:

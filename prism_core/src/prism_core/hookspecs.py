@@ -29,28 +29,36 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec(firstresult=True)
-def prism_checkpoint_store(url: str) -> CheckpointStore | None:
+def prism_checkpoint_store(url: str, create: bool) -> CheckpointStore | None:
     """Open a checkpoint store for ``url``.
 
     Called by ``open_checkpoint_store(url, plugins=...)``, in registration order, until one
     plugin answers. ``url`` is the store URL as the host wrote it (``sqlite:///run.db``,
     ``postgresql://…``, ``redis://…``). Return a ``CheckpointStore``, or ``None`` when the
     URL's scheme is not this plugin's.
+    ``create`` is ``False`` when the caller must not create anything (``prism runs``): the
+    store then refuses, on first use and writing nothing, a database or tables that do not
+    exist. An implementation may leave the argument out of its signature (stores without a
+    schema, such as Redis, have nothing to create).
     """
 
 
 @hookspec(firstresult=True)
-def prism_session_store(url: str) -> SessionStore | None:
+def prism_session_store(url: str, create: bool) -> SessionStore | None:
     """Open a session store for ``url``.
 
     Called by ``open_session_store(url, plugins=...)`` until one plugin answers. ``url`` is
     the store URL as written by the host. Return a ``SessionStore``, or ``None`` when the
     scheme is not this plugin's.
+    ``create`` is ``False`` when the caller must not create anything (``prism runs``): the
+    store then refuses, on first use and writing nothing, a database or tables that do not
+    exist. An implementation may leave the argument out of its signature (stores without a
+    schema, such as Redis, have nothing to create).
     """
 
 
 @hookspec(firstresult=True)
-def prism_open_stores(url: str) -> StorePair | None:
+def prism_open_stores(url: str, create: bool) -> StorePair | None:
     """Open a checkpoint store and a session store for ``url``, as a pair.
 
     Called by ``open_stores(url, plugins=...)`` (and so by ``prism runs``, ``prism serve``,
@@ -59,6 +67,10 @@ def prism_open_stores(url: str) -> StorePair | None:
     connection (or engine, or client) and commit a durable turn together, or ``None`` when
     the URL's scheme is not this plugin's; ``open_stores`` then falls back to the two
     single-store hooks.
+    ``create`` is ``False`` when the caller must not create anything (``prism runs``): the
+    store then refuses, on first use and writing nothing, a database or tables that do not
+    exist. An implementation may leave the argument out of its signature (stores without a
+    schema, such as Redis, have nothing to create).
     """
 
 

@@ -218,18 +218,20 @@ class PluginHost:
         provider: AIProvider | None = self.manager.hook.prism_provider(model=model)
         return provider
 
-    def open_stores(self, url: str) -> StorePair | None:
+    def open_stores(self, url: str, *, create: bool = True) -> StorePair | None:
         """The first plugin's pair of stores for ``url``, or ``None`` (the opener checks that
-        it is a ``StorePair``)."""
-        pair: StorePair | None = self.manager.hook.prism_open_stores(url=url)
+        it is a ``StorePair``); ``create=False`` asks for stores that create nothing."""
+        pair: StorePair | None = self.manager.hook.prism_open_stores(url=url, create=create)
         return pair
 
-    def checkpoint_store(self, url: str) -> CheckpointStore | None:
+    def checkpoint_store(self, url: str, *, create: bool = True) -> CheckpointStore | None:
         """The first plugin checkpoint store for ``url``, or ``None``."""
-        store: CheckpointStore | None = self.manager.hook.prism_checkpoint_store(url=url)
+        store: CheckpointStore | None = self.manager.hook.prism_checkpoint_store(
+            url=url, create=create
+        )
         return store
 
-    def session_store(self, url: str) -> SessionStore | None:
+    def session_store(self, url: str, *, create: bool = True) -> SessionStore | None:
         """The first plugin session store for ``url``, or ``None``."""
-        store: SessionStore | None = self.manager.hook.prism_session_store(url=url)
+        store: SessionStore | None = self.manager.hook.prism_session_store(url=url, create=create)
         return store

@@ -310,12 +310,19 @@ def schema_missing_error(url: URL, tables: Tables, found: int) -> SqlStoreSchema
     command that creates or upgrades them."""
     if found > SCHEMA_VERSION:
         return too_new_error(url, tables, found)
-    state = "do not exist" if found == 0 else f"are at schema version {found}"
-    lines = [
-        f"the SQL store tables with prefix {echo(tables.prefix)} in {public_url(url)} "
-        f"{state}; this release needs schema version {SCHEMA_VERSION}. Run:",
-        f"    {migrate_command(url, tables.prefix)}",
-    ]
+    if found == 0:
+        first = (
+            f"no Prism tables at {public_url(url)} (table prefix {echo(tables.prefix)}); "
+            f"this release needs schema version {SCHEMA_VERSION}. Check the URL, or create "
+            "them with:"
+        )
+    else:
+        first = (
+            f"the SQL store tables with prefix {echo(tables.prefix)} in {public_url(url)} "
+            f"are at schema version {found}; this release needs schema version "
+            f"{SCHEMA_VERSION}. Run:"
+        )
+    lines = [first, f"    {migrate_command(url, tables.prefix)}"]
     if url.password:
         lines.append("(with the real password in place of ***)")
     lines.append(
@@ -327,8 +334,12 @@ def schema_missing_error(url: URL, tables: Tables, found: int) -> SqlStoreSchema
 async def require_schema(engine: AsyncEngine, tables: Tables) -> None:
     """Raise :class:`SqlStoreSchemaError` unless the schema is at :data:`SCHEMA_VERSION`.
 
-    The message names the exact command that creates or upgrades it.
+    The message names the exact command that creates or upgrades it. A SQLite file that does
+    not exist is refused before any connection, so it is not created.
     """
+    path = sqlite_file(engine.url)
+    if path is not None and not path.exists():
+        raise schema_missing_error(engine.url, tables, 0)
     found = await read_version(engine, tables)
     if found != SCHEMA_VERSION:
         raise schema_missing_error(engine.url, tables, found)

@@ -46,30 +46,33 @@ class SqlStorePlugin:
     store_schemes: tuple[str, ...] = STORE_SCHEMES
 
     @hookimpl
-    def prism_checkpoint_store(self, url: str) -> SqlCheckpointStore | None:
-        """A SQL checkpoint store for ``url``, or ``None`` for other schemes."""
+    def prism_checkpoint_store(self, url: str, create: bool) -> SqlCheckpointStore | None:
+        """A SQL checkpoint store for ``url``, or ``None`` for other schemes; ``create`` is
+        its ``create_schema``."""
         if not sql_scheme(url):
             return None
         database, prefix = split_table_prefix(url)
-        return create_sql_checkpoint_store(database, table_prefix=prefix)
+        return create_sql_checkpoint_store(database, table_prefix=prefix, create_schema=create)
 
     @hookimpl
-    def prism_open_stores(self, url: str) -> StorePair | None:
+    def prism_open_stores(self, url: str, create: bool) -> StorePair | None:
         """Both SQL stores for ``url`` on one connection (or engine), committing a durable
-        turn together; ``None`` for other schemes."""
+        turn together; ``None`` for other schemes. ``create=False``: nothing is created (a
+        missing SQLite file or missing tables are refused on first use)."""
         if not sql_scheme(url):
             return None
         database, prefix = split_table_prefix(url)
-        checkpoints, sessions = open_sql_stores(database, table_prefix=prefix)
+        checkpoints, sessions = open_sql_stores(database, table_prefix=prefix, create_schema=create)
         return StorePair(checkpoints, sessions)
 
     @hookimpl
-    def prism_session_store(self, url: str) -> SqlSessionStore | None:
-        """A SQL session store for ``url``, or ``None`` for other schemes."""
+    def prism_session_store(self, url: str, create: bool) -> SqlSessionStore | None:
+        """A SQL session store for ``url``, or ``None`` for other schemes; ``create`` is its
+        ``create_schema``."""
         if not sql_scheme(url):
             return None
         database, prefix = split_table_prefix(url)
-        return create_sql_session_store(database, table_prefix=prefix)
+        return create_sql_session_store(database, table_prefix=prefix, create_schema=create)
 
 
 #: The plugin object this distribution registers under the ``prism`` entry-point group.

@@ -51,6 +51,7 @@ from ._engine import (
     DEFAULT_TIMEOUT_MS,
     check_timeout_ms,
     is_transient,
+    sqlite_file,
     use_wal,
 )
 from ._errors import SqlStoreConfigError
@@ -377,6 +378,12 @@ class SqliteDatabase:
                 raise
 
     def _open(self) -> sqlite3.Connection:
+        if not self._create_schema:
+            # Without create_schema the store writes nothing until its tables are found:
+            # neither a file that is not there nor, before the check, the switch to WAL.
+            path = sqlite_file(self.url)
+            if path is not None and not path.exists():
+                raise schema_missing_error(self.url, self.tables, 0)
         check_sqlite_directory(self.url)
         connection = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, cached_statements=64
@@ -384,11 +391,14 @@ class SqliteDatabase:
         try:
             # The busy timeout first: switching a fresh file to WAL needs a lock too.
             connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+            if not self._create_schema:
+                self._check_schema(connection)
             use_wal(
                 lambda sql: connection.execute(sql).fetchall(), self.busy_timeout_ms, time.sleep
             )
             connection.execute(f"PRAGMA synchronous={self.synchronous}")
-            self._check_schema(connection)
+            if self._create_schema:
+                self._check_schema(connection)
         except BaseException:
             connection.close()
             raise

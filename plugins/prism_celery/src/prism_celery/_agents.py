@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from prism_core import PrismError, RunStateOptions
+from prism_core import PrismError, RunStateOptions, call_resolve_agent
 
 from ._config import TaskSettings
 from ._errors import RunTaskError
@@ -84,16 +83,16 @@ def _run_state(agent: Any, revision: str, stores: TaskStores, lease_ms: int) -> 
 
 
 async def resolve_task_agent(
-    settings: TaskSettings, agent_id: str, stores: TaskStores
+    settings: TaskSettings, agent_id: str, stores: TaskStores, *, revision: str | None = None
 ) -> ResolvedAgent:
-    """``resolve_agent(agent_id)`` (sync or async), copied onto the task's stores.
+    """``resolve_agent(agent_id)`` (sync or async), copied onto the task's stores; called as
+    ``resolve_agent(agent_id, revision=revision)`` when it takes a keyword ``revision`` and a
+    run's recorded ``revision`` is given (see :func:`prism_core.call_resolve_agent`).
 
     Raises :class:`RunTaskError` (code ``ERR_PRISM_CELERY_AGENT``) when the host knows no such
     agent or answers with something else than ``(agent, definition_revision)``.
     """
-    resolved = settings.resolve_agent(agent_id)
-    if inspect.isawaitable(resolved):
-        resolved = await resolved
+    resolved = await call_resolve_agent(settings.resolve_agent, agent_id, revision=revision)
     agent, revision = _unpack(resolved, agent_id)
     if agent is None:
         raise RunTaskError(

@@ -78,7 +78,9 @@ async def settle(stores: TaskStores, result: AgentRunResult) -> dict[str, Any]:
 async def _resume(
     settings: TaskSettings, stores: TaskStores, found: Any, run_id: str, resume: Any
 ) -> dict[str, Any]:
-    resolved = await resolve_task_agent(settings, found.state.agent_id, stores)
+    resolved = await resolve_task_agent(
+        settings, found.state.agent_id, stores, revision=found.state.definition_revision
+    )
     ref = {"run_id": run_id, "session_id": found.state.session_id}
     try:
         result = await resume_agent_run(

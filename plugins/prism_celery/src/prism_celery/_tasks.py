@@ -96,7 +96,8 @@ def create_run_tasks(
     """Register the run tasks on the host's Celery ``app`` and return them.
 
     ``resolve_agent(agent_id)`` (sync or async) returns ``(agent, definition_revision)`` or a
-    mapping with those keys; the tasks run a copy of that agent on the session store at
+    mapping with those keys (a resume task calls one that takes a keyword ``revision`` with
+    the run's recorded revision); the tasks run a copy of that agent on the session store at
     ``sessions_url`` (default: ``store_url``), with ``every-turn`` checkpoints and a lease of
     ``lease_ms``. Each task opens its stores from the URLs and closes them when it ends, and
     returns ``{"run_id", "session_id", "status"}``:

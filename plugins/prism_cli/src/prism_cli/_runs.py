@@ -4,15 +4,16 @@
 a run through the host's ``resolve_agent(agent_id) -> (agent, definition_revision)`` (named
 ``MODULE:ATTR`` with ``--app``), exactly as :func:`~prism_core.create_agent_run_lifecycle`
 does. One ``--store`` URL opens both stores as a pair (:func:`prism_core.open_stores`): they
-share one connection and commit a resumed turn together. Exit codes: 0 done, 1 refused (the
-error's code and message are printed), 2 usage.
+share one connection and commit a resumed turn together. ``--actor`` (default: the OS user
+name) and ``--reason`` are kept in the run's decision audit, which ``show`` prints. Exit
+codes: 0 done, 1 refused (the error's code and message are printed), 2 usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import importlib
-import inspect
 import json
 import os
 import sys
@@ -27,6 +28,7 @@ from prism_core import (
     AgentRunSummary,
     PrismError,
     StorePair,
+    call_resolve_agent,
     create_agent_run_lifecycle,
     discover_store_plugins,
     inspect_agent_run,
@@ -42,6 +44,7 @@ __all__ = (
     "RunsCommand",
     "add_runs_arguments",
     "command",
+    "default_actor",
     "load_app",
     "parse_resolution",
     "run_runs",
@@ -112,6 +115,16 @@ def add_runs_arguments(runs: argparse.ArgumentParser) -> None:
             help="the ownership runs were written with (repeat for each key)",
         )
 
+    def who(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--actor",
+            metavar="NAME",
+            help="who decides, kept in the run's audit (default: your OS user name)",
+        )
+        parser.add_argument(
+            "--reason", metavar="TEXT", help="why, kept in the run's audit with the decision"
+        )
+
     listing = actions.add_parser("list", help="the runs in the store, as a table or JSON lines")
     common(listing)
     listing.add_argument("--status", choices=RUN_STATUSES, help="only runs of this status")
@@ -143,12 +156,13 @@ def add_runs_arguments(runs: argparse.ArgumentParser) -> None:
             action="store_true",
             help="every pending decision (needed when there is more than one and no --call)",
         )
-        decide.add_argument("--reason", metavar="TEXT", help="recorded with the decision")
+        who(decide)
 
     proceed = actions.add_parser("continue", help="continue a running run after a crash")
     proceed.add_argument("run_id", metavar="RUN_ID")
     common(proceed)
     proceed.add_argument("--app", required=True, metavar="MODULE:ATTR", help="resolve_agent")
+    who(proceed)
     proceed.add_argument(
         "--resolve",
         action="append",
@@ -181,13 +195,21 @@ def load_app(spec: str) -> Callable[[str], Any]:
     return target  # type: ignore[no-any-return]
 
 
-def _on_sessions(resolve: Callable[[str], Any], sessions: Any) -> Callable[[str], Any]:
-    """``resolve`` with each agent moved onto ``sessions`` (a copy; the host's is untouched)."""
+def default_actor() -> str:
+    """The OS user name (``getpass.getuser()``), else ``uid <n>``, else ``"unknown"``."""
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name in the environment and no password entry
+        getuid = getattr(os, "getuid", None)
+        return f"uid {getuid()}" if getuid is not None else "unknown"
 
-    async def resolve_agent(agent_id: str) -> Any:
-        resolved = resolve(agent_id)
-        if inspect.isawaitable(resolved):
-            resolved = await resolved
+
+def _on_sessions(resolve: Callable[..., Any], sessions: Any) -> Callable[..., Any]:
+    """``resolve`` with each agent moved onto ``sessions`` (a copy; the host's is untouched);
+    it passes the run's ``revision`` on when the host's ``resolve_agent`` takes one."""
+
+    async def resolve_agent(agent_id: str, *, revision: str | None = None) -> Any:
+        resolved = await call_resolve_agent(resolve, agent_id, revision=revision)
         if isinstance(resolved, Mapping):
             agent, revision = resolved.get("agent"), resolved.get("definition_revision")
         elif isinstance(resolved, tuple) and len(resolved) == 2:
@@ -202,8 +224,9 @@ def _on_sessions(resolve: Callable[[str], Any], sessions: Any) -> Callable[[str]
 
 
 def _open(url: str) -> StorePair:
-    """The stores at ``url``, as one pair: they share a connection and commit together."""
-    return open_stores(url, plugins=discover_store_plugins(url))
+    """The stores at ``url``, as one pair: they share a connection and commit together. An
+    operator command creates nothing: a database or tables that are not there are refused."""
+    return open_stores(url, plugins=discover_store_plugins(url), create=False)
 
 
 async def _find(stores: StorePair, run_id: str, owner: dict[str, str] | None) -> AgentRunStatus:
@@ -271,13 +294,8 @@ def _decisions(args: argparse.Namespace, found: AgentRunStatus) -> dict[str, Any
         )
     if args.call and args.all:
         raise _Usage("give --call ID... or --all, not both")
-    if not args.call and args.reason is None:
+    if not args.call:
         return {"expected_version": version, "decision": args.runs_command}
-    if args.runs_command == "deny" and not args.call:
-        raise _Usage(
-            "deny --reason needs --call: denying the whole run ends it without a reason; "
-            "--call ID rejects that call with the reason and lets the run go on"
-        )
     by_call = {p.tool_call_id: p.approval_id for p in pending if p.tool_call_id is not None}
     chosen = [by_call.get(call, call) for call in args.call] or [p.approval_id for p in pending]
     outcome = "allow_once" if args.runs_command == "approve" else "reject_once"
@@ -301,6 +319,9 @@ async def _resume(stores: StorePair, args: argparse.Namespace, owner: dict[str, 
             resume["resolutions"] = args.resolve
     else:
         resume = _decisions(args, found)
+    resume["actor"] = args.actor if args.actor is not None else default_actor()
+    if args.reason is not None:
+        resume["reason"] = args.reason
     lifecycle = create_agent_run_lifecycle(
         checkpoints=stores.checkpoints, resolve_agent=_on_sessions(resolve, stores.sessions)
     )

@@ -57,7 +57,8 @@ def _compact(value: Any) -> str:
 
 
 def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
-    """``show --json``: the summary's fields, counters, decisions, in-doubt calls, metadata.
+    """``show --json``: the summary's fields, counters, decisions, in-doubt calls, the
+    decision audit (oldest first), metadata.
 
     Each decision and in-doubt call carries its tool, its arguments as the session stored
     them (redacted when they were written) and its idempotency key, so an operator sees what
@@ -97,6 +98,20 @@ def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
         }
         for call in detail.in_doubt
     ]
+    audit = [
+        {
+            "decided_at": record.decided_at,
+            "actor": record.actor,
+            "approval_id": record.approval_id,
+            "tool_call_id": record.tool_call_id,
+            "tool_name": record.tool_name,
+            "outcome": record.outcome,
+            "reason": record.reason,
+            "arguments_hash": record.arguments_hash,
+            "version": record.version,
+        }
+        for record in detail.audit
+    ]
     return {
         **detail.summary.to_json(),
         "counters": {
@@ -107,6 +122,7 @@ def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
         },
         "decisions": decisions,
         "in_doubt_calls": in_doubt,
+        "audit": audit,
         "metadata": dict(detail.metadata or {}),
         "error": None
         if state.error is None
@@ -150,6 +166,16 @@ def show_text(detail: dict[str, Any], now: float | None = None) -> str:
         lines.append(f"  {call['tool_call_id']}  {call['name']}")
         lines.append(f"    arguments: {_compact(call['arguments'])}")
         lines.append(f"    idempotency key: {call['idempotency_key']}")
+    lines.append(f"audit: {len(detail['audit'])}")
+    for record in detail["audit"]:
+        call = record["tool_call_id"] or "-"
+        lines.append(
+            f"  {_moment(record['decided_at'])}  {record['outcome']}  call {call}  "
+            f"{record['tool_name'] or '-'}  by {record['actor'] or '-'}  "
+            f"(version {record['version']})"
+        )
+        if record["reason"]:
+            lines.append(f"    reason: {record['reason']}")
     metadata = detail["metadata"]
     lines.append(f"metadata: {len(metadata)}")
     for key in sorted(metadata):

@@ -17,7 +17,7 @@ from prism_core import (
     list_agent_runs,
 )
 
-from ._auth import Authorize, default_authorize, token_from_environment
+from ._auth import Authorize, caller_actor, default_authorize, token_from_environment
 from ._body import read_json_object
 from ._console import console_routes
 from ._context import ServerContext
@@ -95,6 +95,8 @@ def api_routes(ctx: ServerContext) -> list[Route]:
         scope = await ctx.scope(request)
         require_json(request)
         resume = await read_json_object(request, ctx.max_body_bytes)
+        # The audit names the authorized caller, never what the body claims.
+        resume["actor"] = caller_actor(scope)
         ref = {"run_id": request.path_params["run_id"]}
         packs, guards = await ctx.handed_over(ref, scope)
         if "text/event-stream" in request.headers.get("accept", ""):

@@ -17,6 +17,7 @@ __all__ = (
     "TOKEN_COOKIE",
     "TOKEN_ENV",
     "Authorize",
+    "caller_actor",
     "caller_scope",
     "default_authorize",
     "is_loopback",
@@ -58,6 +59,17 @@ def default_authorize(token: str | None) -> Authorize:
 def token_from_environment() -> str | None:
     """``PRISM_SERVER_TOKEN``, or ``None`` when unset or empty."""
     return os.environ.get(TOKEN_ENV) or None
+
+
+def caller_actor(scope: Mapping[str, str] | None) -> str:
+    """Who a resume's audit names: the caller's ownership mapping's ``actor`` key, else its
+    ``sub``, else ``"api"`` (the unscoped tenant of the default token)."""
+    if scope:
+        for key in ("actor", "sub"):
+            value = scope.get(key)
+            if value:
+                return value
+    return "api"
 
 
 async def caller_scope(authorize: Authorize, request: Request) -> dict[str, str] | None:

@@ -175,7 +175,7 @@ async def run_body(ctx: Any, run_id: str, scope: dict[str, str] | None) -> tuple
     """The run page's title and body."""
     detail, found, same = await _consistent_read(ctx, run_id, scope)
     state = found.state
-    agent = await ctx.agent_for(state.agent_id)
+    agent = await ctx.agent_for(state.agent_id, state.definition_revision)
     redactor = getattr(agent, "redactor", None)
     waiting = {
         str(item["tool_call_id"]): str(item["approval_id"])

@@ -12,7 +12,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from prism_core import CheckpointStore, create_agent_run_lifecycle
+from prism_core import CheckpointStore, call_resolve_agent, create_agent_run_lifecycle
 
 from ._auth import Authorize, caller_scope
 from ._errors import RunNotFound
@@ -59,11 +59,10 @@ class ServerContext:
             checkpoints=checkpoints, resolve_agent=self.resolve_agent, restore_hooks=restore_hooks
         )
 
-    async def resolve_agent(self, agent_id: str) -> Any:
-        """The host's agent for ``agent_id``, on the server's session store."""
-        resolved = self.resolve_host_agent(agent_id)
-        if inspect.isawaitable(resolved):
-            resolved = await resolved
+    async def resolve_agent(self, agent_id: str, *, revision: str | None = None) -> Any:
+        """The host's agent for ``agent_id``, on the server's session store (the host's
+        ``resolve_agent`` gets ``revision`` when it takes one)."""
+        resolved = await call_resolve_agent(self.resolve_host_agent, agent_id, revision=revision)
         if isinstance(resolved, Mapping):
             agent, revision = resolved.get("agent"), resolved.get("definition_revision")
         elif isinstance(resolved, tuple) and len(resolved) == 2:
@@ -75,9 +74,12 @@ class ServerContext:
             agent = agent.evolve(store=self.sessions)
         return agent, revision
 
-    async def agent_for(self, agent_id: str) -> Any:
+    async def agent_for(self, agent_id: str, revision: str | None = None) -> Any:
         """The resolved agent alone (``None`` when the host does not know it)."""
-        resolved = await self.resolve_agent(agent_id)
+        try:
+            resolved = await self.resolve_agent(agent_id, revision=revision)
+        except LookupError:
+            return None
         return resolved[0] if isinstance(resolved, tuple) else None
 
     async def handed_over(
@@ -104,7 +106,7 @@ class ServerContext:
         found = await self.lifecycle.status({"run_id": run_id}, ownership=scope)
         if found is None:
             raise RunNotFound("no such run")
-        agent = await self.agent_for(found.state.agent_id)
+        agent = await self.agent_for(found.state.agent_id, found.state.definition_revision)
         detail = await run_detail(self.checkpoints, self.sessions, run_id, scope, agent)
         if detail is None:
             raise RunNotFound("no such run")

@@ -44,8 +44,9 @@ async def run_detail(
     agent: Any,
 ) -> dict[str, Any] | None:
     """Status, version, counters, pending decisions (tool, redacted arguments, idempotency
-    key, reason, guardrail, elicitation schema, the tool's parameter schema), in-doubt calls
-    and metadata; ``None`` when the caller cannot see the run."""
+    key, reason, guardrail, elicitation schema, the tool's parameter schema), in-doubt calls,
+    the decision audit (oldest first) and metadata; ``None`` when the caller cannot see the
+    run."""
     detail = await inspect_agent_run(
         checkpoints,
         sessions,
@@ -92,6 +93,20 @@ async def run_detail(
         },
         "pending": pending,
         "in_doubt_calls": in_doubt,
+        "audit": [
+            {
+                "decided_at": record.decided_at,
+                "actor": record.actor,
+                "approval_id": record.approval_id,
+                "tool_call_id": record.tool_call_id,
+                "tool_name": record.tool_name,
+                "outcome": record.outcome,
+                "reason": record.reason,
+                "arguments_hash": record.arguments_hash,
+                "version": record.version,
+            }
+            for record in detail.audit
+        ],
         "metadata": dict(detail.metadata or {}),
         "stop_reason": state.stop_reason,
         "error": None

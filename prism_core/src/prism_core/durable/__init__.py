@@ -59,7 +59,7 @@ from ._children import (
     child_session_id,
     nested_approval_id,
 )
-from ._fingerprint import agent_fingerprint
+from ._fingerprint import agent_fingerprint, fingerprint_parts
 from ._gates import Gate, new_approval_id, scope_for
 from ._host import HostCounters, HostRun, HostSession
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
@@ -86,6 +86,7 @@ from ._run_guards import run_guardrail_identities
 from ._state import (
     AgentRunState,
     DecisionKind,
+    DecisionRecord,
     DecisionScope,
     Interruption,
     PendingCall,
@@ -170,6 +171,7 @@ __all__ = (
     "CheckpointStoreError",
     "CheckpointStoreUnavailableError",
     "DecisionKind",
+    "DecisionRecord",
     "DecisionScope",
     "DurableRun",
     "Gate",
@@ -195,6 +197,7 @@ __all__ = (
     "StorePair",
     "StoreTransaction",
     "agent_fingerprint",
+    "fingerprint_parts",
     "arguments_hash",
     "capability",
     "check_name",

@@ -14,7 +14,27 @@ from .._agent_config import AgentConfig
 from ..codec import dumps
 from ..skills import Skill, SkillRegistry
 
-__all__ = ("ConfiguredAgent", "FingerprintedAgent", "agent_fingerprint", "fingerprint_material")
+__all__ = (
+    "ConfiguredAgent",
+    "FingerprintedAgent",
+    "agent_fingerprint",
+    "describe_mismatch",
+    "fingerprint_material",
+    "fingerprint_parts",
+)
+
+#: Past this many tools the parts record one digest for all tools, not one per tool, so the
+#: mapping stays within a checkpoint's per-object property bound.
+MAX_TOOL_PARTS = 192
+_TOOL = "tool:"
+_PART_WORDS = (
+    ("model", "the model differs"),
+    ("instructions", "the instructions differ"),
+    ("system_prompt", "the system prompt differs"),
+    ("skills", "the skills differ"),
+    ("guardrails", "the guardrails differ"),
+    ("loop", "the loop differs"),
+)
 
 
 class ConfiguredAgent(Protocol):
@@ -93,3 +113,60 @@ def agent_fingerprint(agent: FingerprintedAgent, revision: str) -> str:
     layers, skills, tools, agent guardrails and loop. Any change without a revision bump
     makes a resume refuse."""
     return hashlib.sha256(dumps(fingerprint_material(agent, revision))).hexdigest()
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(dumps(value)).hexdigest()[:16]
+
+
+def fingerprint_parts(agent: FingerprintedAgent, revision: str) -> dict[str, str]:
+    """A short digest (16 hex) of each part the fingerprint covers: ``model``,
+    ``instructions``, ``system_prompt``, ``skills``, ``guardrails``, ``loop`` and one
+    ``tool:<name>`` per tool (or one ``tools`` past :data:`MAX_TOOL_PARTS` tools). The
+    revision is recorded on its own in the checkpoint, so it is not a part."""
+    material = fingerprint_material(agent, revision)
+    parts = {
+        key: _digest(material[key])
+        for key in ("model", "instructions", "system_prompt", "skills", "guardrails", "loop")
+    }
+    tools = material["tools"]
+    if len(tools) > MAX_TOOL_PARTS:
+        parts["tools"] = _digest(tools)
+    else:
+        for tool in tools:
+            parts[_TOOL + tool["name"]] = _digest(tool)
+    return parts
+
+
+def describe_mismatch(
+    recorded_revision: str,
+    recorded_parts: Mapping[str, Any] | None,
+    revision: str,
+    parts: Mapping[str, Any],
+) -> list[str]:
+    """What differs between the definition a run recorded and the one given now, in words:
+    the revision (recorded vs now), each tool whose schema differs, was added or was removed,
+    and each other part that differs. Without recorded parts (a checkpoint written before
+    them) only a revision change can be named."""
+    found: list[str] = []
+    if recorded_revision != revision:
+        found.append(f"revision recorded {recorded_revision!r}, now {revision!r}")
+    if recorded_parts is None:
+        return found
+    for key, words in _PART_WORDS:
+        if recorded_parts.get(key) != parts.get(key):
+            found.append(words)
+    if "tools" in recorded_parts or "tools" in parts:
+        if recorded_parts.get("tools") != parts.get("tools"):
+            found.append("the tools differ")
+        return found
+    before = {k[len(_TOOL) :]: v for k, v in recorded_parts.items() if k.startswith(_TOOL)}
+    now = {k[len(_TOOL) :]: v for k, v in parts.items() if k.startswith(_TOOL)}
+    for name in sorted(before.keys() & now.keys()):
+        if before[name] != now[name]:
+            found.append(f"tool {name!r} differs")
+    for name in sorted(now.keys() - before.keys()):
+        found.append(f"tool {name!r} added")
+    for name in sorted(before.keys() - now.keys()):
+        found.append(f"tool {name!r} removed")
+    return found

@@ -14,7 +14,7 @@ Other runs, and stores without the capability, append each entry when it is made
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
@@ -41,6 +41,7 @@ from ._state import (
     MAX_SKILL_BODIES_BYTES,
     MAX_SKILL_BODY_BYTES,
     AgentRunState,
+    DecisionRecord,
     DecisionScope,
     Interruption,
     LoopStateRecord,
@@ -62,6 +63,9 @@ STORE_UNAVAILABLE = CheckpointStoreUnavailableError.code
 
 #: Most resolution audits a checkpoint keeps (the newest).
 MAX_RESOLUTION_RECORDS = 64
+#: The most decision records a checkpoint keeps (the newest); a run that decides more keeps
+#: its latest decisions.
+MAX_AUDIT_RECORDS = 256
 
 
 @attrs.frozen(kw_only=True)
@@ -102,8 +106,13 @@ class DurableRun:
         sticky: Sequence[StickyDecision] = (),
         metadata_source: Any = None,
         run_guardrails: tuple[RunGuardrailRecord, ...] | None = None,
+        fingerprint_parts: Mapping[str, Any] | None = None,
     ) -> None:
         self.execution = execution
+        #: The digests of the fingerprint's parts, recorded so a refused resume names them.
+        self.fingerprint_parts = None if fingerprint_parts is None else dict(fingerprint_parts)
+        #: The decisions that settled this run's pending calls (rides every later checkpoint).
+        self.audit: list[DecisionRecord] = []
         #: The identities of the run's own guards, recorded in every checkpoint.
         self.run_guardrails = run_guardrails
         self.options = options
@@ -290,6 +299,8 @@ class DurableRun:
             run_guardrails=self.run_guardrails,
             error=error,
             resolutions=tuple(self.resolutions[-MAX_RESOLUTION_RECORDS:]),
+            audit=tuple(self.audit[-MAX_AUDIT_RECORDS:]),
+            fingerprint_parts=self.fingerprint_parts,
             output_schema=execution.output_schema,
             output=execution.output_json if status == "succeeded" else None,
         )

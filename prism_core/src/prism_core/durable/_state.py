@@ -22,6 +22,7 @@ from ..content import ErrorInfo, Message, Usage
 from ..errors import AgentRunStateError
 from ..guardrails._decisions import GUARDRAIL_STAGES
 from ..skills import MAX_LOADED_SKILLS
+from ._decision_record import DecisionRecord
 from ._state_codec import structure_exact, unstructure_known
 from ._state_shape import check_same, check_shape
 from ._state_shape import malformed as _malformed
@@ -37,6 +38,7 @@ __all__ = (
     "SCHEMA_VERSION",
     "AgentRunState",
     "DecisionKind",
+    "DecisionRecord",
     "DecisionScope",
     "Interruption",
     "LoopStateRecord",
@@ -266,6 +268,13 @@ class AgentRunState:
     stop_reason: str | None = None
     stop_detail: str | None = None
     resolutions: tuple[ResolutionRecord, ...] = ()
+    #: The decisions that settled the run's pending calls, oldest first (left out of the JSON
+    #: form while empty, so older checkpoints read as ``()``).
+    audit: tuple[DecisionRecord, ...] = ()
+    #: A short digest of each part of the agent definition the fingerprint covers (see
+    #: :func:`~prism_core.durable._fingerprint.fingerprint_parts`), so a refused resume can
+    #: name what changed; ``None`` in checkpoints written before it.
+    fingerprint_parts: Mapping[str, Any] | None = None
     #: The lease's length for a run started with ``RunStateOptions(lease_ms=...)``.
     lease_ms: int | None = None
     #: Wall-clock milliseconds since the epoch until which the writing worker holds the run
@@ -287,6 +296,7 @@ class AgentRunState:
 _RECORDS: frozenset[type[Any]] = frozenset(
     (
         AgentRunState,
+        DecisionRecord,
         DecisionScope,
         Interruption,
         LoopStateRecord,
@@ -309,7 +319,8 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
     ``run_guardrails`` only for a run with guards of its own, each row's ``revision`` only
     when the guard has one, ``output_schema``/``output`` and ``counters.output_retries`` only
     for a run with an ``output_type``, a pending call's ``child_run_id``/``child_resume`` only
-    for a call waiting on a sub-agent)."""
+    for a call waiting on a sub-agent, ``audit`` only once a decision was made,
+    ``fingerprint_parts`` only when recorded)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
@@ -322,9 +333,12 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
         "run_guardrails",
         "output_schema",
         "output",
+        "fingerprint_parts",
     ):
         if data.get(key) is None:
             data.pop(key, None)
+    if not data.get("audit"):
+        data.pop("audit", None)
     for row in data.get("run_guardrails", ()):
         if row.get("revision") is None:
             row.pop("revision", None)

@@ -37,6 +37,7 @@ from ._listing import (
     list_agent_runs,
     summarize_run,
 )
+from ._resolver import call_resolve_agent
 from ._restore import CheckpointRestoreContext
 from ._signal import ResumeAbortedError
 
@@ -62,6 +63,7 @@ __all__ = (
     "ResumeInput",
     "RunDecision",
     "coerce_run_ref",
+    "call_resolve_agent",
     "create_agent_run_lifecycle",
     "inspect_agent_run",
     "is_recoverable",

@@ -9,7 +9,6 @@ not even for typing.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from ._checks import (
     coerce_hooks,
     not_found,
 )
+from ._deny import deny_run_id
 from ._input import coerce_run_ref, validate_resume_input
 from ._pipeline import (
     AgentRunStatus,
@@ -42,6 +42,7 @@ from ._pipeline import (
     prepare_resume,
 )
 from ._ports import ResumableAgentOf, SessionT
+from ._resolver import call_resolve_agent
 from ._signal import check_signal, coerce_signal
 from ._stream import ResumeEventStream
 
@@ -93,6 +94,15 @@ def _request(
         guardrail_packs=_packs(guardrail_packs),
         guardrails=coerce_resume_guardrails(guardrails),
     )
+
+
+def _agent_of(resolved: Any) -> Any:
+    """The agent of a ``resolve_agent`` answer (``None`` when it names none)."""
+    if isinstance(resolved, Mapping):
+        return resolved.get("agent")
+    if isinstance(resolved, tuple) and len(resolved) == 2:
+        return resolved[0]
+    return resolved
 
 
 def _run_id(ref: Any) -> str:
@@ -292,7 +302,16 @@ class AgentRunLifecycle:
     """Status and resume for hosts that resolve agents per request (servers, workers).
 
     ``resolve_agent(agent_id)`` (sync or async) returns ``(agent, definition_revision)`` or a
-    mapping with those keys; lifecycle ``restore_hooks`` run before per-resume hooks.
+    mapping with those keys; one that accepts a keyword ``revision`` is called as
+    ``resolve_agent(agent_id, revision=<the run's recorded revision>)``, so a host can serve
+    old runs with the old definition. Lifecycle ``restore_hooks`` run before per-resume
+    hooks.
+
+    A ``deny`` needs no matching definition (it runs nothing): with another revision or
+    fingerprint, or when ``resolve_agent`` answers ``None`` (or an agent of ``None``) or
+    raises :class:`LookupError` / :class:`~prism_core.AgentRunNotFoundError` for the agent,
+    the run still ends ``denied`` and is audited; without a definition there is no redactor,
+    so the actor and reason are stored as given.
     """
 
     checkpoints: CheckpointStore = attrs.field(eq=False)
@@ -341,9 +360,27 @@ class AgentRunLifecycle:
         if agent_id is not None and found.state.agent_id != agent_id:
             raise AgentRunStateError(CAPABILITY_MISMATCH)
         check_signal(signal, "the agent resolution")
-        resolved = self.resolve_agent(found.state.agent_id)
-        if inspect.isawaitable(resolved):
-            resolved = await resolved
+        plan = validate_resume_input(resume)
+        denying = plan.decision == "deny"
+        try:
+            resolved = await call_resolve_agent(
+                self.resolve_agent,
+                found.state.agent_id,
+                revision=found.state.definition_revision,
+            )
+        except (LookupError, AgentRunNotFoundError):
+            if not denying:
+                raise
+            resolved = None
+        if denying and (resolved is None or _agent_of(resolved) is None):
+            # The host serves this agent no more: a deny runs nothing, so it needs none.
+            events, result = await deny_run_id(
+                run_ref.run_id,
+                plan,
+                self._request(found.state.definition_revision, request),
+                redactor=None,
+            )
+            return Settled(events=events, result=result, session=None)
         if isinstance(resolved, Mapping):
             agent, revision = resolved.get("agent"), resolved.get("definition_revision")
         elif isinstance(resolved, tuple) and len(resolved) == 2:
@@ -356,7 +393,16 @@ class AgentRunLifecycle:
             raise AgentRunNotFoundError(not_found(run_ref.run_id))
         if not isinstance(revision, str):
             raise AgentRunStateError("resolve_agent returned no definition_revision")
-        resume_request = _request(
+        return await prepare_resume(
+            agent,
+            ref,
+            resume,
+            self._request(revision, request),
+            lifecycle_hooks=self.restore_hooks,
+        )
+
+    def _request(self, revision: str, request: Mapping[str, Any]) -> ResumeRequest:
+        return _request(
             checkpoints=self.checkpoints,
             definition_revision=revision,
             restore_hooks=request.get("restore_hooks", ()),
@@ -373,9 +419,6 @@ class AgentRunLifecycle:
             signal=request.get("signal"),
             guardrail_packs=request.get("guardrail_packs"),
             guardrails=request.get("guardrails"),
-        )
-        return await prepare_resume(
-            agent, ref, resume, resume_request, lifecycle_hooks=self.restore_hooks
         )
 
     async def resume(self, ref: Any, resume: Any, **request: Any) -> AgentRunResult:

@@ -14,7 +14,7 @@ import attrs
 
 from ..durable._capabilities import CheckpointAndBranchLoader, capability
 from ..durable._checkpoints import CheckpointRecord, CheckpointStore, reading_run_record
-from ..durable._fingerprint import agent_fingerprint
+from ..durable._fingerprint import agent_fingerprint, describe_mismatch, fingerprint_parts
 from ..durable._in_doubt import in_doubt_calls, in_doubt_error
 from ..durable._lifetime import check_store_lifetimes
 from ..durable._options import (
@@ -27,7 +27,7 @@ from ..durable._options import (
     coerce_run_state_options,
 )
 from ..durable._sidecar import read_sidecar
-from ..durable._state import AgentRunState, parse_state
+from ..durable._state import AgentRunState, DecisionRecord, parse_state
 from ..errors import AgentRunStateError
 from ..guardrails import GuardrailConfig
 from ..runs._broadcast import validate_subscribe_options
@@ -56,6 +56,7 @@ __all__ = (
     "check_stream_options",
     "coerce_hooks",
     "check_identity",
+    "identity_matches",
     "check_request",
     "check_version_and_status",
     "load_agent_run_state",
@@ -85,12 +86,18 @@ def not_found(run_id: str) -> str:
 
 @attrs.frozen(kw_only=True)
 class AgentRunStatus:
-    """A durable run as its checkpoint records it: ``state``, ``version`` and sidecar
-    ``metadata`` (``None`` when absent or malformed)."""
+    """A durable run as its checkpoint records it: ``state``, ``version``, sidecar
+    ``metadata`` (``None`` when absent or malformed) and the decision ``audit``."""
 
     state: AgentRunState
     version: int
     metadata: dict[str, str] | None = None
+
+    @property
+    def audit(self) -> tuple[DecisionRecord, ...]:
+        """The run's decision audit (see :class:`~prism_core.DecisionRecord`), oldest first;
+        ``()`` for a checkpoint written before the audit existed."""
+        return self.state.audit
 
 
 def coerce_hooks(value: Any) -> tuple[Any, ...]:
@@ -271,14 +278,38 @@ def continuable(state: AgentRunState) -> bool:
     )
 
 
+def identity_matches(agent: ResumableAgent, state: AgentRunState, request: ResumeRequest) -> bool:
+    """Whether ``agent`` at the request's revision is the definition that wrote ``state``."""
+    revision = request.definition_revision
+    return (
+        state.definition_revision == revision
+        and state.agent_id == (agent.config.id or agent.config.name)
+        and state.fingerprint == agent_fingerprint(agent, revision)
+    )
+
+
 def check_identity(agent: ResumableAgent, state: AgentRunState, request: ResumeRequest) -> None:
-    """Refuse a checkpoint written by another agent definition (revision or fingerprint)."""
-    if (
-        state.definition_revision != request.definition_revision
-        or state.agent_id != (agent.config.id or agent.config.name)
-        or state.fingerprint != agent_fingerprint(agent, request.definition_revision)
-    ):
+    """Refuse a checkpoint written by another agent definition (revision or fingerprint).
+
+    The refusal's message names what differs when the checkpoint recorded its fingerprint's
+    parts (the revision, each tool, the instructions, the guards, ...); a checkpoint without
+    them gets the bare message."""
+    if identity_matches(agent, state, request):
+        return
+    agent_id = agent.config.id or agent.config.name
+    revision = request.definition_revision
+    differences = []
+    if state.agent_id != agent_id:
+        differences.append(f"agent recorded {state.agent_id!r}, now {agent_id!r}")
+    differences += describe_mismatch(
+        state.definition_revision,
+        state.fingerprint_parts,
+        revision,
+        fingerprint_parts(agent, revision),
+    )
+    if not differences:
         raise AgentRunStateError(MISMATCH)
+    raise AgentRunStateError(f"{MISMATCH}: {'; '.join(differences)}")
 
 
 DRIFT = "Agent durable run-state configuration mismatch on resume"

@@ -29,6 +29,7 @@ from ..errors import AgentDecisionError
 from ._resolutions import Resolution, ResolutionInputError, parse_resolutions
 
 __all__ = (
+    "MAX_ACTOR_BYTES",
     "MAX_APPROVAL_ID_CHARS",
     "MAX_DECISION_BATCH",
     "MAX_DECISION_PAYLOAD_BYTES",
@@ -55,6 +56,8 @@ MAX_DECISION_BATCH = 128
 MAX_APPROVAL_ID_CHARS = 128
 #: Largest ``reason``, in UTF-8 bytes.
 MAX_DECISION_REASON_BYTES = 2048
+#: Largest ``actor`` (who decided), in UTF-8 bytes.
+MAX_ACTOR_BYTES = 256
 #: Largest ``modified_arguments`` or ``elicitation`` payload, in bytes of canonical JSON.
 MAX_DECISION_PAYLOAD_BYTES = 16384
 #: Largest ``expected_version``: the biggest integer every JSON peer represents exactly.
@@ -71,7 +74,7 @@ _MAX_RUN_REF_CHARS = 256
 # recursion limit keeps canonical JSON encoding and decoding safe.
 _MAX_PAYLOAD_DEPTH = 64
 
-_RESUME_KEYS = ("expected_version", "decision", "decisions", "resolutions")
+_RESUME_KEYS = ("expected_version", "decision", "decisions", "resolutions", "actor", "reason")
 _ENTRY_KEYS = ("approval_id", "outcome", "reason", "modified_arguments", "elicitation")
 _REF_KEYS = ("run_id", "session_id")
 _LEGACY_DECISIONS = ("approve", "deny", "continue")
@@ -117,13 +120,17 @@ class ResumeInput:
 
     ``expected_version`` is the run state version the caller saw; resume fails closed when the
     stored version has moved on. ``resolutions`` (with ``decision == "continue"`` only) settle
-    tool calls left in doubt by a crash.
+    tool calls left in doubt by a crash. ``actor`` (who decides, at most 256 UTF-8 bytes) and
+    ``reason`` (why, for the whole resume; a batch entry's own reason wins for its entry) are
+    kept in the run's decision audit, redacted like every reason.
     """
 
     expected_version: int
     decision: LegacyDecision | None = None
     decisions: tuple[RunDecision, ...] | None = None
     resolutions: tuple[Resolution, ...] | None = None
+    actor: str | None = None
+    reason: str | None = None
 
 
 @attrs.frozen
@@ -294,13 +301,22 @@ def _resume_input(value: object) -> ResumeInput:
         if fields.get("decision") != "continue":
             _fail(f'{where} gives resolutions; they travel with decision "continue" only')
         resolutions = parse_resolutions(fields["resolutions"])
+    actor = _reason(fields.get("actor"), "actor", limit=MAX_ACTOR_BYTES)
+    reason = _reason(fields.get("reason"), "reason")
     if has_decision:
         return ResumeInput(
             expected_version=expected_version,
             decision=_legacy_decision(fields["decision"]),
             resolutions=resolutions,
+            actor=actor,
+            reason=reason,
         )
-    return ResumeInput(expected_version=expected_version, decisions=_batch(fields["decisions"]))
+    return ResumeInput(
+        expected_version=expected_version,
+        decisions=_batch(fields["decisions"]),
+        actor=actor,
+        reason=reason,
+    )
 
 
 def _expected_version(value: object) -> int:
@@ -410,13 +426,12 @@ def _unicode(text: str, where: str) -> str:
     return text
 
 
-def _reason(value: object, where: str) -> str | None:
+def _reason(value: object, where: str, *, limit: int = MAX_DECISION_REASON_BYTES) -> str | None:
     if value is None:
         return None
     if not issubclass(type(value), str):
         _fail(f"{where} must be a string, not {_describe(value)}")
     length = str.__len__(cast(str, value))
-    limit = MAX_DECISION_REASON_BYTES
     # Every character is at least one byte, so a very long string is over the cap unencoded.
     if length > 4 * limit:
         _fail(f"{where} is at least {length} bytes; the limit is {limit}", _LIMIT)

@@ -17,7 +17,7 @@ import attrs
 from ..durable._checkpoints import CheckpointStore
 from ..durable._in_doubt import in_doubt_calls
 from ..durable._options import AGENT_RUN_NAMESPACE
-from ..durable._state import AgentRunState, DecisionScope
+from ..durable._state import AgentRunState, DecisionRecord, DecisionScope
 from ..records._store import SessionEntryNotFoundError, SessionStore
 from ..redaction import Redactor, redact_value
 from ..tools import idempotency_key
@@ -57,13 +57,20 @@ class InDoubtCallView:
 
 @attrs.frozen(kw_only=True)
 class AgentRunDetail:
-    """A run as an operator sees it: the summary, the state, the metadata and the calls."""
+    """A run as an operator sees it: the summary, the state, the metadata, the calls and the
+    decision audit."""
 
     summary: AgentRunSummary
     state: AgentRunState
     metadata: Mapping[str, str] | None
     pending: tuple[PendingCallView, ...]
     in_doubt: tuple[InDoubtCallView, ...]
+
+    @property
+    def audit(self) -> tuple[DecisionRecord, ...]:
+        """The decisions that settled the run's pending calls, oldest first (see
+        :class:`~prism_core.DecisionRecord`)."""
+        return self.state.audit
 
 
 async def _branch_calls(sessions: SessionStore | None, state: AgentRunState) -> dict[str, Any]:

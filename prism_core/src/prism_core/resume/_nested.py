@@ -172,7 +172,7 @@ async def decide_with_children(
                 code="ERR_PRISM_DECISION_SCOPE",
             )
         pending = next(c for c in decided.pending_calls if c.tool_call_id == call_id)
-        child_resume = await _check_child_decisions(agent, state, pending, picked, request)
+        child_resume = await _check_child_decisions(agent, state, pending, picked, request, plan)
         updates[call_id] = attrs.evolve(pending, status="approved", child_resume=child_resume)
     decided.pending_calls = [updates.get(c.tool_call_id, c) for c in decided.pending_calls]
     return decided
@@ -184,6 +184,7 @@ async def _check_child_decisions(
     pending: PendingCall,
     picked: Sequence[RunDecision],
     request: ResumeRequest,
+    plan: ResumeInput,
 ) -> dict[str, Any]:
     """The child's resume input for ``picked`` (nested ids translated), checked as the
     child's own resume would check it."""
@@ -205,6 +206,7 @@ async def _check_child_decisions(
         "decisions": [
             {k: v for k, v in attrs.asdict(entry).items() if v is not None} for entry in entries
         ],
+        **_who(plan),
     }
     child_plan = validate_resume_input(resume)
     view = tool.resumable(_store(agent))
@@ -219,12 +221,22 @@ async def _check_child_decisions(
     return resume
 
 
+def _who(plan: ResumeInput | None) -> dict[str, str]:
+    """The parent resume's ``actor`` and ``reason``, handed to a child's resume so the
+    child's audit names them too."""
+    if plan is None:
+        return {}
+    given = {"actor": plan.actor, "reason": plan.reason}
+    return {key: value for key, value in given.items() if value is not None}
+
+
 async def deny_children(
     agent: ResumableAgent,
     session: ResumedSession,
     state: AgentRunState,
     request: ResumeRequest,
     prepare: Callable[[ResumableAgent, Any, Any, ResumeRequest], Awaitable[Any]],
+    plan: ResumeInput | None = None,
 ) -> None:
     """Deny every suspended child of ``state`` (``prepare`` is the resume pipeline, which
     denies a child's own children first) and publish each child's ``agent_denied`` to the
@@ -240,7 +252,7 @@ async def deny_children(
         settled = await prepare(
             tool.resumable(_store(agent)),
             {"run_id": child.run_id, "session_id": child.session_id},
-            {"expected_version": record.version, "decision": "deny"},
+            {"expected_version": record.version, "decision": "deny", **_who(plan)},
             child_request(tool, request, guardrails=_parent_tool_guards(agent, session, request)),
         )
         for event in settled.events:

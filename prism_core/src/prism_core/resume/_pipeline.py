@@ -31,13 +31,14 @@ from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
 from ..durable._run import RunStateInfo
 from ..durable._run_guards import match_run_guardrails
 from ..durable._sidecar import read_sidecar
-from ..durable._state import AgentRunState, parse_state
+from ..durable._state import AgentRunState, DecisionRecord, parse_state
 from ..durable._writer import CheckpointWriter
 from ..errors import AgentRunNotFoundError, AgentRunStateError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent
 from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..results import AgentRunResult
+from ._audit import decision_records, denial_records, resolution_records
 from ._checks import (
     NOT_FOUND,
     SESSION_MISMATCH,
@@ -46,11 +47,13 @@ from ._checks import (
     check_identity,
     check_request,
     check_version_and_status,
+    identity_matches,
     load_agent_run_state,
     load_for_resume,
     not_found,
 )
 from ._decide import Decided
+from ._deny import deny_recorded
 from ._doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
 from ._input import AgentRunRef, coerce_run_ref, validate_resume_input
 from ._nested import (
@@ -83,11 +86,14 @@ __all__ = (
 
 @attrs.frozen(kw_only=True)
 class Settled:
-    """A resume that ended without running anything (``deny`` or a partial batch)."""
+    """A resume that ended without running anything (``deny`` or a partial batch).
+
+    ``session`` is ``None`` for a deny settled without the run's definition (its events
+    reached no session's subscribers)."""
 
     events: tuple[AgentEvent, ...]
     result: AgentRunResult
-    session: ResumedSession
+    session: ResumedSession | None
 
 
 @attrs.frozen(kw_only=True)
@@ -131,6 +137,12 @@ async def prepare_resume(
     if run_ref.session_id is not None and state.session_id != run_ref.session_id:
         # The caller may see the run (it is in its owner scope): say what did not match.
         raise AgentRunStateError(SESSION_MISMATCH)
+    if plan.decision == "deny" and not identity_matches(agent, state, request):
+        # A deny runs nothing: the definition served now need not be the one that wrote it.
+        events, result = await deny_recorded(
+            record, state, plan, request, redactor=agent.config.redactor
+        )
+        return Settled(events=events, result=result, session=None)
     check_identity(agent, state, request)
     check_version_and_status(record, state, plan)
     check_lease(state, force=request.force)
@@ -176,10 +188,17 @@ async def prepare_resume(
     check_signal(signal, "the decisions")
     if plan.decision == "deny":
         # Children first: nothing of a denied run's sub-agents runs either.
-        await deny_children(agent, session, state, request, prepare_resume)
-        return await _settle_denied(session, state, writer, reason=None)
+        await deny_children(agent, session, state, request, prepare_resume, plan)
+        return await _settle_denied(
+            session,
+            state,
+            writer,
+            reason=plan.reason,
+            audit=denial_records(state, plan, version=record.version),
+        )
     decided = None
     settlement = None
+    records: list[DecisionRecord] = []
     children: dict[str, ChildContinue] = {}
     if plan.decision == "continue":
         own_plan, theirs = split_resolutions(agent, plan, calls)
@@ -192,10 +211,19 @@ async def prepare_resume(
         )
     else:
         decided = await decide_with_children(agent, session, state, plan, calls, request)
+        records = decision_records(
+            state,
+            plan,
+            decided.pending_calls,
+            version=record.version,
+            remaining=[d.approval_id for d in decided.remaining],
+        )
         if decided.input_rejected is not None:
-            return await _settle_denied(session, state, writer, reason=decided.input_rejected)
+            return await _settle_denied(
+                session, state, writer, reason=decided.input_rejected, audit=records
+            )
         if decided.remaining:
-            return await _settle_partial(session, state, writer, decided)
+            return await _settle_partial(session, state, writer, decided, records)
 
     if decided is not None and not decided.input_approved:
         pending_input: tuple[Message, ...] = ()
@@ -205,6 +233,12 @@ async def prepare_resume(
         claim_pending: tuple[Any, ...] = tuple(decided.pending_calls)
     else:
         claim_pending = settlement.pending_calls if settlement is not None else ()
+        records = resolution_records(
+            settlement.resolutions if settlement is not None else (),
+            state.pending_calls,
+            plan,
+            version=record.version,
+        )
     claimed = attrs.evolve(
         state,
         status="running",
@@ -213,6 +247,7 @@ async def prepare_resume(
         interruption=None,
         pending_calls=claim_pending,
         resolutions=(*state.resolutions, *(settlement.resolutions if settlement else ())),
+        audit=(*state.audit, *records),
         sticky_decisions=tuple(decided.sticky) if decided is not None else state.sticky_decisions,
         # Approved input rides the claim until the resumed run has stored it.
         pending_input=pending_input,
@@ -285,7 +320,13 @@ async def prepare_resume(
             raise
         # Written with the next checkpoint; a crash before it reconciles again.
         claimed = attrs.evolve(
-            claimed, pending_calls=tuple(reconciled), resolutions=(*claimed.resolutions, *audits)
+            claimed,
+            pending_calls=tuple(reconciled),
+            resolutions=(*claimed.resolutions, *audits),
+            audit=(
+                *claimed.audit,
+                *resolution_records(audits, state.pending_calls, plan, version=record.version),
+            ),
         )
 
     execution.resume = attrs.evolve(
@@ -305,10 +346,16 @@ async def prepare_resume(
 
 
 async def _settle_denied(
-    session: ResumedSession, state: AgentRunState, writer: CheckpointWriter, *, reason: str | None
+    session: ResumedSession,
+    state: AgentRunState,
+    writer: CheckpointWriter,
+    *,
+    reason: str | None,
+    audit: Sequence[DecisionRecord],
 ) -> Settled:
     denied = attrs.evolve(
         state,
+        audit=(*state.audit, *audit),
         status="denied",
         interruption=None,
         pending_calls=(),
@@ -334,7 +381,11 @@ async def _settle_denied(
 
 
 async def _settle_partial(
-    session: ResumedSession, state: AgentRunState, writer: CheckpointWriter, decided: Decided
+    session: ResumedSession,
+    state: AgentRunState,
+    writer: CheckpointWriter,
+    decided: Decided,
+    audit: Sequence[DecisionRecord],
 ) -> Settled:
     assert state.interruption is not None
     remaining = decided.remaining
@@ -345,6 +396,7 @@ async def _settle_partial(
     )
     resuspended = attrs.evolve(
         state,
+        audit=(*state.audit, *audit),
         interruption=interruption,
         pending_calls=tuple(decided.pending_calls),
         sticky_decisions=tuple(decided.sticky),

@@ -175,6 +175,7 @@ def attach_durable(
             lease_ms=writer.lease_ms,
         ),
         fingerprint=state.fingerprint,
+        fingerprint_parts=state.fingerprint_parts,
         version=writer.version,
         metadata=writer.metadata,
         sticky=claimed.sticky_decisions,
@@ -183,6 +184,7 @@ def attach_durable(
     )
     durable.pending_calls = list(claimed.pending_calls)
     durable.resolutions = list(claimed.resolutions)
+    durable.audit = list(claimed.audit)
     durable.anchor_leaf = claimed.leaf_id
     durable.anchor_counters = claimed.counters
     durable.claimed_leaf = session.leaf_id

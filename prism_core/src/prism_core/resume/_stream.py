@@ -48,6 +48,9 @@ class ResumeEventStream(SubscribedStream):
         self._overflow: OverflowPolicy = overflow
         self._prepared = False
         self._settled_result: AgentRunResult | None = None
+        #: The events of a resume settled without a session (a deny without the run's
+        #: definition), handed out in order.
+        self._direct: list[AgentEvent] | None = None
 
     @property
     def result(self) -> AgentRunResult | None:
@@ -82,6 +85,8 @@ class ResumeEventStream(SubscribedStream):
             raise
         if isinstance(prepared, Settled):
             self._settled_result = prepared.result
+            if prepared.session is None:
+                self._direct = list(prepared.events)
         else:
             self._driver = prepared.driver
 
@@ -89,4 +94,9 @@ class ResumeEventStream(SubscribedStream):
         if self._done:
             raise StopAsyncIteration
         await self._ensure_prepared()
+        if self._direct is not None:
+            if not self._direct:
+                self._done = True
+                raise StopAsyncIteration
+            return self._direct.pop(0)
         return await self._next_queued()

@@ -16,6 +16,7 @@ from ..durable import (
     agent_fingerprint,
     check_store_lifetimes,
     coerce_run_state_options,
+    fingerprint_parts,
     run_guardrail_identities,
 )
 from ..errors import AgentLoopStateError, AgentRunStateError
@@ -135,6 +136,7 @@ def start_durable(
         run,
         state_options,
         fingerprint=agent_fingerprint(agent, state_options.definition_revision),
+        fingerprint_parts=fingerprint_parts(agent, state_options.definition_revision),
         # The run's own guards ride the checkpoint by identity; a resume must supply them.
         run_guardrails=run_guardrail_identities(coerce_guardrails(options.guardrails)),
     )

@@ -109,8 +109,14 @@ def _check_url(url: Any) -> str:
     return url
 
 
-def open_checkpoint_store(url: str, *, plugins: Iterable[object] = ()) -> CheckpointStore:
+def open_checkpoint_store(
+    url: str, *, plugins: Iterable[object] = (), create: bool = True
+) -> CheckpointStore:
     """A checkpoint store for ``url``: ``memory://`` built in, other schemes via ``plugins``.
+
+    ``create=False`` opens a store that creates nothing: a database or tables that do not
+    exist are refused on first use (the SQL stores: ``SqlStoreSchemaError``, "no Prism tables
+    at …"); stores without a schema (memory, Redis) are unaffected.
 
     Each call returns a fresh store; the caller closes it (``await store.aclose()`` or
     ``async with``). Raises :class:`~prism_core.PrismError` with code
@@ -120,7 +126,7 @@ def open_checkpoint_store(url: str, *, plugins: Iterable[object] = ()) -> Checkp
     if _scheme(url) == "memory":
         return create_memory_checkpoint_store()
     host = PluginHost(plugins)
-    store = host.checkpoint_store(url)
+    store = host.checkpoint_store(url, create=create)
     if store is None:
         raise _unsupported("checkpoint", url, host.plugins)
     if not isinstance(store, CheckpointStore):
@@ -131,8 +137,11 @@ def open_checkpoint_store(url: str, *, plugins: Iterable[object] = ()) -> Checkp
     return store
 
 
-def open_session_store(url: str, *, plugins: Iterable[object] = ()) -> SessionStore:
-    """A session store for ``url``: ``memory://`` built in, other schemes via ``plugins``.
+def open_session_store(
+    url: str, *, plugins: Iterable[object] = (), create: bool = True
+) -> SessionStore:
+    """A session store for ``url``: ``memory://`` built in, other schemes via ``plugins``
+    (``create`` as for :func:`open_checkpoint_store`).
 
     Each call returns a fresh store; the caller closes it. Raises
     :class:`~prism_core.PrismError` with code ``ERR_PRISM_STORE_UNSUPPORTED`` when no
@@ -142,7 +151,7 @@ def open_session_store(url: str, *, plugins: Iterable[object] = ()) -> SessionSt
     if _scheme(url) == "memory":
         return create_memory_session_store()
     host = PluginHost(plugins)
-    store = host.session_store(url)
+    store = host.session_store(url, create=create)
     if store is None:
         raise _unsupported("session", url, host.plugins)
     if not isinstance(store, SessionStore):
@@ -153,7 +162,7 @@ def open_session_store(url: str, *, plugins: Iterable[object] = ()) -> SessionSt
     return store
 
 
-def open_stores(url: str, *, plugins: Iterable[object] = ()) -> StorePair:
+def open_stores(url: str, *, plugins: Iterable[object] = (), create: bool = True) -> StorePair:
     """A checkpoint store and a session store for ``url``, as one :class:`StorePair`.
 
     ``memory://`` gives the two memory stores, which commit together. Other schemes go to the
@@ -164,17 +173,19 @@ def open_stores(url: str, *, plugins: Iterable[object] = ()) -> StorePair:
     not commit together). Nothing connects until the first call; close the pair with
     ``await pair.aclose()`` or ``async with``. Raises :class:`~prism_core.PrismError` with
     code ``ERR_PRISM_STORE_UNSUPPORTED`` when no composed plugin opens the URL's scheme.
+    ``create=False`` (what ``prism runs`` passes) opens stores that create nothing, as for
+    :func:`open_checkpoint_store`.
     """
     _check_url(url)
     if _scheme(url) == "memory":
         return StorePair(create_memory_checkpoint_store(), create_memory_session_store())
     host = PluginHost(plugins)
-    pair = host.open_stores(url)
+    pair = host.open_stores(url, create=create)
     if pair is None:
-        checkpoints = host.checkpoint_store(url)
+        checkpoints = host.checkpoint_store(url, create=create)
         if checkpoints is None:
             raise _unsupported("checkpoint", url, host.plugins)
-        sessions = host.session_store(url)
+        sessions = host.session_store(url, create=create)
         if sessions is None:
             raise _unsupported("session", url, host.plugins)
         pair = StorePair(checkpoints, sessions)

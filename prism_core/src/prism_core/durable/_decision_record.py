@@ -1,0 +1,46 @@
+"""The decision audit's record: who settled which pending call of a durable run, how and when.
+
+It is part of the run state's schema (see :mod:`._state`); it must not read or write a store.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ("DecisionRecord",)
+
+
+@attrs.frozen(kw_only=True)
+class DecisionRecord:
+    """One entry of a run's decision audit: a decision that settled a pending call.
+
+    Written for every entry of an approve, a deny, a decision batch (edits, sticky outcomes
+    and elicitation answers included) and every in-doubt resolution of a ``continue``, and
+    carried by every later checkpoint of the run, finished ones included.
+
+    - ``approval_id``: the pending decision it settled (``None`` for an in-doubt resolution).
+    - ``tool_call_id``, ``tool_name``: the call (``None`` for an input-guardrail decision).
+    - ``outcome``: the decision's outcome (``allow_once``, ``allow_for_run``,
+      ``reject_once``, ``reject_for_run``), ``"deny"`` for a denied run, or the resolution's
+      ``completed`` / ``not_started`` / ``failed``.
+    - ``actor``: who decided (the resume input's ``actor``; ``None`` when none was given, and
+      for resolutions the kernel made itself, whose ``reason`` then says ``idempotent`` or
+      ``reconcile``).
+    - ``reason``: the decision's reason, else the resume input's.
+    - ``arguments_hash``: sha256 of the arguments the call runs with (the edited ones after an
+      edit).
+    - ``decided_at``: when, in epoch seconds; ``version``: the checkpoint version the decision
+      claimed (the resume's ``expected_version``).
+
+    Actor and reason are redacted with the run's redactor before they are stored.
+    """
+
+    approval_id: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    outcome: str
+    actor: str | None = None
+    reason: str | None = None
+    arguments_hash: str | None = None
+    decided_at: float
+    version: int

@@ -1,0 +1,134 @@
+"""Resume, the decision audit: one :class:`~prism_core.DecisionRecord` per decision that
+settles a pending call (approve, deny, each batch entry, each in-doubt resolution).
+
+The records ride the state the resume writes next (the claim, the re-suspension or the denied
+state) and every later checkpoint of the run; the writer redacts them with the rest of the
+state. It builds records only: it must not write.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+
+from ..durable._state import AgentRunState, DecisionRecord, PendingCall, ResolutionRecord
+from ._input import ResumeInput, RunDecision
+
+__all__ = ("decision_records", "denial_records", "resolution_records")
+
+
+def _calls(calls: Iterable[PendingCall]) -> dict[str, PendingCall]:
+    return {call.tool_call_id: call for call in calls}
+
+
+def decision_records(
+    state: AgentRunState,
+    plan: ResumeInput,
+    pending_calls: Sequence[PendingCall],
+    *,
+    version: int,
+    remaining: Iterable[str] = (),
+) -> list[DecisionRecord]:
+    """The records of an approve or a batch applied to ``state``: ``pending_calls`` are the
+    calls after the decisions (an edited call's hash is the edited arguments'); approval ids
+    in ``remaining`` were not decided and get none."""
+    if state.interruption is None:
+        return []
+    left = set(remaining)
+    pending = [d for d in state.interruption.pending_decisions if d.approval_id not in left]
+    if plan.decision == "approve":
+        chosen = [RunDecision(approval_id=d.approval_id, outcome="allow_once") for d in pending]
+    else:
+        wanted = {d.approval_id for d in pending}
+        chosen = [d for d in plan.decisions or () if d.approval_id in wanted]
+    by_approval = {d.approval_id: d for d in pending}
+    by_call = _calls(pending_calls)
+    now = time.time()
+    records = []
+    for decision in chosen:
+        target = by_approval[decision.approval_id]
+        call = by_call.get(target.tool_call_id) if target.tool_call_id is not None else None
+        tool_name = call.name if call is not None else None
+        if tool_name is None and target.scope is not None:
+            tool_name = target.scope.tool_name
+        records.append(
+            DecisionRecord(
+                approval_id=decision.approval_id,
+                tool_call_id=target.tool_call_id,
+                tool_name=tool_name,
+                outcome=decision.outcome,
+                actor=plan.actor,
+                reason=decision.reason if decision.reason is not None else plan.reason,
+                arguments_hash=call.arguments_hash if call is not None else None,
+                decided_at=now,
+                version=version,
+            )
+        )
+    return records
+
+
+def denial_records(
+    state: AgentRunState, plan: ResumeInput, *, version: int
+) -> list[DecisionRecord]:
+    """One ``"deny"`` record per pending decision of a denied run."""
+    if state.interruption is None:
+        return []
+    by_call = _calls(state.pending_calls)
+    now = time.time()
+    records = []
+    for target in state.interruption.pending_decisions:
+        call = by_call.get(target.tool_call_id) if target.tool_call_id is not None else None
+        tool_name = call.name if call is not None else None
+        if tool_name is None and target.scope is not None:
+            tool_name = target.scope.tool_name
+        records.append(
+            DecisionRecord(
+                approval_id=target.approval_id,
+                tool_call_id=target.tool_call_id,
+                tool_name=tool_name,
+                outcome="deny",
+                actor=plan.actor,
+                reason=plan.reason,
+                arguments_hash=call.arguments_hash if call is not None else None,
+                decided_at=now,
+                version=version,
+            )
+        )
+    return records
+
+
+def resolution_records(
+    resolutions: Iterable[ResolutionRecord],
+    pending_calls: Sequence[PendingCall],
+    plan: ResumeInput,
+    *,
+    version: int,
+) -> list[DecisionRecord]:
+    """The records of in-doubt resolutions: an operator's carries the resume's actor and
+    reason (a ``failed`` resolution's own reason first); one the kernel made (an idempotent
+    tool, a tool's ``reconcile``) has no actor and names its source as the reason."""
+    by_call = _calls(pending_calls)
+    given = {r.tool_call_id: r for r in plan.resolutions or ()}
+    records = []
+    for resolution in resolutions:
+        call = by_call.get(resolution.tool_call_id)
+        if resolution.source == "operator":
+            own = given.get(resolution.tool_call_id)
+            own_reason = own.reason if own is not None else None
+            actor, reason = plan.actor, own_reason if own_reason is not None else plan.reason
+        else:
+            actor, reason = None, resolution.source
+        records.append(
+            DecisionRecord(
+                approval_id=None,
+                tool_call_id=resolution.tool_call_id,
+                tool_name=call.name if call is not None else None,
+                outcome=resolution.outcome,
+                actor=actor,
+                reason=reason,
+                arguments_hash=call.arguments_hash if call is not None else None,
+                decided_at=resolution.at,
+                version=version,
+            )
+        )
+    return records
