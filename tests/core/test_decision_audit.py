@@ -11,6 +11,7 @@ import pytest
 from prism_core import (
     AGENT_RUN_NAMESPACE,
     AgentDecisionError,
+    AgentRunStateError,
     DecisionRecord,
     ToolDefinition,
     create_agent_run_lifecycle,
@@ -370,3 +371,29 @@ async def test_a_deny_without_definition_denies_the_child_first() -> None:
     parent = await load_agent_run_state(team.world.checkpoints, ref(result))
     assert parent is not None
     assert [(r.outcome, r.actor) for r in parent.audit] == [("deny", "ops")]
+
+
+@pytest.mark.anyio
+async def test_a_run_that_decides_more_than_it_keeps_counts_the_older_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The checkpoints keep the newest decision records; the older ones are counted in
+    ``audit_omitted``, never dropped without a trace, and a negative count is malformed."""
+    from prism_core.durable import _run
+    from prism_core.durable._state import parse_state, state_to_json
+
+    monkeypatch.setattr(_run, "MAX_AUDIT_RECORDS", 1)
+    world, log = World(), []
+    run_id, version = await suspended(world, log)
+    result = await resume(
+        world, log, run_id, {"expected_version": version, "decision": "approve", "actor": "al"}
+    )
+    assert result.status == "succeeded"
+    status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
+    assert status is not None
+    assert [r.tool_call_id for r in status.audit] == ["c2"]
+    assert status.audit_omitted == 1
+    data = state_to_json(status.state)
+    assert data["audit_omitted"] == 1
+    with pytest.raises(AgentRunStateError, match="audit_omitted"):
+        parse_state({**data, "audit_omitted": -1}, max_bytes=1 << 20)

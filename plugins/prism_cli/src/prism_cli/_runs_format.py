@@ -123,6 +123,7 @@ def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
         "decisions": decisions,
         "in_doubt_calls": in_doubt,
         "audit": audit,
+        "audit_omitted": detail.audit_omitted,
         "metadata": dict(detail.metadata or {}),
         "error": None
         if state.error is None
@@ -167,6 +168,8 @@ def show_text(detail: dict[str, Any], now: float | None = None) -> str:
         lines.append(f"    arguments: {_compact(call['arguments'])}")
         lines.append(f"    idempotency key: {call['idempotency_key']}")
     lines.append(f"audit: {len(detail['audit'])}")
+    if detail["audit_omitted"]:
+        lines.append(f"  ({detail['audit_omitted']} older decisions are no longer kept)")
     for record in detail["audit"]:
         call = record["tool_call_id"] or "-"
         lines.append(

@@ -107,6 +107,7 @@ async def run_detail(
             }
             for record in detail.audit
         ],
+        "audit_omitted": detail.audit_omitted,
         "metadata": dict(detail.metadata or {}),
         "stop_reason": state.stop_reason,
         "error": None

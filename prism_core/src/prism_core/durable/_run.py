@@ -64,7 +64,7 @@ STORE_UNAVAILABLE = CheckpointStoreUnavailableError.code
 #: Most resolution audits a checkpoint keeps (the newest).
 MAX_RESOLUTION_RECORDS = 64
 #: The most decision records a checkpoint keeps (the newest); a run that decides more keeps
-#: its latest decisions.
+#: its latest decisions and counts the older ones in ``AgentRunState.audit_omitted``.
 MAX_AUDIT_RECORDS = 256
 
 
@@ -113,6 +113,8 @@ class DurableRun:
         self.fingerprint_parts = None if fingerprint_parts is None else dict(fingerprint_parts)
         #: The decisions that settled this run's pending calls (rides every later checkpoint).
         self.audit: list[DecisionRecord] = []
+        #: Older decision records the run's checkpoints no longer hold.
+        self.audit_omitted = 0
         #: The identities of the run's own guards, recorded in every checkpoint.
         self.run_guardrails = run_guardrails
         self.options = options
@@ -300,6 +302,7 @@ class DurableRun:
             error=error,
             resolutions=tuple(self.resolutions[-MAX_RESOLUTION_RECORDS:]),
             audit=tuple(self.audit[-MAX_AUDIT_RECORDS:]),
+            audit_omitted=self.audit_omitted + max(0, len(self.audit) - MAX_AUDIT_RECORDS),
             fingerprint_parts=self.fingerprint_parts,
             output_schema=execution.output_schema,
             output=execution.output_json if status == "succeeded" else None,

@@ -271,6 +271,9 @@ class AgentRunState:
     #: The decisions that settled the run's pending calls, oldest first (left out of the JSON
     #: form while empty, so older checkpoints read as ``()``).
     audit: tuple[DecisionRecord, ...] = ()
+    #: How many older decision records the checkpoints of this run no longer hold (a run keeps
+    #: its newest ``MAX_AUDIT_RECORDS``); left out of the JSON form while ``0``.
+    audit_omitted: int = 0
     #: A short digest of each part of the agent definition the fingerprint covers (see
     #: :func:`~prism_core.durable._fingerprint.fingerprint_parts`), so a refused resume can
     #: name what changed; ``None`` in checkpoints written before it.
@@ -320,7 +323,7 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
     when the guard has one, ``output_schema``/``output`` and ``counters.output_retries`` only
     for a run with an ``output_type``, a pending call's ``child_run_id``/``child_resume`` only
     for a call waiting on a sub-agent, ``audit`` only once a decision was made,
-    ``fingerprint_parts`` only when recorded)."""
+    ``audit_omitted`` only when not ``0``, ``fingerprint_parts`` only when recorded)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
@@ -339,6 +342,8 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
             data.pop(key, None)
     if not data.get("audit"):
         data.pop("audit", None)
+    if not data.get("audit_omitted"):
+        data.pop("audit_omitted", None)
     for row in data.get("run_guardrails", ()):
         if row.get("revision") is None:
             row.pop("revision", None)
@@ -506,6 +511,7 @@ def _check_fields(state: AgentRunState) -> None:
         "output_retries",
     ):
         _count(getattr(counters, name), f"counters.{name}")
+    _count(state.audit_omitted, "audit_omitted")
     if counters.usage is not None:
         for name in ("input_tokens", "output_tokens", "total_tokens"):
             _count(getattr(counters.usage, name), f"counters.usage.{name}")

@@ -99,6 +99,12 @@ class AgentRunStatus:
         ``()`` for a checkpoint written before the audit existed."""
         return self.state.audit
 
+    @property
+    def audit_omitted(self) -> int:
+        """How many older decision records the run's checkpoints no longer hold (a run keeps
+        its newest 256); ``0`` unless the run decided more than that."""
+        return self.state.audit_omitted
+
 
 def coerce_hooks(value: Any) -> tuple[Any, ...]:
     """``restore_hooks`` as a tuple of hooks (callables or objects with ``restore``); anything

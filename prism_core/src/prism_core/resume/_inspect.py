@@ -72,6 +72,12 @@ class AgentRunDetail:
         :class:`~prism_core.DecisionRecord`)."""
         return self.state.audit
 
+    @property
+    def audit_omitted(self) -> int:
+        """How many older decision records the run's checkpoints no longer hold (a run keeps
+        its newest 256)."""
+        return self.state.audit_omitted
+
 
 async def _branch_calls(sessions: SessionStore | None, state: AgentRunState) -> dict[str, Any]:
     """The arguments of every tool call on the run's branch, by call id."""

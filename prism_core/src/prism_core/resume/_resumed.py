@@ -185,6 +185,7 @@ def attach_durable(
     durable.pending_calls = list(claimed.pending_calls)
     durable.resolutions = list(claimed.resolutions)
     durable.audit = list(claimed.audit)
+    durable.audit_omitted = claimed.audit_omitted
     durable.anchor_leaf = claimed.leaf_id
     durable.anchor_counters = claimed.counters
     durable.claimed_leaf = session.leaf_id
