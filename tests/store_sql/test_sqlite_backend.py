@@ -42,7 +42,8 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 class Tracer:
-    """Every statement the connection runs, and how many thread hand-offs were made."""
+    """Every statement the connections run (the writing one and, on a file, the reading
+    one), and how many thread hand-offs were made (a group commit counts as one)."""
 
     def __init__(self, database: SqliteDatabase) -> None:
         self.database = database
@@ -50,17 +51,30 @@ class Tracer:
         self.handoffs = 0
         self.inline = 0
         original = database._call
+        read_call = database._read_call
+        commit_group = database._commit_group
         read_now = database._read_now
 
         def counting(action: str, operation: Any) -> Any:
             self.handoffs += 1
             return original(action, operation)
 
+        def counting_reads(action: str, operation: Any) -> Any:
+            self.handoffs += 1
+            return read_call(action, operation)
+
+        def counting_groups(group: Any) -> Any:
+            self.handoffs += 1
+            return commit_group(group)
+
         def counting_inline(action: str, connection: Any, operation: Any) -> Any:
             self.inline += 1
             return read_now(action, connection, operation)
 
         database._call = counting  # type: ignore[method-assign]
+        database._read_call = counting_reads  # type: ignore[method-assign]
+        database._commit_group = counting_groups  # type: ignore[method-assign]
+        database._worker._batch = counting_groups
         database._read_now = counting_inline  # type: ignore[method-assign]
 
     async def start(self) -> None:
@@ -68,6 +82,7 @@ class Tracer:
             connection.set_trace_callback(self.statements.append)
 
         await self.database.run("trace", trace)
+        await self.database.read_many("trace", trace)
         self.reset()
 
     def reset(self) -> None:
@@ -93,15 +108,16 @@ async def stores(sqlite_target: Target) -> AsyncIterator[tuple[Any, Any, Tracer]
 async def test_each_call_is_one_handoff_and_at_most_one_commit(
     stores: tuple[Any, Any, Tracer],
 ) -> None:
-    """A save is one statement (its own commit); an append is one transaction of two; reads
-    are one statement; each call is one hand-off, except a one-row read, which runs inline
-    with no lock wait (busy timeout 0, then back); the schema is not looked at again."""
+    """A save is one statement in a transaction of its own; an append is one transaction of
+    two; reads are one statement; each call is one hand-off, except a one-row read, which
+    runs inline with no lock wait (busy timeout 0, then back); the schema is not looked at
+    again."""
     checkpoints, sessions, tracer = stores
     await checkpoints.save("ns", "k", {"v": 1}, version=1, expected_version=0)
-    assert (tracer.handoffs, tracer.words()) == (1, ["INSERT"])
+    assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "INSERT", "COMMIT"])
     tracer.reset()
     await checkpoints.save("ns", "k", {"v": 2}, version=2, expected_version=1)
-    assert (tracer.handoffs, tracer.words()) == (1, ["UPDATE"])
+    assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "UPDATE", "COMMIT"])
     tracer.reset()
     assert await checkpoints.load("ns", "k") is not None
     assert (tracer.handoffs, tracer.inline) == (0, 1)
@@ -126,8 +142,10 @@ async def test_each_call_is_one_handoff_and_at_most_one_commit(
 async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
     stores: tuple[Any, Any, Tracer],
 ) -> None:
-    """A load while another call holds the connection, and one that SQLite answers "busy",
-    are handed to the worker thread; they return the record, and the loop keeps running."""
+    """A load while another read holds the reading connection, and one that SQLite answers
+    "busy", are handed to the reading thread; they return the record, and the loop keeps
+    running. A load while a write holds the writing connection still reads inline: reads of
+    a file do not queue behind writes."""
     checkpoints, sessions, tracer = stores
     database = checkpoints.database
     await checkpoints.save("ns", "k", {"v": 1}, version=1, expected_version=0)
@@ -155,17 +173,31 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
         loaded.append(await checkpoints.load("ns", "k"))
 
     async with anyio.create_task_group() as group:
-        group.start_soon(database.run, "hold the connection", hold)
+        group.start_soon(database.read_many, "hold the reading connection", hold)
         group.start_soon(tick)
         group.start_soon(load)
         await anyio.sleep(0.1)
-        assert not loaded  # waiting for the connection, in the worker thread's queue
+        assert not loaded  # waiting for the connection, in the reading thread's queue
         release.set()
     assert loaded[0] is not None
     assert loaded[0].value == {"v": 1}
     assert tracer.inline == 0
     assert tracer.handoffs == 2
     assert ticks >= 10
+
+    # A write in flight on the writing connection: the load does not wait for it.
+    tracer.reset()
+    holding.clear()
+    release.clear()
+    loaded.clear()
+    async with anyio.create_task_group() as group:
+        group.start_soon(database.write, "hold the writing connection", hold)
+        await anyio.to_thread.run_sync(holding.wait, 10)
+        loaded.append(await checkpoints.load("ns", "k"))
+        assert (tracer.inline, tracer.handoffs) == (1, 1)  # the held write's hand-off only
+        release.set()
+    assert loaded[0] is not None
+    assert loaded[0].value == {"v": 1}
 
     # SQLite's "busy" on the inline attempt: the same read again, in the worker thread.
     loop_thread = threading.get_ident()

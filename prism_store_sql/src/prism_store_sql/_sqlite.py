@@ -27,9 +27,9 @@ connection, exactly the steps the async engines run.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
-import queue
 import sqlite3
 import threading
 import time
@@ -63,6 +63,8 @@ from ._migrations import (
 from ._schema import Tables
 
 __all__ = (
+    "DEFAULT_GROUP_COMMIT",
+    "MAX_GROUP_COMMIT",
     "SYNCHRONOUS_MODES",
     "CompiledStatement",
     "SqliteDatabase",
@@ -73,6 +75,11 @@ __all__ = (
 )
 
 T = TypeVar("T")
+
+#: How many queued writes one commit takes at most by default (``group_commit=``).
+DEFAULT_GROUP_COMMIT = 64
+#: The largest ``group_commit=`` accepted.
+MAX_GROUP_COMMIT = 1024
 
 #: The values ``synchronous=`` accepts (SQLite's ``PRAGMA synchronous``).
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -176,42 +183,104 @@ class _Row(tuple[Any, ...]):
             raise AttributeError(name) from None
 
 
-class _Worker:
-    """The thread that runs one database's operations for asyncio callers, in order."""
+class _Write:
+    """One queued write transaction: its body runs between the batch's ``BEGIN IMMEDIATE``
+    and ``COMMIT`` (see :meth:`SqliteDatabase.write`)."""
 
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    __slots__ = ("action", "body", "future")
+
+    def __init__(
+        self, future: asyncio.Future[Any], action: str, body: Callable[[sqlite3.Connection], Any]
+    ) -> None:
+        self.future = future
+        self.action = action
+        self.body = body
+
+
+class _Worker:
+    """The thread that runs one database's operations for asyncio callers, in order.
+
+    Given a ``batch`` function, consecutive queued writes (:class:`_Write`) are taken
+    together, up to ``max_batch`` of them, and handed to it as one group: the writes that
+    arrived while the previous commit was in flight share the next one.
+    """
+
+    def __init__(
+        self,
+        name: str = "prism-sqlite",
+        batch: Callable[[list[_Write]], list[tuple[bool, Any]]] | None = None,
+        max_batch: int = 1,
+    ) -> None:
+        self._name = name
+        self._batch = batch
+        self._max_batch = max_batch
+        self._items: collections.deque[Any] = collections.deque()
+        self._ready = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
 
-    def submit(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
+    def _ensure_thread(self) -> None:
         # Not alive: never started, or this is a forked child, which has no copy of it.
         if self._thread is None or not self._thread.is_alive():
-            self._queue = queue.SimpleQueue()
+            self._items = collections.deque()
+            self._ready = threading.Condition(threading.Lock())
             self._thread = threading.Thread(
-                target=_serve, args=(self._queue,), name="prism-sqlite", daemon=True
+                target=self._serve, args=(self._items, self._ready), name=self._name, daemon=True
             )
             self._thread.start()
-        self._queue.put((future, call))
+
+    def submit(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
+        self._put((future, call))
+
+    def submit_write(self, item: _Write) -> None:
+        self._put(item)
+
+    def _put(self, item: Any) -> None:
+        self._ensure_thread()
+        with self._ready:
+            self._items.append(item)
+            self._ready.notify()
 
     def stop(self) -> None:
         if self._thread is not None:
-            self._queue.put(None)
+            with self._ready:
+                self._items.append(None)
+                self._ready.notify()
             self._thread = None
 
+    def _serve(self, items: collections.deque[Any], ready: threading.Condition) -> None:
+        while True:
+            with ready:
+                while not items:
+                    ready.wait()
+                item = items.popleft()
+                if item is None:
+                    return
+                group: list[_Write] = []
+                if isinstance(item, _Write):
+                    group.append(item)
+                    while items and isinstance(items[0], _Write) and len(group) < self._max_batch:
+                        group.append(items.popleft())
+            if group:
+                assert self._batch is not None
+                try:
+                    outcomes = self._batch(group)
+                except BaseException as error:  # pragma: no cover - the batch settles its own
+                    outcomes = [(False, error)] * len(group)
+                for write, outcome in zip(group, outcomes, strict=True):
+                    _answer(write.future, outcome)
+                continue
+            future, call = item
+            try:
+                result: tuple[bool, Any] = (True, call())
+            except BaseException as error:
+                result = (False, error)
+            _answer(future, result)
 
-def _serve(calls: queue.SimpleQueue[Any]) -> None:
-    while True:
-        item = calls.get()
-        if item is None:
-            return
-        future, call = item
-        try:
-            outcome: tuple[bool, Any] = (True, call())
-        except BaseException as error:
-            outcome = (False, error)
-        # A closed event loop refuses the answer: nobody waits for it any more.
-        with contextlib.suppress(RuntimeError):
-            future.get_loop().call_soon_threadsafe(_settle, future, outcome)
+
+def _answer(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    # A closed event loop refuses the answer: nobody waits for it any more.
+    with contextlib.suppress(RuntimeError):
+        future.get_loop().call_soon_threadsafe(_settle, future, outcome)
 
 
 def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
@@ -248,7 +317,13 @@ class SqliteDatabase:
         create_schema: bool,
         synchronous: str = "FULL",
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        group_commit: int = DEFAULT_GROUP_COMMIT,
     ) -> None:
+        if type(group_commit) is not int or not 1 <= group_commit <= MAX_GROUP_COMMIT:
+            raise SqlStoreConfigError(
+                f"group_commit must be an int from 1 to {MAX_GROUP_COMMIT} (writes per "
+                f"commit; 1 commits each write alone), got {echo(group_commit)}"
+            )
         mode = synchronous.upper() if isinstance(synchronous, str) else synchronous
         if mode not in SYNCHRONOUS_MODES:
             raise SqlStoreConfigError(
@@ -264,12 +339,21 @@ class SqliteDatabase:
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # guards the connection across event loops
         self._limiter: anyio.CapacityLimiter | None = None
+        self._read_limiter: anyio.CapacityLimiter | None = None
         self._token: object = None
         self._users = 0
         self._closed = False
         # Row types by result shape, made under the connection lock.
         self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
-        self._worker = _Worker()
+        self.group_commit = group_commit
+        self._worker = _Worker(batch=self._commit_group, max_batch=group_commit)
+        # A file database reads on a second connection of its own (WAL: readers never wait
+        # for the writer), so a read does not queue behind commits; ``:memory:`` exists only
+        # on the one connection.
+        self._separate_reads = path != ":memory:" and not path.startswith("file::memory:")
+        self._reader: sqlite3.Connection | None = None
+        self._read_lock = threading.Lock()
+        self._read_worker = _Worker(name="prism-sqlite-read")
 
     @property
     def closed(self) -> bool:
@@ -280,13 +364,16 @@ class SqliteDatabase:
         """Count one more store on this connection."""
         self._users += 1
 
-    def _thread_limiter(self) -> anyio.CapacityLimiter:
+    def _thread_limiter(self, *, reads: bool = False) -> anyio.CapacityLimiter:
         # A limiter belongs to one event loop; a host may run the stores from several in turn.
         token = anyio.lowlevel.current_token()
         if self._limiter is None or self._token != token:
             self._limiter = anyio.CapacityLimiter(1)
+            self._read_limiter = anyio.CapacityLimiter(1)
             self._token = token
-        return self._limiter
+        limiter = self._read_limiter if reads else self._limiter
+        assert limiter is not None
+        return limiter
 
     async def run(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``operation`` on the connection in one worker-thread hand-off.
@@ -313,6 +400,124 @@ class SqliteDatabase:
             return await future
         raise AssertionError("unreachable")  # pragma: no cover - a shield swallows nothing
 
+    async def write(self, action: str, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``body`` inside a write transaction and commit it; ``body``'s result once the
+        commit is on disk.
+
+        Under asyncio the writes queued while a commit is in flight share the next one
+        (group commit, up to :attr:`group_commit` writes): one ``BEGIN IMMEDIATE``, each
+        write's body under a savepoint of its own, one ``COMMIT``. A body that raises rolls
+        back its own savepoint and raises to its own caller only, exactly as alone; a failed
+        ``BEGIN`` or ``COMMIT`` (or a failure that ends the whole transaction) fails every
+        write of the group with the same typed error, none of them written. A caller's call
+        returns only after the commit that holds its write. Elsewhere (trio, no running
+        loop) each write is its own transaction, as :meth:`run` runs it.
+        """
+        if self._closed:
+            raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
+        loop = _running_loop()
+        if loop is None:
+            return await self.run(action, lambda connection: _alone(connection, body))
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        future: asyncio.Future[T] = loop.create_future()
+        self._worker.submit_write(_Write(future, action, body))
+        with anyio.CancelScope(shield=True):
+            return await future
+        raise AssertionError("unreachable")  # pragma: no cover - a shield swallows nothing
+
+    async def read_many(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a read of any size (``operation`` must only read) in one worker-thread
+        hand-off. On a file database it runs on the reading connection's own thread, so it
+        does not wait for queued commits; otherwise like :meth:`run`."""
+        if self._closed:
+            raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
+        if not self._separate_reads or self._connection is None:
+            # Before the first write-side call the schema is unchecked: that call checks it.
+            return await self.run(action, operation)
+        loop = _running_loop()
+        if loop is None:
+            return await anyio.to_thread.run_sync(
+                self._read_call, action, operation, limiter=self._thread_limiter(reads=True)
+            )
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        future: asyncio.Future[T] = loop.create_future()
+        self._read_worker.submit(future, lambda: self._read_call(action, operation))
+        with anyio.CancelScope(shield=True):
+            return await future
+        raise AssertionError("unreachable")  # pragma: no cover - a shield swallows nothing
+
+    def _read_call(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        with self._read_lock:
+            if self._closed:
+                raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
+            connection = self._reader
+            try:
+                if connection is None:
+                    connection = self._reader = self._open_reader()
+                return operation(connection)
+            except BaseException as error:
+                if connection is not None and connection.in_transaction:
+                    connection.rollback()
+                if isinstance(error, sqlite3.Error):
+                    raise sqlite_error(action, error) from error
+                raise
+
+    def _commit_group(self, group: list[_Write]) -> list[tuple[bool, Any]]:
+        """Run ``group``'s bodies in one transaction and commit it (the writer thread)."""
+        with self._lock:
+            if self._closed:
+                return [
+                    (
+                        False,
+                        CheckpointStoreError(f"this SQLite store is closed (it cannot {w.action})"),
+                    )
+                    for w in group
+                ]
+            connection = self._connection
+            try:
+                if connection is None:
+                    connection = self._connection = self._open()
+                connection.execute("BEGIN IMMEDIATE")
+            except BaseException as error:
+                return _fail_all(group, connection, error)
+            outcomes: list[tuple[bool, Any]] = []
+            shared = len(group) > 1
+            written = 0
+            for write in group:
+                try:
+                    if shared:
+                        connection.execute("SAVEPOINT prism_write")
+                    value = write.body(connection)
+                    if shared:
+                        connection.execute("RELEASE prism_write")
+                except BaseException as error:
+                    if not connection.in_transaction:
+                        # SQLite ended the transaction itself (I/O error, disk full): the
+                        # writes before this one are gone too.
+                        return _fail_all(group, connection, error)
+                    try:
+                        if shared:
+                            connection.execute("ROLLBACK TO prism_write")
+                            connection.execute("RELEASE prism_write")
+                        else:
+                            connection.rollback()
+                    except BaseException as undo:  # pragma: no cover - rollback failing
+                        return _fail_all(group, connection, undo)
+                    outcomes.append((False, _typed(write.action, error)))
+                    continue
+                outcomes.append((True, value))
+                written += 1
+            if not connection.in_transaction:
+                return outcomes  # one write alone, rolled back
+            try:
+                if written:
+                    connection.execute("COMMIT")
+                else:
+                    connection.rollback()
+            except BaseException as error:
+                return _fail_all(group, connection, error)
+            return outcomes
+
     async def read(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run a short read (``operation`` must only read, and only a bounded amount) on the
         calling thread when it need not wait: the connection is open and free, and SQLite can
@@ -327,6 +532,8 @@ class SqliteDatabase:
         # A yield first, as any awaited store call makes: a caller reading in a loop cannot
         # starve the other tasks, and a cancelled caller reads nothing.
         await anyio.lowlevel.checkpoint()
+        if self._separate_reads:
+            return await self._read_inline(action, operation)
         connection = self._connection
         if connection is not None and not self._closed and self._lock.acquire(blocking=False):
             try:
@@ -338,6 +545,42 @@ class SqliteDatabase:
             finally:
                 self._lock.release()
         return await self.run(action, operation)
+
+    async def _read_inline(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        if (
+            self._connection is not None
+            and not self._closed
+            and self._read_lock.acquire(blocking=False)
+        ):
+            try:
+                connection = self._reader
+                if connection is None and not self._closed:
+                    try:
+                        connection = self._reader = self._open_reader()
+                    except sqlite3.Error:
+                        connection = None  # the hand-off below meets it again
+                if connection is not None and not connection.in_transaction:
+                    done, value = self._read_now(action, connection, operation)
+                    if done:
+                        result: T = value
+                        return result
+            finally:
+                self._read_lock.release()
+        return await self.read_many(action, operation)
+
+    def _open_reader(self) -> sqlite3.Connection:
+        """The reading connection (opened after the writer's, which checked the schema)."""
+        connection = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, cached_statements=64
+        )
+        try:
+            connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+            connection.execute("PRAGMA query_only=1")
+        except BaseException:
+            connection.close()
+            raise
+        connection.row_factory = self._row
+        return connection
 
     def _read_now(
         self,
@@ -425,12 +668,52 @@ class SqliteDatabase:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._close)
         self._worker.stop()
+        self._read_worker.stop()
 
     def _close(self) -> None:
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+        with self._read_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
+
+def _typed(action: str, error: BaseException) -> BaseException:
+    return sqlite_error(action, error) if isinstance(error, sqlite3.Error) else error
+
+
+def _alone(connection: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
+    """``body`` in a transaction of its own (:meth:`SqliteDatabase.run` rolls back on
+    failure)."""
+    connection.execute("BEGIN IMMEDIATE")
+    value = body(connection)
+    connection.execute("COMMIT")
+    return value
+
+
+def _fail_all(
+    group: list[_Write], connection: sqlite3.Connection | None, error: BaseException
+) -> list[tuple[bool, Any]]:
+    """Every write of ``group`` failed with ``error`` (typed, one exception each), the
+    transaction rolled back: none of them is written."""
+    if connection is not None and connection.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            connection.rollback()
+    outcomes: list[tuple[bool, Any]] = []
+    for write in group:
+        if isinstance(error, sqlite3.Error):
+            typed: BaseException = sqlite_error(write.action, error)
+            typed.__cause__ = error
+        elif isinstance(error, CheckpointStoreError) and len(group) > 1:
+            typed = type(error)(str(error))
+            typed.__cause__ = error
+        else:
+            typed = error
+        outcomes.append((False, typed))
+    return outcomes
 
 
 def _recorded_version(connection: sqlite3.Connection, tables: Tables) -> int:

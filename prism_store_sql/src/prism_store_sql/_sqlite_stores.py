@@ -200,7 +200,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
                     connection.rollback()
                 return record, None, None
 
-        record, ids, rows = await self._db.run("load a checkpoint", load)
+        record, ids, rows = await self._db.read_many("load a checkpoint", load)
         if ids is None:
             return record, None
         session_id, leaf_id, run_id = ids
@@ -226,7 +226,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             rows = connection.execute(text, values).fetchall()
             return rows[0][0] if rows else None
 
-        created_at = await self._db.run("save a checkpoint", save)
+        created_at = await self._db.write("save a checkpoint", save)
         if created_at is None:
             raise conflict(request.namespace, request.key)
         return saved_record(request, created_at, now)
@@ -256,7 +256,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def renew(connection: sqlite3.Connection) -> bool:
             return bool(connection.execute(text, values).fetchall())
 
-        if not await self._db.run("renew a lease", renew):
+        if not await self._db.write("renew a lease", renew):
             raise conflict(req.namespace, req.key)
 
     async def delete(
@@ -272,7 +272,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def delete(connection: sqlite3.Connection) -> bool:
             return bool(connection.execute(text, values).fetchall())
 
-        return await self._db.run("delete a checkpoint", delete)
+        return await self._db.write("delete a checkpoint", delete)
 
     def _list_statement(self, by_namespace: bool, after: bool) -> CompiledStatement:
         compiled = self._lists.get((by_namespace, after))
@@ -312,7 +312,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
             return connection.execute(text, values).fetchall()
 
-        rows = await self._db.run("list checkpoints", fetch)
+        rows = await self._db.read_many("list checkpoints", fetch)
         return page_of(rows, owner, limit)
 
     def _status_statement(self, after: bool) -> CompiledStatement:
@@ -361,7 +361,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
             return connection.execute(text, values).fetchall()
 
-        rows = await self._db.run("list checkpoints by status", fetch)
+        rows = await self._db.read_many("list checkpoints by status", fetch)
         return page_of(rows, owner, limit)
 
 
@@ -416,11 +416,9 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         params = append_params(entry, expected_leaf_id)
 
         def append(connection: sqlite3.Connection) -> None:
-            connection.execute("BEGIN IMMEDIATE")
             self.append_in(connection, entry, expected_leaf_id, params)
-            connection.execute("COMMIT")
 
-        await self._db.run("append a session entry", append)
+        await self._db.write("append a session entry", append)
         return entry
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
@@ -430,7 +428,9 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
             return tuple_cursor(connection).execute(text, params).fetchall()
 
-        return [decode_entry(row) for row in await self._db.run("list session entries", fetch)]
+        return [
+            decode_entry(row) for row in await self._db.read_many("list session entries", fetch)
+        ]
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         """One entry by id, or ``None``."""
@@ -458,7 +458,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
             return tuple_cursor(connection).execute(text, params).fetchall()
 
-        rows = await self._db.run("read a session branch", fetch)
+        rows = await self._db.read_many("read a session branch", fetch)
         return branch_rows(rows, session_id, leaf_id)
 
     async def read_branch_and_run_tail(
@@ -473,7 +473,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         def fetch(connection: sqlite3.Connection) -> tuple[builtins.list[Any], builtins.list[Any]]:
             return read_rows(connection, sql, session_id, leaf_id, run_id)
 
-        path, tail = await self._db.run("read a session branch and a run's entries", fetch)
+        path, tail = await self._db.read_many("read a session branch and a run's entries", fetch)
         return branch_and_tail(path, tail, session_id, leaf_id)
 
 
