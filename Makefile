@@ -46,7 +46,9 @@ lint: install
 
 check: lint test
 
+# bench/targets.py: every speed target PASS/FAIL over three runs (BENCH_ARGS=--quick: one short run).
 bench: install
+	$(PY) bench/targets.py $(BENCH_ARGS)
 	$(PY) bench/stores.py
 	$(PY) bench/durable.py
 	$(PY) bench/reopen.py
