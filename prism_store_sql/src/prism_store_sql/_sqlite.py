@@ -27,9 +27,9 @@ connection, exactly the steps the async engines run.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import functools
+import queue
 import sqlite3
 import threading
 import time
@@ -214,53 +214,50 @@ class _Worker:
         self._name = name
         self._batch = batch
         self._max_batch = max_batch
-        self._items: collections.deque[Any] = collections.deque()
-        self._ready = threading.Condition(threading.Lock())
+        self._items: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
     def _ensure_thread(self) -> None:
         # Not alive: never started, or this is a forked child, which has no copy of it.
         if self._thread is None or not self._thread.is_alive():
-            self._items = collections.deque()
-            self._ready = threading.Condition(threading.Lock())
+            self._items = queue.SimpleQueue()
             self._thread = threading.Thread(
-                target=self._serve, args=(self._items, self._ready), name=self._name, daemon=True
+                target=self._serve, args=(self._items,), name=self._name, daemon=True
             )
             self._thread.start()
 
     def submit(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
-        self._put((future, call))
+        self._ensure_thread()
+        self._items.put((future, call))
 
     def submit_write(self, item: _Write) -> None:
-        self._put(item)
-
-    def _put(self, item: Any) -> None:
         self._ensure_thread()
-        with self._ready:
-            self._items.append(item)
-            self._ready.notify()
+        self._items.put(item)
 
     def stop(self) -> None:
         if self._thread is not None:
-            with self._ready:
-                self._items.append(None)
-                self._ready.notify()
+            self._items.put(None)
             self._thread = None
 
-    def _serve(self, items: collections.deque[Any], ready: threading.Condition) -> None:
+    def _serve(self, items: queue.SimpleQueue[Any]) -> None:
+        held: Any = _NOTHING  # taken from the queue while gathering a group, not yet run
         while True:
-            with ready:
-                while not items:
-                    ready.wait()
-                item = items.popleft()
-                if item is None:
-                    return
-                group: list[_Write] = []
-                if isinstance(item, _Write):
-                    group.append(item)
-                    while items and isinstance(items[0], _Write) and len(group) < self._max_batch:
-                        group.append(items.popleft())
-            if group:
+            item, held = (items.get() if held is _NOTHING else held), _NOTHING
+            if item is None:
+                return
+            if isinstance(item, _Write):
+                group = [item]
+                # Every write already queued (they arrived while the last commit was in
+                # flight) joins this commit, up to the group's bound; order is kept.
+                while len(group) < self._max_batch:
+                    try:
+                        following = items.get_nowait()
+                    except queue.Empty:
+                        break
+                    if not isinstance(following, _Write):
+                        held = following
+                        break
+                    group.append(following)
                 assert self._batch is not None
                 try:
                     outcomes = self._batch(group)
@@ -275,6 +272,9 @@ class _Worker:
             except BaseException as error:
                 result = (False, error)
             _answer(future, result)
+
+
+_NOTHING = object()
 
 
 def _answer(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
