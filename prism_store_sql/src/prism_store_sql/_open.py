@@ -21,7 +21,7 @@ from ._engine_stores import EngineCheckpointStore, EngineSessionStore
 from ._errors import SqlStoreConfigError
 from ._migrations import SCHEMA_VERSION, apply_migrations, missing_database, read_version
 from ._schema import DEFAULT_TABLE_PREFIX, build_tables, check_table_prefix
-from ._sqlite import SqliteDatabase, read_sqlite_version, sqlite_path
+from ._sqlite import DEFAULT_GROUP_COMMIT, SqliteDatabase, read_sqlite_version, sqlite_path
 from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqlTransaction
@@ -164,6 +164,7 @@ def open_sql_stores(
     table_prefix: str = DEFAULT_TABLE_PREFIX,
     synchronous: str = "FULL",
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    group_commit: int = DEFAULT_GROUP_COMMIT,
 ) -> SqlStores:
     """Both SQL stores on one connection, able to commit together.
 
@@ -173,8 +174,11 @@ def open_sql_stores(
     default: a commit survives a power cut; ``NORMAL`` survives a process crash only and
     commits faster). Other URLs and engines share one SQLAlchemy engine (asyncio only) and
     take no ``synchronous``. ``timeout_ms`` bounds each call as in
-    :func:`~prism_store_sql.create_sql_checkpoint_store`. Opens no connection until the first
-    call.
+    :func:`~prism_store_sql.create_sql_checkpoint_store`. ``group_commit`` bounds how many
+    writes one commit may take on SQLite: the writes that reach the store while a commit is
+    in flight (from concurrent runs) join the next one, each caller still waiting for its
+    own commit (see docs/stores.md, "The commit path"); ``1`` commits every write alone.
+    Opens no connection until the first call.
     """
     tables = build_tables(table_prefix)
     target = sqlite_path(url_or_engine)
@@ -188,6 +192,7 @@ def open_sql_stores(
             create_schema=create_schema,
             synchronous=synchronous,
             timeout_ms=timeout_ms,
+            group_commit=group_commit,
         )
         checkpoints = SqliteCheckpointStore(database)
     else:
