@@ -57,15 +57,18 @@ def create_sql_checkpoint_store(
     :class:`~prism_core.CheckpointStoreUnavailableError`. Raises
     :class:`~prism_store_sql.SqlStoreDriverError` when the driver is not installed.
     """
-    tables = build_tables(table_prefix)
     target = sqlite_path(url_or_engine)
     if target is not None:
         path, url = target
         return SqliteCheckpointStore(
-            SqliteDatabase(path, url, tables, create_schema=create_schema, timeout_ms=timeout_ms)
+            SqliteDatabase(
+                path, url, table_prefix, create_schema=create_schema, timeout_ms=timeout_ms
+            )
         )
     return EngineCheckpointStore(
-        open_engine(url_or_engine, timeout_ms=timeout_ms), tables, create_schema=create_schema
+        open_engine(url_or_engine, timeout_ms=timeout_ms),
+        build_tables(table_prefix),
+        create_schema=create_schema,
     )
 
 
@@ -87,15 +90,18 @@ def create_sql_session_store(
     """
     if isinstance(url_or_engine, SqlCheckpointStore):
         return _sharing(url_or_engine)
-    tables = build_tables(table_prefix)
     target = sqlite_path(url_or_engine)
     if target is not None:
         path, url = target
         return SqliteSessionStore(
-            SqliteDatabase(path, url, tables, create_schema=create_schema, timeout_ms=timeout_ms)
+            SqliteDatabase(
+                path, url, table_prefix, create_schema=create_schema, timeout_ms=timeout_ms
+            )
         )
     return EngineSessionStore(
-        open_engine(url_or_engine, timeout_ms=timeout_ms), tables, create_schema=create_schema
+        open_engine(url_or_engine, timeout_ms=timeout_ms),
+        build_tables(table_prefix),
+        create_schema=create_schema,
     )
 
 
@@ -180,7 +186,6 @@ def open_sql_stores(
     own commit (see docs/stores.md, "The commit path"); ``1`` commits every write alone.
     Opens no connection until the first call.
     """
-    tables = build_tables(table_prefix)
     target = sqlite_path(url_or_engine)
     checkpoints: SqlCheckpointStore
     if target is not None:
@@ -188,7 +193,7 @@ def open_sql_stores(
         database = SqliteDatabase(
             path,
             url,
-            tables,
+            table_prefix,
             create_schema=create_schema,
             synchronous=synchronous,
             timeout_ms=timeout_ms,
@@ -202,7 +207,9 @@ def open_sql_stores(
                 "backend); leave it out for other databases"
             )
         checkpoints = EngineCheckpointStore(
-            open_engine(url_or_engine, timeout_ms=timeout_ms), tables, create_schema=create_schema
+            open_engine(url_or_engine, timeout_ms=timeout_ms),
+            build_tables(table_prefix),
+            create_schema=create_schema,
         )
     return SqlStores(checkpoints, create_sql_session_store(checkpoints))
 

@@ -60,7 +60,7 @@ from ._migrations import (
     migrate_connection,
     schema_missing_error,
 )
-from ._schema import Tables
+from ._schema import Tables, build_tables, check_table_prefix
 
 __all__ = (
     "DEFAULT_GROUP_COMMIT",
@@ -112,16 +112,26 @@ class CompiledStatement:
 
     __slots__ = ("_defaults", "_statement", "_text")
 
-    def __init__(self, statement: sa.Executable) -> None:
+    def __init__(self, statement: sa.Executable | None) -> None:
         self._statement = statement
         self._text: str | None = None
         self._defaults: dict[str, Any] = {}
+
+    @classmethod
+    def from_text(cls, text: str, defaults: Mapping[str, Any]) -> CompiledStatement:
+        """A statement already compiled: its text and literal parameters (see
+        :mod:`prism_store_sql._sqlite_text`)."""
+        compiled = cls(None)
+        compiled._defaults = dict(defaults)
+        compiled._text = text
+        return compiled
 
     @property
     def text(self) -> str:
         """The statement's SQLite text."""
         text = self._text
         if text is None:
+            assert self._statement is not None
             compiled = self._statement.compile(  # type: ignore[attr-defined]
                 dialect=_DIALECT, compile_kwargs={"render_postcompile": True}
             )
@@ -312,7 +322,7 @@ class SqliteDatabase:
         self,
         path: str,
         url: URL,
-        tables: Tables,
+        tables: Tables | str,
         *,
         create_schema: bool,
         synchronous: str = "FULL",
@@ -332,7 +342,13 @@ class SqliteDatabase:
             )
         self.path = path
         self.url = url
-        self.tables = tables
+        if isinstance(tables, str):
+            # A prefix: the tables are built when first needed (a migration, a list query).
+            self.prefix: str = check_table_prefix(tables)
+            self._tables: Tables | None = None
+        else:
+            self.prefix = tables.prefix
+            self._tables = tables
         self.synchronous: str = mode
         self.busy_timeout_ms = busy_timeout_ms(check_timeout_ms(timeout_ms))
         self._create_schema = create_schema
@@ -359,6 +375,14 @@ class SqliteDatabase:
     def closed(self) -> bool:
         """``True`` once every store built on it was closed."""
         return self._closed
+
+    @property
+    def tables(self) -> Tables:
+        """The SQLAlchemy tables of this database's prefix (built on first use)."""
+        tables = self._tables
+        if tables is None:
+            tables = self._tables = build_tables(self.prefix)
+        return tables
 
     def acquire(self) -> None:
         """Count one more store on this connection."""
@@ -648,7 +672,7 @@ class SqliteDatabase:
         return cls(row)
 
     def _check_schema(self, connection: sqlite3.Connection) -> None:
-        found = _recorded_version(connection, self.tables)
+        found = _recorded_version(connection, f"{self.prefix}schema_version")
         if found == SCHEMA_VERSION:
             return
         if not self._create_schema or found > SCHEMA_VERSION:
@@ -716,8 +740,7 @@ def _fail_all(
     return outcomes
 
 
-def _recorded_version(connection: sqlite3.Connection, tables: Tables) -> int:
-    name = tables.schema_version.name
+def _recorded_version(connection: sqlite3.Connection, name: str) -> int:
     exists = connection.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
     ).fetchone()
@@ -740,7 +763,7 @@ async def read_sqlite_version(
             raise sqlite_error("read the schema version", error) from error
         try:
             connection.execute(f"PRAGMA busy_timeout={busy_timeout_ms(timeout_ms)}")
-            return _recorded_version(connection, tables)
+            return _recorded_version(connection, tables.schema_version.name)
         except sqlite3.Error as error:
             raise sqlite_error("read the schema version", error) from error
         finally:

@@ -36,7 +36,6 @@ from prism_core.stores import (
 
 from ._checkpoint_rows import (
     check_range,
-    checkpoint_statements,
     decode_record,
     owner_scope,
     page_of,
@@ -45,6 +44,7 @@ from ._checkpoint_rows import (
     saved_record,
 )
 from ._errors import SqlStoreConfigError
+from ._schema import Tables
 from ._session_rows import (
     append_params,
     branch_and_tail,
@@ -53,10 +53,10 @@ from ._session_rows import (
     head_moved,
     head_statement,
     not_inserted,
-    session_statements,
 )
 from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
 from ._sqlite_branch import BranchTailStatements, read_rows, tuple_cursor
+from ._sqlite_text import stored_statement
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqliteTransaction
 
@@ -75,6 +75,17 @@ class _SqliteStore:
 
     _db: SqliteDatabase
     _closed: bool
+
+    @property
+    def table_prefix(self) -> str:
+        """The prefix of this store's table names."""
+        return self._db.prefix
+
+    @property
+    def tables(self) -> Tables:
+        """The table definitions of this store's prefix (built on first use: the hot
+        statements are stored text, see :mod:`prism_store_sql._sqlite_text`)."""
+        return self._db.tables
 
     @property
     def database(self) -> SqliteDatabase:
@@ -110,16 +121,15 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         # There is no engine; the database checks the schema when its connection opens.
         database.acquire()
         self._db = database
-        self._tables = database.tables
         self._closed = False
-        statements = checkpoint_statements(database.tables.checkpoints, "sqlite")
-        self._sql = statements
-        self._load = compile_sqlite(statements.load)
-        self._create = compile_sqlite(statements.create)
-        self._update = compile_sqlite(statements.update)
-        self._upsert = compile_sqlite(statements.upsert)
-        self._renew = compile_sqlite(statements.renew)
-        self._delete = compile_sqlite(statements.delete)
+        # Stored text (see _sqlite_text): no SQLAlchemy objects are built for these.
+        prefix = database.prefix
+        self._load = stored_statement(prefix, "checkpoints.load")
+        self._create = stored_statement(prefix, "checkpoints.create")
+        self._update = stored_statement(prefix, "checkpoints.update")
+        self._upsert = stored_statement(prefix, "checkpoints.upsert")
+        self._renew = stored_statement(prefix, "checkpoints.renew")
+        self._delete = stored_statement(prefix, "checkpoints.delete")
         self._lists: dict[tuple[bool, bool], CompiledStatement] = {}
         self._by_status: dict[bool, CompiledStatement] = {}
 
@@ -200,7 +210,10 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
                     connection.rollback()
                 return record, None, None
 
-        record, ids, rows = await self._db.read_many("load a checkpoint", load)
+        # Inline when the reading connection is free (see SqliteDatabase.read): the branch is
+        # a run's own transcript, and decoding it on the loop right after costs more than
+        # reading it; a hand-off would add two thread wake-ups to every continue.
+        record, ids, rows = await self._db.read("load a checkpoint", load)
         if ids is None:
             return record, None
         session_id, leaf_id, run_id = ids
@@ -277,7 +290,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
     def _list_statement(self, by_namespace: bool, after: bool) -> CompiledStatement:
         compiled = self._lists.get((by_namespace, after))
         if compiled is None:
-            table = self._tables.checkpoints
+            table = self._db.tables.checkpoints
             p = sa.bindparam
             statement = sa.select(table).where(table.c.owner == p("owner_scope"))
             if by_namespace:
@@ -318,7 +331,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
     def _status_statement(self, after: bool) -> CompiledStatement:
         compiled = self._by_status.get(after)
         if compiled is None:
-            table = self._tables.checkpoints
+            table = self._db.tables.checkpoints
             p = sa.bindparam
             statement = sa.select(table).where(
                 table.c.namespace == p("ns"),
@@ -372,20 +385,18 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
     def __init__(self, database: SqliteDatabase) -> None:
         database.acquire()
         self._db = database
-        self._tables = database.tables
         self._closed = False
-        statements = session_statements(database.tables, "sqlite")
-        self._sql = statements
+        prefix = database.prefix
         self._heads = {
-            name: compile_sqlite(getattr(statements, name))
+            name: stored_statement(prefix, f"sessions.{name}")
             for name in ("upsert_head", "create_head", "move_head")
         }
-        self._insert_entry = compile_sqlite(statements.insert_entry)
-        self._entry_exists = compile_sqlite(statements.entry_exists)
-        self._list = compile_sqlite(statements.list)
-        self._get = compile_sqlite(statements.get)
-        self._branch = compile_sqlite(statements.branch)
-        self._branch_tail = BranchTailStatements.build(database.tables, self._branch)
+        self._insert_entry = stored_statement(prefix, "sessions.insert_entry")
+        self._entry_exists = stored_statement(prefix, "sessions.entry_exists")
+        self._list = stored_statement(prefix, "sessions.list")
+        self._get = stored_statement(prefix, "sessions.get")
+        self._branch = stored_statement(prefix, "sessions.branch")
+        self._branch_tail = BranchTailStatements.for_prefix(prefix)
 
     def append_in(
         self,
