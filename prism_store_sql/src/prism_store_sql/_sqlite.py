@@ -478,7 +478,13 @@ class SqliteDatabase:
             try:
                 if connection is None:
                     connection = self._reader = self._open_reader()
-                return operation(connection)
+                # The reading connection rests at a zero busy timeout (the inline reads);
+                # here, off the loop, a read waits as long as any call would.
+                connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+                try:
+                    return operation(connection)
+                finally:
+                    connection.execute("PRAGMA busy_timeout=0")
             except BaseException as error:
                 if connection is not None and connection.in_transaction:
                     connection.rollback()
@@ -584,7 +590,7 @@ class SqliteDatabase:
                     except sqlite3.Error:
                         connection = None  # the hand-off below meets it again
                 if connection is not None and not connection.in_transaction:
-                    done, value = self._read_now(action, connection, operation)
+                    done, value = self._read_now(action, connection, operation, waits=False)
                     if done:
                         result: T = value
                         return result
@@ -598,7 +604,7 @@ class SqliteDatabase:
             self.path, isolation_level=None, check_same_thread=False, cached_statements=64
         )
         try:
-            connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+            connection.execute("PRAGMA busy_timeout=0")
             connection.execute("PRAGMA query_only=1")
         except BaseException:
             connection.close()
@@ -611,10 +617,15 @@ class SqliteDatabase:
         action: str,
         connection: sqlite3.Connection,
         operation: Callable[[sqlite3.Connection], T],
+        *,
+        waits: bool = True,
     ) -> tuple[bool, Any]:
         """``(True, result)`` of ``operation`` run here with no lock wait, or ``(False,
-        None)`` when SQLite would have had to wait (the caller then hands it off)."""
+        None)`` when SQLite would have had to wait (the caller then hands it off).
+        ``waits``: the connection has a busy timeout, set to zero for this read."""
         try:
+            if not waits:
+                return True, operation(connection)
             connection.execute("PRAGMA busy_timeout=0")
             try:
                 return True, operation(connection)
