@@ -94,7 +94,9 @@ async def test_writes_queued_behind_a_commit_share_the_next_one(
     assert not [o for o in outcomes if isinstance(o, Exception)]
     # The held write's commit, then one for all seven queued behind it.
     assert _commits(statements) == 2
-    assert statements.count("SAVEPOINT prism_write") == 7
+    # Nothing refused: the group ran once, with no savepoints.
+    assert statements.count("BEGIN IMMEDIATE") == 2
+    assert "SAVEPOINT prism_write" not in statements
     for i in range(4):
         assert await sessions.list(f"s{i}") == [entries[i]]
         record = await checkpoints.load("runs", f"r{i}")
@@ -135,6 +137,11 @@ async def test_a_refused_write_fails_alone(stores: tuple[Any, Any, list[str]]) -
     assert not isinstance(outcomes[0], Exception)
     assert not isinstance(outcomes[3], Exception)
     assert _commits(statements) == 2
+    # The group met a refusal, was rolled back and ran again with a savepoint per write.
+    assert statements.count("BEGIN IMMEDIATE") == 3
+    assert statements.count("SAVEPOINT prism_write") == 4
+    assert statements.count("ROLLBACK TO prism_write") == 1  # the refused turn (a stale
+    # plain save writes nothing and raises outside the transaction)
     assert (await checkpoints.load("ns", "a")).value == {"v": 1}  # type: ignore[union-attr]
     assert (await checkpoints.load("ns", "b")).value == {"v": 2}  # type: ignore[union-attr]
     assert (await checkpoints.load("ns", "taken")).value == {"v": 0}  # type: ignore[union-attr]

@@ -510,43 +510,67 @@ class SqliteDatabase:
                 connection.execute("BEGIN IMMEDIATE")
             except BaseException as error:
                 return _fail_all(group, connection, error)
-            outcomes: list[tuple[bool, Any]] = []
-            shared = len(group) > 1
-            written = 0
-            for write in group:
-                try:
-                    if shared:
-                        connection.execute("SAVEPOINT prism_write")
-                    value = write.body(connection)
-                    if shared:
-                        connection.execute("RELEASE prism_write")
-                except BaseException as error:
-                    if not connection.in_transaction:
-                        # SQLite ended the transaction itself (I/O error, disk full): the
-                        # writes before this one are gone too.
-                        return _fail_all(group, connection, error)
+            if len(group) > 1:
+                # First without savepoints (two statements fewer per write): refusals are
+                # rare. When a write fails, everything is rolled back and the group runs
+                # again with a savepoint per write, so each failure stays its own.
+                outcomes = self._run_group(connection, group, isolated=False)
+                if outcomes is None:
                     try:
-                        if shared:
-                            connection.execute("ROLLBACK TO prism_write")
-                            connection.execute("RELEASE prism_write")
-                        else:
-                            connection.rollback()
-                    except BaseException as undo:  # pragma: no cover - rollback failing
-                        return _fail_all(group, connection, undo)
-                    outcomes.append((False, _typed(write.action, error)))
-                    continue
-                outcomes.append((True, value))
-                written += 1
-            if not connection.in_transaction:
-                return outcomes  # one write alone, rolled back
-            try:
-                if written:
-                    connection.execute("COMMIT")
-                else:
-                    connection.rollback()
-            except BaseException as error:
-                return _fail_all(group, connection, error)
+                        connection.execute("BEGIN IMMEDIATE")
+                    except BaseException as error:
+                        return _fail_all(group, connection, error)
+                    outcomes = self._run_group(connection, group, isolated=True)
+            else:
+                outcomes = self._run_group(connection, group, isolated=True)
+            assert outcomes is not None
             return outcomes
+
+    def _run_group(
+        self, connection: sqlite3.Connection, group: list[_Write], *, isolated: bool
+    ) -> list[tuple[bool, Any]] | None:
+        """Each write's outcome, the transaction begun on ``connection`` committed (or rolled
+        back when nothing is left to write). Not ``isolated`` (no savepoints): ``None`` when
+        a write failed, everything rolled back."""
+        outcomes: list[tuple[bool, Any]] = []
+        savepoints = isolated and len(group) > 1
+        written = 0
+        for write in group:
+            try:
+                if savepoints:
+                    connection.execute("SAVEPOINT prism_write")
+                value = write.body(connection)
+                if savepoints:
+                    connection.execute("RELEASE prism_write")
+            except BaseException as error:
+                if not connection.in_transaction:
+                    # SQLite ended the transaction itself (I/O error, disk full): the
+                    # writes before this one are gone too.
+                    return _fail_all(group, connection, error)
+                try:
+                    if savepoints:
+                        connection.execute("ROLLBACK TO prism_write")
+                        connection.execute("RELEASE prism_write")
+                    else:
+                        connection.rollback()
+                except BaseException as undo:  # pragma: no cover - rollback failing
+                    return _fail_all(group, connection, undo)
+                if not isolated:
+                    return None
+                outcomes.append((False, _typed(write.action, error)))
+                continue
+            outcomes.append((True, value))
+            written += 1
+        if not connection.in_transaction:
+            return outcomes  # one write alone, rolled back
+        try:
+            if written:
+                connection.execute("COMMIT")
+            else:
+                connection.rollback()
+        except BaseException as error:
+            return _fail_all(group, connection, error)
+        return outcomes
 
     async def read(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run a short read (``operation`` must only read, and only a bounded amount) on the
