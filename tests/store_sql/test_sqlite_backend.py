@@ -543,3 +543,28 @@ async def test_stores_opened_again_on_a_prefix_reuse_its_compiled_statements(
     async with other:
         assert other.checkpoints.tables is not one.tables
         assert other.checkpoints._load is not one._load  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_opening_checks_the_schema_with_one_read(sqlite_target: Target) -> None:
+    """Opening a migrated file reads the version row once, by its key, and never looks
+    through sqlite_master."""
+    await migrate(sqlite_target.url)
+    statements: list[str] = []
+    real_connect = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection = real_connect(*args, **kwargs)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    sqlite3.connect = connect  # type: ignore[assignment]
+    try:
+        async with open_sql_stores(sqlite_target.url) as stores:
+            assert await stores.checkpoints.load("ns", "absent") is None
+    finally:
+        sqlite3.connect = real_connect  # type: ignore[assignment]
+    assert not any("sqlite_master" in s for s in statements)
+    assert [s for s in statements if "schema_version" in s] == [
+        'SELECT max(version) FROM "prism_schema_version"'
+    ]

@@ -707,6 +707,8 @@ class SqliteDatabase:
         return cls(row)
 
     def _check_schema(self, connection: sqlite3.Connection) -> None:
+        # One read of the version row (its primary key), nothing from sqlite_master: a
+        # version recorded by a newer release must be refused even when no table changed.
         found = _recorded_version(connection, f"{self.prefix}schema_version")
         if found == SCHEMA_VERSION:
             return
@@ -776,12 +778,13 @@ def _fail_all(
 
 
 def _recorded_version(connection: sqlite3.Connection, name: str) -> int:
-    exists = connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-    ).fetchone()
-    if exists is None:
-        return 0
-    row = connection.execute(f'SELECT max(version) FROM "{name}"').fetchone()
+    # The version table read directly (no look through sqlite_master): missing means 0.
+    try:
+        row = connection.execute(f'SELECT max(version) FROM "{name}"').fetchone()
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):
+            return 0
+        raise
     return int(row[0]) if row is not None and row[0] is not None else 0
 
 
