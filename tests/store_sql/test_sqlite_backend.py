@@ -568,3 +568,25 @@ async def test_opening_checks_the_schema_with_one_read(sqlite_target: Target) ->
     assert [s for s in statements if "schema_version" in s] == [
         'SELECT max(version) FROM "prism_schema_version"'
     ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite:///runs.db", "sqlite:////tmp/runs.db", "SQLite:///a b.db", "sqlite:///:memory:"],
+)
+def test_a_plain_sqlite_url_read_directly_is_what_sqlalchemy_parses(url: str) -> None:
+    """The common ``sqlite:///path`` form is read without SQLAlchemy's parser: the same path,
+    and the same URL once it is needed; other forms go through the parser."""
+    from sqlalchemy.engine import make_url
+
+    from prism_store_sql._sqlite import sqlite_path
+
+    target = sqlite_path(url)
+    assert target is not None
+    path, given = target
+    assert path == make_url(url).database
+    database = SqliteDatabase(path, given, "prism_", create_schema=True)
+    assert database.url == make_url(url)
+    assert sqlite_path("sqlite:///x.db?mode=ro") == ("x.db", make_url("sqlite:///x.db?mode=ro"))
+    assert sqlite_path("sqlite+aiosqlite:///x.db") is None
+    assert sqlite_path("sqlite://")[0] == ":memory:"  # type: ignore[index]

@@ -57,6 +57,7 @@ from ._errors import SqlStoreConfigError
 from ._migrations import (
     SCHEMA_VERSION,
     check_sqlite_directory,
+    check_sqlite_file_directory,
     migrate_connection,
     schema_missing_error,
 )
@@ -157,12 +158,19 @@ class CompiledStatement:
         return {**defaults, **values} if defaults else dict(values)
 
 
-def sqlite_path(url_or_engine: object) -> tuple[str, URL] | None:
+def sqlite_path(url_or_engine: object) -> tuple[str, URL | str] | None:
     """``(path, url)`` when ``url_or_engine`` is a plain ``sqlite:`` URL (no ``+driver``),
     which the thread-driven backend serves; ``None`` for anything else. ``sqlite://`` is an
-    in-memory database."""
+    in-memory database. ``url`` is the URL as given when it is a plain ``sqlite:///path``
+    string (parsed when first needed, see :attr:`SqliteDatabase.url`)."""
     if not isinstance(url_or_engine, str | URL):
         return None
+    if isinstance(url_or_engine, str):
+        # The common form read directly: SQLAlchemy's URL parser compiles its pattern on
+        # first use, about 1 ms of a fresh process's first store opening.
+        head, _, path = url_or_engine.partition(":///")
+        if head.lower() == "sqlite" and path and not any(c in path for c in "?%#"):
+            return path, url_or_engine
     try:
         url = make_url(url_or_engine)
     except sa.exc.ArgumentError:
@@ -321,7 +329,7 @@ class SqliteDatabase:
     def __init__(
         self,
         path: str,
-        url: URL,
+        url: URL | str,
         tables: Tables | str,
         *,
         create_schema: bool,
@@ -341,7 +349,7 @@ class SqliteDatabase:
                 f"got {echo(synchronous)}"
             )
         self.path = path
-        self.url = url
+        self._url = url
         if isinstance(tables, str):
             # A prefix: the tables are built when first needed (a migration, a list query).
             self.prefix: str = check_table_prefix(tables)
@@ -375,6 +383,14 @@ class SqliteDatabase:
     def closed(self) -> bool:
         """``True`` once every store built on it was closed."""
         return self._closed
+
+    @property
+    def url(self) -> URL:
+        """The database URL (parsed on first use)."""
+        url = self._url
+        if isinstance(url, str):
+            url = self._url = make_url(url)
+        return url
 
     @property
     def tables(self) -> Tables:
@@ -679,7 +695,10 @@ class SqliteDatabase:
                 raise
 
     def _open(self) -> sqlite3.Connection:
-        check_sqlite_directory(self.url)
+        if isinstance(self._url, str):
+            check_sqlite_file_directory(self.path)
+        else:
+            check_sqlite_directory(self._url)
         connection = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, cached_statements=64
         )
