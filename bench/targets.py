@@ -7,7 +7,8 @@ with different bytes every time (never Prism's own code path):
 - warm continue at 40 and 400 turns ≤ 2x its floor (stdlib ``sqlite3``: one read of the same
   branch rows and ``json.loads`` of each, plus one durable write);
 - cold continue ≤ 3x its floor: a fresh process per sample, modules imported, timed from
-  ``prism_core.open_stores`` (the stores not yet opened) to the model call, against a fresh
+  ``prism_core.open_stores`` (the stores not yet opened) through the load of the run's
+  record (which opens the connection) to the model call, against a fresh
   process that connects with ``sqlite3``, reads and decodes the branch and makes one
   durable write;
 - 32 sessions running every-turn runs at once on one store pair keep ≥ 50% of the turns/s of
@@ -50,6 +51,7 @@ from _support import (
     NAMESPACE,
     REVISION,
     Investigation,
+    WorkerDied,
     drop_sql_tables_at,
     format_table,
     probe_postgres,
@@ -57,7 +59,12 @@ from _support import (
     unique_prefix,
 )
 
-from prism_core import RunStateOptions, create_agent, create_memory_session_store
+from prism_core import (
+    RunStateOptions,
+    create_agent,
+    create_memory_session_store,
+    resume_agent_run,
+)
 from prism_core.codec import dumps
 
 SCRIPT = Path(__file__).resolve()
@@ -100,18 +107,41 @@ class Target:
 
 
 async def cold_child(job: dict[str, Any]) -> float:
-    """In a fresh interpreter, modules imported: ``open_stores`` (timed), the agent (not
-    timed), one continue to the model call (timed)."""
+    """In a fresh interpreter, modules imported: ``open_stores``, the load of the run's
+    record (the version a continue names; it opens the connection) and the continue up to
+    the model call, timed; the agent is built between them, untimed."""
     import prism_store_sql
     from prism_core import open_stores
 
+    run, turns = job["run"], job["turns"]
     start = time.perf_counter()
     pair = open_stores(job["url"], plugins=[prism_store_sql.plugin])
+    record = await pair.checkpoints.load(NAMESPACE, run["run_id"])
     opened = time.perf_counter() - start
     try:
-        return opened + await continue_once(
-            pair.checkpoints, pair.sessions, job["run"], job["turns"]
+        provider = Investigation(turns, die_at=turns)
+        agent = create_agent(
+            id=AGENT_ID,
+            model={"provider": "mock", "model": "demo"},
+            store=pair.sessions,
+            tools=[probe_tool()],
+            provider=provider,
         )
+        ref = {"run_id": run["run_id"], "session_id": run["session_id"]}
+        decision = {"expected_version": record.version, "decision": "continue"}
+        start = time.perf_counter()
+        try:
+            await resume_agent_run(
+                agent, ref, decision, checkpoints=pair.checkpoints, definition_revision=REVISION
+            )
+        except WorkerDied:
+            pass
+        except BaseExceptionGroup as group:
+            if group.subgroup(WorkerDied) is None:
+                raise
+        if not provider.calls:
+            raise RuntimeError("the continue never reached the provider")
+        return opened + provider.calls[0] - start
     finally:
         await pair.aclose()
 

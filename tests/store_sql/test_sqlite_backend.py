@@ -121,8 +121,10 @@ async def test_each_call_is_one_handoff_and_at_most_one_commit(
     tracer.reset()
     assert await checkpoints.load("ns", "k") is not None
     assert (tracer.handoffs, tracer.inline) == (0, 1)
-    # The reading connection rests at a zero busy timeout: the inline read is one statement.
-    assert tracer.words() == ["SELECT"]
+    # On the free writing connection, its busy timeout at zero for the one statement.
+    assert tracer.statements[0] == "PRAGMA busy_timeout=0"
+    assert tracer.words()[1:] == ["SELECT", "PRAGMA"]
+    assert tracer.statements[2] == "PRAGMA busy_timeout=5000"
     tracer.reset()
     root = create_session_entry(session_id="s", kind="label", label="root")
     await sessions.append(root, expected_leaf_id=None)
@@ -142,10 +144,11 @@ async def test_each_call_is_one_handoff_and_at_most_one_commit(
 async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
     stores: tuple[Any, Any, Tracer],
 ) -> None:
-    """A load while another read holds the reading connection, and one that SQLite answers
-    "busy", are handed to the reading thread; they return the record, and the loop keeps
-    running. A load while a write holds the writing connection still reads inline: reads of
-    a file do not queue behind writes."""
+    """A load reads inline on the writing connection when it is free, else on the reading
+    one: a load while a write holds the writing connection still reads inline (reads of a
+    file do not queue behind writes). A load while both are held, and one that SQLite
+    answers "busy", are handed to the reading thread; they return the record, and the loop
+    keeps running."""
     checkpoints, sessions, tracer = stores
     database = checkpoints.database
     await checkpoints.save("ns", "k", {"v": 1}, version=1, expected_version=0)
@@ -154,9 +157,14 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
     tracer.reset()
     release = threading.Event()
     holding = threading.Event()
+    holding_reads = threading.Event()
 
     def hold(connection: sqlite3.Connection) -> None:
         holding.set()
+        release.wait(10)
+
+    def hold_reads(connection: sqlite3.Connection) -> None:
+        holding_reads.set()
         release.wait(10)
 
     ticks = 0
@@ -170,10 +178,12 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
 
     async def load() -> None:
         await anyio.to_thread.run_sync(holding.wait, 10)
+        await anyio.to_thread.run_sync(holding_reads.wait, 10)
         loaded.append(await checkpoints.load("ns", "k"))
 
     async with anyio.create_task_group() as group:
-        group.start_soon(database.read_many, "hold the reading connection", hold)
+        group.start_soon(database.write, "hold the writing connection", hold)
+        group.start_soon(database.read_many, "hold the reading connection", hold_reads)
         group.start_soon(tick)
         group.start_soon(load)
         await anyio.sleep(0.1)
@@ -182,7 +192,7 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
     assert loaded[0] is not None
     assert loaded[0].value == {"v": 1}
     assert tracer.inline == 0
-    assert tracer.handoffs == 2
+    assert tracer.handoffs == 3
     assert ticks >= 10
 
     # A write in flight on the writing connection: the load does not wait for it.
@@ -211,7 +221,7 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
 
     tracer.reset()
     assert await database.read("read", busy_on_the_loop_thread) == 5000
-    assert (tracer.inline, tracer.handoffs) == (1, 1)
+    assert (tracer.inline, tracer.handoffs) == (2, 1)  # each connection tried, then handed off
     assert await sessions.get(entry.id) == entry
 
     def broken(connection: sqlite3.Connection) -> Any:
@@ -590,3 +600,28 @@ def test_a_plain_sqlite_url_read_directly_is_what_sqlalchemy_parses(url: str) ->
     assert sqlite_path("sqlite:///x.db?mode=ro") == ("x.db", make_url("sqlite:///x.db?mode=ro"))
     assert sqlite_path("sqlite+aiosqlite:///x.db") is None
     assert sqlite_path("sqlite://")[0] == ":memory:"  # type: ignore[index]
+
+
+@pytest.mark.anyio
+async def test_a_ready_file_is_opened_on_the_calling_thread(sqlite_target: Target) -> None:
+    """On a file already in WAL mode with the current schema, the first read opens the
+    connection and reads on the calling thread, no hand-off; the first write then starts the
+    writer thread. An unmigrated file is opened (and migrated) by the hand-off instead."""
+    await migrate(sqlite_target.url)
+    async with open_sql_stores(sqlite_target.url) as opened:
+        checkpoints = opened.checkpoints
+        assert isinstance(checkpoints, SqliteCheckpointStore)
+        tracer = Tracer(checkpoints.database)
+        assert await checkpoints.load("ns", "absent") is None
+        assert (tracer.handoffs, tracer.inline) == (0, 1)
+        await checkpoints.save("ns", "k", {"v": 1}, version=1)
+        assert tracer.handoffs == 1
+        assert (await checkpoints.load("ns", "k")).value == {"v": 1}  # type: ignore[union-attr]
+
+        def pragmas(connection: sqlite3.Connection) -> tuple[Any, ...]:
+            return tuple(
+                connection.execute(f"PRAGMA {name}").fetchone()[0]
+                for name in ("journal_mode", "synchronous", "busy_timeout")
+            )
+
+        assert await checkpoints.database.run("read the pragmas", pragmas) == ("wal", 2, 5000)

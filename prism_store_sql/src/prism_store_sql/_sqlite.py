@@ -617,6 +617,20 @@ class SqliteDatabase:
         return await self.run(action, operation)
 
     async def _read_inline(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        if self._connection is None and not self._closed:
+            self._open_inline()
+        # The writing connection when it is free (its page cache is current, and a process
+        # that only continues one run never opens a second connection); else the reading one.
+        writer = self._connection
+        if writer is not None and not self._closed and self._lock.acquire(blocking=False):
+            try:
+                if self._connection is writer and not writer.in_transaction:
+                    done, value = self._read_now(action, writer, operation)
+                    if done:
+                        read: T = value
+                        return read
+            finally:
+                self._lock.release()
         if (
             self._connection is not None
             and not self._closed
@@ -637,6 +651,42 @@ class SqliteDatabase:
             finally:
                 self._read_lock.release()
         return await self.read_many(action, operation)
+
+    def _open_inline(self) -> None:
+        """Open the writing connection on the calling thread when that needs no wait and no
+        migration: the file is in WAL mode, SQLite answers without a lock wait (busy timeout
+        zero) and the schema is current. Otherwise leave it to the first hand-off, which
+        waits, switches to WAL, migrates or refuses as usual. A short-lived process (a cold
+        ``continue``) then makes its first read with no thread hop."""
+        if not self._lock.acquire(blocking=False):
+            return
+        connection: sqlite3.Connection | None = None
+        try:
+            if self._connection is not None or self._closed:
+                return
+            if isinstance(self._url, str):
+                check_sqlite_file_directory(self.path)
+            else:
+                check_sqlite_directory(self._url)
+            connection = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, cached_statements=64
+            )
+            connection.execute("PRAGMA busy_timeout=0")
+            mode = connection.execute("PRAGMA journal_mode").fetchone()
+            if mode is None or str(mode[0]).lower() != "wal":
+                return
+            connection.execute(f"PRAGMA synchronous={self.synchronous}")
+            if _recorded_version(connection, f"{self.prefix}schema_version") != SCHEMA_VERSION:
+                return
+            connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+            connection.row_factory = self._row
+            self._connection, connection = connection, None
+        except (sqlite3.Error, CheckpointStoreError):
+            return  # the hand-off meets it again, and reports it
+        finally:
+            if connection is not None:
+                connection.close()
+            self._lock.release()
 
     def _open_reader(self) -> sqlite3.Connection:
         """The reading connection (opened after the writer's, which checked the schema)."""
