@@ -35,7 +35,7 @@ pytestmark = pytest.mark.long
 
 WORKER = Path(__file__).with_name("group_commit_worker.py")
 SESSIONS = [f"s{i}" for i in range(8)]
-TURNS = 12
+TURNS = 16
 KILLS = 4
 
 
@@ -79,13 +79,25 @@ def group_commit_crashes(url: str, work: Path, seed: int) -> dict[str, int]:
             process = spawn(base)
             assert process.stdout is not None
             assert json.loads(process.stdout.readline()) == {"ready": True}
-            try:
-                process.wait(timeout=rng.uniform(0.2, 1.2))
-            except subprocess.TimeoutExpired:
-                process.send_signal(signal.SIGKILL)
-                process.wait(timeout=30)
-                figures["kills"] += 1
+            # Killed after a random number of reported turns: mid-run, with commits of
+            # several runs in flight.
+            kill_after = rng.randint(4, 3 * len(SESSIONS))
             reported: dict[str, int] = {}
+            seen = 0
+            for line in process.stdout:
+                if line.startswith("{") and line.endswith("}\n"):
+                    record = json.loads(line)
+                    if "session" in record:
+                        figures["committed_lines"] += 1
+                        session = record["session"]
+                        reported[session] = max(reported.get(session, 0), record["turns"])
+                        seen += 1
+                        if seen >= kill_after:
+                            process.send_signal(signal.SIGKILL)
+                            figures["kills"] += 1
+                            break
+            process.wait(timeout=30)
+            # What it reported before it died counts too.
             for line in process.stdout:
                 if line.startswith("{") and line.endswith("}\n"):
                     record = json.loads(line)
