@@ -213,3 +213,38 @@ async def test_group_commit_one_commits_each_write_alone(sqlite_target: Target) 
 def test_group_commit_bound_is_checked(sqlite_target: Target, bad: Any) -> None:
     with pytest.raises(SqlStoreConfigError, match="group_commit"):
         open_sql_stores(sqlite_target.url, group_commit=bad)
+
+
+async def test_the_wal_is_checkpointed_beside_the_commits(
+    sqlite_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under group commit the writer's automatic checkpoint threshold is raised and, once the
+    WAL has grown past the background threshold, a passive checkpoint runs on the reading
+    connection's thread instead of inside a commit."""
+    from prism_store_sql import _sqlite
+
+    monkeypatch.setattr(_sqlite, "BACKGROUND_CHECKPOINT_PAGES", 1)
+    async with open_sql_stores(sqlite_target.url) as opened:
+        checkpoints = opened.checkpoints
+        database = checkpoints.database  # type: ignore[attr-defined]
+        reads: list[str] = []
+
+        def trace(connection: sqlite3.Connection) -> None:
+            connection.set_trace_callback(reads.append)
+
+        await checkpoints.save("ns", "k0", {"v": 0}, version=1)
+        await database.read_many("trace", trace)
+        for i in range(1, 4):
+            await checkpoints.save("ns", f"k{i}", {"v": "x" * 5000}, version=1)
+        for _ in range(100):
+            if "PRAGMA wal_checkpoint(PASSIVE)" in reads:
+                break
+            await anyio.sleep(0.01)
+        assert "PRAGMA wal_checkpoint(PASSIVE)" in reads
+
+        def threshold(connection: sqlite3.Connection) -> int:
+            return int(connection.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+
+        assert await database.run("read", threshold) == _sqlite.WRITER_AUTOCHECKPOINT_PAGES
+        for i in range(4):
+            assert await checkpoints.load("ns", f"k{i}") is not None

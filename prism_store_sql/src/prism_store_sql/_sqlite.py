@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import queue
 import sqlite3
 import threading
@@ -64,9 +65,11 @@ from ._migrations import (
 from ._schema import Tables, build_tables, check_table_prefix
 
 __all__ = (
+    "BACKGROUND_CHECKPOINT_PAGES",
     "DEFAULT_GROUP_COMMIT",
     "MAX_GROUP_COMMIT",
     "SYNCHRONOUS_MODES",
+    "WRITER_AUTOCHECKPOINT_PAGES",
     "CompiledStatement",
     "SqliteDatabase",
     "busy_timeout_ms",
@@ -76,6 +79,12 @@ __all__ = (
 )
 
 T = TypeVar("T")
+
+#: WAL pages (of 4 KiB) past which a background passive checkpoint is queued after a commit.
+BACKGROUND_CHECKPOINT_PAGES = 1000
+#: The writer connection's own automatic checkpoint threshold under group commit: a safety
+#: net for a background checkpoint that cannot keep up (SQLite's default is 1000).
+WRITER_AUTOCHECKPOINT_PAGES = 8000
 
 #: How many queued writes one commit takes at most by default (``group_commit=``).
 DEFAULT_GROUP_COMMIT = 64
@@ -248,6 +257,11 @@ class _Worker:
         self._ensure_thread()
         self._items.put((future, call))
 
+    def submit_job(self, call: Callable[[], Any]) -> None:
+        """Run ``call`` in this thread, in order, with nobody waiting for it."""
+        self._ensure_thread()
+        self._items.put((None, call))
+
     def submit_write(self, item: _Write) -> None:
         self._ensure_thread()
         self._items.put(item)
@@ -289,7 +303,8 @@ class _Worker:
                 result: tuple[bool, Any] = (True, call())
             except BaseException as error:
                 result = (False, error)
-            _answer(future, result)
+            if future is not None:  # None: a job nobody waits for (a background checkpoint)
+                _answer(future, result)
 
 
 _NOTHING = object()
@@ -371,6 +386,9 @@ class SqliteDatabase:
         self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
         self.group_commit = group_commit
         self._worker = _Worker(batch=self._commit_group, max_batch=group_commit)
+        self._writes_in_flight = 0  # asyncio writes queued or committing (the loop's count)
+        self._wal_path = f"{path}-wal"
+        self._checkpointing = False  # a background checkpoint queued or running
         # A file database reads on a second connection of its own (WAL: readers never wait
         # for the writer), so a read does not queue behind commits; ``:memory:`` exists only
         # on the one connection.
@@ -457,12 +475,18 @@ class SqliteDatabase:
             raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
         loop = _running_loop()
         if loop is None:
-            return await self.run(action, lambda connection: _alone(connection, body))
+            value = await self.run(action, lambda connection: _alone(connection, body))
+            self._checkpoint_later()
+            return value
         await anyio.lowlevel.checkpoint_if_cancelled()
         future: asyncio.Future[T] = loop.create_future()
         self._worker.submit_write(_Write(future, action, body))
-        with anyio.CancelScope(shield=True):
-            return await future
+        self._writes_in_flight += 1
+        try:
+            with anyio.CancelScope(shield=True):
+                return await future
+        finally:
+            self._writes_in_flight -= 1
         raise AssertionError("unreachable")  # pragma: no cover - a shield swallows nothing
 
     async def read_many(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
@@ -540,7 +564,45 @@ class SqliteDatabase:
             else:
                 outcomes = self._run_group(connection, group, isolated=True)
             assert outcomes is not None
-            return outcomes
+        self._checkpoint_later()
+        return outcomes
+
+    def _checkpoint_later(self) -> None:
+        """Hand a WAL checkpoint to the reading thread once the WAL has grown past
+        :data:`BACKGROUND_CHECKPOINT_PAGES` (the writer thread, after a commit).
+
+        SQLite's automatic checkpoint runs inside the ``COMMIT`` that crosses its threshold,
+        copying the WAL into the database file and syncing it while every write waiting for
+        that commit waits too. On a file the writer's automatic threshold is raised (a safety
+        net) and a passive checkpoint runs beside the commits instead: it never blocks the
+        writer, and the WAL is already durable, so no commit depends on it.
+        """
+        if not self._separate_reads or self._closed or self._checkpointing:
+            return
+        try:
+            size = os.stat(self._wal_path).st_size
+        except OSError:
+            return
+        if size < BACKGROUND_CHECKPOINT_PAGES * 4096:
+            return
+        self._checkpointing = True
+        self._read_worker.submit_job(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        """A passive checkpoint on the reading connection (the reading thread)."""
+        try:
+            with self._read_lock:
+                if self._closed:
+                    return
+                connection = self._reader
+                if connection is None:
+                    connection = self._reader = self._open_reader()
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:
+            pass  # best effort: the writer's own automatic checkpoint still bounds the WAL
+        finally:
+            self._checkpointing = False
 
     def _run_group(
         self, connection: sqlite3.Connection, group: list[_Write], *, isolated: bool
@@ -619,10 +681,16 @@ class SqliteDatabase:
     async def _read_inline(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         if self._connection is None and not self._closed:
             self._open_inline()
-        # The writing connection when it is free (its page cache is current, and a process
-        # that only continues one run never opens a second connection); else the reading one.
+        # The writing connection when no write is under way (its page cache is current, and
+        # a process that only continues one run never opens a second connection); else the
+        # reading one, so reads and the writer thread never take turns on one connection.
         writer = self._connection
-        if writer is not None and not self._closed and self._lock.acquire(blocking=False):
+        if (
+            writer is not None
+            and not self._writes_in_flight
+            and not self._closed
+            and self._lock.acquire(blocking=False)
+        ):
             try:
                 if self._connection is writer and not writer.in_transaction:
                     done, value = self._read_now(action, writer, operation)
@@ -678,6 +746,7 @@ class SqliteDatabase:
             connection.execute(f"PRAGMA synchronous={self.synchronous}")
             if _recorded_version(connection, f"{self.prefix}schema_version") != SCHEMA_VERSION:
                 return
+            connection.execute(f"PRAGMA wal_autocheckpoint={WRITER_AUTOCHECKPOINT_PAGES}")
             connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
             connection.row_factory = self._row
             self._connection, connection = connection, None
@@ -759,6 +828,9 @@ class SqliteDatabase:
                 lambda sql: connection.execute(sql).fetchall(), self.busy_timeout_ms, time.sleep
             )
             connection.execute(f"PRAGMA synchronous={self.synchronous}")
+            if self._separate_reads:
+                # Checkpoints run beside the commits (see _checkpoint_later).
+                connection.execute(f"PRAGMA wal_autocheckpoint={WRITER_AUTOCHECKPOINT_PAGES}")
             self._check_schema(connection)
         except BaseException:
             connection.close()
