@@ -49,10 +49,13 @@ lint: install
 
 check: lint test
 
+# bench/targets.py last: every speed target PASS/FAIL over three runs, exit status 1 when one
+# is missed (BENCH_ARGS=--quick: one short run, or PRISM_BENCH_QUICK=1).
 bench: install
 	$(PY) bench/stores.py
 	$(PY) bench/durable.py
 	$(PY) bench/reopen.py
+	$(PY) bench/targets.py $(BENCH_ARGS)
 
 # Wheels and sdists of every distribution in dist/, for
 # pip install --find-links dist 'prism-runtime[sql,redis]' (see README: installing from a checkout).

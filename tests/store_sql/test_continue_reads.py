@@ -64,29 +64,28 @@ async def _crashed(checkpoints: Any, sessions: Any) -> tuple[dict[str, str], int
 
 
 def _count_runs(store: Any) -> list[str]:
-    """The actions of the store calls on ``store``'s connection, in order: each hand-off,
-    and each one-row read (inline or, when it must wait, handed off), once."""
+    """The actions of the store calls on ``store``'s connection, in order: each hand-off
+    (a write, a read, any other call) and each one-row read (inline or, when it must wait,
+    handed off), once."""
     calls: list[str] = []
     database = store.database
-    run, read = database.run, database.read
-    reading = False
+    depth = 0
 
-    async def counted(action: str, operation: Any) -> Any:
-        if not reading:
-            calls.append(action)
-        return await run(action, operation)
+    def counting(method: Any) -> Any:
+        async def counted(action: str, operation: Any) -> Any:
+            nonlocal depth
+            if depth == 0:
+                calls.append(action)
+            depth += 1
+            try:
+                return await method(action, operation)
+            finally:
+                depth -= 1
 
-    async def counted_read(action: str, operation: Any) -> Any:
-        nonlocal reading
-        calls.append(action)
-        reading = True
-        try:
-            return await read(action, operation)
-        finally:
-            reading = False
+        return counted
 
-    database.run = counted
-    database.read = counted_read
+    for name in ("run", "read", "read_many", "write"):
+        setattr(database, name, counting(getattr(database, name)))
     return calls
 
 

@@ -46,13 +46,13 @@ async def test_sqlite_reads_in_one_hand_off(sqlite_target: Target) -> None:
         branch, tail = await _session(store)
         database: Any = store.database  # type: ignore[attr-defined]
         calls: list[str] = []
-        run = database.run
+        run = database.read_many
 
         async def counted(action: str, operation: Any) -> Any:
             calls.append(action)
             return await run(action, operation)
 
-        database.run = counted
+        database.read_many = counted
         read = await store.read_branch_and_run_tail("s", branch[-1].id, "r")
         assert (read.path, read.tail) == (branch, tail)
         assert len(calls) == 1
@@ -79,14 +79,25 @@ async def test_engine_stores_read_in_one_statement(
 
 
 async def _traced(store: Any, session_id: str, leaf: str, run: str) -> tuple[Any, list[str]]:
-    """The read and the SQL statements it ran on the store's connection."""
+    """The read and the SQL statements it ran on the store's connections (a file's reads
+    run on its reading connection)."""
     statements: list[str] = []
-    connection = store.database._connection
-    connection.set_trace_callback(statements.append)
+
+    def trace(connection: Any) -> None:
+        connection.set_trace_callback(statements.append)
+
+    def untrace(connection: Any) -> None:
+        connection.set_trace_callback(None)
+
+    database = store.database
+    await database.run("trace", trace)
+    await database.read_many("trace", trace)
+    statements.clear()
     try:
         read = await store.read_branch_and_run_tail(session_id, leaf, run)
     finally:
-        connection.set_trace_callback(None)
+        await database.run("untrace", untrace)
+        await database.read_many("untrace", untrace)
     return read, statements
 
 

@@ -42,7 +42,8 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 class Tracer:
-    """Every statement the connection runs, and how many thread hand-offs were made."""
+    """Every statement the connections run (the writing one and, on a file, the reading
+    one), and how many thread hand-offs were made (a group commit counts as one)."""
 
     def __init__(self, database: SqliteDatabase) -> None:
         self.database = database
@@ -50,17 +51,30 @@ class Tracer:
         self.handoffs = 0
         self.inline = 0
         original = database._call
+        read_call = database._read_call
+        commit_group = database._commit_group
         read_now = database._read_now
 
         def counting(action: str, operation: Any) -> Any:
             self.handoffs += 1
             return original(action, operation)
 
-        def counting_inline(action: str, connection: Any, operation: Any) -> Any:
+        def counting_reads(action: str, operation: Any) -> Any:
+            self.handoffs += 1
+            return read_call(action, operation)
+
+        def counting_groups(group: Any) -> Any:
+            self.handoffs += 1
+            return commit_group(group)
+
+        def counting_inline(action: str, connection: Any, operation: Any, **options: Any) -> Any:
             self.inline += 1
-            return read_now(action, connection, operation)
+            return read_now(action, connection, operation, **options)
 
         database._call = counting  # type: ignore[method-assign]
+        database._read_call = counting_reads  # type: ignore[method-assign]
+        database._commit_group = counting_groups  # type: ignore[method-assign]
+        database._worker._batch = counting_groups
         database._read_now = counting_inline  # type: ignore[method-assign]
 
     async def start(self) -> None:
@@ -68,6 +82,7 @@ class Tracer:
             connection.set_trace_callback(self.statements.append)
 
         await self.database.run("trace", trace)
+        await self.database.read_many("trace", trace)
         self.reset()
 
     def reset(self) -> None:
@@ -93,18 +108,20 @@ async def stores(sqlite_target: Target) -> AsyncIterator[tuple[Any, Any, Tracer]
 async def test_each_call_is_one_handoff_and_at_most_one_commit(
     stores: tuple[Any, Any, Tracer],
 ) -> None:
-    """A save is one statement (its own commit); an append is one transaction of two; reads
-    are one statement; each call is one hand-off, except a one-row read, which runs inline
-    with no lock wait (busy timeout 0, then back); the schema is not looked at again."""
+    """A save is one statement in a transaction of its own; an append is one transaction of
+    two; reads are one statement; each call is one hand-off, except a one-row read, which
+    runs inline with no lock wait (busy timeout 0); the schema is not looked at
+    again."""
     checkpoints, sessions, tracer = stores
     await checkpoints.save("ns", "k", {"v": 1}, version=1, expected_version=0)
-    assert (tracer.handoffs, tracer.words()) == (1, ["INSERT"])
+    assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "INSERT", "COMMIT"])
     tracer.reset()
     await checkpoints.save("ns", "k", {"v": 2}, version=2, expected_version=1)
-    assert (tracer.handoffs, tracer.words()) == (1, ["UPDATE"])
+    assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "UPDATE", "COMMIT"])
     tracer.reset()
     assert await checkpoints.load("ns", "k") is not None
     assert (tracer.handoffs, tracer.inline) == (0, 1)
+    # On the free writing connection, its busy timeout at zero for the one statement.
     assert tracer.statements[0] == "PRAGMA busy_timeout=0"
     assert tracer.words()[1:] == ["SELECT", "PRAGMA"]
     assert tracer.statements[2] == "PRAGMA busy_timeout=5000"
@@ -118,7 +135,8 @@ async def test_each_call_is_one_handoff_and_at_most_one_commit(
     assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "UPDATE", "INSERT", "COMMIT"])
     tracer.reset()
     assert await sessions.read_branch_path("s", child.id) == [root, child]
-    assert (tracer.handoffs, tracer.words()) == (1, ["WITH"])
+    # On the reading connection's thread, with the busy timeout that thread waits with.
+    assert (tracer.handoffs, tracer.words()) == (1, ["PRAGMA", "WITH", "PRAGMA"])
     assert not any("sqlite_master" in s or "schema_version" in s for s in tracer.statements)
 
 
@@ -126,8 +144,11 @@ async def test_each_call_is_one_handoff_and_at_most_one_commit(
 async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
     stores: tuple[Any, Any, Tracer],
 ) -> None:
-    """A load while another call holds the connection, and one that SQLite answers "busy",
-    are handed to the worker thread; they return the record, and the loop keeps running."""
+    """A load reads inline on the writing connection when it is free, else on the reading
+    one: a load while a write holds the writing connection still reads inline (reads of a
+    file do not queue behind writes). A load while both are held, and one that SQLite
+    answers "busy", are handed to the reading thread; they return the record, and the loop
+    keeps running."""
     checkpoints, sessions, tracer = stores
     database = checkpoints.database
     await checkpoints.save("ns", "k", {"v": 1}, version=1, expected_version=0)
@@ -136,9 +157,14 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
     tracer.reset()
     release = threading.Event()
     holding = threading.Event()
+    holding_reads = threading.Event()
 
     def hold(connection: sqlite3.Connection) -> None:
         holding.set()
+        release.wait(10)
+
+    def hold_reads(connection: sqlite3.Connection) -> None:
+        holding_reads.set()
         release.wait(10)
 
     ticks = 0
@@ -152,20 +178,36 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
 
     async def load() -> None:
         await anyio.to_thread.run_sync(holding.wait, 10)
+        await anyio.to_thread.run_sync(holding_reads.wait, 10)
         loaded.append(await checkpoints.load("ns", "k"))
 
     async with anyio.create_task_group() as group:
-        group.start_soon(database.run, "hold the connection", hold)
+        group.start_soon(database.write, "hold the writing connection", hold)
+        group.start_soon(database.read_many, "hold the reading connection", hold_reads)
         group.start_soon(tick)
         group.start_soon(load)
         await anyio.sleep(0.1)
-        assert not loaded  # waiting for the connection, in the worker thread's queue
+        assert not loaded  # waiting for the connection, in the reading thread's queue
         release.set()
     assert loaded[0] is not None
     assert loaded[0].value == {"v": 1}
     assert tracer.inline == 0
-    assert tracer.handoffs == 2
+    assert tracer.handoffs == 3
     assert ticks >= 10
+
+    # A write in flight on the writing connection: the load does not wait for it.
+    tracer.reset()
+    holding.clear()
+    release.clear()
+    loaded.clear()
+    async with anyio.create_task_group() as group:
+        group.start_soon(database.write, "hold the writing connection", hold)
+        await anyio.to_thread.run_sync(holding.wait, 10)
+        loaded.append(await checkpoints.load("ns", "k"))
+        assert (tracer.inline, tracer.handoffs) == (1, 1)  # the held write's hand-off only
+        release.set()
+    assert loaded[0] is not None
+    assert loaded[0].value == {"v": 1}
 
     # SQLite's "busy" on the inline attempt: the same read again, in the worker thread.
     loop_thread = threading.get_ident()
@@ -179,7 +221,7 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
 
     tracer.reset()
     assert await database.read("read", busy_on_the_loop_thread) == 5000
-    assert (tracer.inline, tracer.handoffs) == (1, 1)
+    assert (tracer.inline, tracer.handoffs) == (2, 1)  # each connection tried, then handed off
     assert await sessions.get(entry.id) == entry
 
     def broken(connection: sqlite3.Connection) -> Any:
@@ -466,8 +508,9 @@ async def test_a_forked_child_serves_the_calls_of_a_store_opened_before_the_fork
 
 @pytest.mark.anyio
 async def test_statements_compile_on_first_use(sqlite_target: Target) -> None:
-    """Opening the stores compiles no statement; a load compiles only its own, once. (A
-    prefix of this test's own: statements are shared by every store on a prefix.)"""
+    """Opening the stores builds and compiles no statement: the hot statements are stored
+    text (see prism_store_sql._sqlite_text), with the store's prefix in. (A prefix of this
+    test's own: statements are shared by every store on a prefix.)"""
     prefix = f"t{uuid.uuid4().hex[:12]}_"
     async with open_sql_stores(sqlite_target.url, table_prefix=prefix) as opened:
         checkpoints = opened.checkpoints
@@ -479,10 +522,9 @@ async def test_statements_compile_on_first_use(sqlite_target: Target) -> None:
             if isinstance(value, CompiledStatement)
         ]
         assert len(statements) >= 10
-        assert all(statement._text is None for statement in statements)
+        assert all(statement._statement is None for statement in statements)
+        assert all(prefix in statement.text for statement in statements)
         assert await checkpoints.load("ns", "absent") is None
-        compiled = [statement for statement in statements if statement._text is not None]
-        assert compiled == [checkpoints._load]
         assert "SELECT" in checkpoints._load.text
         assert checkpoints._load.text is checkpoints._load.text
 
@@ -511,3 +553,75 @@ async def test_stores_opened_again_on_a_prefix_reuse_its_compiled_statements(
     async with other:
         assert other.checkpoints.tables is not one.tables
         assert other.checkpoints._load is not one._load  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_opening_checks_the_schema_with_one_read(sqlite_target: Target) -> None:
+    """Opening a migrated file reads the version row once, by its key, and never looks
+    through sqlite_master."""
+    await migrate(sqlite_target.url)
+    statements: list[str] = []
+    real_connect = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection = real_connect(*args, **kwargs)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    sqlite3.connect = connect  # type: ignore[assignment]
+    try:
+        async with open_sql_stores(sqlite_target.url) as stores:
+            assert await stores.checkpoints.load("ns", "absent") is None
+    finally:
+        sqlite3.connect = real_connect  # type: ignore[assignment]
+    assert not any("sqlite_master" in s for s in statements)
+    assert [s for s in statements if "schema_version" in s] == [
+        'SELECT max(version) FROM "prism_schema_version"'
+    ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite:///runs.db", "sqlite:////tmp/runs.db", "SQLite:///a b.db", "sqlite:///:memory:"],
+)
+def test_a_plain_sqlite_url_read_directly_is_what_sqlalchemy_parses(url: str) -> None:
+    """The common ``sqlite:///path`` form is read without SQLAlchemy's parser: the same path,
+    and the same URL once it is needed; other forms go through the parser."""
+    from sqlalchemy.engine import make_url
+
+    from prism_store_sql._sqlite import sqlite_path
+
+    target = sqlite_path(url)
+    assert target is not None
+    path, given = target
+    assert path == make_url(url).database
+    database = SqliteDatabase(path, given, "prism_", create_schema=True)
+    assert database.url == make_url(url)
+    assert sqlite_path("sqlite:///x.db?mode=ro") == ("x.db", make_url("sqlite:///x.db?mode=ro"))
+    assert sqlite_path("sqlite+aiosqlite:///x.db") is None
+    assert sqlite_path("sqlite://")[0] == ":memory:"  # type: ignore[index]
+
+
+@pytest.mark.anyio
+async def test_a_ready_file_is_opened_on_the_calling_thread(sqlite_target: Target) -> None:
+    """On a file already in WAL mode with the current schema, the first read opens the
+    connection and reads on the calling thread, no hand-off; the first write then starts the
+    writer thread. An unmigrated file is opened (and migrated) by the hand-off instead."""
+    await migrate(sqlite_target.url)
+    async with open_sql_stores(sqlite_target.url) as opened:
+        checkpoints = opened.checkpoints
+        assert isinstance(checkpoints, SqliteCheckpointStore)
+        tracer = Tracer(checkpoints.database)
+        assert await checkpoints.load("ns", "absent") is None
+        assert (tracer.handoffs, tracer.inline) == (0, 1)
+        await checkpoints.save("ns", "k", {"v": 1}, version=1)
+        assert tracer.handoffs == 1
+        assert (await checkpoints.load("ns", "k")).value == {"v": 1}  # type: ignore[union-attr]
+
+        def pragmas(connection: sqlite3.Connection) -> tuple[Any, ...]:
+            return tuple(
+                connection.execute(f"PRAGMA {name}").fetchone()[0]
+                for name in ("journal_mode", "synchronous", "busy_timeout")
+            )
+
+        assert await checkpoints.database.run("read the pragmas", pragmas) == ("wal", 2, 5000)

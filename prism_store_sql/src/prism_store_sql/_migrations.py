@@ -20,6 +20,7 @@ import json
 import shlex
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import attrs
 import sqlalchemy as sa
@@ -43,6 +44,7 @@ __all__ = (
     "Migration",
     "apply_migrations",
     "check_sqlite_directory",
+    "check_sqlite_file_directory",
     "migrate_command",
     "missing_database",
     "migrate_connection",
@@ -194,7 +196,18 @@ def too_new_error(url: URL, tables: Tables, found: int) -> SqlStoreSchemaError:
 def check_sqlite_directory(url: URL) -> None:
     """Refuse a SQLite URL whose file's directory does not exist, naming both (SQLite itself
     only says "unable to open database file")."""
-    path = sqlite_file(url)
+    _check_directory(sqlite_file(url))
+
+
+def check_sqlite_file_directory(database: str) -> None:
+    """:func:`check_sqlite_directory` for the ``database`` part of a plain
+    ``sqlite:///<database>`` URL, without parsing the URL."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    _check_directory(Path(database))
+
+
+def _check_directory(path: Path | None) -> None:
     if path is None or path.parent.is_dir():
         return
     raise SqlStoreMigrationError(

@@ -21,7 +21,7 @@ from ._engine_stores import EngineCheckpointStore, EngineSessionStore
 from ._errors import SqlStoreConfigError
 from ._migrations import SCHEMA_VERSION, apply_migrations, missing_database, read_version
 from ._schema import DEFAULT_TABLE_PREFIX, build_tables, check_table_prefix
-from ._sqlite import SqliteDatabase, read_sqlite_version, sqlite_path
+from ._sqlite import DEFAULT_GROUP_COMMIT, SqliteDatabase, read_sqlite_version, sqlite_path
 from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqlTransaction
@@ -57,15 +57,18 @@ def create_sql_checkpoint_store(
     :class:`~prism_core.CheckpointStoreUnavailableError`. Raises
     :class:`~prism_store_sql.SqlStoreDriverError` when the driver is not installed.
     """
-    tables = build_tables(table_prefix)
     target = sqlite_path(url_or_engine)
     if target is not None:
         path, url = target
         return SqliteCheckpointStore(
-            SqliteDatabase(path, url, tables, create_schema=create_schema, timeout_ms=timeout_ms)
+            SqliteDatabase(
+                path, url, table_prefix, create_schema=create_schema, timeout_ms=timeout_ms
+            )
         )
     return EngineCheckpointStore(
-        open_engine(url_or_engine, timeout_ms=timeout_ms), tables, create_schema=create_schema
+        open_engine(url_or_engine, timeout_ms=timeout_ms),
+        build_tables(table_prefix),
+        create_schema=create_schema,
     )
 
 
@@ -87,15 +90,18 @@ def create_sql_session_store(
     """
     if isinstance(url_or_engine, SqlCheckpointStore):
         return _sharing(url_or_engine)
-    tables = build_tables(table_prefix)
     target = sqlite_path(url_or_engine)
     if target is not None:
         path, url = target
         return SqliteSessionStore(
-            SqliteDatabase(path, url, tables, create_schema=create_schema, timeout_ms=timeout_ms)
+            SqliteDatabase(
+                path, url, table_prefix, create_schema=create_schema, timeout_ms=timeout_ms
+            )
         )
     return EngineSessionStore(
-        open_engine(url_or_engine, timeout_ms=timeout_ms), tables, create_schema=create_schema
+        open_engine(url_or_engine, timeout_ms=timeout_ms),
+        build_tables(table_prefix),
+        create_schema=create_schema,
     )
 
 
@@ -164,6 +170,7 @@ def open_sql_stores(
     table_prefix: str = DEFAULT_TABLE_PREFIX,
     synchronous: str = "FULL",
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    group_commit: int = DEFAULT_GROUP_COMMIT,
 ) -> SqlStores:
     """Both SQL stores on one connection, able to commit together.
 
@@ -173,10 +180,12 @@ def open_sql_stores(
     default: a commit survives a power cut; ``NORMAL`` survives a process crash only and
     commits faster). Other URLs and engines share one SQLAlchemy engine (asyncio only) and
     take no ``synchronous``. ``timeout_ms`` bounds each call as in
-    :func:`~prism_store_sql.create_sql_checkpoint_store`. Opens no connection until the first
-    call.
+    :func:`~prism_store_sql.create_sql_checkpoint_store`. ``group_commit`` bounds how many
+    writes one commit may take on SQLite: the writes that reach the store while a commit is
+    in flight (from concurrent runs) join the next one, each caller still waiting for its
+    own commit (see docs/stores.md, "The commit path"); ``1`` commits every write alone.
+    Opens no connection until the first call.
     """
-    tables = build_tables(table_prefix)
     target = sqlite_path(url_or_engine)
     checkpoints: SqlCheckpointStore
     if target is not None:
@@ -184,10 +193,11 @@ def open_sql_stores(
         database = SqliteDatabase(
             path,
             url,
-            tables,
+            table_prefix,
             create_schema=create_schema,
             synchronous=synchronous,
             timeout_ms=timeout_ms,
+            group_commit=group_commit,
         )
         checkpoints = SqliteCheckpointStore(database)
     else:
@@ -197,7 +207,9 @@ def open_sql_stores(
                 "backend); leave it out for other databases"
             )
         checkpoints = EngineCheckpointStore(
-            open_engine(url_or_engine, timeout_ms=timeout_ms), tables, create_schema=create_schema
+            open_engine(url_or_engine, timeout_ms=timeout_ms),
+            build_tables(table_prefix),
+            create_schema=create_schema,
         )
     return SqlStores(checkpoints, create_sql_session_store(checkpoints))
 

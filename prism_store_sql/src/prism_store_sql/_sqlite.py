@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import queue
 import sqlite3
 import threading
@@ -58,13 +59,18 @@ from ._errors import SqlStoreConfigError
 from ._migrations import (
     SCHEMA_VERSION,
     check_sqlite_directory,
+    check_sqlite_file_directory,
     migrate_connection,
     schema_missing_error,
 )
-from ._schema import Tables
+from ._schema import Tables, build_tables, check_table_prefix
 
 __all__ = (
+    "BACKGROUND_CHECKPOINT_PAGES",
+    "DEFAULT_GROUP_COMMIT",
+    "MAX_GROUP_COMMIT",
     "SYNCHRONOUS_MODES",
+    "WRITER_AUTOCHECKPOINT_PAGES",
     "CompiledStatement",
     "SqliteDatabase",
     "busy_timeout_ms",
@@ -74,6 +80,17 @@ __all__ = (
 )
 
 T = TypeVar("T")
+
+#: WAL pages (of 4 KiB) past which a background passive checkpoint is queued after a commit.
+BACKGROUND_CHECKPOINT_PAGES = 1000
+#: The writer connection's own automatic checkpoint threshold under group commit: a safety
+#: net for a background checkpoint that cannot keep up (SQLite's default is 1000).
+WRITER_AUTOCHECKPOINT_PAGES = 8000
+
+#: How many queued writes one commit takes at most by default (``group_commit=``).
+DEFAULT_GROUP_COMMIT = 64
+#: The largest ``group_commit=`` accepted.
+MAX_GROUP_COMMIT = 1024
 
 #: The values ``synchronous=`` accepts (SQLite's ``PRAGMA synchronous``).
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -106,16 +123,26 @@ class CompiledStatement:
 
     __slots__ = ("_defaults", "_statement", "_text")
 
-    def __init__(self, statement: sa.Executable) -> None:
+    def __init__(self, statement: sa.Executable | None) -> None:
         self._statement = statement
         self._text: str | None = None
         self._defaults: dict[str, Any] = {}
+
+    @classmethod
+    def from_text(cls, text: str, defaults: Mapping[str, Any]) -> CompiledStatement:
+        """A statement already compiled: its text and literal parameters (see
+        :mod:`prism_store_sql._sqlite_text`)."""
+        compiled = cls(None)
+        compiled._defaults = dict(defaults)
+        compiled._text = text
+        return compiled
 
     @property
     def text(self) -> str:
         """The statement's SQLite text."""
         text = self._text
         if text is None:
+            assert self._statement is not None
             compiled = self._statement.compile(  # type: ignore[attr-defined]
                 dialect=_DIALECT, compile_kwargs={"render_postcompile": True}
             )
@@ -141,12 +168,19 @@ class CompiledStatement:
         return {**defaults, **values} if defaults else dict(values)
 
 
-def sqlite_path(url_or_engine: object) -> tuple[str, URL] | None:
+def sqlite_path(url_or_engine: object) -> tuple[str, URL | str] | None:
     """``(path, url)`` when ``url_or_engine`` is a plain ``sqlite:`` URL (no ``+driver``),
     which the thread-driven backend serves; ``None`` for anything else. ``sqlite://`` is an
-    in-memory database."""
+    in-memory database. ``url`` is the URL as given when it is a plain ``sqlite:///path``
+    string (parsed when first needed, see :attr:`SqliteDatabase.url`)."""
     if not isinstance(url_or_engine, str | URL):
         return None
+    if isinstance(url_or_engine, str):
+        # The common form read directly: SQLAlchemy's URL parser compiles its pattern on
+        # first use, about 1 ms of a fresh process's first store opening.
+        head, _, path = url_or_engine.partition(":///")
+        if head.lower() == "sqlite" and path and not any(c in path for c in "?%#"):
+            return path, url_or_engine
     try:
         url = make_url(url_or_engine)
     except sa.exc.ArgumentError:
@@ -177,42 +211,110 @@ class _Row(tuple[Any, ...]):
             raise AttributeError(name) from None
 
 
-class _Worker:
-    """The thread that runs one database's operations for asyncio callers, in order."""
+class _Write:
+    """One queued write transaction: its body runs between the batch's ``BEGIN IMMEDIATE``
+    and ``COMMIT`` (see :meth:`SqliteDatabase.write`)."""
 
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    __slots__ = ("action", "body", "future")
+
+    def __init__(
+        self, future: asyncio.Future[Any], action: str, body: Callable[[sqlite3.Connection], Any]
+    ) -> None:
+        self.future = future
+        self.action = action
+        self.body = body
+
+
+class _Worker:
+    """The thread that runs one database's operations for asyncio callers, in order.
+
+    Given a ``batch`` function, consecutive queued writes (:class:`_Write`) are taken
+    together, up to ``max_batch`` of them, and handed to it as one group: the writes that
+    arrived while the previous commit was in flight share the next one.
+    """
+
+    def __init__(
+        self,
+        name: str = "prism-sqlite",
+        batch: Callable[[list[_Write]], list[tuple[bool, Any]]] | None = None,
+        max_batch: int = 1,
+    ) -> None:
+        self._name = name
+        self._batch = batch
+        self._max_batch = max_batch
+        self._items: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
-    def submit(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
+    def _ensure_thread(self) -> None:
         # Not alive: never started, or this is a forked child, which has no copy of it.
         if self._thread is None or not self._thread.is_alive():
-            self._queue = queue.SimpleQueue()
+            self._items = queue.SimpleQueue()
             self._thread = threading.Thread(
-                target=_serve, args=(self._queue,), name="prism-sqlite", daemon=True
+                target=self._serve, args=(self._items,), name=self._name, daemon=True
             )
             self._thread.start()
-        self._queue.put((future, call))
+
+    def submit(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
+        self._ensure_thread()
+        self._items.put((future, call))
+
+    def submit_job(self, call: Callable[[], Any]) -> None:
+        """Run ``call`` in this thread, in order, with nobody waiting for it."""
+        self._ensure_thread()
+        self._items.put((None, call))
+
+    def submit_write(self, item: _Write) -> None:
+        self._ensure_thread()
+        self._items.put(item)
 
     def stop(self) -> None:
         if self._thread is not None:
-            self._queue.put(None)
+            self._items.put(None)
             self._thread = None
 
+    def _serve(self, items: queue.SimpleQueue[Any]) -> None:
+        held: Any = _NOTHING  # taken from the queue while gathering a group, not yet run
+        while True:
+            item, held = (items.get() if held is _NOTHING else held), _NOTHING
+            if item is None:
+                return
+            if isinstance(item, _Write):
+                group = [item]
+                # Every write already queued (they arrived while the last commit was in
+                # flight) joins this commit, up to the group's bound; order is kept.
+                while len(group) < self._max_batch:
+                    try:
+                        following = items.get_nowait()
+                    except queue.Empty:
+                        break
+                    if not isinstance(following, _Write):
+                        held = following
+                        break
+                    group.append(following)
+                assert self._batch is not None
+                try:
+                    outcomes = self._batch(group)
+                except BaseException as error:  # pragma: no cover - the batch settles its own
+                    outcomes = [(False, error)] * len(group)
+                for write, outcome in zip(group, outcomes, strict=True):
+                    _answer(write.future, outcome)
+                continue
+            future, call = item
+            try:
+                result: tuple[bool, Any] = (True, call())
+            except BaseException as error:
+                result = (False, error)
+            if future is not None:  # None: a job nobody waits for (a background checkpoint)
+                _answer(future, result)
 
-def _serve(calls: queue.SimpleQueue[Any]) -> None:
-    while True:
-        item = calls.get()
-        if item is None:
-            return
-        future, call = item
-        try:
-            outcome: tuple[bool, Any] = (True, call())
-        except BaseException as error:
-            outcome = (False, error)
-        # A closed event loop refuses the answer: nobody waits for it any more.
-        with contextlib.suppress(RuntimeError):
-            future.get_loop().call_soon_threadsafe(_settle, future, outcome)
+
+_NOTHING = object()
+
+
+def _answer(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    # A closed event loop refuses the answer: nobody waits for it any more.
+    with contextlib.suppress(RuntimeError):
+        future.get_loop().call_soon_threadsafe(_settle, future, outcome)
 
 
 def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
@@ -243,13 +345,19 @@ class SqliteDatabase:
     def __init__(
         self,
         path: str,
-        url: URL,
-        tables: Tables,
+        url: URL | str,
+        tables: Tables | str,
         *,
         create_schema: bool,
         synchronous: str = "FULL",
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        group_commit: int = DEFAULT_GROUP_COMMIT,
     ) -> None:
+        if type(group_commit) is not int or not 1 <= group_commit <= MAX_GROUP_COMMIT:
+            raise SqlStoreConfigError(
+                f"group_commit must be an int from 1 to {MAX_GROUP_COMMIT} (writes per "
+                f"commit; 1 commits each write alone), got {echo(group_commit)}"
+            )
         mode = synchronous.upper() if isinstance(synchronous, str) else synchronous
         if mode not in SYNCHRONOUS_MODES:
             raise SqlStoreConfigError(
@@ -257,37 +365,74 @@ class SqliteDatabase:
                 f"got {echo(synchronous)}"
             )
         self.path = path
-        self.url = url
-        self.tables = tables
+        self._url = url
+        if isinstance(tables, str):
+            # A prefix: the tables are built when first needed (a migration, a list query).
+            self.prefix: str = check_table_prefix(tables)
+            self._tables: Tables | None = None
+        else:
+            self.prefix = tables.prefix
+            self._tables = tables
         self.synchronous: str = mode
         self.busy_timeout_ms = busy_timeout_ms(check_timeout_ms(timeout_ms))
         self._create_schema = create_schema
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # guards the connection across event loops
         self._limiter: anyio.CapacityLimiter | None = None
+        self._read_limiter: anyio.CapacityLimiter | None = None
         self._token: object = None
         self._users = 0
         self._closed = False
         # Row types by result shape, made under the connection lock.
         self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
-        self._worker = _Worker()
+        self.group_commit = group_commit
+        self._worker = _Worker(batch=self._commit_group, max_batch=group_commit)
+        self._writes_in_flight = 0  # asyncio writes queued or committing (the loop's count)
+        self._wal_path = f"{path}-wal"
+        self._checkpointing = False  # a background checkpoint queued or running
+        # A file database reads on a second connection of its own (WAL: readers never wait
+        # for the writer), so a read does not queue behind commits; ``:memory:`` exists only
+        # on the one connection.
+        self._separate_reads = path != ":memory:" and not path.startswith("file::memory:")
+        self._reader: sqlite3.Connection | None = None
+        self._read_lock = threading.Lock()
+        self._read_worker = _Worker(name="prism-sqlite-read")
 
     @property
     def closed(self) -> bool:
         """``True`` once every store built on it was closed."""
         return self._closed
 
+    @property
+    def url(self) -> URL:
+        """The database URL (parsed on first use)."""
+        url = self._url
+        if isinstance(url, str):
+            url = self._url = make_url(url)
+        return url
+
+    @property
+    def tables(self) -> Tables:
+        """The SQLAlchemy tables of this database's prefix (built on first use)."""
+        tables = self._tables
+        if tables is None:
+            tables = self._tables = build_tables(self.prefix)
+        return tables
+
     def acquire(self) -> None:
         """Count one more store on this connection."""
         self._users += 1
 
-    def _thread_limiter(self) -> anyio.CapacityLimiter:
+    def _thread_limiter(self, *, reads: bool = False) -> anyio.CapacityLimiter:
         # A limiter belongs to one event loop; a host may run the stores from several in turn.
         token = anyio.lowlevel.current_token()
         if self._limiter is None or self._token != token:
             self._limiter = anyio.CapacityLimiter(1)
+            self._read_limiter = anyio.CapacityLimiter(1)
             self._token = token
-        return self._limiter
+        limiter = self._read_limiter if reads else self._limiter
+        assert limiter is not None
+        return limiter
 
     async def run(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``operation`` on the connection in one worker-thread hand-off.
@@ -314,6 +459,198 @@ class SqliteDatabase:
             return await future
         raise AssertionError("unreachable")  # pragma: no cover - a shield swallows nothing
 
+    async def write(self, action: str, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``body`` inside a write transaction and commit it; ``body``'s result once the
+        commit is on disk.
+
+        Under asyncio the writes queued while a commit is in flight share the next one
+        (group commit, up to :attr:`group_commit` writes): one ``BEGIN IMMEDIATE``, each
+        write's body under a savepoint of its own, one ``COMMIT``. A body that raises rolls
+        back its own savepoint and raises to its own caller only, exactly as alone; a failed
+        ``BEGIN`` or ``COMMIT`` (or a failure that ends the whole transaction) fails every
+        write of the group with the same typed error, none of them written. A caller's call
+        returns only after the commit that holds its write. Elsewhere (trio, no running
+        loop) each write is its own transaction, as :meth:`run` runs it.
+        """
+        if self._closed:
+            raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
+        loop = _running_loop()
+        if loop is None:
+            value = await self.run(action, lambda connection: _alone(connection, body))
+            self._checkpoint_later()
+            return value
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        future: asyncio.Future[T] = loop.create_future()
+        self._worker.submit_write(_Write(future, action, body))
+        self._writes_in_flight += 1
+        try:
+            with anyio.CancelScope(shield=True):
+                return await future
+        finally:
+            self._writes_in_flight -= 1
+        raise AssertionError("unreachable")  # pragma: no cover - a shield swallows nothing
+
+    async def read_many(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a read of any size (``operation`` must only read) in one worker-thread
+        hand-off. On a file database it runs on the reading connection's own thread, so it
+        does not wait for queued commits; otherwise like :meth:`run`."""
+        if self._closed:
+            raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
+        if not self._separate_reads or self._connection is None:
+            # Before the first write-side call the schema is unchecked: that call checks it.
+            return await self.run(action, operation)
+        loop = _running_loop()
+        if loop is None:
+            return await anyio.to_thread.run_sync(
+                self._read_call, action, operation, limiter=self._thread_limiter(reads=True)
+            )
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        future: asyncio.Future[T] = loop.create_future()
+        self._read_worker.submit(future, lambda: self._read_call(action, operation))
+        with anyio.CancelScope(shield=True):
+            return await future
+        raise AssertionError("unreachable")  # pragma: no cover - a shield swallows nothing
+
+    def _read_call(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        with self._read_lock:
+            if self._closed:
+                raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
+            connection = self._reader
+            try:
+                if connection is None:
+                    connection = self._reader = self._open_reader()
+                # The reading connection rests at a zero busy timeout (the inline reads);
+                # here, off the loop, a read waits as long as any call would.
+                connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+                try:
+                    return operation(connection)
+                finally:
+                    connection.execute("PRAGMA busy_timeout=0")
+            except BaseException as error:
+                if connection is not None and connection.in_transaction:
+                    connection.rollback()
+                if isinstance(error, sqlite3.Error):
+                    raise sqlite_error(action, error) from error
+                raise
+
+    def _commit_group(self, group: list[_Write]) -> list[tuple[bool, Any]]:
+        """Run ``group``'s bodies in one transaction and commit it (the writer thread)."""
+        with self._lock:
+            if self._closed:
+                return [
+                    (
+                        False,
+                        CheckpointStoreError(f"this SQLite store is closed (it cannot {w.action})"),
+                    )
+                    for w in group
+                ]
+            connection = self._connection
+            try:
+                if connection is None:
+                    connection = self._connection = self._open()
+                connection.execute("BEGIN IMMEDIATE")
+            except BaseException as error:
+                return _fail_all(group, connection, error)
+            if len(group) > 1:
+                # First without savepoints (two statements fewer per write): refusals are
+                # rare. When a write fails, everything is rolled back and the group runs
+                # again with a savepoint per write, so each failure stays its own.
+                outcomes = self._run_group(connection, group, isolated=False)
+                if outcomes is None:
+                    try:
+                        connection.execute("BEGIN IMMEDIATE")
+                    except BaseException as error:
+                        return _fail_all(group, connection, error)
+                    outcomes = self._run_group(connection, group, isolated=True)
+            else:
+                outcomes = self._run_group(connection, group, isolated=True)
+            assert outcomes is not None
+        self._checkpoint_later()
+        return outcomes
+
+    def _checkpoint_later(self) -> None:
+        """Hand a WAL checkpoint to the reading thread once the WAL has grown past
+        :data:`BACKGROUND_CHECKPOINT_PAGES` (the writer thread, after a commit).
+
+        SQLite's automatic checkpoint runs inside the ``COMMIT`` that crosses its threshold,
+        copying the WAL into the database file and syncing it while every write waiting for
+        that commit waits too. On a file the writer's automatic threshold is raised (a safety
+        net) and a passive checkpoint runs beside the commits instead: it never blocks the
+        writer, and the WAL is already durable, so no commit depends on it.
+        """
+        if not self._separate_reads or self._closed or self._checkpointing:
+            return
+        try:
+            size = os.stat(self._wal_path).st_size
+        except OSError:
+            return
+        if size < BACKGROUND_CHECKPOINT_PAGES * 4096:
+            return
+        self._checkpointing = True
+        self._read_worker.submit_job(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        """A passive checkpoint on the reading connection (the reading thread)."""
+        try:
+            with self._read_lock:
+                if self._closed:
+                    return
+                connection = self._reader
+                if connection is None:
+                    connection = self._reader = self._open_reader()
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:
+            pass  # best effort: the writer's own automatic checkpoint still bounds the WAL
+        finally:
+            self._checkpointing = False
+
+    def _run_group(
+        self, connection: sqlite3.Connection, group: list[_Write], *, isolated: bool
+    ) -> list[tuple[bool, Any]] | None:
+        """Each write's outcome, the transaction begun on ``connection`` committed (or rolled
+        back when nothing is left to write). Not ``isolated`` (no savepoints): ``None`` when
+        a write failed, everything rolled back."""
+        outcomes: list[tuple[bool, Any]] = []
+        savepoints = isolated and len(group) > 1
+        written = 0
+        for write in group:
+            try:
+                if savepoints:
+                    connection.execute("SAVEPOINT prism_write")
+                value = write.body(connection)
+                if savepoints:
+                    connection.execute("RELEASE prism_write")
+            except BaseException as error:
+                if not connection.in_transaction:
+                    # SQLite ended the transaction itself (I/O error, disk full): the
+                    # writes before this one are gone too.
+                    return _fail_all(group, connection, error)
+                try:
+                    if savepoints:
+                        connection.execute("ROLLBACK TO prism_write")
+                        connection.execute("RELEASE prism_write")
+                    else:
+                        connection.rollback()
+                except BaseException as undo:  # pragma: no cover - rollback failing
+                    return _fail_all(group, connection, undo)
+                if not isolated:
+                    return None
+                outcomes.append((False, _typed(write.action, error)))
+                continue
+            outcomes.append((True, value))
+            written += 1
+        if not connection.in_transaction:
+            return outcomes  # one write alone, rolled back
+        try:
+            if written:
+                connection.execute("COMMIT")
+            else:
+                connection.rollback()
+        except BaseException as error:
+            return _fail_all(group, connection, error)
+        return outcomes
+
     async def read(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run a short read (``operation`` must only read, and only a bounded amount) on the
         calling thread when it need not wait: the connection is open and free, and SQLite can
@@ -328,6 +665,8 @@ class SqliteDatabase:
         # A yield first, as any awaited store call makes: a caller reading in a loop cannot
         # starve the other tasks, and a cancelled caller reads nothing.
         await anyio.lowlevel.checkpoint()
+        if self._separate_reads:
+            return await self._read_inline(action, operation)
         connection = self._connection
         if connection is not None and not self._closed and self._lock.acquire(blocking=False):
             try:
@@ -340,15 +679,117 @@ class SqliteDatabase:
                 self._lock.release()
         return await self.run(action, operation)
 
+    async def _read_inline(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        if self._connection is None and not self._closed:
+            self._open_inline()
+        # The writing connection when no write is under way (its page cache is current, and
+        # a process that only continues one run never opens a second connection); else the
+        # reading one, so reads and the writer thread never take turns on one connection.
+        writer = self._connection
+        if (
+            writer is not None
+            and not self._writes_in_flight
+            and not self._closed
+            and self._lock.acquire(blocking=False)
+        ):
+            try:
+                if self._connection is writer and not writer.in_transaction:
+                    done, value = self._read_now(action, writer, operation)
+                    if done:
+                        read: T = value
+                        return read
+            finally:
+                self._lock.release()
+        if (
+            self._connection is not None
+            and not self._closed
+            and self._read_lock.acquire(blocking=False)
+        ):
+            try:
+                connection = self._reader
+                if connection is None and not self._closed:
+                    try:
+                        connection = self._reader = self._open_reader()
+                    except sqlite3.Error:
+                        connection = None  # the hand-off below meets it again
+                if connection is not None and not connection.in_transaction:
+                    done, value = self._read_now(action, connection, operation, waits=False)
+                    if done:
+                        result: T = value
+                        return result
+            finally:
+                self._read_lock.release()
+        return await self.read_many(action, operation)
+
+    def _open_inline(self) -> None:
+        """Open the writing connection on the calling thread when that needs no wait and no
+        migration: the file is in WAL mode, SQLite answers without a lock wait (busy timeout
+        zero) and the schema is current. Otherwise leave it to the first hand-off, which
+        waits, switches to WAL, migrates or refuses as usual. A short-lived process (a cold
+        ``continue``) then makes its first read with no thread hop."""
+        if not self._lock.acquire(blocking=False):
+            return
+        connection: sqlite3.Connection | None = None
+        try:
+            if self._connection is not None or self._closed:
+                return
+            if not os.path.exists(self.path):
+                # sqlite3 would create the file: creating it (or refusing to, under
+                # create=False) is the hand-off's job.
+                return
+            if isinstance(self._url, str):
+                check_sqlite_file_directory(self.path)
+            else:
+                check_sqlite_directory(self._url)
+            connection = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, cached_statements=64
+            )
+            connection.execute("PRAGMA busy_timeout=0")
+            mode = connection.execute("PRAGMA journal_mode").fetchone()
+            if mode is None or str(mode[0]).lower() != "wal":
+                return
+            connection.execute(f"PRAGMA synchronous={self.synchronous}")
+            if _recorded_version(connection, f"{self.prefix}schema_version") != SCHEMA_VERSION:
+                return
+            connection.execute(f"PRAGMA wal_autocheckpoint={WRITER_AUTOCHECKPOINT_PAGES}")
+            connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+            connection.row_factory = self._row
+            self._connection, connection = connection, None
+        except (sqlite3.Error, CheckpointStoreError):
+            return  # the hand-off meets it again, and reports it
+        finally:
+            if connection is not None:
+                connection.close()
+            self._lock.release()
+
+    def _open_reader(self) -> sqlite3.Connection:
+        """The reading connection (opened after the writer's, which checked the schema)."""
+        connection = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, cached_statements=64
+        )
+        try:
+            connection.execute("PRAGMA busy_timeout=0")
+            connection.execute("PRAGMA query_only=1")
+        except BaseException:
+            connection.close()
+            raise
+        connection.row_factory = self._row
+        return connection
+
     def _read_now(
         self,
         action: str,
         connection: sqlite3.Connection,
         operation: Callable[[sqlite3.Connection], T],
+        *,
+        waits: bool = True,
     ) -> tuple[bool, Any]:
         """``(True, result)`` of ``operation`` run here with no lock wait, or ``(False,
-        None)`` when SQLite would have had to wait (the caller then hands it off)."""
+        None)`` when SQLite would have had to wait (the caller then hands it off).
+        ``waits``: the connection has a busy timeout, set to zero for this read."""
         try:
+            if not waits:
+                return True, operation(connection)
             connection.execute("PRAGMA busy_timeout=0")
             try:
                 return True, operation(connection)
@@ -384,7 +825,10 @@ class SqliteDatabase:
             path = sqlite_file(self.url)
             if path is not None and not path.exists():
                 raise schema_missing_error(self.url, self.tables, 0)
-        check_sqlite_directory(self.url)
+        if isinstance(self._url, str):
+            check_sqlite_file_directory(self.path)
+        else:
+            check_sqlite_directory(self._url)
         connection = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, cached_statements=64
         )
@@ -397,6 +841,9 @@ class SqliteDatabase:
                 lambda sql: connection.execute(sql).fetchall(), self.busy_timeout_ms, time.sleep
             )
             connection.execute(f"PRAGMA synchronous={self.synchronous}")
+            if self._separate_reads:
+                # Checkpoints run beside the commits (see _checkpoint_later).
+                connection.execute(f"PRAGMA wal_autocheckpoint={WRITER_AUTOCHECKPOINT_PAGES}")
             if self._create_schema:
                 self._check_schema(connection)
         except BaseException:
@@ -415,7 +862,9 @@ class SqliteDatabase:
         return cls(row)
 
     def _check_schema(self, connection: sqlite3.Connection) -> None:
-        found = _recorded_version(connection, self.tables)
+        # One read of the version row (its primary key), nothing from sqlite_master: a
+        # version recorded by a newer release must be refused even when no table changed.
+        found = _recorded_version(connection, f"{self.prefix}schema_version")
         if found == SCHEMA_VERSION:
             return
         if not self._create_schema or found > SCHEMA_VERSION:
@@ -435,22 +884,62 @@ class SqliteDatabase:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._close)
         self._worker.stop()
+        self._read_worker.stop()
 
     def _close(self) -> None:
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+        with self._read_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
 
 
-def _recorded_version(connection: sqlite3.Connection, tables: Tables) -> int:
-    name = tables.schema_version.name
-    exists = connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-    ).fetchone()
-    if exists is None:
-        return 0
-    row = connection.execute(f'SELECT max(version) FROM "{name}"').fetchone()
+def _typed(action: str, error: BaseException) -> BaseException:
+    return sqlite_error(action, error) if isinstance(error, sqlite3.Error) else error
+
+
+def _alone(connection: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
+    """``body`` in a transaction of its own (:meth:`SqliteDatabase.run` rolls back on
+    failure)."""
+    connection.execute("BEGIN IMMEDIATE")
+    value = body(connection)
+    connection.execute("COMMIT")
+    return value
+
+
+def _fail_all(
+    group: list[_Write], connection: sqlite3.Connection | None, error: BaseException
+) -> list[tuple[bool, Any]]:
+    """Every write of ``group`` failed with ``error`` (typed, one exception each), the
+    transaction rolled back: none of them is written."""
+    if connection is not None and connection.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            connection.rollback()
+    outcomes: list[tuple[bool, Any]] = []
+    for write in group:
+        if isinstance(error, sqlite3.Error):
+            typed: BaseException = sqlite_error(write.action, error)
+            typed.__cause__ = error
+        elif isinstance(error, CheckpointStoreError) and len(group) > 1:
+            typed = type(error)(str(error))
+            typed.__cause__ = error
+        else:
+            typed = error
+        outcomes.append((False, typed))
+    return outcomes
+
+
+def _recorded_version(connection: sqlite3.Connection, name: str) -> int:
+    # The version table read directly (no look through sqlite_master): missing means 0.
+    try:
+        row = connection.execute(f'SELECT max(version) FROM "{name}"').fetchone()
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):
+            return 0
+        raise
     return int(row[0]) if row is not None and row[0] is not None else 0
 
 
@@ -467,7 +956,7 @@ async def read_sqlite_version(
             raise sqlite_error("read the schema version", error) from error
         try:
             connection.execute(f"PRAGMA busy_timeout={busy_timeout_ms(timeout_ms)}")
-            return _recorded_version(connection, tables)
+            return _recorded_version(connection, tables.schema_version.name)
         except sqlite3.Error as error:
             raise sqlite_error("read the schema version", error) from error
         finally:

@@ -27,9 +27,15 @@ import attrs
 import sqlalchemy as sa
 
 from ._schema import Tables
-from ._sqlite import CompiledStatement, compile_sqlite
+from ._sqlite import CompiledStatement
 
-__all__ = ("SKIP_SLACK", "BranchTailStatements", "read_rows", "tuple_cursor")
+__all__ = (
+    "SKIP_SLACK",
+    "BranchTailStatements",
+    "branch_tail_statements",
+    "read_rows",
+    "tuple_cursor",
+)
 
 #: How many more rows of other branches than branch rows the walk reads before it switches
 #: to the recursive query.
@@ -50,34 +56,41 @@ class BranchTailStatements:
 
     @classmethod
     @functools.lru_cache(maxsize=64)
-    def build(cls, tables: Tables, branch: CompiledStatement) -> BranchTailStatements:
-        """The statements for ``tables``; ``branch`` is the store's recursive branch query."""
-        entries = tables.session_entries
-        e = entries.c
-        session = sa.bindparam("session", type_=e.session_id.type)
-        seq = sa.bindparam("leaf_seq", type_=e.seq.type)
+    def for_prefix(cls, prefix: str) -> BranchTailStatements:
+        """The statements for ``prefix`` (stored text, see :mod:`._sqlite_text`), one per
+        prefix in a process."""
+        from ._sqlite_text import stored_statement
+
         return cls(
-            leaf_seq=compile_sqlite(
-                sa.select(e.seq).where(
-                    e.id == sa.bindparam("leaf", type_=e.id.type), e.session_id == session
-                )
-            ),
-            below=compile_sqlite(
-                sa.select(entries)
-                .where(e.session_id == session, e.seq <= seq)
-                .order_by(e.seq.desc())
-            ),
-            after=compile_sqlite(
-                sa.select(entries)
-                .where(
-                    e.session_id == session,
-                    e.seq > seq,
-                    e.run_id == sa.bindparam("run", type_=e.run_id.type),
-                )
-                .order_by(e.seq)
-            ),
-            branch=branch,
+            leaf_seq=stored_statement(prefix, "branch_tail.leaf_seq"),
+            below=stored_statement(prefix, "branch_tail.below"),
+            after=stored_statement(prefix, "branch_tail.after"),
+            branch=stored_statement(prefix, "sessions.branch"),
         )
+
+
+def branch_tail_statements(tables: Tables) -> dict[str, sa.Executable]:
+    """The read's statements for ``tables`` (the recursive branch query is the session
+    store's own)."""
+    entries = tables.session_entries
+    e = entries.c
+    session = sa.bindparam("session", type_=e.session_id.type)
+    seq = sa.bindparam("leaf_seq", type_=e.seq.type)
+    return {
+        "leaf_seq": sa.select(e.seq).where(
+            e.id == sa.bindparam("leaf", type_=e.id.type), e.session_id == session
+        ),
+        "below": sa.select(entries)
+        .where(e.session_id == session, e.seq <= seq)
+        .order_by(e.seq.desc()),
+        "after": sa.select(entries)
+        .where(
+            e.session_id == session,
+            e.seq > seq,
+            e.run_id == sa.bindparam("run", type_=e.run_id.type),
+        )
+        .order_by(e.seq),
+    }
 
 
 def tuple_cursor(connection: sqlite3.Connection) -> sqlite3.Cursor:

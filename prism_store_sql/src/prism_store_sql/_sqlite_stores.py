@@ -36,7 +36,6 @@ from prism_core.stores import (
 
 from ._checkpoint_rows import (
     check_range,
-    checkpoint_statements,
     decode_record,
     owner_scope,
     page_of,
@@ -45,6 +44,7 @@ from ._checkpoint_rows import (
     saved_record,
 )
 from ._errors import SqlStoreConfigError
+from ._schema import Tables
 from ._session_rows import (
     append_params,
     branch_and_tail,
@@ -53,10 +53,10 @@ from ._session_rows import (
     head_moved,
     head_statement,
     not_inserted,
-    session_statements,
 )
 from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
 from ._sqlite_branch import BranchTailStatements, read_rows, tuple_cursor
+from ._sqlite_text import stored_statement
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqliteTransaction
 
@@ -75,6 +75,17 @@ class _SqliteStore:
 
     _db: SqliteDatabase
     _closed: bool
+
+    @property
+    def table_prefix(self) -> str:
+        """The prefix of this store's table names."""
+        return self._db.prefix
+
+    @property
+    def tables(self) -> Tables:
+        """The table definitions of this store's prefix (built on first use: the hot
+        statements are stored text, see :mod:`prism_store_sql._sqlite_text`)."""
+        return self._db.tables
 
     @property
     def database(self) -> SqliteDatabase:
@@ -110,16 +121,15 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         # There is no engine; the database checks the schema when its connection opens.
         database.acquire()
         self._db = database
-        self._tables = database.tables
         self._closed = False
-        statements = checkpoint_statements(database.tables.checkpoints, "sqlite")
-        self._sql = statements
-        self._load = compile_sqlite(statements.load)
-        self._create = compile_sqlite(statements.create)
-        self._update = compile_sqlite(statements.update)
-        self._upsert = compile_sqlite(statements.upsert)
-        self._renew = compile_sqlite(statements.renew)
-        self._delete = compile_sqlite(statements.delete)
+        # Stored text (see _sqlite_text): no SQLAlchemy objects are built for these.
+        prefix = database.prefix
+        self._load = stored_statement(prefix, "checkpoints.load")
+        self._create = stored_statement(prefix, "checkpoints.create")
+        self._update = stored_statement(prefix, "checkpoints.update")
+        self._upsert = stored_statement(prefix, "checkpoints.upsert")
+        self._renew = stored_statement(prefix, "checkpoints.renew")
+        self._delete = stored_statement(prefix, "checkpoints.delete")
         self._lists: dict[tuple[bool, bool], CompiledStatement] = {}
         self._by_status: dict[bool, CompiledStatement] = {}
 
@@ -200,7 +210,10 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
                     connection.rollback()
                 return record, None, None
 
-        record, ids, rows = await self._db.run("load a checkpoint", load)
+        # Inline when the reading connection is free (see SqliteDatabase.read): the branch is
+        # a run's own transcript, and decoding it on the loop right after costs more than
+        # reading it; a hand-off would add two thread wake-ups to every continue.
+        record, ids, rows = await self._db.read("load a checkpoint", load)
         if ids is None:
             return record, None
         session_id, leaf_id, run_id = ids
@@ -226,7 +239,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             rows = connection.execute(text, values).fetchall()
             return rows[0][0] if rows else None
 
-        created_at = await self._db.run("save a checkpoint", save)
+        created_at = await self._db.write("save a checkpoint", save)
         if created_at is None:
             raise conflict(request.namespace, request.key)
         return saved_record(request, created_at, now)
@@ -256,7 +269,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def renew(connection: sqlite3.Connection) -> bool:
             return bool(connection.execute(text, values).fetchall())
 
-        if not await self._db.run("renew a lease", renew):
+        if not await self._db.write("renew a lease", renew):
             raise conflict(req.namespace, req.key)
 
     async def delete(
@@ -272,12 +285,12 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def delete(connection: sqlite3.Connection) -> bool:
             return bool(connection.execute(text, values).fetchall())
 
-        return await self._db.run("delete a checkpoint", delete)
+        return await self._db.write("delete a checkpoint", delete)
 
     def _list_statement(self, by_namespace: bool, after: bool) -> CompiledStatement:
         compiled = self._lists.get((by_namespace, after))
         if compiled is None:
-            table = self._tables.checkpoints
+            table = self._db.tables.checkpoints
             p = sa.bindparam
             statement = sa.select(table).where(table.c.owner == p("owner_scope"))
             if by_namespace:
@@ -312,13 +325,13 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
             return connection.execute(text, values).fetchall()
 
-        rows = await self._db.run("list checkpoints", fetch)
+        rows = await self._db.read_many("list checkpoints", fetch)
         return page_of(rows, owner, limit)
 
     def _status_statement(self, after: bool) -> CompiledStatement:
         compiled = self._by_status.get(after)
         if compiled is None:
-            table = self._tables.checkpoints
+            table = self._db.tables.checkpoints
             p = sa.bindparam
             statement = sa.select(table).where(
                 table.c.namespace == p("ns"),
@@ -361,7 +374,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
             return connection.execute(text, values).fetchall()
 
-        rows = await self._db.run("list checkpoints by status", fetch)
+        rows = await self._db.read_many("list checkpoints by status", fetch)
         return page_of(rows, owner, limit)
 
 
@@ -372,20 +385,18 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
     def __init__(self, database: SqliteDatabase) -> None:
         database.acquire()
         self._db = database
-        self._tables = database.tables
         self._closed = False
-        statements = session_statements(database.tables, "sqlite")
-        self._sql = statements
+        prefix = database.prefix
         self._heads = {
-            name: compile_sqlite(getattr(statements, name))
+            name: stored_statement(prefix, f"sessions.{name}")
             for name in ("upsert_head", "create_head", "move_head")
         }
-        self._insert_entry = compile_sqlite(statements.insert_entry)
-        self._entry_exists = compile_sqlite(statements.entry_exists)
-        self._list = compile_sqlite(statements.list)
-        self._get = compile_sqlite(statements.get)
-        self._branch = compile_sqlite(statements.branch)
-        self._branch_tail = BranchTailStatements.build(database.tables, self._branch)
+        self._insert_entry = stored_statement(prefix, "sessions.insert_entry")
+        self._entry_exists = stored_statement(prefix, "sessions.entry_exists")
+        self._list = stored_statement(prefix, "sessions.list")
+        self._get = stored_statement(prefix, "sessions.get")
+        self._branch = stored_statement(prefix, "sessions.branch")
+        self._branch_tail = BranchTailStatements.for_prefix(prefix)
 
     def append_in(
         self,
@@ -416,11 +427,9 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         params = append_params(entry, expected_leaf_id)
 
         def append(connection: sqlite3.Connection) -> None:
-            connection.execute("BEGIN IMMEDIATE")
             self.append_in(connection, entry, expected_leaf_id, params)
-            connection.execute("COMMIT")
 
-        await self._db.run("append a session entry", append)
+        await self._db.write("append a session entry", append)
         return entry
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
@@ -430,7 +439,9 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
             return tuple_cursor(connection).execute(text, params).fetchall()
 
-        return [decode_entry(row) for row in await self._db.run("list session entries", fetch)]
+        return [
+            decode_entry(row) for row in await self._db.read_many("list session entries", fetch)
+        ]
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         """One entry by id, or ``None``."""
@@ -458,7 +469,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         def fetch(connection: sqlite3.Connection) -> builtins.list[Any]:
             return tuple_cursor(connection).execute(text, params).fetchall()
 
-        rows = await self._db.run("read a session branch", fetch)
+        rows = await self._db.read_many("read a session branch", fetch)
         return branch_rows(rows, session_id, leaf_id)
 
     async def read_branch_and_run_tail(
@@ -473,7 +484,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         def fetch(connection: sqlite3.Connection) -> tuple[builtins.list[Any], builtins.list[Any]]:
             return read_rows(connection, sql, session_id, leaf_id, run_id)
 
-        path, tail = await self._db.run("read a session branch and a run's entries", fetch)
+        path, tail = await self._db.read_many("read a session branch and a run's entries", fetch)
         return branch_and_tail(path, tail, session_id, leaf_id)
 
 

@@ -121,7 +121,6 @@ class SqliteTransaction(SqlTransaction):
 
         def commit(connection: sqlite3.Connection) -> list[float]:
             created: list[float] = []
-            connection.execute("BEGIN IMMEDIATE")
             for op, statement, values in zip(queue, statements, saves, strict=True):
                 if isinstance(op, QueuedAppend):
                     sessions.append_in(connection, op.entry, op.expected_leaf_id, dict(op.prepared))
@@ -132,10 +131,11 @@ class SqliteTransaction(SqlTransaction):
                 if not rows:
                     raise conflict(op.request.namespace, op.request.key)
                 created.append(rows[0][0])
-            connection.execute("COMMIT")
             return created
 
-        return await checkpoints.database.run("commit session entries and a checkpoint", commit)
+        # One transaction, or part of a group commit with other runs' writes (see
+        # SqliteDatabase.write): either way on disk before this returns.
+        return await checkpoints.database.write("commit session entries and a checkpoint", commit)
 
 
 class EngineCheckpoints(Protocol):

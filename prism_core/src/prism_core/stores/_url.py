@@ -103,6 +103,28 @@ def _unsupported(kind: str, url: str, plugins: tuple[object, ...]) -> PrismError
     )
 
 
+#: The plugin hosts the openers built, by the identity of their plugins, in order.
+_HOSTS: dict[tuple[int, ...], tuple[tuple[object, ...], PluginHost]] = {}
+_MAX_HOSTS = 32
+
+
+def _host(plugins: Iterable[object]) -> PluginHost:
+    """A plugin host for ``plugins``, built once per process for the same plugin objects:
+    a worker that opens its stores for every task checks and registers its plugins once,
+    not on every open (the hooks they answer are called anew each time)."""
+    composed = tuple(plugins)
+    key = tuple(id(plugin) for plugin in composed)
+    found = _HOSTS.get(key)
+    # The objects themselves are kept with the host, so an id is never reused meanwhile.
+    if found is not None and all(a is b for a, b in zip(found[0], composed, strict=True)):
+        return found[1]
+    host = PluginHost(composed)
+    if len(_HOSTS) >= _MAX_HOSTS:
+        _HOSTS.pop(next(iter(_HOSTS)))
+    _HOSTS[key] = (composed, host)
+    return host
+
+
 def _check_url(url: Any) -> str:
     if not isinstance(url, str) or not url:
         raise TypeError(f"a store URL must be a non-empty string, got {type(url).__name__}")
@@ -125,7 +147,7 @@ def open_checkpoint_store(
     _check_url(url)
     if _scheme(url) == "memory":
         return create_memory_checkpoint_store()
-    host = PluginHost(plugins)
+    host = _host(plugins)
     store = host.checkpoint_store(url, create=create)
     if store is None:
         raise _unsupported("checkpoint", url, host.plugins)
@@ -150,7 +172,7 @@ def open_session_store(
     _check_url(url)
     if _scheme(url) == "memory":
         return create_memory_session_store()
-    host = PluginHost(plugins)
+    host = _host(plugins)
     store = host.session_store(url, create=create)
     if store is None:
         raise _unsupported("session", url, host.plugins)
@@ -179,7 +201,7 @@ def open_stores(url: str, *, plugins: Iterable[object] = (), create: bool = True
     _check_url(url)
     if _scheme(url) == "memory":
         return StorePair(create_memory_checkpoint_store(), create_memory_session_store())
-    host = PluginHost(plugins)
+    host = _host(plugins)
     pair = host.open_stores(url, create=create)
     if pair is None:
         checkpoints = host.checkpoint_store(url, create=create)
