@@ -233,7 +233,8 @@ async def test_the_wal_is_checkpointed_beside_the_commits(
             connection.set_trace_callback(reads.append)
 
         await checkpoints.save("ns", "k0", {"v": 0}, version=1)
-        await database.read_many("trace", trace)
+        # The reading connection (opened here): where the background checkpoint runs.
+        await anyio.to_thread.run_sync(database._read_call, "trace", trace)
         for i in range(1, 4):
             await checkpoints.save("ns", f"k{i}", {"v": "x" * 5000}, version=1)
         for _ in range(100):

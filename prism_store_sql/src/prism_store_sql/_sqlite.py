@@ -386,7 +386,7 @@ class SqliteDatabase:
         self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
         self.group_commit = group_commit
         self._worker = _Worker(batch=self._commit_group, max_batch=group_commit)
-        self._writes_in_flight = 0  # asyncio writes queued or committing (the loop's count)
+        self._writes_in_flight = 0  # writes queued or committing (counted by the callers)
         self._wal_path = f"{path}-wal"
         self._checkpointing = False  # a background checkpoint queued or running
         # A file database reads on a second connection of its own (WAL: readers never wait
@@ -475,7 +475,11 @@ class SqliteDatabase:
             raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
         loop = _running_loop()
         if loop is None:
-            value = await self.run(action, lambda connection: _alone(connection, body))
+            self._writes_in_flight += 1
+            try:
+                value = await self.run(action, lambda connection: _alone(connection, body))
+            finally:
+                self._writes_in_flight -= 1
             self._checkpoint_later()
             return value
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -491,12 +495,15 @@ class SqliteDatabase:
 
     async def read_many(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run a read of any size (``operation`` must only read) in one worker-thread
-        hand-off. On a file database it runs on the reading connection's own thread, so it
-        does not wait for queued commits; otherwise like :meth:`run`."""
+        hand-off. On a file database, while writes are under way, it runs on the reading
+        connection's own thread, so it does not wait for queued commits; otherwise like
+        :meth:`run`."""
         if self._closed:
             raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
-        if not self._separate_reads or self._connection is None:
-            # Before the first write-side call the schema is unchecked: that call checks it.
+        if not self._separate_reads or self._connection is None or not self._writes_in_flight:
+            # Before the first call the schema is unchecked: that call checks it. With no
+            # write under way the writing connection serves (a process that only reads, or
+            # opens its stores for one task, never opens a second connection).
             return await self.run(action, operation)
         loop = _running_loop()
         if loop is None:
