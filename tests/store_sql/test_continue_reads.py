@@ -72,13 +72,13 @@ def _count_runs(store: Any) -> list[str]:
     depth = 0
 
     def counting(method: Any) -> Any:
-        async def counted(action: str, operation: Any) -> Any:
+        async def counted(action: str, operation: Any, **options: Any) -> Any:
             nonlocal depth
             if depth == 0:
                 calls.append(action)
             depth += 1
             try:
-                return await method(action, operation)
+                return await method(action, operation, **options)
             finally:
                 depth -= 1
 

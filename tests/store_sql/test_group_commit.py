@@ -201,12 +201,21 @@ async def test_group_commit_one_commits_each_write_alone(sqlite_target: Target) 
 
         await checkpoints.database.run("trace", trace)  # type: ignore[attr-defined]
         statements.clear()
+        entries = [
+            create_session_entry(session_id=f"s{i}", kind="label", label="x") for i in range(3)
+        ]
         await _while_a_write_is_in_flight(
             checkpoints.database,  # type: ignore[attr-defined]
-            *((lambda i=i: checkpoints.save("ns", f"k{i}", {"v": i}, version=1)) for i in range(3)),
+            *((lambda e=e: opened.sessions.append(e, expected_leaf_id=None)) for e in entries),
+            *((lambda i=i: checkpoints.save("ns", f"k{i}", {"v": i}, version=1)) for i in range(2)),
         )
+        # The held write's commit and one per append; each save alone is one statement in
+        # autocommit, with no BEGIN or COMMIT of its own.
         assert _commits(statements) == 4
+        assert statements.count("BEGIN IMMEDIATE") == 4
         assert "SAVEPOINT prism_write" not in statements
+        for i in range(2):
+            assert await checkpoints.load("ns", f"k{i}") is not None
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1025, 2.5, "8", True])
@@ -233,7 +242,8 @@ async def test_the_wal_is_checkpointed_beside_the_commits(
             connection.set_trace_callback(reads.append)
 
         await checkpoints.save("ns", "k0", {"v": 0}, version=1)
-        await database.read_many("trace", trace)
+        # The reading connection (opened here): where the background checkpoint runs.
+        await anyio.to_thread.run_sync(database._read_call, "trace", trace)
         for i in range(1, 4):
             await checkpoints.save("ns", f"k{i}", {"v": "x" * 5000}, version=1)
         for _ in range(100):

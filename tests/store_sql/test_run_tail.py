@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import anyio
 import pytest
 
 from prism_core.content import Message
@@ -91,13 +92,13 @@ async def _traced(store: Any, session_id: str, leaf: str, run: str) -> tuple[Any
 
     database = store.database
     await database.run("trace", trace)
-    await database.read_many("trace", trace)
+    await anyio.to_thread.run_sync(database._read_call, "trace", trace)
     statements.clear()
     try:
         read = await store.read_branch_and_run_tail(session_id, leaf, run)
     finally:
         await database.run("untrace", untrace)
-        await database.read_many("untrace", untrace)
+        await anyio.to_thread.run_sync(database._read_call, "untrace", untrace)
     return read, statements
 
 

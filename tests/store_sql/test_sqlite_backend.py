@@ -82,7 +82,7 @@ class Tracer:
             connection.set_trace_callback(self.statements.append)
 
         await self.database.run("trace", trace)
-        await self.database.read_many("trace", trace)
+        await anyio.to_thread.run_sync(self.database._read_call, "trace", trace)
         self.reset()
 
     def reset(self) -> None:
@@ -108,16 +108,15 @@ async def stores(sqlite_target: Target) -> AsyncIterator[tuple[Any, Any, Tracer]
 async def test_each_call_is_one_handoff_and_at_most_one_commit(
     stores: tuple[Any, Any, Tracer],
 ) -> None:
-    """A save is one statement in a transaction of its own; an append is one transaction of
-    two; reads are one statement; each call is one hand-off, except a one-row read, which
-    runs inline with no lock wait (busy timeout 0); the schema is not looked at
-    again."""
+    """A save is one statement (its own commit); an append is one transaction of two; reads
+    are one statement; each call is one hand-off, except a one-row read, which runs inline
+    with no lock wait (busy timeout 0); the schema is not looked at again."""
     checkpoints, sessions, tracer = stores
     await checkpoints.save("ns", "k", {"v": 1}, version=1, expected_version=0)
-    assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "INSERT", "COMMIT"])
+    assert (tracer.handoffs, tracer.words()) == (1, ["INSERT"])
     tracer.reset()
     await checkpoints.save("ns", "k", {"v": 2}, version=2, expected_version=1)
-    assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "UPDATE", "COMMIT"])
+    assert (tracer.handoffs, tracer.words()) == (1, ["UPDATE"])
     tracer.reset()
     assert await checkpoints.load("ns", "k") is not None
     assert (tracer.handoffs, tracer.inline) == (0, 1)
@@ -135,8 +134,8 @@ async def test_each_call_is_one_handoff_and_at_most_one_commit(
     assert (tracer.handoffs, tracer.words()) == (1, ["BEGIN", "UPDATE", "INSERT", "COMMIT"])
     tracer.reset()
     assert await sessions.read_branch_path("s", child.id) == [root, child]
-    # On the reading connection's thread, with the busy timeout that thread waits with.
-    assert (tracer.handoffs, tracer.words()) == (1, ["PRAGMA", "WITH", "PRAGMA"])
+    # No write under way: on the writing connection, in the writer thread.
+    assert (tracer.handoffs, tracer.words()) == (1, ["WITH"])
     assert not any("sqlite_master" in s or "schema_version" in s for s in tracer.statements)
 
 
@@ -183,6 +182,8 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
 
     async with anyio.create_task_group() as group:
         group.start_soon(database.write, "hold the writing connection", hold)
+        await anyio.to_thread.run_sync(holding.wait, 10)
+        # A write is under way: this read goes to the reading connection's thread.
         group.start_soon(database.read_many, "hold the reading connection", hold_reads)
         group.start_soon(tick)
         group.start_soon(load)

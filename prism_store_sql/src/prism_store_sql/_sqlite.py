@@ -215,14 +215,20 @@ class _Write:
     """One queued write transaction: its body runs between the batch's ``BEGIN IMMEDIATE``
     and ``COMMIT`` (see :meth:`SqliteDatabase.write`)."""
 
-    __slots__ = ("action", "body", "future")
+    __slots__ = ("action", "body", "future", "single")
 
     def __init__(
-        self, future: asyncio.Future[Any], action: str, body: Callable[[sqlite3.Connection], Any]
+        self,
+        future: asyncio.Future[Any],
+        action: str,
+        body: Callable[[sqlite3.Connection], Any],
+        single: bool = False,
     ) -> None:
         self.future = future
         self.action = action
         self.body = body
+        #: The body is one statement: alone in a group, it runs as its own transaction.
+        self.single = single
 
 
 class _Worker:
@@ -387,7 +393,7 @@ class SqliteDatabase:
         self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
         self.group_commit = group_commit
         self._worker = _Worker(batch=self._commit_group, max_batch=group_commit)
-        self._writes_in_flight = 0  # asyncio writes queued or committing (the loop's count)
+        self._writes_in_flight = 0  # writes queued or committing (counted by the callers)
         self._wal_path = f"{path}-wal"
         self._checkpointing = False  # a background checkpoint queued or running
         # A file database reads on a second connection of its own (WAL: readers never wait
@@ -459,7 +465,9 @@ class SqliteDatabase:
             return await future
         raise AssertionError("unreachable")  # pragma: no cover - a shield swallows nothing
 
-    async def write(self, action: str, body: Callable[[sqlite3.Connection], T]) -> T:
+    async def write(
+        self, action: str, body: Callable[[sqlite3.Connection], T], *, single: bool = False
+    ) -> T:
         """Run ``body`` inside a write transaction and commit it; ``body``'s result once the
         commit is on disk.
 
@@ -470,18 +478,26 @@ class SqliteDatabase:
         ``BEGIN`` or ``COMMIT`` (or a failure that ends the whole transaction) fails every
         write of the group with the same typed error, none of them written. A caller's call
         returns only after the commit that holds its write. Elsewhere (trio, no running
-        loop) each write is its own transaction, as :meth:`run` runs it.
+        loop) each write is its own transaction, as :meth:`run` runs it. ``single``: the
+        body runs exactly one statement, which alone (a group of one, or not under asyncio)
+        runs as its own transaction, with no ``BEGIN``/``COMMIT`` around it.
         """
         if self._closed:
             raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
         loop = _running_loop()
         if loop is None:
-            value = await self.run(action, lambda connection: _alone(connection, body))
+            self._writes_in_flight += 1
+            try:
+                value = await self.run(
+                    action, body if single else (lambda connection: _alone(connection, body))
+                )
+            finally:
+                self._writes_in_flight -= 1
             self._checkpoint_later()
             return value
         await anyio.lowlevel.checkpoint_if_cancelled()
         future: asyncio.Future[T] = loop.create_future()
-        self._worker.submit_write(_Write(future, action, body))
+        self._worker.submit_write(_Write(future, action, body, single))
         self._writes_in_flight += 1
         try:
             with anyio.CancelScope(shield=True):
@@ -492,12 +508,15 @@ class SqliteDatabase:
 
     async def read_many(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run a read of any size (``operation`` must only read) in one worker-thread
-        hand-off. On a file database it runs on the reading connection's own thread, so it
-        does not wait for queued commits; otherwise like :meth:`run`."""
+        hand-off. On a file database, while writes are under way, it runs on the reading
+        connection's own thread, so it does not wait for queued commits; otherwise like
+        :meth:`run`."""
         if self._closed:
             raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
-        if not self._separate_reads or self._connection is None:
-            # Before the first write-side call the schema is unchecked: that call checks it.
+        if not self._separate_reads or self._connection is None or not self._writes_in_flight:
+            # Before the first call the schema is unchecked: that call checks it. With no
+            # write under way the writing connection serves (a process that only reads, or
+            # opens its stores for one task, never opens a second connection).
             return await self.run(action, operation)
         loop = _running_loop()
         if loop is None:
@@ -548,6 +567,11 @@ class SqliteDatabase:
             try:
                 if connection is None:
                     connection = self._connection = self._open()
+                if len(group) == 1 and group[0].single:
+                    # One statement alone: its own transaction (autocommit), one commit.
+                    outcome: tuple[bool, Any] = (True, group[0].body(connection))
+                    self._checkpoint_later()
+                    return [outcome]
                 connection.execute("BEGIN IMMEDIATE")
             except BaseException as error:
                 return _fail_all(group, connection, error)

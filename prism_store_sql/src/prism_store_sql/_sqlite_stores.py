@@ -239,7 +239,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             rows = connection.execute(text, values).fetchall()
             return rows[0][0] if rows else None
 
-        created_at = await self._db.write("save a checkpoint", save)
+        created_at = await self._db.write("save a checkpoint", save, single=True)
         if created_at is None:
             raise conflict(request.namespace, request.key)
         return saved_record(request, created_at, now)
@@ -269,7 +269,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def renew(connection: sqlite3.Connection) -> bool:
             return bool(connection.execute(text, values).fetchall())
 
-        if not await self._db.write("renew a lease", renew):
+        if not await self._db.write("renew a lease", renew, single=True):
             raise conflict(req.namespace, req.key)
 
     async def delete(
@@ -285,7 +285,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         def delete(connection: sqlite3.Connection) -> bool:
             return bool(connection.execute(text, values).fetchall())
 
-        return await self._db.write("delete a checkpoint", delete)
+        return await self._db.write("delete a checkpoint", delete, single=True)
 
     def _list_statement(self, by_namespace: bool, after: bool) -> CompiledStatement:
         compiled = self._lists.get((by_namespace, after))
