@@ -24,15 +24,13 @@ import sqlite3
 from typing import Any
 
 import attrs
-import sqlalchemy as sa
 
-from ._schema import Tables
 from ._sqlite import CompiledStatement
+from ._sqlite_text import stored_statement
 
 __all__ = (
     "SKIP_SLACK",
     "BranchTailStatements",
-    "branch_tail_statements",
     "read_rows",
     "tuple_cursor",
 )
@@ -59,38 +57,12 @@ class BranchTailStatements:
     def for_prefix(cls, prefix: str) -> BranchTailStatements:
         """The statements for ``prefix`` (stored text, see :mod:`._sqlite_text`), one per
         prefix in a process."""
-        from ._sqlite_text import stored_statement
-
         return cls(
             leaf_seq=stored_statement(prefix, "branch_tail.leaf_seq"),
             below=stored_statement(prefix, "branch_tail.below"),
             after=stored_statement(prefix, "branch_tail.after"),
             branch=stored_statement(prefix, "sessions.branch"),
         )
-
-
-def branch_tail_statements(tables: Tables) -> dict[str, sa.Executable]:
-    """The read's statements for ``tables`` (the recursive branch query is the session
-    store's own)."""
-    entries = tables.session_entries
-    e = entries.c
-    session = sa.bindparam("session", type_=e.session_id.type)
-    seq = sa.bindparam("leaf_seq", type_=e.seq.type)
-    return {
-        "leaf_seq": sa.select(e.seq).where(
-            e.id == sa.bindparam("leaf", type_=e.id.type), e.session_id == session
-        ),
-        "below": sa.select(entries)
-        .where(e.session_id == session, e.seq <= seq)
-        .order_by(e.seq.desc()),
-        "after": sa.select(entries)
-        .where(
-            e.session_id == session,
-            e.seq > seq,
-            e.run_id == sa.bindparam("run", type_=e.run_id.type),
-        )
-        .order_by(e.seq),
-    }
 
 
 def tuple_cursor(connection: sqlite3.Connection) -> sqlite3.Cursor:

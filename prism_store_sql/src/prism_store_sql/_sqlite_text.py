@@ -35,10 +35,10 @@ PLACEHOLDER = "prismsqltextprefix0_"
 
 def statement_builders(prefix: str) -> dict[str, Callable[[], sa.Executable]]:
     """Every stored statement by name, as a function building it for ``prefix``."""
+    from ._branch_rows import branch_tail_statements
     from ._checkpoint_rows import checkpoint_statements
     from ._schema import build_tables
     from ._session_rows import session_statements
-    from ._sqlite_branch import branch_tail_statements
 
     def checkpoints() -> Any:
         return checkpoint_statements(build_tables(prefix).checkpoints, "sqlite")
