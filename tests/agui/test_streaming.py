@@ -4,8 +4,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from ._support import Host, Server, new_thread, prism_run_id, read_runs, run_client, wait_for
+from ._support import (
+    Host,
+    Server,
+    client_output,
+    new_thread,
+    prism_run_id,
+    read_runs,
+    run_client,
+    start_client,
+    wait_for,
+)
 
 T1 = {"tenant_id": "t1"}
 
@@ -113,11 +124,20 @@ def test_a_failed_run_ends_with_run_error(server: Server, shared_host: Host) -> 
 
 
 def test_a_client_that_aborts_aborts_the_run_and_its_tool(
-    server: Server, shared_host: Host
+    server: Server, shared_host: Host, tmp_path: Path
 ) -> None:
     thread = new_thread()
     url = f"{server.url}/assistant/"
-    run = run_client(url, thread, [{"message": "slow", "abortOn": "TOOL_CALL_END"}])
+    # The client aborts once the tool is running (TOOL_CALL_END comes before the dispatch).
+    go = tmp_path / "abort"
+    client = start_client(
+        url, thread, [{"message": "slow", "abortOn": "TOOL_CALL_END", "abortWhenExists": str(go)}]
+    )
+    try:
+        wait_for(lambda: shared_host.effects(thread) == [("wait-started", {})])
+    finally:
+        go.touch()
+    run = client_output(client)
     assert run.types(0)[:4] == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
     run_id = prism_run_id(run, 0)
     wait_for(lambda: read_runs(shared_host, thread, T1)[run_id]["status"] != "running")

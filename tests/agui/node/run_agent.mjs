@@ -9,11 +9,14 @@
 //                                            pending interrupts, each answered by its call
 //   {"resume": [entry, ...]}                 resume with these entries as they are
 // and may also carry "headers" (used from this step on) and "abortOn": an event type on
-// which the client aborts the run (HttpAgent.abortRun()).
+// which the client aborts the run (HttpAgent.abortRun()); with "abortWhenExists" (a file
+// path) the abort waits, after that event, until the file exists (the test creates it once
+// the server side reached the point the abort should meet).
 // Output lines: {"step", "event"} and then {"step", "end": "resolved" | "rejected", ...};
 // an error the client leaves unhandled (a server that dies mid-stream) is a line
 // {"step", "unhandled": message}.
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { HttpAgent, buildResumeArray } from "@ag-ui/client";
 
 function print(line) {
@@ -61,7 +64,18 @@ for (const [step, spec] of plan.steps.entries()) {
     await agent.runAgent(parameters, {
       onEvent({ event }) {
         print({ step, event });
-        if (spec.abortOn === event.type) agent.abortRun();
+        if (spec.abortOn === event.type) {
+          if (!spec.abortWhenExists) {
+            agent.abortRun();
+          } else {
+            const timer = setInterval(() => {
+              if (existsSync(spec.abortWhenExists)) {
+                clearInterval(timer);
+                agent.abortRun();
+              }
+            }, 20);
+          }
+        }
       },
     });
     print({
