@@ -98,20 +98,7 @@ def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
         }
         for call in detail.in_doubt
     ]
-    audit = [
-        {
-            "decided_at": record.decided_at,
-            "actor": record.actor,
-            "approval_id": record.approval_id,
-            "tool_call_id": record.tool_call_id,
-            "tool_name": record.tool_name,
-            "outcome": record.outcome,
-            "reason": record.reason,
-            "arguments_hash": record.arguments_hash,
-            "version": record.version,
-        }
-        for record in detail.audit
-    ]
+    audit = [record.to_json() for record in detail.audit]
     return {
         **detail.summary.to_json(),
         "counters": {

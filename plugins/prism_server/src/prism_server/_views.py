@@ -93,20 +93,7 @@ async def run_detail(
         },
         "pending": pending,
         "in_doubt_calls": in_doubt,
-        "audit": [
-            {
-                "decided_at": record.decided_at,
-                "actor": record.actor,
-                "approval_id": record.approval_id,
-                "tool_call_id": record.tool_call_id,
-                "tool_name": record.tool_name,
-                "outcome": record.outcome,
-                "reason": record.reason,
-                "arguments_hash": record.arguments_hash,
-                "version": record.version,
-            }
-            for record in detail.audit
-        ],
+        "audit": [record.to_json() for record in detail.audit],
         "audit_omitted": detail.audit_omitted,
         "metadata": dict(detail.metadata or {}),
         "stop_reason": state.stop_reason,

@@ -5,6 +5,8 @@ It is part of the run state's schema (see :mod:`._state`); it must not read or w
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 __all__ = ("DecisionRecord",)
@@ -44,3 +46,18 @@ class DecisionRecord:
     arguments_hash: str | None = None
     decided_at: float
     version: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the operator views print it (``prism runs show --json``, the API's
+        run detail): every field, when first."""
+        return {
+            "decided_at": self.decided_at,
+            "actor": self.actor,
+            "approval_id": self.approval_id,
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "arguments_hash": self.arguments_hash,
+            "version": self.version,
+        }

@@ -11,7 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 
-from ..durable._state import AgentRunState, DecisionRecord, PendingCall, ResolutionRecord
+from ..durable._state import (
+    AgentRunState,
+    DecisionRecord,
+    PendingCall,
+    PendingDecision,
+    ResolutionRecord,
+)
 from ._input import ResumeInput, RunDecision
 
 __all__ = ("decision_records", "denial_records", "resolution_records")
@@ -19,6 +25,35 @@ __all__ = ("decision_records", "denial_records", "resolution_records")
 
 def _calls(calls: Iterable[PendingCall]) -> dict[str, PendingCall]:
     return {call.tool_call_id: call for call in calls}
+
+
+def _decision_record(
+    target: PendingDecision,
+    by_call: dict[str, PendingCall],
+    *,
+    outcome: str,
+    actor: str | None,
+    reason: str | None,
+    decided_at: float,
+    version: int,
+) -> DecisionRecord:
+    """The record of a decision on ``target`` (its call, when it has one, names the tool and
+    the arguments' hash; else the decision's scope names the tool)."""
+    call = by_call.get(target.tool_call_id) if target.tool_call_id is not None else None
+    tool_name = call.name if call is not None else None
+    if tool_name is None and target.scope is not None:
+        tool_name = target.scope.tool_name
+    return DecisionRecord(
+        approval_id=target.approval_id,
+        tool_call_id=target.tool_call_id,
+        tool_name=tool_name,
+        outcome=outcome,
+        actor=actor,
+        reason=reason,
+        arguments_hash=call.arguments_hash if call is not None else None,
+        decided_at=decided_at,
+        version=version,
+    )
 
 
 def decision_records(
@@ -44,27 +79,18 @@ def decision_records(
     by_approval = {d.approval_id: d for d in pending}
     by_call = _calls(pending_calls)
     now = time.time()
-    records = []
-    for decision in chosen:
-        target = by_approval[decision.approval_id]
-        call = by_call.get(target.tool_call_id) if target.tool_call_id is not None else None
-        tool_name = call.name if call is not None else None
-        if tool_name is None and target.scope is not None:
-            tool_name = target.scope.tool_name
-        records.append(
-            DecisionRecord(
-                approval_id=decision.approval_id,
-                tool_call_id=target.tool_call_id,
-                tool_name=tool_name,
-                outcome=decision.outcome,
-                actor=plan.actor,
-                reason=decision.reason if decision.reason is not None else plan.reason,
-                arguments_hash=call.arguments_hash if call is not None else None,
-                decided_at=now,
-                version=version,
-            )
+    return [
+        _decision_record(
+            by_approval[decision.approval_id],
+            by_call,
+            outcome=decision.outcome,
+            actor=plan.actor,
+            reason=decision.reason if decision.reason is not None else plan.reason,
+            decided_at=now,
+            version=version,
         )
-    return records
+        for decision in chosen
+    ]
 
 
 def denial_records(
@@ -75,26 +101,18 @@ def denial_records(
         return []
     by_call = _calls(state.pending_calls)
     now = time.time()
-    records = []
-    for target in state.interruption.pending_decisions:
-        call = by_call.get(target.tool_call_id) if target.tool_call_id is not None else None
-        tool_name = call.name if call is not None else None
-        if tool_name is None and target.scope is not None:
-            tool_name = target.scope.tool_name
-        records.append(
-            DecisionRecord(
-                approval_id=target.approval_id,
-                tool_call_id=target.tool_call_id,
-                tool_name=tool_name,
-                outcome="deny",
-                actor=plan.actor,
-                reason=plan.reason,
-                arguments_hash=call.arguments_hash if call is not None else None,
-                decided_at=now,
-                version=version,
-            )
+    return [
+        _decision_record(
+            target,
+            by_call,
+            outcome="deny",
+            actor=plan.actor,
+            reason=plan.reason,
+            decided_at=now,
+            version=version,
         )
-    return records
+        for target in state.interruption.pending_decisions
+    ]
 
 
 def resolution_records(

@@ -12,6 +12,8 @@ It must not resolve an agent, build a session or run a hook.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from ..durable._checkpoints import CheckpointRecord
@@ -20,7 +22,7 @@ from ..durable._lease import check_lease
 from ..durable._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES
 from ..durable._run import RunStateInfo
 from ..durable._sidecar import read_sidecar
-from ..durable._state import AgentRunState, parse_state
+from ..durable._state import AgentRunState, DecisionRecord, parse_state
 from ..durable._writer import CheckpointWriter
 from ..errors import AgentRunNotFoundError
 from ..events import AgentDeniedEvent, AgentEvent
@@ -30,7 +32,20 @@ from ._audit import denial_records
 from ._checks import ResumeRequest, check_version_and_status, not_found
 from ._input import ResumeInput
 
-__all__ = ("deny_recorded", "deny_run_id")
+__all__ = ("denied_state", "deny_recorded", "deny_run_id")
+
+
+def denied_state(state: AgentRunState, audit: Iterable[DecisionRecord]) -> AgentRunState:
+    """``state`` ended ``denied``: nothing pending any more, ``audit`` appended."""
+    return attrs.evolve(
+        state,
+        audit=(*state.audit, *audit),
+        status="denied",
+        interruption=None,
+        pending_calls=(),
+        pending_input=(),
+        sticky_decisions=(),
+    )
 
 
 async def deny_run_id(
@@ -97,16 +112,7 @@ async def deny_recorded(
         metadata=read_sidecar(record),
         lease_ms=state.lease_ms,
     )
-    denied = attrs.evolve(
-        state,
-        audit=(*state.audit, *denial_records(state, plan, version=record.version)),
-        status="denied",
-        interruption=None,
-        pending_calls=(),
-        pending_input=(),
-        sticky_decisions=(),
-    )
-    await writer.save(denied)
+    await writer.save(denied_state(state, denial_records(state, plan, version=record.version)))
     event = redact_value(
         AgentDeniedEvent(
             session_id=state.session_id,

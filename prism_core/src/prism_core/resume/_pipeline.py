@@ -53,7 +53,7 @@ from ._checks import (
     not_found,
 )
 from ._decide import Decided
-from ._deny import deny_recorded
+from ._deny import denied_state, deny_recorded
 from ._doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
 from ._input import AgentRunRef, coerce_run_ref, validate_resume_input
 from ._nested import (
@@ -353,16 +353,7 @@ async def _settle_denied(
     reason: str | None,
     audit: Sequence[DecisionRecord],
 ) -> Settled:
-    denied = attrs.evolve(
-        state,
-        audit=(*state.audit, *audit),
-        status="denied",
-        interruption=None,
-        pending_calls=(),
-        pending_input=(),
-        sticky_decisions=(),
-    )
-    await writer.save(denied)
+    await writer.save(denied_state(state, audit))
     event = redact_value(
         AgentDeniedEvent(
             session_id=state.session_id, run_id=state.run_id, version=writer.version, reason=reason
