@@ -8,9 +8,7 @@ go to Redis in one Lua script. This is the one module that names both stores' fa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import attrs
 import redis.asyncio as aioredis
@@ -19,6 +17,7 @@ from prism_core.stores import (
     CheckpointStoreError,
     CheckpointStoreUnavailableError,
     InvalidCheckpointError,
+    StorePair,
 )
 
 from ._checkpoints import RedisCheckpointStore, positive
@@ -106,9 +105,10 @@ def create_redis_session_store(
     return RedisSessionStore(connection, prefix=prefix)
 
 
-@attrs.frozen
-class RedisStores:
-    """A checkpoint store and a session store sharing one client.
+@attrs.define(eq=False)
+class RedisStores(StorePair):
+    """A checkpoint store and a session store sharing one client: a
+    :class:`~prism_core.stores.StorePair` of the Redis stores.
 
     Unpacks as ``checkpoints, sessions = stores``; closing it closes both (and the client the
     checkpoint store created).
@@ -116,25 +116,6 @@ class RedisStores:
 
     checkpoints: RedisCheckpointStore
     sessions: RedisSessionStore
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter((self.checkpoints, self.sessions))
-
-    async def aclose(self) -> None:
-        """Close both stores; idempotent."""
-        await self.sessions.aclose()
-        await self.checkpoints.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def open_redis_stores(

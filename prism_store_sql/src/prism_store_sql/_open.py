@@ -8,13 +8,11 @@ the one module that names both backends: they never name each other.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from types import TracebackType
-from typing import Any, Self
-
 import attrs
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from prism_core.stores import StorePair
 
 from ._engine import DEFAULT_TIMEOUT_MS, EngineHandle, open_engine, require_asyncio
 from ._engine_stores import EngineCheckpointStore, EngineSessionStore
@@ -123,9 +121,10 @@ def _sharing(checkpoints: SqlCheckpointStore) -> SqlSessionStore:
     return sessions
 
 
-@attrs.frozen
-class SqlStores:
-    """A checkpoint store and a session store sharing one connection (or engine).
+@attrs.define(eq=False)
+class SqlStores(StorePair):
+    """A checkpoint store and a session store sharing one connection (or engine): a
+    :class:`~prism_core.stores.StorePair` of the SQL stores.
 
     Unpacks as ``checkpoints, sessions = stores``; closing it closes both (and the
     connection, or the engine the stores created).
@@ -142,25 +141,6 @@ class SqlStores:
         if tx is None:
             raise SqlStoreConfigError("these stores are closed")
         return tx
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter((self.checkpoints, self.sessions))
-
-    async def aclose(self) -> None:
-        """Close both stores; idempotent."""
-        await self.sessions.aclose()
-        await self.checkpoints.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def open_sql_stores(
