@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import functools
 import os
-import queue
 import sqlite3
 import threading
 import time
@@ -64,6 +63,7 @@ from ._migrations import (
     schema_missing_error,
 )
 from ._schema import Tables, build_tables, check_table_prefix
+from ._sqlite_worker import Worker, Write, running_loop
 
 __all__ = (
     "BACKGROUND_CHECKPOINT_PAGES",
@@ -211,135 +211,6 @@ class _Row(tuple[Any, ...]):
             raise AttributeError(name) from None
 
 
-class _Write:
-    """One queued write transaction: its body runs between the batch's ``BEGIN IMMEDIATE``
-    and ``COMMIT`` (see :meth:`SqliteDatabase.write`)."""
-
-    __slots__ = ("action", "body", "future", "single")
-
-    def __init__(
-        self,
-        future: asyncio.Future[Any],
-        action: str,
-        body: Callable[[sqlite3.Connection], Any],
-        single: bool = False,
-    ) -> None:
-        self.future = future
-        self.action = action
-        self.body = body
-        #: The body is one statement: alone in a group, it runs as its own transaction.
-        self.single = single
-
-
-class _Worker:
-    """The thread that runs one database's operations for asyncio callers, in order.
-
-    Given a ``batch`` function, consecutive queued writes (:class:`_Write`) are taken
-    together, up to ``max_batch`` of them, and handed to it as one group: the writes that
-    arrived while the previous commit was in flight share the next one.
-    """
-
-    def __init__(
-        self,
-        name: str = "prism-sqlite",
-        batch: Callable[[list[_Write]], list[tuple[bool, Any]]] | None = None,
-        max_batch: int = 1,
-    ) -> None:
-        self._name = name
-        self._batch = batch
-        self._max_batch = max_batch
-        self._items: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def _ensure_thread(self) -> None:
-        # Not alive: never started, or this is a forked child, which has no copy of it.
-        if self._thread is None or not self._thread.is_alive():
-            self._items = queue.SimpleQueue()
-            self._thread = threading.Thread(
-                target=self._serve, args=(self._items,), name=self._name, daemon=True
-            )
-            self._thread.start()
-
-    def submit(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
-        self._ensure_thread()
-        self._items.put((future, call))
-
-    def submit_job(self, call: Callable[[], Any]) -> None:
-        """Run ``call`` in this thread, in order, with nobody waiting for it."""
-        self._ensure_thread()
-        self._items.put((None, call))
-
-    def submit_write(self, item: _Write) -> None:
-        self._ensure_thread()
-        self._items.put(item)
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._items.put(None)
-            self._thread = None
-
-    def _serve(self, items: queue.SimpleQueue[Any]) -> None:
-        held: Any = _NOTHING  # taken from the queue while gathering a group, not yet run
-        while True:
-            item, held = (items.get() if held is _NOTHING else held), _NOTHING
-            if item is None:
-                return
-            if isinstance(item, _Write):
-                group = [item]
-                # Every write already queued (they arrived while the last commit was in
-                # flight) joins this commit, up to the group's bound; order is kept.
-                while len(group) < self._max_batch:
-                    try:
-                        following = items.get_nowait()
-                    except queue.Empty:
-                        break
-                    if not isinstance(following, _Write):
-                        held = following
-                        break
-                    group.append(following)
-                assert self._batch is not None
-                try:
-                    outcomes = self._batch(group)
-                except BaseException as error:  # pragma: no cover - the batch settles its own
-                    outcomes = [(False, error)] * len(group)
-                for write, outcome in zip(group, outcomes, strict=True):
-                    _answer(write.future, outcome)
-                continue
-            future, call = item
-            try:
-                result: tuple[bool, Any] = (True, call())
-            except BaseException as error:
-                result = (False, error)
-            if future is not None:  # None: a job nobody waits for (a background checkpoint)
-                _answer(future, result)
-
-
-_NOTHING = object()
-
-
-def _answer(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
-    # A closed event loop refuses the answer: nobody waits for it any more.
-    with contextlib.suppress(RuntimeError):
-        future.get_loop().call_soon_threadsafe(_settle, future, outcome)
-
-
-def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
-    if future.done():
-        return
-    ok, value = outcome
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
 class SqliteDatabase:
     """One SQLite connection shared by the stores built on it, driven from worker threads.
 
@@ -392,7 +263,7 @@ class SqliteDatabase:
         # Row types by result shape, made under the connection lock.
         self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
         self.group_commit = group_commit
-        self._worker = _Worker(batch=self._commit_group, max_batch=group_commit)
+        self._worker = Worker(batch=self._commit_group, max_batch=group_commit)
         self._writes_in_flight = 0  # writes queued or committing (counted by the callers)
         self._wal_path = f"{path}-wal"
         self._checkpointing = False  # a background checkpoint queued or running
@@ -402,7 +273,7 @@ class SqliteDatabase:
         self._separate_reads = path != ":memory:" and not path.startswith("file::memory:")
         self._reader: sqlite3.Connection | None = None
         self._read_lock = threading.Lock()
-        self._read_worker = _Worker(name="prism-sqlite-read")
+        self._read_worker = Worker(name="prism-sqlite-read")
 
     @property
     def closed(self) -> bool:
@@ -451,7 +322,7 @@ class SqliteDatabase:
         """
         if self._closed:
             raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
-        loop = _running_loop()
+        loop = running_loop()
         if loop is None:
             return await anyio.to_thread.run_sync(
                 self._call, action, operation, limiter=self._thread_limiter()
@@ -484,7 +355,7 @@ class SqliteDatabase:
         """
         if self._closed:
             raise CheckpointStoreError(f"this SQLite store is closed (it cannot {action})")
-        loop = _running_loop()
+        loop = running_loop()
         if loop is None:
             self._writes_in_flight += 1
             try:
@@ -497,7 +368,7 @@ class SqliteDatabase:
             return value
         await anyio.lowlevel.checkpoint_if_cancelled()
         future: asyncio.Future[T] = loop.create_future()
-        self._worker.submit_write(_Write(future, action, body, single))
+        self._worker.submit_write(Write(future, action, body, single))
         self._writes_in_flight += 1
         try:
             with anyio.CancelScope(shield=True):
@@ -518,7 +389,7 @@ class SqliteDatabase:
             # write under way the writing connection serves (a process that only reads, or
             # opens its stores for one task, never opens a second connection).
             return await self.run(action, operation)
-        loop = _running_loop()
+        loop = running_loop()
         if loop is None:
             return await anyio.to_thread.run_sync(
                 self._read_call, action, operation, limiter=self._thread_limiter(reads=True)
@@ -552,7 +423,7 @@ class SqliteDatabase:
                     raise sqlite_error(action, error) from error
                 raise
 
-    def _commit_group(self, group: list[_Write]) -> list[tuple[bool, Any]]:
+    def _commit_group(self, group: list[Write]) -> list[tuple[bool, Any]]:
         """Run ``group``'s bodies in one transaction and commit it (the writer thread)."""
         with self._lock:
             if self._closed:
@@ -630,7 +501,7 @@ class SqliteDatabase:
             self._checkpointing = False
 
     def _run_group(
-        self, connection: sqlite3.Connection, group: list[_Write], *, isolated: bool
+        self, connection: sqlite3.Connection, group: list[Write], *, isolated: bool
     ) -> list[tuple[bool, Any]] | None:
         """Each write's outcome, the transaction begun on ``connection`` committed (or rolled
         back when nothing is left to write). Not ``isolated`` (no savepoints): ``None`` when
@@ -935,7 +806,7 @@ def _alone(connection: sqlite3.Connection, body: Callable[[sqlite3.Connection], 
 
 
 def _fail_all(
-    group: list[_Write], connection: sqlite3.Connection | None, error: BaseException
+    group: list[Write], connection: sqlite3.Connection | None, error: BaseException
 ) -> list[tuple[bool, Any]]:
     """Every write of ``group`` failed with ``error`` (typed, one exception each), the
     transaction rolled back: none of them is written."""
