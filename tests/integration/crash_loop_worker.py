@@ -13,7 +13,6 @@ fsynced), as a payment system would key its charges: the test counts them.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -41,6 +40,9 @@ from prism_core import (
 )
 from prism_core.durable import in_doubt_calls
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.effect_log import EffectLog, say
+
 # Run as a script, outside the tests package: the stores it needs, not every installed plugin.
 STORE_PLUGINS = (prism_store_redis.plugin, prism_store_sql.plugin)
 REVISION = "crash-loop-1"
@@ -48,30 +50,7 @@ REVISION = "crash-loop-1"
 TURNS = 3
 
 
-class Effects:
-    """The host's effect log: one line per applied effect, keyed on the idempotency key."""
-
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
-
-    def applied(self) -> dict[str, Any]:
-        if not self.path.exists():
-            return {}
-        found: dict[str, Any] = {}
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            if line.endswith("}"):
-                record = json.loads(line)
-                found.setdefault(record["key"], record["value"])
-        return found
-
-    def apply(self, key: str, call: str, value: Any) -> None:
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"key": key, "call": call, "value": value}) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-
-
-def build_agent(kind: str, sessions: Any, effects: Effects, think: float, work: float) -> Any:
+def build_agent(kind: str, sessions: Any, effects: EffectLog, think: float, work: float) -> Any:
     """An agent whose ``charge`` tool is idempotent, reconcilable or plain (``kind``)."""
 
     class Provider:
@@ -118,11 +97,6 @@ def build_agent(kind: str, sessions: Any, effects: Effects, think: float, work: 
     )
 
 
-def say(line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(line) + "\n")
-    sys.stdout.flush()
-
-
 async def find_run(checkpoints: Any, session: str) -> Any:
     cursor = None
     while True:
@@ -137,7 +111,7 @@ async def find_run(checkpoints: Any, session: str) -> Any:
 
 async def main(args: dict[str, Any]) -> int:
     checkpoints, sessions = open_demo_stores(args["store"], args["prefix"], STORE_PLUGINS)
-    effects = Effects(args["effects"])
+    effects = EffectLog(args["effects"])
     async with checkpoints, sessions:
         agent = build_agent(args["kind"], sessions, effects, args["think"], args["work"])
         say({"ready": True})
@@ -174,7 +148,7 @@ async def main(args: dict[str, Any]) -> int:
         return 0
 
 
-def _calls(effects: Effects) -> set[str]:
+def _calls(effects: EffectLog) -> set[str]:
     """The tool call ids whose effect the host applied."""
     if not effects.path.exists():
         return set()

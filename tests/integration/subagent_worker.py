@@ -6,7 +6,7 @@ SQLite stores are open, ``{"applied": key, "call": id}`` each time the child's t
 effect, and, when it lives to the end, one JSON line: the lead run's final status and text, or
 the in-doubt refusal of its continue (exit 3).
 
-Effects go to a host-side log keyed on ``context.idempotency_key`` (appended and fsynced), as
+EffectLog go to a host-side log keyed on ``context.idempotency_key`` (appended and fsynced), as
 a payment system keys its charges. ``kind`` ``reconcile`` gives the tool a ``reconcile`` that
 reads that log; ``plain`` gives it none, so a call cut short is in doubt until resolved.
 """
@@ -14,7 +14,6 @@ reads that log; ``plain`` gives it none, so a call cut short is in doubt until r
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -39,41 +38,16 @@ from prism_core import (
 )
 from prism_store_sql import open_sql_stores
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.effect_log import EffectLog, say
+
 REVISION = "subagent-crash-1"
 SESSION = "lead-session"
 #: The child's tool turns, one charge each.
 CHARGES = 3
 
 
-def say(line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(line) + "\n")
-    sys.stdout.flush()
-
-
-class Effects:
-    """The host's effect log: one line per applied effect, keyed on the idempotency key."""
-
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
-
-    def applied(self) -> dict[str, Any]:
-        if not self.path.exists():
-            return {}
-        found: dict[str, Any] = {}
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            if line.endswith("}"):
-                record = json.loads(line)
-                found.setdefault(record["key"], record["value"])
-        return found
-
-    def apply(self, key: str, call: str, value: Any) -> None:
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"key": key, "call": call, "value": value}) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-
-
-def researcher(effects: Effects, kind: str, think: float, work: float) -> Any:
+def researcher(effects: EffectLog, kind: str, think: float, work: float) -> Any:
     class Provider:
         id = "mock"
 
@@ -143,7 +117,7 @@ async def find_lead(checkpoints: Any) -> Any:
 
 
 async def main(args: dict[str, Any]) -> int:
-    effects = Effects(args["effects"])
+    effects = EffectLog(args["effects"])
     async with open_sql_stores(args["store"], table_prefix=args["prefix"]) as stores:
         checkpoints, sessions = stores
         child = researcher(effects, args["kind"], args["think"], args["work"])

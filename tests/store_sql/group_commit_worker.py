@@ -16,7 +16,6 @@ idempotency key, which the test counts.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,39 +41,14 @@ from prism_core import (
 )
 from prism_core.durable import in_doubt_calls
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.effect_log import EffectLog, say
+
 STORE_PLUGINS = (prism_store_redis.plugin, prism_store_sql.plugin)
 REVISION = "group-commit-1"
 
 
-def say(line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(line) + "\n")
-    sys.stdout.flush()
-
-
-class Effects:
-    """The host's effect log: one fsynced line per applied effect."""
-
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
-
-    def applied(self) -> dict[str, Any]:
-        if not self.path.exists():
-            return {}
-        found: dict[str, Any] = {}
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            if line.endswith("}"):
-                record = json.loads(line)
-                found.setdefault(record["call"], record["value"])
-        return found
-
-    def apply(self, key: str, call: str, value: Any) -> None:
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"key": key, "call": call, "value": value}) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-
-
-def build_agent(session: str, turns: int, sessions: Any, effects: Effects) -> Any:
+def build_agent(session: str, turns: int, sessions: Any, effects: EffectLog) -> Any:
     class Provider:
         id = "mock"
 
@@ -117,7 +91,7 @@ async def find_runs(checkpoints: Any) -> dict[str, Any]:
 
 async def drive(session: str, args: dict[str, Any], pair: Any, record: Any) -> str:
     checkpoints, sessions = pair
-    effects = Effects(args["effects"])
+    effects = EffectLog(args["effects"])
     agent = build_agent(session, args["turns"], sessions, effects)
     if record is None:
         result = await agent.create_session(id=session).run(
@@ -131,7 +105,7 @@ async def drive(session: str, args: dict[str, Any], pair: Any, record: Any) -> s
         assert status is not None
         if status.state.terminal:
             return str(status.state.status)
-        applied = effects.applied()
+        applied = effects.applied(by="call")
         resume: dict[str, Any] = {"expected_version": status.version, "decision": "continue"}
         doubt = in_doubt_calls(status.state)
         if doubt:
