@@ -224,37 +224,30 @@ def test_group_commit_bound_is_checked(sqlite_target: Target, bad: Any) -> None:
         open_sql_stores(sqlite_target.url, group_commit=bad)
 
 
-async def test_the_wal_is_checkpointed_beside_the_commits(
-    sqlite_target: Target, monkeypatch: pytest.MonkeyPatch
+async def test_the_writer_checkpoints_the_wal_so_it_is_rewritten_in_place(
+    sqlite_target: Target,
 ) -> None:
-    """Under group commit the writer's automatic checkpoint threshold is raised and, once the
-    WAL has grown past the background threshold, a passive checkpoint runs on the reading
-    connection's thread instead of inside a commit."""
-    from prism_store_sql import _sqlite
+    """The writer connection keeps SQLite's automatic checkpoint (1000 pages): after far more
+    than 1000 pages of commits the WAL file has stayed near that size (it restarts from its
+    beginning after each checkpoint instead of growing), and every row reads back."""
+    from pathlib import Path
 
-    monkeypatch.setattr(_sqlite, "BACKGROUND_CHECKPOINT_PAGES", 1)
     async with open_sql_stores(sqlite_target.url) as opened:
         checkpoints = opened.checkpoints
         database = checkpoints.database  # type: ignore[attr-defined]
-        reads: list[str] = []
-
-        def trace(connection: sqlite3.Connection) -> None:
-            connection.set_trace_callback(reads.append)
-
-        await checkpoints.save("ns", "k0", {"v": 0}, version=1)
-        # The reading connection (opened here): where the background checkpoint runs.
-        await anyio.to_thread.run_sync(database._read_call, "trace", trace)
-        for i in range(1, 4):
-            await checkpoints.save("ns", f"k{i}", {"v": "x" * 5000}, version=1)
-        for _ in range(100):
-            if "PRAGMA wal_checkpoint(PASSIVE)" in reads:
-                break
-            await anyio.sleep(0.01)
-        assert "PRAGMA wal_checkpoint(PASSIVE)" in reads
 
         def threshold(connection: sqlite3.Connection) -> int:
             return int(connection.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
 
-        assert await database.run("read", threshold) == _sqlite.WRITER_AUTOCHECKPOINT_PAGES
-        for i in range(4):
-            assert await checkpoints.load("ns", f"k{i}") is not None
+        await checkpoints.save("ns", "k0", {"v": 0}, version=1)
+        assert await database.run("read", threshold) == 1000
+        # Each save of 9,000 bytes takes at least three pages of 4 KiB: 1,200 saves write
+        # well over 3,000 pages, three times the threshold.
+        for i in range(1, 1201):
+            await checkpoints.save("ns", f"k{i}", {"v": f"{i:05d}" + "x" * 9000}, version=1)
+        wal = Path(f"{database.path}-wal")
+        frame = 4096 + 24
+        assert wal.stat().st_size <= 1100 * frame, wal.stat().st_size
+        for i in (1, 600, 1200):
+            record = await checkpoints.load("ns", f"k{i}")
+            assert record is not None and record.value["v"].startswith(f"{i:05d}")

@@ -70,11 +70,6 @@ class Worker:
         self._ensure_thread()
         self._items.put((future, call))
 
-    def submit_job(self, call: Callable[[], Any]) -> None:
-        """Run ``call`` in this thread, in order, with nobody waiting for it."""
-        self._ensure_thread()
-        self._items.put((None, call))
-
     def submit_write(self, item: Write) -> None:
         self._ensure_thread()
         self._items.put(item)
@@ -116,8 +111,7 @@ class Worker:
                 result: tuple[bool, Any] = (True, call())
             except BaseException as error:
                 result = (False, error)
-            if future is not None:  # None: a job nobody waits for (a background checkpoint)
-                _answer(future, result)
+            _answer(future, result)
 
 
 _NOTHING = object()
