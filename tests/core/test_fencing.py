@@ -257,19 +257,35 @@ async def test_two_continues_of_one_version_claim_once() -> None:
     assert first == [("echo", {"n": 1})]
 
 
+class StampCountingStore(CountingStore):
+    """A counting store that also reads stamps (``CheckpointStampReader``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stamps = 0
+
+    async def load_stamp(self, *args: Any, **kw: Any) -> Any:
+        self.calls += 1
+        self.stamps += 1
+        return await self.inner.load_stamp(*args, **kw)
+
+
 @pytest.mark.anyio
-async def test_pre_dispatch_check_stops_a_superseded_read_only_call() -> None:
+@pytest.mark.parametrize("stamps", [False, True], ids=["load", "load_stamp"])
+async def test_pre_dispatch_check_stops_a_superseded_read_only_call(stamps: bool) -> None:
     """A read-only call gets no dispatched mark, so no write stands between a superseded
     worker and the tool: the pre-dispatch check does. A stalls after its turn checkpoint,
     just before dispatching c2 (in ``tool_call`` middleware); B continues and finishes; A
-    wakes up, fails its check and never runs c2."""
+    wakes up, fails its check and never runs c2. The check is one read: of the stamp alone
+    when the store offers it, else of the record."""
     import anyio
 
     from prism_core import AgentRunError, RunStateOptions, create_agent
     from tests.core.fencing_support import TURNS, scripted
     from tests.core.helpers import echo_tool
 
-    store, sessions = CountingStore(), create_memory_session_store()
+    store = StampCountingStore() if stamps else CountingStore()
+    sessions = create_memory_session_store()
     entered, release = anyio.Event(), anyio.Event()
 
     class HoldBeforeC2:
@@ -315,12 +331,15 @@ async def test_pre_dispatch_check_stops_a_superseded_read_only_call() -> None:
             definition_revision=REVISION,
         )
         loads_before = store.loads
+        stamps_before = getattr(store, "stamps", 0)
         release.set()
     assert done.status == "succeeded"
     assert b_log == [("echo", {"n": 2})]
     assert a_log == [("echo", {"n": 1})]
     assert [e.code for e in a_error] == ["ERR_PRISM_CHECKPOINT_CONFLICT"]
-    assert store.loads == loads_before + 1  # A's one check
+    # A's one check: a stamp read where the store has one, else a load.
+    assert store.loads == loads_before + (0 if stamps else 1)
+    assert getattr(store, "stamps", 0) == stamps_before + (1 if stamps else 0)
     record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
     assert record is not None
     assert (record.value["status"], record.fencing_token) == ("succeeded", 1)

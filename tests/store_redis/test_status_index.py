@@ -8,7 +8,11 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from prism_core.testing import CheckpointStatusIndexConformance, LeaseRenewalConformance
+from prism_core.testing import (
+    CheckpointStampConformance,
+    CheckpointStatusIndexConformance,
+    LeaseRenewalConformance,
+)
 from prism_store_redis import RedisCheckpointStore, create_redis_checkpoint_store
 from tests.conftest import REDIS_URL
 
@@ -27,6 +31,18 @@ class TestRedisStatusIndex(CheckpointStatusIndexConformance):
 
 class TestRedisLeaseRenewal(LeaseRenewalConformance):
     """The in-place lease renewal suite on the Redis checkpoint store."""
+
+    @pytest.fixture
+    async def checkpoint_store(
+        self, redis_client: aioredis.Redis, prefix: str
+    ) -> AsyncIterator[RedisCheckpointStore]:
+        """A fresh store under the test's private prefix."""
+        async with create_redis_checkpoint_store(REDIS_URL, prefix=prefix) as store:
+            yield store
+
+
+class TestRedisStamp(CheckpointStampConformance):
+    """The stamp read suite on the Redis checkpoint store."""
 
     @pytest.fixture
     async def checkpoint_store(

@@ -9,6 +9,7 @@ import pytest
 from prism_core.durable import CheckpointStore
 from prism_core.records import SessionStore
 from prism_core.testing import (
+    CheckpointStampConformance,
     CheckpointStatusIndexConformance,
     CheckpointStoreConformance,
     LeaseRenewalConformance,
@@ -216,6 +217,21 @@ class TestPostgresStatusIndex(CheckpointStatusIndexConformance):
 
 class TestSqliteLeaseRenewal(LeaseRenewalConformance):
     """In-place lease renewal on a SQLite file (thread-driven), on asyncio and trio."""
+
+    @pytest.fixture
+    def anyio_backend(self, both_backends: str) -> str:
+        """Both anyio backends."""
+        return both_backends
+
+    @pytest.fixture
+    async def checkpoint_store(self, sqlite_target: Target) -> AsyncIterator[CheckpointStore]:
+        """A store on this test's own SQLite file."""
+        async with create_sql_checkpoint_store(sqlite_target.url) as store:
+            yield store
+
+
+class TestSqliteStamp(CheckpointStampConformance):
+    """The stamp read on a SQLite file (thread-driven), on asyncio and trio."""
 
     @pytest.fixture
     def anyio_backend(self, both_backends: str) -> str:

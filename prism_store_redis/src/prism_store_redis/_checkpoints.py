@@ -25,6 +25,7 @@ from prism_core.codec import dumps, loads
 from prism_core.stores import (
     CheckpointPage,
     CheckpointRecord,
+    CheckpointStamp,
     CheckpointStoreBase,
     InvalidCheckpointError,
     SaveRequest,
@@ -58,6 +59,7 @@ FINISHED_STATUSES = ("succeeded", "failed", "aborted", "denied")
 
 # What ``load`` reads; the namespace and key are the caller's, which the record key encodes.
 _LOAD_FIELDS = ("owner", "v", "value", "fence", "meta", "cat", "created", "updated")
+_STAMP_FIELDS = ("owner", "v", "fence")
 
 
 def positive(value: Any, what: str) -> int | None:
@@ -195,6 +197,23 @@ class RedisCheckpointStore(CheckpointStoreBase):
         # The caller's names and ownership are what the record key and owner check matched.
         return _build(
             namespace, key, owner_map, (version, value, fence, meta, category, created, updated)
+        )
+
+    async def load_stamp(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointStamp | None:
+        """The record's version and fencing token, or ``None`` when absent, expired or owned
+        by someone else (see :class:`~prism_core.stores.CheckpointStampReader`): three
+        fields of its hash, the value neither sent nor decoded."""
+        record_key = self._keys.record(check_name(namespace, "namespace"), check_name(key, "key"))
+        owner_map = normalise_ownership(ownership)
+        with self._connection.guard("read a checkpoint's version") as client:
+            owner, version, fence = await client.hmget(record_key, _STAMP_FIELDS)
+        if owner is None or _stored_text(owner, namespace, key) != self._keys.owner_text(owner_map):
+            return None
+        return CheckpointStamp(
+            stored_int(version, namespace, key, "version"),
+            None if fence is None else stored_int(fence, namespace, key, "fence"),
         )
 
     async def save_request(self, request: SaveRequest) -> CheckpointRecord:

@@ -183,6 +183,7 @@ class CheckpointStatements:
     """
 
     load: sa.Executable
+    stamp: sa.Executable  # the version and fencing token alone
     create: sa.Executable  # expected_version=0
     update: sa.Executable  # expected_version=n
     upsert: sa.Executable  # no expected_version
@@ -224,6 +225,7 @@ def checkpoint_statements(table: sa.Table, dialect: str) -> CheckpointStatements
     excluded = insert.excluded
     return CheckpointStatements(
         load=sa.select(table).where(is_record),
+        stamp=sa.select(table.c.version, table.c.fencing_token).where(is_record),
         create=insert.on_conflict_do_nothing(
             index_elements=[table.c.namespace, table.c.key]
         ).returning(table.c.created_at),

@@ -24,6 +24,7 @@ from prism_core.stores import (
     BranchAndRunTail,
     CheckpointPage,
     CheckpointRecord,
+    CheckpointStamp,
     PrefetchedBranchAndRunTail,
     SaveRequest,
     SessionEntry,
@@ -125,6 +126,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         # Stored text (see _sqlite_text): no SQLAlchemy objects are built for these.
         prefix = database.prefix
         self._load = stored_statement(prefix, "checkpoints.load")
+        self._stamp = stored_statement(prefix, "checkpoints.stamp")
         self._create = stored_statement(prefix, "checkpoints.create")
         self._update = stored_statement(prefix, "checkpoints.update")
         self._upsert = stored_statement(prefix, "checkpoints.upsert")
@@ -168,6 +170,24 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         # SqliteDatabase.read), as a run's pre-dispatch ownership check does every turn.
         row = await self._db.read("load a checkpoint", load)
         return decode_record(row, owner) if row is not None else None
+
+    async def load_stamp(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointStamp | None:
+        """The record's version and fencing token, or ``None`` when absent or owned by
+        someone else (see :class:`~prism_core.stores.CheckpointStampReader`): two columns
+        of one row, nothing decoded."""
+        check_name(namespace, "namespace")
+        check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        text, values = self._stamp.text, self._stamp.params(params)
+
+        def stamp(connection: sqlite3.Connection) -> Any:
+            return connection.execute(text, values).fetchone()
+
+        row = await self._db.read("read a checkpoint's version", stamp)
+        return None if row is None else CheckpointStamp(row[0], row[1])
 
     async def load_with_run_branch(
         self,

@@ -50,7 +50,7 @@ def statement_builders(prefix: str) -> dict[str, Callable[[], sa.Executable]]:
         return branch_tail_statements(build_tables(prefix))
 
     builders: dict[str, Callable[[], sa.Executable]] = {}
-    for name in ("load", "create", "update", "upsert", "renew", "delete"):
+    for name in ("load", "stamp", "create", "update", "upsert", "renew", "delete"):
         builders[f"checkpoints.{name}"] = lambda name=name: getattr(checkpoints(), name)  # type: ignore[misc]
     for name in (
         "upsert_head",

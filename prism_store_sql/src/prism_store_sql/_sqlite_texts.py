@@ -37,6 +37,10 @@ TEXTS: dict[str, tuple[str, dict[str, Any]]] = {
         'UPDATE prismsqltextprefix0_checkpoints SET value=:val, updated_at=:now WHERE prismsqltextprefix0_checkpoints.namespace = :ns AND prismsqltextprefix0_checkpoints."key" = :k AND prismsqltextprefix0_checkpoints.owner = :owner_scope AND prismsqltextprefix0_checkpoints.version = :expected AND (prismsqltextprefix0_checkpoints.fencing_token IS NULL OR prismsqltextprefix0_checkpoints.fencing_token <= :token) RETURNING "key"',
         {},
     ),
+    "checkpoints.stamp": (
+        'SELECT prismsqltextprefix0_checkpoints.version, prismsqltextprefix0_checkpoints.fencing_token \nFROM prismsqltextprefix0_checkpoints \nWHERE prismsqltextprefix0_checkpoints.namespace = :ns AND prismsqltextprefix0_checkpoints."key" = :k AND prismsqltextprefix0_checkpoints.owner = :owner_scope',
+        {},
+    ),
     "checkpoints.update": (
         'UPDATE prismsqltextprefix0_checkpoints SET version=:new_version, fencing_token=:token, category=:cat, value=:val, metadata=:meta, updated_at=:now, status=:st WHERE prismsqltextprefix0_checkpoints.namespace = :ns AND prismsqltextprefix0_checkpoints."key" = :k AND prismsqltextprefix0_checkpoints.owner = :owner_scope AND prismsqltextprefix0_checkpoints.version = :expected AND prismsqltextprefix0_checkpoints.version < :new_version AND (prismsqltextprefix0_checkpoints.fencing_token IS NULL OR prismsqltextprefix0_checkpoints.fencing_token <= :token) RETURNING created_at',
         {},

@@ -20,6 +20,8 @@ import warnings
 
 from ._capabilities import (
     CheckpointAndBranchLoader,
+    CheckpointStamp,
+    CheckpointStampReader,
     CheckpointStatusIndex,
     LeaseRenewalStore,
     SharedCommitStore,
@@ -165,6 +167,8 @@ __all__ = (
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
+    "CheckpointStamp",
+    "CheckpointStampReader",
     "CheckpointStatusIndex",
     "CheckpointStore",
     "CheckpointStoreBase",

@@ -13,6 +13,9 @@ protocol when the answer is ``None``, so a store without any of them keeps worki
   renewal is an ordinary save, with a new version).
 - :class:`CheckpointAndBranchLoader`: a ``continue``'s checkpoint load that also reads the
   session branch and run tail it names, in the same hand-off.
+- :class:`CheckpointStampReader`: a record's version and fencing token alone (a
+  :class:`CheckpointStamp`), without its value: the pre-dispatch ownership check a durable
+  run makes before every read-only or idempotent tool call.
 - :class:`~prism_core.records.BranchAndRunTailReader` (a session store's): a branch and one
   run's later entries in one round trip. It is declared with the session records, whose
   fallback read asks for it, and re-exported here.
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .._capability import capability
 from ..records._entries import SessionEntry
@@ -53,6 +56,8 @@ from ._checkpoints import CheckpointPage, CheckpointRecord
 __all__ = (
     "BranchAndRunTailReader",
     "CheckpointAndBranchLoader",
+    "CheckpointStamp",
+    "CheckpointStampReader",
     "CheckpointStatusIndex",
     "LeaseRenewalStore",
     "SharedCommitStore",
@@ -196,4 +201,28 @@ class CheckpointAndBranchLoader(Protocol):
         sessions: object,
     ) -> tuple[CheckpointRecord | None, PrefetchedBranchAndRunTail | None]:
         """The record (as ``load`` returns it) and the prefetched read, or ``None``."""
+        ...
+
+
+class CheckpointStamp(NamedTuple):
+    """What identifies a stored record's state for its owner: its ``version`` and
+    ``fencing_token`` (``None``: unfenced)."""
+
+    version: int
+    fencing_token: int | None
+
+
+@runtime_checkable
+class CheckpointStampReader(Protocol):
+    """A checkpoint store that reads a record's :class:`CheckpointStamp` without its value.
+
+    Rules, as for ``load``: ``None`` when the record is absent or ``ownership`` does not match
+    its owner exactly; otherwise the version and fencing token ``load`` would return at that
+    moment. Nothing is decoded, so a record whose value is unreadable still has a stamp.
+    """
+
+    async def load_stamp(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointStamp | None:
+        """The record's version and fencing token, or ``None`` (the rules above)."""
         ...

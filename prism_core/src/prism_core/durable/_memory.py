@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from .._echo import echo
+from ._capabilities import CheckpointStamp
 from ._checkpoints import (
     CheckpointLimitError,
     CheckpointPage,
@@ -99,6 +100,19 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         if stored is None or stored.ownership != owner:
             return None
         return stored.to_record()
+
+    async def load_stamp(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointStamp | None:
+        """The record's version and fencing token, or ``None`` when absent or owned by
+        someone else (see :class:`~prism_core.stores.CheckpointStampReader`)."""
+        check_name(namespace, "namespace")
+        check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        stored = self._records.get((namespace, key))
+        if stored is None or stored.ownership != owner:
+            return None
+        return CheckpointStamp(stored.version, stored.fencing_token)
 
     async def save_request(self, request: SaveRequest) -> CheckpointRecord:
         """Write the record ``request`` describes atomically or raise

@@ -30,7 +30,12 @@ from ..codec import dumps
 from ..errors import AgentRunStateError, CanonicalJsonError, CheckpointConflictError
 from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
 from ..redaction import Redactor, redact_value
-from ._capabilities import LeaseRenewalStore, SharedCommitStore, capability
+from ._capabilities import (
+    CheckpointStampReader,
+    LeaseRenewalStore,
+    SharedCommitStore,
+    capability,
+)
 from ._checkpoints import (
     CheckpointRecord,
     CheckpointStore,
@@ -137,6 +142,8 @@ class CheckpointWriter:
     #: save with entries (the store does not change during a run; the answer costs a
     #: protocol check that the turn's commit should not pay every time).
     _shared: Any = attrs.field(default=_UNASKED, init=False, eq=False, repr=False)
+    #: The store as a :class:`CheckpointStampReader`, or ``None`` (asked for once, likewise).
+    _stamps: Any = attrs.field(default=_UNASKED, init=False, eq=False, repr=False)
 
     async def save(self, state: AgentRunState, entries: Sequence[Any] = ()) -> int:
         """Write ``state`` as the next version, with the session ``entries`` it follows from;
@@ -195,26 +202,30 @@ class CheckpointWriter:
         async with self._lock:
             if self.lost is not None:
                 raise self.lost
+            if self._stamps is _UNASKED:
+                self._stamps = capability(self.store, CheckpointStampReader)
             try:
-                record = await retry_transient(
-                    lambda: self.store.load(
-                        AGENT_RUN_NAMESPACE, self.run_id, ownership=self.ownership
-                    ),
-                    deadline=self.deadline(),
-                )
+                stamp = await retry_transient(self._read_stamp, deadline=self.deadline())
             except CheckpointStoreUnavailableError as exc:
                 self.lost = exc
                 raise
-            if (
-                record is None
-                or record.version != self.version
-                or record.fencing_token != self.fencing_token
-            ):
+            if stamp != (self.version, self.fencing_token):
                 self.lost = CheckpointConflictError(
                     f"Checkpoint conflict on {AGENT_RUN_NAMESPACE}/{self.run_id}: another worker "
                     "claimed this run"
                 )
                 raise self.lost
+
+    async def _read_stamp(self) -> tuple[int, int | None] | None:
+        """The stored record's version and fencing token (the value is neither read nor
+        decoded where the store can leave it out), or ``None``."""
+        reader: CheckpointStampReader | None = self._stamps
+        if reader is not None:
+            return await reader.load_stamp(
+                AGENT_RUN_NAMESPACE, self.run_id, ownership=self.ownership
+            )
+        record = await self.store.load(AGENT_RUN_NAMESPACE, self.run_id, ownership=self.ownership)
+        return None if record is None else (record.version, record.fencing_token)
 
     @property
     def _owns_token(self) -> bool:

@@ -18,6 +18,8 @@ from .._capability import capability
 from .._echo import echo
 from ..durable._capabilities import (
     CheckpointAndBranchLoader,
+    CheckpointStamp,
+    CheckpointStampReader,
     CheckpointStatusIndex,
     LeaseRenewalStore,
     SharedCommitStore,
@@ -92,6 +94,8 @@ __all__ = (
     "CheckpointLimitError",
     "CheckpointPage",
     "CheckpointRecord",
+    "CheckpointStamp",
+    "CheckpointStampReader",
     "CheckpointStatusIndex",
     "CheckpointStore",
     "CheckpointStoreBase",

@@ -19,7 +19,9 @@ module) so pytest rewrites the suites' assertions, then subclass the suites::
 ``SharedCommitConformance`` is for checkpoint stores that offer the optional shared commit
 (``prism_core.stores.shared_transaction``); its fixture ``shared_stores`` yields
 ``(checkpoints, sessions)``. ``LeaseRenewalConformance`` is for checkpoint stores that renew
-a lease in place (``prism_core.stores.LeaseRenewalStore``), with a ``checkpoint_store`` fixture.
+a lease in place (``prism_core.stores.LeaseRenewalStore``), with a ``checkpoint_store`` fixture;
+``CheckpointStampConformance`` for those that read a record's version and fencing token alone
+(``prism_core.stores.CheckpointStampReader``), likewise.
 
 Each test is an ``@pytest.mark.anyio`` coroutine that runs on the backends the
 ``anyio_backend`` fixture in scope selects. The suite classes have no ``Test`` prefix, so
@@ -37,6 +39,7 @@ pytest.register_assert_rewrite(
     "prism_core.testing._commit_suite",
     "prism_core.testing._lease_suite",
     "prism_core.testing._session_suite",
+    "prism_core.testing._stamp_suite",
     "prism_core.testing._races",
     "prism_core.testing._run_tail_suite",
     "prism_core.testing._status_index_suite",
@@ -46,9 +49,11 @@ from ._checkpoint_suite import CheckpointStoreConformance  # noqa: E402
 from ._commit_suite import SharedCommitConformance  # noqa: E402
 from ._lease_suite import LeaseRenewalConformance  # noqa: E402
 from ._session_suite import SessionStoreConformance  # noqa: E402
+from ._stamp_suite import CheckpointStampConformance  # noqa: E402
 from ._status_index_suite import CheckpointStatusIndexConformance  # noqa: E402
 
 __all__ = (
+    "CheckpointStampConformance",
     "CheckpointStatusIndexConformance",
     "CheckpointStoreConformance",
     "LeaseRenewalConformance",
