@@ -37,12 +37,24 @@ from prism_core.stores import CheckpointStoreError, CheckpointStoreUnavailableEr
 
 from ._engine import describe, is_transient, translate_errors
 
-__all__ = ("DirectStatement", "DirectPostgres", "IntegrityRefused", "direct_postgres")
+__all__ = (
+    "DirectStatement",
+    "DirectPostgres",
+    "IntegrityRefused",
+    "StatementRefused",
+    "direct_postgres",
+)
 
 
 class IntegrityRefused(Exception):
     """The server refused a statement for a constraint (SQLSTATE class 23); nothing was
     written. Raised only where the caller asked for it."""
+
+
+class StatementRefused(Exception):
+    """The server answered a statement with an error that is not transient (a constraint,
+    bad data, …): nothing was written and the connection is usable. Raised only where the
+    caller asked for it; the server's error is its ``__cause__``."""
 
 
 @attrs.frozen
@@ -161,11 +173,25 @@ class DirectPostgres:
         return row
 
     async def fetch(
-        self, action: str, statement: sa.Executable, params: Mapping[str, Any]
+        self,
+        action: str,
+        statement: sa.Executable,
+        params: Mapping[str, Any],
+        *,
+        refuse_answered: bool = False,
     ) -> list[Sequence[Any]]:
-        """Every row ``statement`` returns, run in autocommit."""
+        """Every row ``statement`` returns, run in autocommit.
+
+        With ``refuse_answered`` an error the server answered that is not transient raises
+        :class:`StatementRefused` instead of ``CheckpointStoreError``.
+        """
         rows: list[Sequence[Any]] = await self._run(
-            action, statement, params, every_row=True, refuse_integrity=False
+            action,
+            statement,
+            params,
+            every_row=True,
+            refuse_integrity=False,
+            refuse_answered=refuse_answered,
         )
         return rows
 
@@ -177,6 +203,7 @@ class DirectPostgres:
         *,
         every_row: bool,
         refuse_integrity: bool,
+        refuse_answered: bool = False,
     ) -> Any:
         direct = self.statement(statement)
         arguments = direct.arguments(params)
@@ -200,6 +227,8 @@ class DirectPostgres:
             if refuse_integrity and isinstance(error, self._integrity):
                 raise IntegrityRefused() from error
             transient = disconnected or is_transient(error)
+            if refuse_answered and broken is None and not transient:
+                raise StatementRefused() from error
             kind = CheckpointStoreUnavailableError if transient else CheckpointStoreError
             raise kind(f"SQL store failed to {action}: {describe(error)}") from error
         except BaseException as error:

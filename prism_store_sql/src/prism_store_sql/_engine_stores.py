@@ -4,7 +4,9 @@
 Each call runs the rows modules' statements (:mod:`._checkpoint_rows`, :mod:`._session_rows`)
 on a connection of the engine: a save is one conditional statement, an append the head move
 and the insert in one transaction. On asyncpg the hot-path statements go straight to the
-driver (see :mod:`._direct`). Build them with the factories of :mod:`._open`.
+driver (see :mod:`._direct`), and concurrent writes and loads of one checkpoint store share
+statements (group commit, see :mod:`._pg_group`). Build them with the factories of
+:mod:`._open`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import builtins
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -45,6 +47,7 @@ from ._checkpoint_rows import (
 )
 from ._engine import EngineHandle
 from ._pg_commit import turn_statement
+from ._pg_group import GroupCommit, GroupedLoad, GroupedWrite, save_op
 from ._schema import Tables
 from ._session_rows import (
     append_params,
@@ -67,9 +70,24 @@ logger = logging.getLogger(__package__ or __name__)
 class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
     """A :class:`~prism_store_sql.SqlCheckpointStore` on a SQLAlchemy engine (asyncio)."""
 
-    def __init__(self, handle: EngineHandle, tables: Tables, *, create_schema: bool) -> None:
+    def __init__(
+        self,
+        handle: EngineHandle,
+        tables: Tables,
+        *,
+        create_schema: bool,
+        group_commit: int = 1,
+    ) -> None:
         super().__init__(handle, tables, create_schema=create_schema)
         self._sql = checkpoint_statements(tables.checkpoints, handle.backend)
+        direct = self._direct
+        #: Concurrent writes (and loads) share statements, up to ``group_commit`` of them
+        #: (asyncpg only; ``1``: each alone).
+        self._group = (
+            GroupCommit(direct, tables, group_commit)
+            if direct is not None and group_commit > 1
+            else None
+        )
 
     async def load(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
@@ -79,7 +97,13 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
         check_name(key, "key")
         owner = normalise_ownership(ownership)
         params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
-        row = await self._first_row("load a checkpoint", self._sql.load, params)
+        action = "load a checkpoint"
+        group = self._group
+        if group is None:
+            row = await self._first_row(action, self._sql.load, params)
+        else:
+            await self._prepare()
+            row = await group.load(GroupedLoad(action, self._sql.load, params))
         return decode_record(row, owner) if row is not None else None
 
     def _save_statement(self, request: SaveRequest) -> sa.Executable:
@@ -89,6 +113,39 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
         """The one-statement commit of ``request`` and a turn's appends (PostgreSQL; built
         once per kind of save and prefix in a process, so each is compiled once)."""
         return turn_statement(self._save_statement(request), self._tables)
+
+    async def _write_row(
+        self,
+        action: str,
+        statement: sa.Executable,
+        params: Mapping[str, Any],
+        request: SaveRequest,
+        save: Mapping[str, Any],
+        appends: Sequence[Mapping[str, Any]] = (),
+        *,
+        refuse_integrity: bool = False,
+    ) -> Sequence[Any] | None:
+        """The row of the one write ``statement`` (with ``params``): a save of ``request``
+        (``save``: its ``save_params``) and the ``appends`` of its turn; in a group commit
+        with other runs' writes when a write is in flight (see :mod:`._pg_group`), else
+        alone. With ``refuse_integrity`` a constraint violation raises
+        :class:`~._direct.IntegrityRefused`."""
+        group = self._group
+        if group is None:
+            return await self._first_row(
+                action, statement, params, write=True, refuse_integrity=refuse_integrity
+            )
+        await self._prepare()
+        write = GroupedWrite(
+            action,
+            statement,
+            params,
+            op=save_op(request.expected_version),
+            save=save,
+            appends=appends,
+            refuse_integrity=refuse_integrity,
+        )
+        return await group.write(write)
 
     def shared_transaction(self, sessions: object) -> EngineTransaction | None:
         """One transaction over this store and ``sessions`` (see
@@ -111,11 +168,9 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
         """
         check_range(request)
         now = time.time()
-        row = await self._first_row(
-            "save a checkpoint",
-            self._save_statement(request),
-            save_params(request, now),
-            write=True,
+        params = save_params(request, now)
+        row = await self._write_row(
+            "save a checkpoint", self._save_statement(request), params, request, params
         )
         if row is None:
             logger.debug(

@@ -12,14 +12,20 @@ import attrs
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from prism_core.stores import StorePair
+from prism_core.stores import StorePair, echo
 
 from ._engine import DEFAULT_TIMEOUT_MS, EngineHandle, open_engine, require_asyncio
 from ._engine_stores import EngineCheckpointStore, EngineSessionStore
 from ._errors import SqlStoreConfigError
 from ._migrations import SCHEMA_VERSION, apply_migrations, missing_database, read_version
 from ._schema import DEFAULT_TABLE_PREFIX, build_tables, check_table_prefix
-from ._sqlite import DEFAULT_GROUP_COMMIT, SqliteDatabase, read_sqlite_version, sqlite_path
+from ._sqlite import (
+    DEFAULT_GROUP_COMMIT,
+    MAX_GROUP_COMMIT,
+    SqliteDatabase,
+    read_sqlite_version,
+    sqlite_path,
+)
 from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqlTransaction
@@ -67,7 +73,18 @@ def create_sql_checkpoint_store(
         open_engine(url_or_engine, timeout_ms=timeout_ms),
         build_tables(table_prefix),
         create_schema=create_schema,
+        group_commit=DEFAULT_GROUP_COMMIT,
     )
+
+
+def _check_group_commit(group_commit: object) -> int:
+    # The same bound and words as the SQLite backend's own check.
+    if type(group_commit) is not int or not 1 <= group_commit <= MAX_GROUP_COMMIT:
+        raise SqlStoreConfigError(
+            f"group_commit must be an int from 1 to {MAX_GROUP_COMMIT} (writes per "
+            f"commit; 1 commits each write alone), got {echo(group_commit)}"
+        )
+    return group_commit
 
 
 def create_sql_session_store(
@@ -161,10 +178,11 @@ def open_sql_stores(
     commits faster). Other URLs and engines share one SQLAlchemy engine (asyncio only) and
     take no ``synchronous``. ``timeout_ms`` bounds each call as in
     :func:`~prism_store_sql.create_sql_checkpoint_store`. ``group_commit`` bounds how many
-    writes one commit may take on SQLite: the writes that reach the store while a commit is
-    in flight (from concurrent runs) join the next one, each caller still waiting for its
-    own commit (see docs/stores.md, "The commit path"); ``1`` commits every write alone.
-    Opens no connection until the first call.
+    writes one commit may take: the writes that reach the store while a commit is in flight
+    (from concurrent runs) join the next one, each caller still waiting for its own commit
+    (see docs/stores.md, "The commit path"); on PostgreSQL (asyncpg) it also bounds how many
+    concurrent checkpoint loads share one query. ``1`` commits every write alone. Opens no
+    connection until the first call.
     """
     target = sqlite_path(url_or_engine)
     checkpoints: SqlCheckpointStore
@@ -186,10 +204,12 @@ def open_sql_stores(
                 "synchronous= applies to plain sqlite:/// URLs only (the thread-driven SQLite "
                 "backend); leave it out for other databases"
             )
+        bound = _check_group_commit(group_commit)
         checkpoints = EngineCheckpointStore(
             open_engine(url_or_engine, timeout_ms=timeout_ms),
             build_tables(table_prefix),
             create_schema=create_schema,
+            group_commit=bound,
         )
     return SqlStores(checkpoints, create_sql_session_store(checkpoints))
 

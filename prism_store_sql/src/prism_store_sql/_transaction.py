@@ -147,13 +147,15 @@ class EngineCheckpoints(Protocol):
 
     def _turn_statement(self, request: SaveRequest) -> sa.Executable: ...
 
-    async def _first_row(
+    async def _write_row(
         self,
         action: str,
         statement: sa.Executable,
         params: Mapping[str, Any],
+        request: SaveRequest,
+        save: Mapping[str, Any],
+        appends: Sequence[Mapping[str, Any]] = (),
         *,
-        write: bool = False,
         refuse_integrity: bool = False,
     ) -> Sequence[Any] | None: ...
 
@@ -215,14 +217,19 @@ class EngineTransaction(SqlTransaction):
         self, save: QueuedSave, appends: Sequence[QueuedAppend], now: float
     ) -> float:
         statement = self._checkpoints._turn_statement(save.request)
-        params = turn_params(save_params(save.request, now), [op.prepared for op in appends])
-        # One statement in autocommit: atomic on its own, one round trip.
+        saved = save_params(save.request, now)
+        prepared = [op.prepared for op in appends]
+        params = turn_params(saved, prepared)
+        # One statement in autocommit: atomic on its own, one round trip; or part of a group
+        # commit with other runs' turns (see EngineCheckpointStore._write_row).
         try:
-            row = await self._checkpoints._first_row(
+            row = await self._checkpoints._write_row(
                 "commit session entries and a checkpoint",
                 statement,
                 params,
-                write=True,
+                save.request,
+                saved,
+                prepared,
                 refuse_integrity=True,
             )
         except IntegrityRefused as exc:
