@@ -77,6 +77,7 @@ __all__ = (
     "DEFAULT_GROUP_COMMIT",
     "MAX_GROUP_COMMIT",
     "SYNCHRONOUS_MODES",
+    "WAL_CHECKPOINT_PAGES",
     "CompiledStatement",
     "SqliteDatabase",
     "busy_timeout_ms",
@@ -86,6 +87,9 @@ __all__ = (
 )
 
 T = TypeVar("T")
+
+#: The writer's automatic WAL checkpoint threshold, in pages (see the module's docstring).
+WAL_CHECKPOINT_PAGES = 1000
 
 #: How many queued writes one commit takes at most by default (``group_commit=``).
 DEFAULT_GROUP_COMMIT = 64
@@ -601,6 +605,7 @@ class SqliteDatabase:
             if mode is None or str(mode[0]).lower() != "wal":
                 return
             connection.execute(f"PRAGMA synchronous={self.synchronous}")
+            connection.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
             if _recorded_version(connection, f"{self.prefix}schema_version") != SCHEMA_VERSION:
                 return
             connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
@@ -692,6 +697,7 @@ class SqliteDatabase:
                 lambda sql: connection.execute(sql).fetchall(), self.busy_timeout_ms, time.sleep
             )
             connection.execute(f"PRAGMA synchronous={self.synchronous}")
+            connection.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
             if self._create_schema:
                 self._check_schema(connection)
         except BaseException:

@@ -103,8 +103,7 @@ class Worker:
                     outcomes = self._batch(group)
                 except BaseException as error:  # pragma: no cover - the batch settles its own
                     outcomes = [(False, error)] * len(group)
-                for write, outcome in zip(group, outcomes, strict=True):
-                    _answer(write.future, outcome)
+                _answer_group(group, outcomes)
                 continue
             future, call = item
             try:
@@ -121,6 +120,23 @@ def _answer(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
     # A closed event loop refuses the answer: nobody waits for it any more.
     with contextlib.suppress(RuntimeError):
         future.get_loop().call_soon_threadsafe(_settle, future, outcome)
+
+
+def _answer_group(group: list[Write], outcomes: list[tuple[bool, Any]]) -> None:
+    # One wake-up per event loop for the whole group, not one per write: a group of 32 turn
+    # commits is settled by one callback, not 32 writes to the loop's wake-up pipe.
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
+    for write, outcome in zip(group, outcomes, strict=True):
+        by_loop.setdefault(write.future.get_loop(), []).append((write.future, outcome))
+    for loop, answers in by_loop.items():
+        # A closed event loop refuses the answers: nobody waits for them any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle_all, answers)
+
+
+def _settle_all(answers: list[tuple[asyncio.Future[Any], tuple[bool, Any]]]) -> None:
+    for future, outcome in answers:
+        _settle(future, outcome)
 
 
 def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
