@@ -180,6 +180,19 @@ class RecordingCheckpoints:
         finally:
             self.trace.calls.append(("checkpoint.load", start, time.perf_counter()))
 
+    async def load_stamp(self, *args: Any, **kw: Any) -> Any:
+        """The wrapped store's stamp read (the pre-dispatch ownership check), timed."""
+        start = time.perf_counter()
+        try:
+            reader = getattr(self.inner, "load_stamp", None)
+            if reader is not None:
+                return await reader(*args, **kw)
+            # The kernel's own fallback for a store without the capability.
+            record = await self.inner.load(*args, **kw)
+            return None if record is None else (record.version, record.fencing_token)
+        finally:
+            self.trace.calls.append(("checkpoint.stamp", start, time.perf_counter()))
+
     async def save(self, namespace: str, key: str, value: Any, **kw: Any) -> CheckpointRecord:
         provider = self.trace.provider
         start = time.perf_counter()
