@@ -33,6 +33,7 @@ class RawSqlite:
     label = "sqlite3 WAL FULL"
 
     def __init__(self, path: str) -> None:
+        self.path = path
         self.connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.connection.execute("PRAGMA busy_timeout=5000")
         self.connection.execute("PRAGMA journal_mode=WAL")

@@ -42,6 +42,8 @@ __all__ = (
     "probe_tool",
     "tool_output",
     "unique_prefix",
+    "wal_bytes",
+    "WAL_STEADY_BYTES",
 )
 
 DEFAULT_POSTGRES_URL = os.environ.get(
@@ -52,6 +54,19 @@ NAMESPACE = AGENT_RUN_NAMESPACE
 REVISION = "bench-1"
 AGENT_ID = "investigator"
 PROBE_TIMEOUT_S = 5.0
+
+
+#: A SQLite WAL file this large has reached the writer's automatic checkpoint (1000 pages of
+#: 4 KiB, each with its 24-byte frame header): from then on it is rewritten in place.
+WAL_STEADY_BYTES = 1000 * (4096 + 24)
+
+
+def wal_bytes(database: str) -> int:
+    """The size of the WAL file beside the SQLite file ``database`` (0 when there is none)."""
+    try:
+        return os.path.getsize(f"{database}-wal")
+    except OSError:
+        return 0
 
 
 def unique_prefix() -> str:

@@ -50,6 +50,7 @@ from _support import (
     DEFAULT_REDIS_URL,
     NAMESPACE,
     REVISION,
+    WAL_STEADY_BYTES,
     Investigation,
     WorkerDied,
     drop_sql_tables_at,
@@ -57,6 +58,7 @@ from _support import (
     probe_postgres,
     probe_tool,
     unique_prefix,
+    wal_bytes,
 )
 
 from prism_core import (
@@ -282,6 +284,11 @@ async def measure_concurrent(url: str, prefix: str, args: argparse.Namespace) ->
     try:
         await _sessions_at_once(2, 3, checkpoints, sessions)  # warm-up: schema, statements
         await _sessions_at_once(2, 3, None, None)
+        database = getattr(checkpoints, "database", None)
+        if database is not None:
+            # The SQLite file's WAL in its steady state (see durable.py's warm-up).
+            while wal_bytes(database.path) < WAL_STEADY_BYTES:
+                await _sessions_at_once(count, turns, checkpoints, sessions)
         for rep in range(args.repeats):
             order = ["none", "ours"] if rep % 2 == 0 else ["ours", "none"]
             for kind in order:
