@@ -1,7 +1,8 @@
 """The raw baselines: the plain synchronous drivers doing the same durable work, no Prism.
 
 - SQLite: stdlib ``sqlite3`` on its own connection, WAL, ``synchronous=FULL``, one upsert of
-  the row and a commit;
+  the row and a commit (and, beside it, a turn's own rows: that upsert, the turn's session
+  entries and the session head, in one commit);
 - PostgreSQL: psycopg 3 in autocommit, one upsert (a durable commit on the server);
 - Redis: redis-py, one pipelined ``SET`` + ``HSET``.
 
@@ -20,6 +21,8 @@ __all__ = ("RawPostgres", "RawRedis", "RawSqlite", "vary")
 
 _TABLE = "raw_bench"
 _BRANCH = "raw_branch"
+_ENTRIES = "raw_entries"
+_HEADS = "raw_heads"
 
 
 def vary(text: str, counter: int) -> str:
@@ -45,7 +48,40 @@ class RawSqlite:
             f"CREATE TABLE IF NOT EXISTS {_BRANCH} "
             "(session_id TEXT, seq INTEGER, payload TEXT, PRIMARY KEY (session_id, seq))"
         )
+        self.connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {_ENTRIES} (id TEXT PRIMARY KEY, session_id TEXT, "
+            "seq INTEGER, payload TEXT, UNIQUE (session_id, seq))"
+        )
+        self.connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {_HEADS} "
+            "(session_id TEXT PRIMARY KEY, head_id TEXT, last_seq INTEGER)"
+        )
         self.counter = 0
+
+    def write_turn(self, key: str, value: str, entries: Sequence[str]) -> None:
+        """A durable turn's own rows with the plain driver, in one transaction and commit:
+        the checkpoint upsert of :meth:`write`, the turn's session entries (``entries``,
+        varied) appended to one session, and that session's head moved."""
+        self.counter += 1
+        n = self.counter
+        seq = n * len(entries)
+        self.connection.execute("BEGIN")
+        self.connection.execute(
+            f"INSERT INTO {_TABLE} (k, version, v) VALUES (?, ?, ?) "
+            "ON CONFLICT (k) DO UPDATE SET version = excluded.version, v = excluded.v",
+            (key, n, vary(value, n)),
+        )
+        self.connection.executemany(
+            f"INSERT INTO {_ENTRIES} (id, session_id, seq, payload) VALUES (?, ?, ?, ?)",
+            [(f"{n}-{i}", key, seq + i, vary(p, n)) for i, p in enumerate(entries)],
+        )
+        self.connection.execute(
+            f"INSERT INTO {_HEADS} (session_id, head_id, last_seq) VALUES (?, ?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET head_id = excluded.head_id, "
+            "last_seq = excluded.last_seq",
+            (key, f"{n}-{len(entries) - 1}", seq + len(entries) - 1),
+        )
+        self.connection.execute("COMMIT")
 
     def write(self, key: str, value: str) -> None:
         """One durable upsert of ``value`` (varied) under ``key`` and its commit."""

@@ -512,6 +512,8 @@ class StoreResult:
     effect_costs: list[float] = field(default_factory=list)
     in_run_saves: list[float] = field(default_factory=list)
     raw_writes: list[float] = field(default_factory=list)
+    #: The plain driver writing a turn's own rows (checkpoint, entries, head) in one commit.
+    raw_turn_writes: list[float] = field(default_factory=list)
     #: Per run pair: (the run with a raw write at every turn - none) / turns.
     raw_run_costs: list[float] = field(default_factory=list)
     bytes_turn1: int = 0
@@ -551,12 +553,23 @@ async def measure_store(name: str, args: argparse.Namespace, prefix: str) -> Sto
                 await bench.investigate("every-turn")
             while wal_bytes(raw.path) < WAL_STEADY_BYTES:
                 raw.write("warm-up", raw_value)
+                raw.write_turn("warm-up", raw_value, ["{}", "{}"])
+
+        # A tool turn's own entries (its assistant message and tool result), as the plain
+        # driver's turn write carries them beside the checkpoint.
+        listed = await bench.sessions.inner.list(warm_run.session_id)
+        turn_entries = [dumps(e).decode() for e in listed[-3:-1]]
+        write_turn = getattr(raw, "write_turn", None)
 
         def raw_batch() -> None:
             for _ in range(args.turns):
                 start = time.perf_counter()
                 raw.write("run", raw_value)
                 out.raw_writes.append(time.perf_counter() - start)
+                if write_turn is not None:
+                    start = time.perf_counter()
+                    write_turn("turn", raw_value, turn_entries)
+                    out.raw_turn_writes.append(time.perf_counter() - start)
 
         def raw_write() -> None:
             raw.write("run", raw_value)
@@ -683,7 +696,17 @@ def report(results: Sequence[StoreResult], turns: int) -> tuple[str, list[str]]:
         lambda r: f"{median_ms(r.in_run_saves):.3f}",
     )
     row("raw durable write, plain driver (median ms)", "-", raw_cell)
+    row(
+        "  the turn's own rows in one commit, plain driver (median ms)",
+        "-",
+        lambda r: f"{median_ms(r.raw_turn_writes):.3f}" if r.raw_turn_writes else "-",
+    )
     row("cost per turn / raw write (read-only tool)", "see cell", ratio_cell)
+    row(
+        "  cost per turn / the turn's own rows (information)",
+        "-",
+        lambda r: f"{cost(r) / median_ms(r.raw_turn_writes):.2f}" if r.raw_turn_writes else "-",
+    )
     row(
         "raw write at every turn of the same run: cost per turn (ms)",
         "-",

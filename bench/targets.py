@@ -336,6 +336,12 @@ async def one_run(args: argparse.Namespace, targets: dict[str, Target], pg: str 
         label = "SQLite" if store == "sqlite" else "PostgreSQL"
         targets[f"idem {store}"].runs.append(Figure(read_cost, raw, read_cost / raw))
         targets[f"effect {store}"].runs.append(Figure(effect_cost, raw, effect_cost / raw))
+        if result.raw_turn_writes:
+            rows = statistics.median(result.raw_turn_writes) * 1000
+            targets[f"idem rows {store}"].runs.append(Figure(read_cost, rows, read_cost / rows))
+            targets[f"effect rows {store}"].runs.append(
+                Figure(effect_cost, rows, effect_cost / rows)
+            )
         growth = float(abs(result.bytes_turn_n - result.bytes_turn1))
         targets[f"bytes {store}"].runs.append(
             Figure(float(result.bytes_turn_n), float(result.bytes_turn1), growth)
@@ -391,6 +397,13 @@ def make_targets(args: argparse.Namespace) -> dict[str, Target]:
         t[f"effect {store}"] = Target(
             f"side-effecting turn, {label}: cost / raw write", EFFECT_TARGET, "ms"
         )
+        if store == "sqlite":
+            for kind, what in (("idem", "idempotent-tool"), ("effect", "side-effecting")):
+                t[f"{kind} rows {store}"] = Target(
+                    f"  {what} turn, {label}: cost / the turn's own rows (info)",
+                    float("inf"),
+                    "ms",
+                )
         t[f"bytes {store}"] = Target(
             f"checkpoint bytes, {label}: |last turn - first turn|", BYTES_GROWTH_TARGET, "B"
         )
