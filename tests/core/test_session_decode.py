@@ -280,3 +280,71 @@ def test_load_json_is_json_loads(text: str | bytes) -> None:
         loaded = load_json(text)
         assert loaded == expected
         assert repr(loaded) == repr(expected)
+
+
+def test_decoded_data_shares_no_container_unless_fresh() -> None:
+    """A message decoded from data the caller keeps copies its containers, as the
+    constructors do; decoded from data decoded for it (``fresh``), it takes them as they are,
+    and both equal the constructors' message."""
+    from prism_core._decode import decode_message
+
+    data: dict[str, Any] = {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_call", "id": "c1", "name": "probe", "arguments": {"step": [1]}},
+            {
+                "type": "tool_result",
+                "tool_call_id": "c1",
+                "name": "probe",
+                "value": {"rows": [1, 2]},
+                "error": None,
+            },
+        ],
+    }
+    expected = Message(
+        "assistant",
+        (
+            ToolCallContent("c1", "probe", {"step": [1]}),
+            ToolResultContent("c1", "probe", {"rows": [1, 2]}),
+        ),
+    )
+    kept = decode_message(data)
+    fresh = decode_message(codec.loads(codec.dumps(data)), fresh=True)
+    assert kept == fresh == expected
+    assert repr(kept) == repr(fresh) == repr(expected)
+    data["content"][0]["arguments"]["step"].append(2)
+    data["content"][1]["value"]["rows"].append(3)
+    assert kept == expected
+
+
+def test_records_built_slot_by_slot_must_be_the_ones_the_decoder_knows() -> None:
+    """The direct decoder builds a record by setting its slots only for a class whose
+    fields it names exactly and that has no validator: anything else is refused when the
+    module loads, not decoded wrongly."""
+    import attrs
+
+    from prism_core._decode import slot_setters
+
+    @attrs.frozen
+    class Checked:
+        value: int = attrs.field(validator=attrs.validators.instance_of(int))
+
+    @attrs.frozen
+    class Plain:
+        a: str
+        b: str
+
+    @attrs.frozen
+    class Converted:
+        a: str = attrs.field(converter=str.strip)
+
+    assert len(slot_setters(Plain, ("a", "b"))) == 2
+    with pytest.raises(TypeError):
+        slot_setters(Plain, ("a",))
+    with pytest.raises(TypeError):
+        slot_setters(Plain, ("b", "a"))
+    with pytest.raises(TypeError):
+        slot_setters(Checked, ("value",))
+    with pytest.raises(TypeError):
+        slot_setters(Converted, ("a",))
+    assert len(slot_setters(Converted, ("a",), copied=("a",))) == 1

@@ -139,7 +139,13 @@ def branch_rows(
         raise SessionEntryNotFoundError(
             f"session {echo(session_id)} has no entry {echo(root_parent)}"
         )
-    return [decode_entry(row) for row in rows]
+    return _decode_rows(rows)
+
+
+def _decode_rows(rows: builtins.list[Any]) -> builtins.list[SessionEntry]:
+    # ``decode_entry`` inlined: a branch read decodes every row of a transcript.
+    decode = decode_entry_columns
+    return [decode(row[5], row[0], row[1], row[2], row[4], row[6], row[7]) for row in rows]
 
 
 def run_tail_result(
@@ -157,7 +163,7 @@ def branch_and_tail(
     """The answer for a branch's rows (root first; checked by :func:`branch_rows`) and the
     run's later rows."""
     branch = [] if leaf_id is None else branch_rows(path, session_id, leaf_id)
-    return BranchAndRunTail(path=branch, tail=[decode_entry(row) for row in tail])
+    return BranchAndRunTail(path=branch, tail=_decode_rows(tail))
 
 
 @attrs.frozen

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._decode import Declined, decode_message, load_json, optional_text
+from .._decode import Declined, decode_message, load_json, new_record, optional_text, slot_setters
 from ..codec import structure
 from ._entries import ENTRY_KINDS, SessionEntry
 
@@ -36,6 +36,38 @@ _ENTRY_KEYS = frozenset(
         "label",
         "data",
     )
+)
+
+
+(
+    _set_id,
+    _set_session_id,
+    _set_kind,
+    _set_parent_id,
+    _set_timestamp,
+    _set_run_id,
+    _set_message,
+    _set_summary,
+    _set_first_kept_entry_id,
+    _set_model,
+    _set_label,
+    _set_data,
+) = slot_setters(
+    SessionEntry,
+    (
+        "id",
+        "session_id",
+        "kind",
+        "parent_id",
+        "timestamp",
+        "run_id",
+        "message",
+        "summary",
+        "first_kept_entry_id",
+        "model",
+        "label",
+        "data",
+    ),
 )
 
 
@@ -95,7 +127,8 @@ def decode_entry_columns(
     data = load_json(payload)
     if type(data) is dict and _ENTRY_KEYS.issuperset(data):
         get = data.get
-        message = get("message")
+        message, summary, label = get("message"), get("summary"), get("label")
+        first_kept = get("first_kept_entry_id")
         if (
             kind in _KINDS
             and type(timestamp) is float
@@ -104,23 +137,31 @@ def decode_entry_columns(
             and (parent_id is None or type(parent_id) is str)
             and (run_id is None or type(run_id) is str)
             and get("model") is None
+            and (summary is None or type(summary) is str)
+            and (first_kept is None or type(first_kept) is str)
+            and (label is None or type(label) is str)
         ):
             try:
-                return SessionEntry(
-                    id=id_,
-                    session_id=session_id,
-                    kind=kind,
-                    parent_id=parent_id,
-                    timestamp=timestamp,
-                    run_id=run_id,
-                    message=None if message is None else decode_message(message),
-                    summary=optional_text(get("summary")),
-                    first_kept_entry_id=optional_text(get("first_kept_entry_id")),
-                    label=optional_text(get("label")),
-                    data=get("data"),
-                )
+                # The payload was decoded here: its containers are the entry's own.
+                decoded = None if message is None else decode_message(message, fresh=True)
             except Declined:
                 pass
+            else:
+                # The slots set as the constructor sets them (see ``_decode``), minus its call.
+                entry = new_record(SessionEntry)
+                _set_id(entry, id_)
+                _set_session_id(entry, session_id)
+                _set_kind(entry, kind)
+                _set_parent_id(entry, parent_id)
+                _set_timestamp(entry, timestamp)
+                _set_run_id(entry, run_id)
+                _set_message(entry, decoded)
+                _set_summary(entry, summary)
+                _set_first_kept_entry_id(entry, first_kept)
+                _set_model(entry, None)
+                _set_label(entry, label)
+                _set_data(entry, get("data"))
+                return entry
     data["id"], data["session_id"], data["parent_id"] = id_, session_id, parent_id
     data["kind"], data["run_id"], data["timestamp"] = kind, run_id, timestamp
     return decode_session_entry(data)
