@@ -565,11 +565,13 @@ def _parse(data: Any, max_bytes: int) -> AgentRunState:
     version = data.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:
         raise AgentRunStateError(f"unsupported agent run state schema_version {echo(version)}")
-    check_shape(data, AgentRunState, "state")
-    # The direct path first: it takes only exact JSON types, and whatever it declines gets
-    # the converter's result and errors.
+    # The direct path first: it takes only exact JSON types, so what it builds has the shape
+    # and gives back the stored JSON (``check_shape`` and ``check_same`` would pass). Whatever
+    # it declines gets those checks, then the converter's result and errors.
     state = structure_exact(data, AgentRunState)
+    exact = state is not None
     if state is None:
+        check_shape(data, AgentRunState, "state")
         try:
             state = converter().structure(data, AgentRunState)
         except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:
@@ -579,7 +581,8 @@ def _parse(data: Any, max_bytes: int) -> AgentRunState:
     if state.status == "suspended" and state.interruption is None:
         # Every suspension records what it waits for; without it no decision can apply.
         raise _malformed("a suspended run records no interruption")
-    check_same(data, unstructure_known(state, _RECORDS), "state")
+    if not exact:
+        check_same(data, unstructure_known(state, _RECORDS), "state")
     _check_fields(state)
     return state
 

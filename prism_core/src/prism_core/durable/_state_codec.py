@@ -7,7 +7,9 @@ once per process on first use and cached.
 
 - :func:`structure_exact` takes only data whose every value has its field's exact JSON type
   (nothing cattrs would coerce) and returns ``None`` for anything else, so the caller falls
-  back to the converter and its errors; what it returns equals the converter's result.
+  back to the converter and its errors; what it returns equals the converter's result, and
+  unstructured again gives back the data it was given (an integer may come back as the
+  float it stood for; keys that are not fields are left out).
 - :func:`unstructure_known` returns exactly what ``converter().unstructure(value)`` returns
   (lists for tuples, plain dicts for mappings, every field in field order); any value it does
   not know is handed to the converter.
@@ -28,7 +30,7 @@ from typing import Any, Literal
 import attrs
 
 from .._decode import Declined, decode_message
-from ..codec import converter
+from ..codec import converter, dumps
 from ..content import (
     ErrorInfo,
     Message,
@@ -93,12 +95,17 @@ def _message(value: Any) -> Message:
         return decode_message(value)
     except Declined:
         pass
-    # A rarer shape (an error result) gets the converter's own message; a refusal leaves
-    # the whole state to the converter, so the error is the one it gives.
+    # A rarer shape (an error result) gets the converter's own message, when it gives back
+    # exactly the stored JSON: then nothing was coerced, and the record stays exact. Anything
+    # else (a refusal, a coercion, a default filled in) leaves the whole state to the
+    # converter and its checks, so the result and the error are the ones they give.
     try:
         message: Message = converter().structure(value, Message)
+        exact = dumps(converter().unstructure(message)) == dumps(value)
     except Exception as exc:
         raise Declined from exc
+    if not exact:
+        raise Declined
     return message
 
 
