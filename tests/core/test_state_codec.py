@@ -35,6 +35,7 @@ from prism_core.durable._state import (
     state_to_json,
 )
 from prism_core.durable._state_codec import structure_exact, unstructure_known
+from prism_core.errors import AgentRunStateError
 
 
 def structure_state(data: Any) -> AgentRunState | None:
@@ -283,3 +284,25 @@ def test_extra_keys_are_ignored_like_the_converter() -> None:
     data = _data(counters=counters)
     direct = structure_state(data)
     assert direct == converter().structure(_data(counters=dict(counters)), AgentRunState)
+
+
+def test_a_message_the_converter_would_coerce_leaves_the_state_to_it() -> None:
+    """A stored message the direct decoder does not take goes through the converter; when
+    that coerces anything (an integer error code becomes text), the whole state is left to
+    the converter's path, whose round-trip check refuses it, naming the field."""
+    tool = {
+        "role": "tool",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_call_id": "c8",
+                "name": "probe",
+                "value": None,
+                "error": {"message": "boom", "code": 5, "retryable": None, "retry_after_ms": None},
+            }
+        ],
+    }
+    data = _data(pending_input=[tool])
+    assert structure_state(data) is None
+    with pytest.raises(AgentRunStateError, match=r"pending_input\[0\].*code.*wrong type"):
+        parse_state(_data(pending_input=[tool]), max_bytes=1 << 20)
