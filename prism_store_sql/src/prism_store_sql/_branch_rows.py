@@ -7,7 +7,11 @@ import sqlalchemy as sa
 
 from ._schema import Tables
 
-__all__ = ("branch_tail_statements",)
+__all__ = ("BRANCH_READ_COLUMNS", "branch_tail_statements")
+
+#: The columns the read selects, in this order: the session is the one read, and ``seq``
+#: only orders the rows.
+BRANCH_READ_COLUMNS = ("id", "parent_id", "kind", "payload", "run_id", "timestamp")
 
 
 def branch_tail_statements(tables: Tables) -> dict[str, sa.Executable]:
@@ -15,20 +19,24 @@ def branch_tail_statements(tables: Tables) -> dict[str, sa.Executable]:
     store's own)."""
     entries = tables.session_entries
     e = entries.c
+    columns = [e[name] for name in BRANCH_READ_COLUMNS]
     session = sa.bindparam("session", type_=e.session_id.type)
+    leaf = sa.bindparam("leaf", type_=e.id.type)
+    run = sa.bindparam("run", type_=e.run_id.type)
     seq = sa.bindparam("leaf_seq", type_=e.seq.type)
+    found = entries.alias("leaf")
+    leaf_seq = (
+        sa.select(found.c.seq)
+        .where(found.c.id == leaf, found.c.session_id == session)
+        .scalar_subquery()
+    )
     return {
-        "leaf_seq": sa.select(e.seq).where(
-            e.id == sa.bindparam("leaf", type_=e.id.type), e.session_id == session
-        ),
-        "below": sa.select(entries)
-        .where(e.session_id == session, e.seq <= seq)
+        "leaf_seq": sa.select(e.seq).where(e.id == leaf, e.session_id == session),
+        # Newest first: the run's rows after the leaf, then the leaf and every row below it.
+        "from_leaf": sa.select(*columns)
+        .where(e.session_id == session, sa.or_(e.run_id == run, e.seq <= leaf_seq))
         .order_by(e.seq.desc()),
-        "after": sa.select(entries)
-        .where(
-            e.session_id == session,
-            e.seq > seq,
-            e.run_id == sa.bindparam("run", type_=e.run_id.type),
-        )
+        "after": sa.select(*columns)
+        .where(e.session_id == session, e.seq > seq, e.run_id == run)
         .order_by(e.seq),
     }

@@ -48,7 +48,6 @@ from ._errors import SqlStoreConfigError
 from ._schema import Tables
 from ._session_rows import (
     append_params,
-    branch_and_tail,
     branch_rows,
     decode_entry,
     head_moved,
@@ -56,7 +55,7 @@ from ._session_rows import (
     not_inserted,
 )
 from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
-from ._sqlite_branch import BranchTailStatements, read_rows, tuple_cursor
+from ._sqlite_branch import BranchTailStatements, decode_rows, read_rows, tuple_cursor
 from ._sqlite_text import stored_statement
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqliteTransaction
@@ -243,7 +242,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             session_id=session_id,
             leaf_id=leaf_id,
             run_id=run_id,
-            decode=lambda: branch_and_tail(path, tail, session_id, leaf_id),
+            decode=lambda: decode_rows(path, tail, session_id, leaf_id),
         )
 
     async def save_request(self, request: SaveRequest) -> CheckpointRecord:
@@ -505,7 +504,7 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
             return read_rows(connection, sql, session_id, leaf_id, run_id)
 
         path, tail = await self._db.read_many("read a session branch and a run's entries", fetch)
-        return branch_and_tail(path, tail, session_id, leaf_id)
+        return decode_rows(path, tail, session_id, leaf_id)
 
 
 def _run_branch_ids(value: Any) -> tuple[str, str | None, str] | None:

@@ -63,7 +63,7 @@ def statement_builders(prefix: str) -> dict[str, Callable[[], sa.Executable]]:
         "branch",
     ):
         builders[f"sessions.{name}"] = lambda name=name: getattr(sessions(), name)  # type: ignore[misc]
-    for name in ("leaf_seq", "below", "after"):
+    for name in ("leaf_seq", "from_leaf", "after"):
         builders[f"branch_tail.{name}"] = lambda name=name: branch_tail()[name]  # type: ignore[misc]
     return builders
 

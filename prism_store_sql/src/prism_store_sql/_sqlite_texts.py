@@ -10,11 +10,11 @@ __all__ = ("TEXTS",)
 
 TEXTS: dict[str, tuple[str, dict[str, Any]]] = {
     "branch_tail.after": (
-        "SELECT prismsqltextprefix0_session_entries.id, prismsqltextprefix0_session_entries.session_id, prismsqltextprefix0_session_entries.parent_id, prismsqltextprefix0_session_entries.seq, prismsqltextprefix0_session_entries.kind, prismsqltextprefix0_session_entries.payload, prismsqltextprefix0_session_entries.run_id, prismsqltextprefix0_session_entries.timestamp \nFROM prismsqltextprefix0_session_entries \nWHERE prismsqltextprefix0_session_entries.session_id = :session AND prismsqltextprefix0_session_entries.seq > :leaf_seq AND prismsqltextprefix0_session_entries.run_id = :run ORDER BY prismsqltextprefix0_session_entries.seq",
+        "SELECT prismsqltextprefix0_session_entries.id, prismsqltextprefix0_session_entries.parent_id, prismsqltextprefix0_session_entries.kind, prismsqltextprefix0_session_entries.payload, prismsqltextprefix0_session_entries.run_id, prismsqltextprefix0_session_entries.timestamp \nFROM prismsqltextprefix0_session_entries \nWHERE prismsqltextprefix0_session_entries.session_id = :session AND prismsqltextprefix0_session_entries.seq > :leaf_seq AND prismsqltextprefix0_session_entries.run_id = :run ORDER BY prismsqltextprefix0_session_entries.seq",
         {},
     ),
-    "branch_tail.below": (
-        "SELECT prismsqltextprefix0_session_entries.id, prismsqltextprefix0_session_entries.session_id, prismsqltextprefix0_session_entries.parent_id, prismsqltextprefix0_session_entries.seq, prismsqltextprefix0_session_entries.kind, prismsqltextprefix0_session_entries.payload, prismsqltextprefix0_session_entries.run_id, prismsqltextprefix0_session_entries.timestamp \nFROM prismsqltextprefix0_session_entries \nWHERE prismsqltextprefix0_session_entries.session_id = :session AND prismsqltextprefix0_session_entries.seq <= :leaf_seq ORDER BY prismsqltextprefix0_session_entries.seq DESC",
+    "branch_tail.from_leaf": (
+        "SELECT prismsqltextprefix0_session_entries.id, prismsqltextprefix0_session_entries.parent_id, prismsqltextprefix0_session_entries.kind, prismsqltextprefix0_session_entries.payload, prismsqltextprefix0_session_entries.run_id, prismsqltextprefix0_session_entries.timestamp \nFROM prismsqltextprefix0_session_entries \nWHERE prismsqltextprefix0_session_entries.session_id = :session AND (prismsqltextprefix0_session_entries.run_id = :run OR prismsqltextprefix0_session_entries.seq <= (SELECT leaf.seq \nFROM prismsqltextprefix0_session_entries AS leaf \nWHERE leaf.id = :leaf AND leaf.session_id = :session)) ORDER BY prismsqltextprefix0_session_entries.seq DESC",
         {},
     ),
     "branch_tail.leaf_seq": (
