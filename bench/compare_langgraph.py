@@ -28,7 +28,10 @@ Printed for each stack and backend:
   database driver included: LangGraph's saver imports psycopg, and the child imports asyncpg
   for Prism) and the store's opening call (``open_sql_stores`` / ``from_conn_string``) to the
   model call; the opening call is timed separately (Prism's opens nothing until the first
-  call, LangGraph's connects).
+  call, LangGraph's connects);
+- turns per second with 1 and with 50 sessions at once in one process (``--sessions``), each
+  running a 20-turn investigation, durable (one store pair / one checkpointer shared by all)
+  and with no persistence, both stacks interleaved.
 
 Run it (about 2 minutes)::
 
@@ -43,9 +46,11 @@ the end, also on failure. An unreachable PostgreSQL is reported as skipped.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -78,6 +83,8 @@ from prism_core import create_agent, resume_agent_run
 from prism_core.codec import dumps
 
 BACKENDS = ("sqlite", "postgres")
+#: Tool turns of each run in the sessions-at-once figures (as in ``bench/targets.py``).
+CONCURRENT_TURNS = 20
 STACKS = ("prism", "langgraph")
 INSTALL_HINT = (
     "LangGraph is not installed: install the benchmark extra from the repository root with\n"
@@ -180,6 +187,9 @@ class Figures:
     warm: list[float] = field(default_factory=list)
     cold_open: list[float] = field(default_factory=list)
     cold_resume: list[float] = field(default_factory=list)
+    #: Turns per second by sessions at once, durable and with no persistence.
+    rates: dict[int, list[float]] = field(default_factory=dict)
+    rates_none: dict[int, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -300,6 +310,20 @@ async def measure_backend(name: str, args: argparse.Namespace, prefix: str) -> B
         for rep in range(args.resumes):
             for step in (warm_prism, warm_graph) if rep % 2 == 0 else (warm_graph, warm_prism):
                 await step()
+        for rep in range(args.resumes):
+            for at_once in args.sessions:
+                for step in STACKS if rep % 2 == 0 else STACKS[::-1]:
+                    figures = out.stacks[step]
+                    for durable in (True, False):
+                        gc.collect()
+                        if step == "prism":
+                            stores = (bench.checkpoints.inner, bench.sessions.inner)
+                            rate = await prism_rate(*(stores if durable else (None, None)), at_once)
+                        else:
+                            rate = await graph_rate(lg, durable, at_once)
+                        (figures.rates if durable else figures.rates_none).setdefault(
+                            at_once, []
+                        ).append(rate)
         for rep in range(args.cold):
             order = STACKS if rep % 2 == 0 else STACKS[::-1]
             for stack_name in order:
@@ -315,6 +339,26 @@ async def measure_backend(name: str, args: argparse.Namespace, prefix: str) -> B
                 figures.cold_resume.append(sample["resume"])
     out.seconds = time.perf_counter() - started
     return out
+
+
+# -- many sessions at once -------------------------------------------------------------------
+
+
+async def prism_rate(checkpoints: Any, sessions: Any, count: int) -> float:
+    """Turns per second of ``count`` Prism runs at once on one store pair (no persistence
+    when ``checkpoints`` is ``None``), as ``bench/targets.py`` measures them."""
+    from targets import _sessions_at_once
+
+    return await _sessions_at_once(count, CONCURRENT_TURNS, checkpoints, sessions)
+
+
+async def graph_rate(graphs: Any, durable: bool, count: int) -> float:
+    """Turns per second of ``count`` LangGraph runs at once on ``graphs``' checkpointer
+    (none when not ``durable``)."""
+    bench = type(graphs)(graphs.saver, graphs.backend, CONCURRENT_TURNS)
+    start = time.perf_counter()
+    await asyncio.gather(*(bench.investigate(durable=durable) for _ in range(count)))
+    return count * CONCURRENT_TURNS / (time.perf_counter() - start)
 
 
 # -- report -----------------------------------------------------------------------------------
@@ -361,6 +405,19 @@ def report(results: Sequence[BackendResult], turns: int) -> str:
             else "-"
         ),
     )
+    for at_once in sorted({n for r in live for f in r.stacks.values() for n in f.rates}):
+        row(
+            f"turns/s, {at_once} session(s) at once, durable: median",
+            lambda r, f, n=at_once: (
+                f"{statistics.median(f.rates[n]):.0f}" if f.rates.get(n) else "-"
+            ),
+        )
+        row(
+            f"turns/s, {at_once} session(s) at once, no persistence",
+            lambda r, f, n=at_once: (
+                f"{statistics.median(f.rates_none[n]):.0f}" if f.rates_none.get(n) else "-"
+            ),
+        )
     lines = [format_table(headers, rows), "", "summary:"]
     for r in live:
         p, g = r.stacks["prism"], r.stacks["langgraph"]
@@ -428,8 +485,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--resumes", type=int, default=8, help="warm resumes per stack")
     parser.add_argument("--cold", type=int, default=3, help="cold resumes (processes) per stack")
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument(
+        "--sessions",
+        default="1,50",
+        help="sessions at once for the turns/s figures (comma-separated; default 1,50)",
+    )
     parser.add_argument("--cold-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    try:
+        args.sessions = [int(n) for n in str(args.sessions).split(",") if n.strip()]
+    except ValueError:
+        parser.error("--sessions takes comma-separated counts, e.g. 1,50")
+    if any(n < 1 for n in args.sessions):
+        parser.error("--sessions counts must be at least 1")
     if args.cold_child:
         figures = anyio.run(cold_child, json.loads(args.cold_child), backend="asyncio")
         print(json.dumps(figures))
