@@ -15,7 +15,7 @@ from typing import Any
 from ..codec import dumps
 from ..content import Message, message_size_bound
 from ..models import ModelConfig
-from ._branch import branch_messages
+from ._branch import branch_history
 from ._entries import SessionEntry, create_session_entry
 from ._held import HeldEntries
 from ._store import SessionStore
@@ -77,14 +77,10 @@ class Transcript:
 
     def load(self, path: list[SessionEntry]) -> None:
         """Take ``path`` (the branch at the current leaf, root first) as the history."""
-        self._messages = branch_messages(path)
+        messages, self._model = branch_history(path)
+        self._messages = messages
         self._size = None
-        self._bound = sum(message_size_bound(m) + 1 for m in self._messages)
-        self._model = None
-        for entry in reversed(path):
-            if entry.kind == "model_change" and entry.model is not None:
-                self._model = entry.model
-                break
+        self._bound = sum(map(message_size_bound, messages)) + len(messages)
 
     def move_to(self, leaf_id: str | None, path: list[SessionEntry]) -> None:
         """Move the leaf to ``leaf_id`` and take ``path`` (its branch) as the history."""
