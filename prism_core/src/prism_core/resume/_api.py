@@ -32,7 +32,7 @@ from ._checks import (
     not_found,
 )
 from ._deny import deny_run_id
-from ._input import coerce_run_ref, validate_resume_input
+from ._input import ResumeInput, coerce_run_ref, validate_resume_input
 from ._pipeline import (
     AgentRunStatus,
     Prepared,
@@ -200,7 +200,7 @@ async def resume_agent_run(
     agent's guards and the packs.
     """
     with _logged_refusal(ref):
-        validate_resume_input(resume)
+        plan = validate_resume_input(resume)
         request = _request(
             checkpoints=checkpoints,
             definition_revision=definition_revision,
@@ -217,7 +217,9 @@ async def resume_agent_run(
             guardrail_packs=guardrail_packs,
             guardrails=guardrails,
         )
-    return await _finish(await _prepare(ref, lambda: prepare_resume(agent, ref, resume, request)))
+    return await _finish(
+        await _prepare(ref, lambda: prepare_resume(agent, ref, resume, request, plan=plan))
+    )
 
 
 def resume_agent_run_stream(
@@ -248,7 +250,7 @@ def resume_agent_run_stream(
     Malformed input raises :class:`~prism_core.AgentDecisionError` here, at once.
     """
     with _logged_refusal(ref):
-        validate_resume_input(resume)
+        plan = validate_resume_input(resume)
         check_stream_options(max_queued_events, overflow)
         # Built now, so every malformed option is refused at the call, before any store access.
         request = _request(
@@ -270,7 +272,7 @@ def resume_agent_run_stream(
 
     def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
         observed = attrs.evolve(request, on_session=observe)
-        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, observed))
+        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, observed, plan=plan))
 
     return ResumeEventStream(
         prepare,
@@ -337,7 +339,7 @@ class AgentRunLifecycle:
         return found
 
     async def _prepare(
-        self, ref: Any, resume: Any, request: Mapping[str, Any]
+        self, ref: Any, resume: Any, request: Mapping[str, Any], plan: ResumeInput
     ) -> Prepared | Settled:
         unknown = sorted(set(request) - set(_REQUEST_KEYS))
         if unknown:
@@ -360,7 +362,6 @@ class AgentRunLifecycle:
         if agent_id is not None and found.state.agent_id != agent_id:
             raise AgentRunStateError(CAPABILITY_MISMATCH)
         check_signal(signal, "the agent resolution")
-        plan = validate_resume_input(resume)
         denying = plan.decision == "deny"
         try:
             resolved = await call_resolve_agent(
@@ -399,6 +400,7 @@ class AgentRunLifecycle:
             resume,
             self._request(revision, request),
             lifecycle_hooks=self.restore_hooks,
+            plan=plan,
         )
 
     def _request(self, revision: str, request: Mapping[str, Any]) -> ResumeRequest:
@@ -424,14 +426,14 @@ class AgentRunLifecycle:
     async def resume(self, ref: Any, resume: Any, **request: Any) -> AgentRunResult:
         """Resume through the same pipeline as :func:`resume_agent_run`."""
         with _logged_refusal(ref):
-            validate_resume_input(resume)
+            plan = validate_resume_input(resume)
             coerce_run_ref(ref)
-        return await _finish(await _prepare(ref, lambda: self._prepare(ref, resume, request)))
+        return await _finish(await _prepare(ref, lambda: self._prepare(ref, resume, request, plan)))
 
     def resume_stream(self, ref: Any, resume: Any, **request: Any) -> ResumeEventStream:
         """Resume as a stream (see :func:`resume_agent_run_stream`)."""
         with _logged_refusal(ref):
-            validate_resume_input(resume)
+            plan = validate_resume_input(resume)
             coerce_run_ref(ref)
             max_queued = request.pop("max_queued_events", 1024)
             overflow = request.pop("overflow", "close")
@@ -440,7 +442,8 @@ class AgentRunLifecycle:
 
         def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
             return _prepare(
-                ref, lambda: self._prepare(ref, resume, {**request, "on_session": observe})
+                ref,
+                lambda: self._prepare(ref, resume, {**request, "on_session": observe}, plan),
             )
 
         return ResumeEventStream(

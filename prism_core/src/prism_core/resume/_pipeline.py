@@ -55,7 +55,7 @@ from ._checks import (
 from ._decide import Decided
 from ._deny import denied_state, deny_recorded
 from ._doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
-from ._input import AgentRunRef, coerce_run_ref, validate_resume_input
+from ._input import AgentRunRef, ResumeInput, coerce_run_ref, validate_resume_input
 from ._nested import (
     ChildContinue,
     check_children_continue,
@@ -111,9 +111,13 @@ async def prepare_resume(
     request: ResumeRequest,
     *,
     lifecycle_hooks: Sequence[Any] = (),
+    plan: ResumeInput | None = None,
 ) -> Prepared | Settled:
-    """Run the resume pipeline up to and including the claim write."""
-    plan = validate_resume_input(resume)
+    """Run the resume pipeline up to and including the claim write. ``plan``: ``resume``
+    as the caller already validated it (``validate_resume_input``), else it is validated
+    here."""
+    if plan is None:
+        plan = validate_resume_input(resume)
     run_ref: AgentRunRef = coerce_run_ref(ref)
     check_request(agent, request)
     signal = request.signal

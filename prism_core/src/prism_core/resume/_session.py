@@ -75,6 +75,8 @@ async def rebuild_session(
         def charged(rounds: int, calls: int) -> RunCountersState:
             # The crashed worker's kept rounds are charged, and its stored input is not
             # repeated.
+            if not (rounds or calls):
+                return state.counters
             return attrs.evolve(
                 state.counters,
                 turns=state.counters.turns + rounds,
@@ -83,13 +85,22 @@ async def rebuild_session(
             )
 
         counters = charged(advance.rounds, advance.calls)
-        state = attrs.evolve(
-            state,
-            leaf_id=advance.anchor,
-            counters=charged(advance.anchor_rounds, advance.anchor_calls),
-            pending_calls=advance.owed,
-            pending_input=() if advance.input_stored else state.pending_input,
+        anchored = (
+            advance.anchor,
+            charged(advance.anchor_rounds, advance.anchor_calls),
+            advance.owed,
+            () if advance.input_stored else state.pending_input,
         )
+        # A crash at a turn boundary (the common case) left nothing after the checkpoint.
+        if anchored != (state.leaf_id, state.counters, state.pending_calls, state.pending_input):
+            leaf_id, anchor_counters, owed, pending_input = anchored
+            state = attrs.evolve(
+                state,
+                leaf_id=leaf_id,
+                counters=anchor_counters,
+                pending_calls=owed,
+                pending_input=pending_input,
+            )
         fresh = advance.fresh
     else:
         leaf = session.leaf_id
@@ -210,10 +221,8 @@ async def _advance_over_finished_work(
         raise AgentRunStateError(
             "the checkpoint's session leaf is missing from the session"
         ) from exc
-    by_id = {entry.id: entry for entry in read.path}
     children: dict[str | None, list[Any]] = {}
     for entry in read.tail:
-        by_id[entry.id] = entry
         children.setdefault(entry.parent_id, []).append(entry)
     safe = current = state.leaf_id
     owed = {c.tool_call_id: c for c in state.pending_calls if c.status != "pending"}
@@ -263,7 +272,7 @@ async def _advance_over_finished_work(
         anchor, anchor_rounds, anchor_calls = safe, rounds, calls
     return _Advance(
         leaf=leaf,
-        path=read.path if leaf == state.leaf_id else _branch_to(leaf, by_id),
+        path=read.path if leaf == state.leaf_id else _branch_to(leaf, [*read.path, *read.tail]),
         rounds=rounds,
         calls=calls,
         input_stored=input_stored,
@@ -275,8 +284,10 @@ async def _advance_over_finished_work(
     )
 
 
-def _branch_to(leaf: str | None, by_id: Mapping[str, Any]) -> list[Any]:
-    """The root-to-``leaf`` entries, walked up through the read branch and run tail."""
+def _branch_to(leaf: str | None, entries: Sequence[Any]) -> list[Any]:
+    """The root-to-``leaf`` entries, walked up through ``entries`` (the read branch and run
+    tail)."""
+    by_id = {entry.id: entry for entry in entries}
     path: list[Any] = []
     cursor = leaf
     while cursor is not None:
