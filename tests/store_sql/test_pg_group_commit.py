@@ -16,17 +16,28 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
+from prism_core.durable import (
+    CheckpointStamp,
+    CheckpointStore,
+    CheckpointStoreError,
+    CheckpointStoreUnavailableError,
+)
 from prism_core.errors import CheckpointConflictError
 from prism_core.records import (
     SessionConflictError,
     SessionEntryNotFoundError,
     create_session_entry,
 )
-from prism_store_sql import SqlStoreConfigError, SqlStores, open_sql_stores
+from prism_core.testing import CheckpointStampConformance
+from prism_store_sql import (
+    SqlStoreConfigError,
+    SqlStores,
+    create_sql_checkpoint_store,
+    open_sql_stores,
+)
 from prism_store_sql._engine import async_url
 
-from .conftest import PostgresServer, Target, sent_statements
+from .conftest import PostgresServer, Target, aiosqlite_url, sent_statements
 
 pytestmark = pytest.mark.anyio
 
@@ -464,9 +475,9 @@ def test_group_commit_bound_is_checked(target: Target, bad: Any) -> None:
 async def test_loads_queued_behind_a_load_share_one_query(
     stores: SqlStores, admin: AsyncEngine, target: Target
 ) -> None:
-    """Loads made while a load is in flight (here held by a table lock) are answered by one
-    query, each with what it reads alone: its record, or ``None`` for a missing key or
-    another owner's record."""
+    """Loads and stamp reads made while a load is in flight (here held by a table lock) are
+    answered by one query, each with what it reads alone: its record (or stamp), or ``None``
+    for a missing key or another owner's record."""
     checkpoints, _ = stores
     await checkpoints.save(NS, "a", {"v": "a"}, version=1)
     await checkpoints.save(NS, "b", {"v": "b"}, version=3, ownership={"tenant": "t"})
@@ -474,12 +485,16 @@ async def test_loads_queued_behind_a_load_share_one_query(
         "a": await checkpoints.load(NS, "a"),
         "b": await checkpoints.load(NS, "b", ownership={"tenant": "t"}),
     }
+    stamps = checkpoints.load_stamp  # type: ignore[attr-defined]
     loads: list[Callable[[], Awaitable[Any]]] = [
         lambda: checkpoints.load(NS, "a"),
         lambda: checkpoints.load(NS, "b", ownership={"tenant": "t"}),
         lambda: checkpoints.load(NS, "b"),  # another owner's: None
         lambda: checkpoints.load(NS, "missing"),
         lambda: checkpoints.load(NS, "a"),  # the same load twice
+        lambda: stamps(NS, "a"),
+        lambda: stamps(NS, "b", ownership={"tenant": "t"}),
+        lambda: stamps(NS, "b"),
     ]
     results: list[Any] = [None] * len(loads)
 
@@ -498,7 +513,8 @@ async def test_loads_queued_behind_a_load_share_one_query(
                     group.start_soon(one, index)
                 await anyio.sleep(0.05)
                 await holder.rollback()
-    assert results == [alone["a"], alone["b"], None, None, alone["a"]]
+    assert results == [alone["a"], alone["b"], None, None, alone["a"], (1, None), (3, None), None]
+    assert isinstance(results[5], CheckpointStamp)
     assert len(statements) == 2
     assert sum(1 for s in statements if GROUP_LOAD in s) == 1
 
@@ -539,3 +555,23 @@ async def test_a_cancelled_queued_write_is_never_written(
     assert await checkpoints.load(NS, "gone") is None
     assert await checkpoints.load(NS, "kept") is not None
     assert checkpoints.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+class TestPostgresStamp(CheckpointStampConformance):
+    """The stamp read on PostgreSQL (asyncpg, beside the batched loads)."""
+
+    @pytest.fixture
+    async def checkpoint_store(self, target: Target) -> AsyncIterator[CheckpointStore]:
+        """A store on a fresh prefix."""
+        async with create_sql_checkpoint_store(target.url, table_prefix=target.prefix) as store:
+            yield store
+
+
+class TestAiosqliteStamp(CheckpointStampConformance):
+    """The stamp read on the engine stores over SQLAlchemy (aiosqlite)."""
+
+    @pytest.fixture
+    async def checkpoint_store(self, sqlite_target: Target) -> AsyncIterator[CheckpointStore]:
+        """A store on this test's own SQLite file."""
+        async with create_sql_checkpoint_store(aiosqlite_url(sqlite_target.url)) as store:
+            yield store

@@ -25,6 +25,7 @@ from prism_core.stores import (
     BranchAndRunTail,
     CheckpointPage,
     CheckpointRecord,
+    CheckpointStamp,
     SaveRequest,
     SessionEntry,
     check_name,
@@ -105,6 +106,25 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
             await self._prepare()
             row = await group.load(GroupedLoad(action, self._sql.load, params))
         return decode_record(row, owner) if row is not None else None
+
+    async def load_stamp(
+        self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
+    ) -> CheckpointStamp | None:
+        """The record's version and fencing token, or ``None`` when absent or owned by
+        someone else (see :class:`~prism_core.stores.CheckpointStampReader`): two columns
+        of one row, nothing decoded."""
+        check_name(namespace, "namespace")
+        check_name(key, "key")
+        owner = normalise_ownership(ownership)
+        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        action = "read a checkpoint's version"
+        group = self._group
+        if group is None:
+            row = await self._first_row(action, self._sql.stamp, params)
+        else:
+            await self._prepare()
+            row = await group.load(GroupedLoad(action, self._sql.stamp, params, stamp=True))
+        return None if row is None else CheckpointStamp(row[0], row[1])
 
     def _save_statement(self, request: SaveRequest) -> sa.Executable:
         return self._sql.save(request.expected_version)

@@ -97,9 +97,21 @@ class GroupedWrite(_Call):
 
 
 class GroupedLoad(_Call):
-    """A checkpoint load (``params``: ``ns``, ``k``, ``owner_scope``)."""
+    """A checkpoint load (``params``: ``ns``, ``k``, ``owner_scope``): of the whole row, or
+    with ``stamp`` of its version and fencing token alone."""
 
-    __slots__ = ()
+    __slots__ = ("stamp",)
+
+    def __init__(
+        self,
+        action: str,
+        statement: sa.Executable,
+        params: Mapping[str, Any],
+        *,
+        stamp: bool = False,
+    ) -> None:
+        super().__init__(action, statement, params)
+        self.stamp = stamp
 
 
 class _Lane(Generic[C]):
@@ -258,7 +270,8 @@ class GroupCommit:
         return await self._writes.submit(write)
 
     async def load(self, load: GroupedLoad) -> Row:
-        """The checkpoint row ``load.statement`` alone returns, or ``None``."""
+        """The row ``load.statement`` alone returns (the checkpoint's, or its version and
+        fencing token), or ``None``."""
         return await self._loads.submit(load)
 
     async def _write_alone(self, write: GroupedWrite) -> Row:
@@ -312,8 +325,10 @@ class GroupCommit:
             for load in group:
                 _fail(load, _failed_as(error, load.action))
             return
-        # Positions, not names, as decode_record reads them: namespace, key, owner first.
+        # Positions, not names, as decode_record reads them: namespace, key, owner, version,
+        # fencing token first.
         found = {(row[0], row[1], row[2]): row for row in rows}
         for load in group:
             p = load.params
-            _answer(load, found.get((p["ns"], p["k"], p["owner_scope"])))
+            row = found.get((p["ns"], p["k"], p["owner_scope"]))
+            _answer(load, (row[3], row[4]) if load.stamp and row is not None else row)

@@ -223,9 +223,9 @@ def group_statements(tables: Tables) -> GroupStatements:
     return GroupStatements(write=write, load=load)
 
 
-def _text(value: Any) -> str | None:
-    # repr() is the shortest text that reads back as the same double (and an int's digits).
-    return value if value is None or isinstance(value, str) else repr(value)
+def _number(value: int | float | None) -> str | None:
+    # repr() is an int's digits and the shortest text that reads back as the same double.
+    return None if value is None else repr(value)
 
 
 def write_params(
@@ -234,45 +234,39 @@ def write_params(
     """The bound arrays of :attr:`GroupStatements.write` for ``writes``: each an op code
     (:data:`SAVE_OPS`), the save's parameters (``save_params``) and its turn's appends
     (``append_params`` each; none for a plain save)."""
-    params: dict[str, list[str | None]] = {f"m_{c}": [] for c in _MEMBER}
-    params.update({f"r_{c}": [] for c in _ENTRY})
-    member = [params[f"m_{c}"] for c in _MEMBER]
-    entry = [params[f"r_{c}"] for c in _ENTRY]
-    for op, save, appends in writes:
-        session = appends[0]["session"] if appends else None
-        values = (
-            op,
-            save["ns"],
-            save["k"],
-            save["owner_scope"],
-            save["new_version"],
-            save["expected"],
-            save["token"],
-            save["cat"],
-            save["val"],
-            save["meta"],
-            save["now"],
-            save["st"],
-            session,
-            appends[-1]["entry_id"] if appends else None,
-            len(appends) if appends else None,
-        )
-        for column, value in zip(member, values, strict=True):
-            column.append(_text(value))
-        for position, append in enumerate(appends, 1):
-            fields = (
-                session,
-                position,
-                append["entry_id"],
-                append["parent"],
-                append["entry_kind"],
-                append["entry_payload"],
-                append["entry_run"],
-                float(append["entry_time"]),
-            )
-            for column, value in zip(entry, fields, strict=True):
-                column.append(_text(value))
-    return params
+    saves = [save for _, save, _ in writes]
+    turns = [appends for _, _, appends in writes]
+    sessions = [appends[0]["session"] if appends else None for appends in turns]
+    entries = [
+        (session, position, append)
+        for session, appends in zip(sessions, turns, strict=True)
+        for position, append in enumerate(appends, 1)
+    ]
+    return {
+        "m_op": [op for op, _, _ in writes],
+        "m_ns": [s["ns"] for s in saves],
+        "m_k": [s["k"] for s in saves],
+        "m_owner": [s["owner_scope"] for s in saves],
+        "m_ver": [repr(s["new_version"]) for s in saves],
+        "m_exp": [_number(s["expected"]) for s in saves],
+        "m_tok": [_number(s["token"]) for s in saves],
+        "m_cat": [s["cat"] for s in saves],
+        "m_val": [s["val"] for s in saves],
+        "m_meta": [s["meta"] for s in saves],
+        "m_now": [repr(float(s["now"])) for s in saves],
+        "m_st": [s["st"] for s in saves],
+        "m_sess": sessions,
+        "m_last_id": [appends[-1]["entry_id"] if appends else None for appends in turns],
+        "m_n": [repr(len(appends)) if appends else None for appends in turns],
+        "r_sess": [session for session, _, _ in entries],
+        "r_pos": [repr(position) for _, position, _ in entries],
+        "r_id": [a["entry_id"] for _, _, a in entries],
+        "r_parent": [a["parent"] for _, _, a in entries],
+        "r_kind": [a["entry_kind"] for _, _, a in entries],
+        "r_payload": [a["entry_payload"] for _, _, a in entries],
+        "r_run": [a["entry_run"] for _, _, a in entries],
+        "r_ts": [repr(float(a["entry_time"])) for _, _, a in entries],
+    }
 
 
 def load_params(loads: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
