@@ -182,7 +182,11 @@ class _Lane(Generic[C]):
                 if len(group) == 1:
                     await _settle(group[0], self._alone)
                 elif group:
-                    await self._together(group)
+                    try:
+                        await self._together(group)
+                    except Exception as error:  # pragma: no cover - each outcome is set
+                        for call in group:
+                            _fail(call, error)
                 group = []
         except BaseException:
             # Cancelled (the event loop is shutting down): no caller may wait on.
