@@ -99,12 +99,33 @@ async def _lock(connection: AsyncConnection, target: Target, key: str) -> None:
     )
 
 
+async def _terminate_waiting(admin: AsyncEngine, target: Target, marker: str) -> None:
+    """Terminate the one backend whose statement on the prefix's tables (holding
+    ``marker``) waits for a lock."""
+    waiting = sa.text(
+        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND strpos(query, :marker) > 0 AND strpos(query, :prefix) > 0"
+    )
+    with anyio.fail_after(10):
+        while True:
+            async with admin.connect() as connection:
+                found = await connection.execute(
+                    waiting, {"marker": marker, "prefix": target.prefix}
+                )
+                pids = found.all()
+            if pids:
+                break
+            await anyio.sleep(0.01)
+    assert len(pids) == 1
+    async with admin.connect() as connection:
+        await connection.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pids[0][0]})
+
+
 async def _behind_a_held_write(
-    stores: SqlStores, admin: AsyncEngine, target: Target, *writes: Write, blocked: int = 1
+    stores: SqlStores, admin: AsyncEngine, target: Target, *writes: Write
 ) -> tuple[Any, list[Any]]:
     """Start ``writes`` while a save of ``hold`` waits for its row lock, then let it go;
-    the held save's outcome and each write's result or exception, in order. ``blocked``:
-    how many statements wait for locks before the held save is let go."""
+    the held save's outcome and each write's result or exception, in order."""
     outcomes: list[Any] = [None] * len(writes)
     held: list[Any] = [None]
 
@@ -125,8 +146,6 @@ async def _behind_a_held_write(
             for index in range(len(writes)):
                 group.start_soon(one, index)
             await anyio.sleep(0.05)  # every write queued behind the held one
-            if blocked > 1:
-                await _waiting_for_locks(admin, target, blocked)
             await holder.rollback()
     return held[0], outcomes
 
@@ -363,10 +382,6 @@ async def test_a_lost_connection_fails_every_write_of_its_group(
         _turn(stores, "turn", entry, expected_version=0),
         _save(stores, "x", 2, expected_version=1),  # waits for the lock held below
     ]
-    waiting = sa.text(
-        "SELECT pid FROM pg_stat_activity "
-        "WHERE wait_event_type = 'Lock' AND strpos(query, :marker) > 0"
-    )
     outcomes: list[Any] = []
 
     async def run() -> None:
@@ -376,17 +391,7 @@ async def test_a_lost_connection_fails_every_write_of_its_group(
         await _lock(other, target, "x")
         async with anyio.create_task_group() as group:
             group.start_soon(run)
-            with anyio.fail_after(10):
-                while True:
-                    async with admin.connect() as connection:
-                        pids = (await connection.execute(waiting, {"marker": GROUP_WRITE})).all()
-                    if pids:
-                        break
-                    await anyio.sleep(0.01)
-            async with admin.connect() as connection:
-                await connection.execute(
-                    sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pids[0][0]}
-                )
+            await _terminate_waiting(admin, target, GROUP_WRITE)
         await other.rollback()
     assert all(type(o) is CheckpointStoreUnavailableError for o in outcomes), outcomes
     assert await checkpoints.load(NS, "a") is None
@@ -575,3 +580,40 @@ class TestAiosqliteStamp(CheckpointStampConformance):
         """A store on this test's own SQLite file."""
         async with create_sql_checkpoint_store(aiosqlite_url(sqlite_target.url)) as store:
             yield store
+
+
+async def test_a_lost_connection_fails_every_load_of_its_query(
+    stores: SqlStores, admin: AsyncEngine, target: Target
+) -> None:
+    """Loads queued behind a load whose connection is lost share the next query; that
+    connection lost too, each load gets the transient error naming its own action."""
+    checkpoints, _ = stores
+    outcomes: dict[str, Any] = {}
+
+    async def read(name: str, call: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            outcomes[name] = await call()
+        except Exception as exc:
+            outcomes[name] = exc
+
+    async with admin.connect() as holder:
+        await holder.execute(
+            sa.text(f'LOCK TABLE "{target.prefix}checkpoints" IN ACCESS EXCLUSIVE MODE')
+        )
+        async with anyio.create_task_group() as group:
+            group.start_soon(read, "first", lambda: checkpoints.load(NS, "hold"))
+            await _waiting_for_locks(admin, target, 1)
+            group.start_soon(read, "load", lambda: checkpoints.load(NS, "hold"))
+            stamp = checkpoints.load_stamp  # type: ignore[attr-defined]
+            group.start_soon(read, "stamp", lambda: stamp(NS, "hold"))
+            await anyio.sleep(0.05)
+            await _terminate_waiting(admin, target, "WHERE")  # the first load, alone
+            await _terminate_waiting(admin, target, GROUP_LOAD)  # then the two queued behind it
+        await holder.rollback()
+    assert all(type(o) is CheckpointStoreUnavailableError for o in outcomes.values()), outcomes
+    assert "load a checkpoint" in str(outcomes["load"])
+    assert "read a checkpoint's version" in str(outcomes["stamp"])
+    assert checkpoints.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    record = await checkpoints.load(NS, "hold")
+    assert record is not None
+    assert record.version == 1
