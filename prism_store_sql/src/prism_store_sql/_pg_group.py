@@ -242,8 +242,8 @@ def _failed_as(error: CheckpointStoreError, action: str) -> CheckpointStoreError
 
 
 def _apart(writes: list[GroupedWrite]) -> list[GroupedWrite]:
-    """The longest prefix-ordered selection of ``writes`` in which no two touch the same
-    row; a write that is left out also holds back every later write on its rows."""
+    """``writes`` in order, less each one that touches a row (a checkpoint key, a session's
+    head) an earlier one touches: those wait for the next group, still in order."""
     group: list[GroupedWrite] = []
     keys: set[tuple[str, str]] = set()
     sessions: set[str] = set()
