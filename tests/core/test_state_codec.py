@@ -306,3 +306,33 @@ def test_a_message_the_converter_would_coerce_leaves_the_state_to_it() -> None:
     assert structure_state(data) is None
     with pytest.raises(AgentRunStateError, match=r"pending_input\[0\].*code.*wrong type"):
         parse_state(_data(pending_input=[tool]), max_bytes=1 << 20)
+
+
+@pytest.mark.parametrize(
+    "cls",
+    sorted(
+        {
+            *_RECORDS,
+            ErrorInfo,
+            Message,
+            TextContent,
+            ThinkingContent,
+            ToolCallContent,
+            ToolResultContent,
+            Usage,
+        },
+        key=lambda cls: cls.__name__,
+    ),
+    ids=lambda cls: cls.__name__,
+)
+def test_field_types_are_the_evaluated_annotations(cls: type[Any]) -> None:
+    """The field types the direct path reads (the common annotation forms built from their
+    names, the rest evaluated) are exactly what ``typing.get_type_hints`` gives."""
+    import typing
+
+    import attrs
+
+    from prism_core.durable._state_codec import field_types
+
+    hints = typing.get_type_hints(cls)
+    assert field_types(cls) == {field.name: hints[field.name] for field in attrs.fields(cls)}

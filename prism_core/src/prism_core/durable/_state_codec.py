@@ -19,8 +19,10 @@ It must not change what the converter would produce: any difference is a bug.
 
 from __future__ import annotations
 
+import builtins
 import collections.abc
 import functools
+import re
 import sys
 import types
 import typing
@@ -156,31 +158,51 @@ def _plan(kind: Any) -> _Plan:
 def field_types(cls: Any) -> dict[str, Any]:
     """The evaluated type of each attrs field of ``cls`` (what ``typing.get_type_hints``
     gives for them), each distinct annotation text evaluated once per module."""
-    namespace = vars(sys.modules[cls.__module__])
-    return {
-        field.name: _evaluate(field.type, cls.__module__, namespace)
-        if isinstance(field.type, str)
-        else field.type
-        for field in attrs.fields(cls)
-    }
+    return {field.name: _field_type(cls, field.name) for field in attrs.fields(cls)}
+
+
+@functools.cache
+def _field_type(cls: Any, name: str) -> Any:
+    annotation = getattr(attrs.fields(cls), name).type
+    if not isinstance(annotation, str):
+        return annotation
+    return _evaluate(annotation, cls.__module__, vars(sys.modules[cls.__module__]))
 
 
 _EVALUATED: dict[tuple[str, str], Any] = {}
+_BUILTINS = vars(builtins)
+
+#: Annotation texts read without compiling them: a name, or a tuple of a name, either of
+#: them optional (``RunCountersState``, ``str | None``, ``tuple[PendingCall, ...]``).
+_NAMED = re.compile(
+    r"(?P<tuple>tuple\[)?(?P<name>[A-Za-z_]\w*)(?(tuple), \.\.\.\])(?P<none> \| None)?"
+)
 
 
 def _evaluate(annotation: str, module: str, namespace: dict[str, Any]) -> Any:
     # ``from __future__ import annotations`` keeps annotations as text; typing.get_type_hints
-    # compiles every one of them again, which is most of a cold parse's cost.
+    # compiles every one of them again, which is most of a cold parse's cost. The common
+    # forms are built from the names they hold, as evaluating them would build them.
     key = (module, annotation)
     if key not in _EVALUATED:
-        _EVALUATED[key] = eval(annotation, namespace)
+        named = _NAMED.fullmatch(annotation)
+        name = named["name"] if named is not None else ""
+        if (name in namespace or name in _BUILTINS) and namespace.get("tuple", tuple) is tuple:
+            assert named is not None
+            kind: Any = namespace[name] if name in namespace else _BUILTINS[name]
+            if named["tuple"]:
+                kind = types.GenericAlias(tuple, (kind, ...))
+            _EVALUATED[key] = kind | None if named["none"] else kind
+        else:
+            _EVALUATED[key] = eval(annotation, namespace)
     return _EVALUATED[key]
 
 
 def _record(cls: Any) -> _Plan:
-    hints = field_types(cls)
-    fields = [
-        (field.name, field.alias, field.default is attrs.NOTHING, _plan(hints[field.name]))
+    # Each field's plan is made the first time the field is present: a state seldom holds
+    # most of its optional records, and their annotations need not be read until it does.
+    fields: list[list[Any]] = [
+        [field.name, field.alias, field.default is attrs.NOTHING, None]
         for field in attrs.fields(cls)
     ]
 
@@ -188,10 +210,14 @@ def _record(cls: Any) -> _Plan:
         if type(value) is not dict:
             raise Declined
         kwargs: dict[str, Any] = {}
-        for name, alias, required, plan in fields:
+        for entry in fields:
+            name = entry[0]
             if name in value:
-                kwargs[alias] = plan(value[name])
-            elif required:
+                plan = entry[3]
+                if plan is None:
+                    plan = entry[3] = _plan(_field_type(cls, name))
+                kwargs[entry[1]] = plan(value[name])
+            elif entry[2]:
                 raise Declined
         return cls(**kwargs)
 
