@@ -89,7 +89,7 @@ class Host:
                 for index, order in enumerate(orders, start=earlier + 1):
                     if order == "ASK":
                         call = tool_call_content(
-                            f"c{index}", "confirm", {"amount": 120, "card": "card 4111"}
+                            f"c{index}", "confirm", {"amount": 120, "card": "card pan-4111-0042"}
                         )
                     else:
                         call = tool_call_content(f"c{index}", "refund", {"order": order})
