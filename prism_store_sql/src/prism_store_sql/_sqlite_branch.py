@@ -77,8 +77,8 @@ class BranchTailStatements:
 
 
 def tuple_cursor(connection: sqlite3.Connection) -> sqlite3.Cursor:
-    """A cursor on ``connection`` whose rows are plain tuples: entry rows are read by
-    position, so they need no per-row attribute class (worker thread only)."""
+    """A cursor on ``connection`` whose rows are plain tuples: entry and checkpoint rows are
+    read by position, so they need no per-row attribute class."""
     cursor = connection.cursor()
     cursor.row_factory = None
     return cursor

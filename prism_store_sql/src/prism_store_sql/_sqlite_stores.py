@@ -163,7 +163,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         text, values = self._load.text, self._load.params(params)
 
         def load(connection: sqlite3.Connection) -> Any:
-            return connection.execute(text, values).fetchone()
+            return tuple_cursor(connection).execute(text, values).fetchone()
 
         # One row by primary key: read inline when the connection is free (see
         # SqliteDatabase.read), as a run's pre-dispatch ownership check does every turn.
@@ -214,7 +214,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         statements = sessions._branch_tail
 
         def load(connection: sqlite3.Connection) -> tuple[Any, Any, Any]:
-            row = connection.execute(text, values).fetchone()
+            row = tuple_cursor(connection).execute(text, values).fetchone()
             if row is None:
                 return None, None, None
             record = decode_record(row, owner)
