@@ -83,3 +83,26 @@ def test_anything_but_a_runtime_checkable_protocol_is_refused(protocol: Any) -> 
     mistake, not a missing capability."""
     with pytest.raises(TypeError, match="runtime-checkable Protocol"):
         capability(Renewing(), protocol)
+
+
+def test_the_answer_is_isinstance_s_for_classes_and_instances_alike() -> None:
+    """A store's class that has the methods answers at once, and the answer stays the same
+    when asked again; a store that has them only as its own attributes, or one whose
+    methods were taken away, is answered as ``isinstance`` answers it."""
+    renewing = Renewing()
+    assert capability(renewing, LeaseRenewalStore) is renewing
+    assert capability(renewing, LeaseRenewalStore) is renewing
+    attached = Plain()
+    attached.renew_lease = lambda *args, **kw: None  # type: ignore[attr-defined]
+    assert isinstance(attached, LeaseRenewalStore)
+    assert capability(attached, LeaseRenewalStore) is attached
+    assert capability(Plain(), LeaseRenewalStore) is None
+
+    class Later(Plain):
+        pass
+
+    later = Later()
+    assert capability(later, LeaseRenewalStore) is None
+    Later.renew_lease = Renewing.renew_lease  # type: ignore[attr-defined]
+    assert isinstance(later, LeaseRenewalStore)
+    assert capability(later, LeaseRenewalStore) is later

@@ -10,8 +10,9 @@ It must not know any particular capability: it checks the one it is handed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 __all__ = ("capability",)
 
@@ -29,4 +30,20 @@ def capability(store: object, protocol: Callable[..., T]) -> T | None:
     """
     if not (isinstance(protocol, type) and getattr(protocol, "_is_runtime_protocol", False)):
         raise TypeError(f"capability() takes a runtime-checkable Protocol class, got {protocol!r}")
+    # A class that has every method answers for all its instances, and ``issubclass`` keeps
+    # that answer; ``isinstance`` would list the protocol's members again on every call.
+    # Anything else (an instance's own attributes) is asked of ``isinstance`` as before.
+    if _methods_only(protocol) and issubclass(store.__class__, protocol):
+        return cast(T, store)
     return cast(T, store) if isinstance(store, protocol) else None
+
+
+@functools.cache
+def _methods_only(protocol: type[Any]) -> bool:
+    """Whether every member ``protocol`` declares is a method (``issubclass`` takes only
+    those protocols)."""
+    try:
+        issubclass(object, protocol)
+    except TypeError:
+        return False
+    return True
