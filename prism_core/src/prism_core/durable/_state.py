@@ -373,11 +373,21 @@ def _walk(value: Any, depth: int) -> None:
                 f"agent run state has an object with {len(value)} properties; "
                 f"the limit is {MAX_STATE_PROPERTIES}"
             )
-        for item in value.values():
-            _walk(item, depth + 1)
+        items: Any = value.values()
     elif isinstance(value, list):
-        for item in value:
+        items = value
+    else:
+        return
+    # Only containers are walked into (a state is mostly strings and numbers); any item of a
+    # container at the deepest level is one level too deep, whatever it is.
+    if depth == MAX_STATE_DEPTH and items:
+        raise AgentRunStateError(f"agent run state is nested deeper than {MAX_STATE_DEPTH} levels")
+    for item in items:
+        if isinstance(item, _CONTAINERS):
             _walk(item, depth + 1)
+
+
+_CONTAINERS = (dict, list)
 
 
 def check_state_bounds(data: Any, max_bytes: int) -> bytes:

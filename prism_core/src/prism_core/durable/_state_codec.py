@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import functools
+import operator
 import re
 import sys
 import types
@@ -243,19 +244,37 @@ def unstructure_known(value: Any, classes: frozenset[type[Any]]) -> Any:
     data and instances of ``classes`` (attrs classes without hooks of their own) and the
     content classes; anything else inside goes to the converter."""
     kind: Any = type(value)
-    if value is None or kind is str or kind is int or kind is float or kind is bool:
+    if kind in _PLAIN:
         return value
+    # Plain members are taken as they are, without a call each: a run state is mostly
+    # strings and numbers, and every checkpoint of a run is unstructured.
+    plain = _PLAIN
     if kind is list or kind is tuple:
-        return [unstructure_known(item, classes) for item in value]
+        return [item if type(item) in plain else unstructure_known(item, classes) for item in value]
     if kind is dict:
-        return {key: unstructure_known(item, classes) for key, item in value.items()}
-    if kind in classes or kind in _CONTENT_CLASSES:
         return {
-            name: unstructure_known(getattr(value, name), classes) for name in _field_names(kind)
+            key: item if type(item) in plain else unstructure_known(item, classes)
+            for key, item in value.items()
+        }
+    if kind in classes or kind in _CONTENT_CLASSES:
+        names, read = _fields_of(kind)
+        return {
+            name: item if type(item) in plain else unstructure_known(item, classes)
+            for name, item in zip(names, read(value), strict=True)
         }
     return converter().unstructure(value)
 
 
+#: The types that unstructure to themselves (``None`` included).
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+
+
 @functools.cache
-def _field_names(cls: Any) -> tuple[str, ...]:
-    return tuple(field.name for field in attrs.fields(cls))
+def _fields_of(cls: Any) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    """The field names of ``cls`` and a function reading their values, as a tuple, in one
+    call."""
+    names = tuple(field.name for field in attrs.fields(cls))
+    if len(names) == 1:
+        name = names[0]
+        return names, lambda value: (getattr(value, name),)
+    return names, operator.attrgetter(*names)
