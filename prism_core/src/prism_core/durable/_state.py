@@ -60,6 +60,7 @@ __all__ = (
 SCHEMA_VERSION = 1
 MAX_STATE_DEPTH = 32
 MAX_STATE_PROPERTIES = 256
+_CONTAINERS = (dict, list)
 #: Bounds of the skills a checkpoint carries (what a run can load, never more).
 MAX_SKILL_NAME_CHARS = 256
 MAX_SKILL_BODY_BYTES = 262144
@@ -365,8 +366,6 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
 
 
 def _walk(value: Any, depth: int) -> None:
-    if depth > MAX_STATE_DEPTH:
-        raise AgentRunStateError(f"agent run state is nested deeper than {MAX_STATE_DEPTH} levels")
     if isinstance(value, dict):
         if len(value) > MAX_STATE_PROPERTIES:
             raise AgentRunStateError(
@@ -380,14 +379,11 @@ def _walk(value: Any, depth: int) -> None:
         return
     # Only containers are walked into (a state is mostly strings and numbers); any item of a
     # container at the deepest level is one level too deep, whatever it is.
-    if depth == MAX_STATE_DEPTH and items:
+    if depth >= MAX_STATE_DEPTH and items:
         raise AgentRunStateError(f"agent run state is nested deeper than {MAX_STATE_DEPTH} levels")
     for item in items:
         if isinstance(item, _CONTAINERS):
             _walk(item, depth + 1)
-
-
-_CONTAINERS = (dict, list)
 
 
 def check_state_bounds(data: Any, max_bytes: int) -> bytes:
