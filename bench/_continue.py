@@ -164,7 +164,10 @@ class _Floor:
         self.claim = ""
 
     def once(self) -> tuple[float, float]:
-        """One read of the branch and one durable write: (total, read) seconds."""
+        """One read of the branch and one durable write: (total, read) seconds. Like each
+        continue sample, it starts right after a full garbage collection (the same state of
+        the caches for both sides)."""
+        gc.collect()
         start = time.perf_counter()
         entries = self.raw.read_branch(self.session)
         read = time.perf_counter()
