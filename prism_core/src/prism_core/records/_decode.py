@@ -21,22 +21,22 @@ from ._entries import ENTRY_KINDS, SessionEntry
 __all__ = ("decode_entry_columns", "decode_session_entry")
 
 _KINDS = frozenset(ENTRY_KINDS)
-_ENTRY_KEYS = frozenset(
-    (
-        "id",
-        "session_id",
-        "kind",
-        "parent_id",
-        "timestamp",
-        "run_id",
-        "message",
-        "summary",
-        "first_kept_entry_id",
-        "model",
-        "label",
-        "data",
-    )
+#: The entry's fields, in the order of its slots' setters below.
+_FIELDS = (
+    "id",
+    "session_id",
+    "kind",
+    "parent_id",
+    "timestamp",
+    "run_id",
+    "message",
+    "summary",
+    "first_kept_entry_id",
+    "model",
+    "label",
+    "data",
 )
+_ENTRY_KEYS = frozenset(_FIELDS)
 
 
 (
@@ -52,23 +52,7 @@ _ENTRY_KEYS = frozenset(
     _set_model,
     _set_label,
     _set_data,
-) = slot_setters(
-    SessionEntry,
-    (
-        "id",
-        "session_id",
-        "kind",
-        "parent_id",
-        "timestamp",
-        "run_id",
-        "message",
-        "summary",
-        "first_kept_entry_id",
-        "model",
-        "label",
-        "data",
-    ),
-)
+) = slot_setters(SessionEntry, _FIELDS)
 
 
 def decode_session_entry(data: Any) -> SessionEntry:
