@@ -7,7 +7,7 @@ import os
 import secrets
 import statistics
 import time
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -42,6 +42,7 @@ __all__ = (
     "probe_tool",
     "tool_output",
     "unique_prefix",
+    "until_wal_steady",
     "wal_bytes",
     "WAL_STEADY_BYTES",
 )
@@ -67,6 +68,17 @@ def wal_bytes(database: str) -> int:
         return os.path.getsize(f"{database}-wal")
     except OSError:
         return 0
+
+
+async def until_wal_steady(database: str, step: Callable[[], Awaitable[object]]) -> None:
+    """Await ``step()`` until the WAL beside ``database`` has reached
+    :data:`WAL_STEADY_BYTES`; a WAL that never gets there (a file not in WAL mode, a size
+    limit) is an error after 500 steps, not a benchmark that never ends."""
+    for _ in range(500):
+        if wal_bytes(database) >= WAL_STEADY_BYTES:
+            return
+        await step()
+    raise RuntimeError(f"the WAL of {database} did not reach {WAL_STEADY_BYTES} bytes")
 
 
 def unique_prefix() -> str:

@@ -74,7 +74,6 @@ from _support import (
     DEFAULT_POSTGRES_URL,
     DEFAULT_REDIS_URL,
     REVISION,
-    WAL_STEADY_BYTES,
     Investigation,
     delete_redis_keys,
     drop_sql_tables_at,
@@ -86,7 +85,7 @@ from _support import (
     probe_tool,
     run_until_the_worker_dies,
     unique_prefix,
-    wal_bytes,
+    until_wal_steady,
 )
 
 from prism_core import (
@@ -549,11 +548,16 @@ async def measure_store(name: str, args: argparse.Namespace, prefix: str) -> Sto
             # checkpoint threshold once in a file's life and is rewritten in place from then
             # on (a cheaper fsync per commit); a long-running host is there within about
             # 250 turns, and each side here gets there first.
-            while wal_bytes(checkpoints.database.path) < WAL_STEADY_BYTES:
-                await bench.investigate("every-turn")
-            while wal_bytes(raw.path) < WAL_STEADY_BYTES:
-                raw.write("warm-up", raw_value)
-                raw.write_turn("warm-up", raw_value, ["{}", "{}"])
+            await until_wal_steady(
+                checkpoints.database.path, lambda: bench.investigate("every-turn")
+            )
+
+            async def raw_warm_up() -> None:
+                for _ in range(20):
+                    raw.write("warm-up", raw_value)
+                    raw.write_turn("warm-up", raw_value, ["{}", "{}"])
+
+            await until_wal_steady(raw.path, raw_warm_up)
 
         # A tool turn's own entries (its assistant message and tool result), as the plain
         # driver's turn write carries them beside the checkpoint.

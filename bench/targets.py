@@ -50,7 +50,6 @@ from _support import (
     DEFAULT_REDIS_URL,
     NAMESPACE,
     REVISION,
-    WAL_STEADY_BYTES,
     Investigation,
     WorkerDied,
     drop_sql_tables_at,
@@ -58,7 +57,7 @@ from _support import (
     probe_postgres,
     probe_tool,
     unique_prefix,
-    wal_bytes,
+    until_wal_steady,
 )
 
 from prism_core import (
@@ -284,11 +283,12 @@ async def measure_concurrent(url: str, prefix: str, args: argparse.Namespace) ->
     try:
         await _sessions_at_once(2, 3, checkpoints, sessions)  # warm-up: schema, statements
         await _sessions_at_once(2, 3, None, None)
-        database = getattr(checkpoints, "database", None)
-        if database is not None:
+        if url.startswith("sqlite:"):
             # The SQLite file's WAL in its steady state (see durable.py's warm-up).
-            while wal_bytes(database.path) < WAL_STEADY_BYTES:
-                await _sessions_at_once(count, turns, checkpoints, sessions)
+            await until_wal_steady(
+                checkpoints.database.path,
+                lambda: _sessions_at_once(count, turns, checkpoints, sessions),
+            )
         for rep in range(args.repeats):
             order = ["none", "ours"] if rep % 2 == 0 else ["ours", "none"]
             for kind in order:
