@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -33,11 +33,13 @@ from prism_core.stores import (
     CheckpointRecord,
     InvalidCheckpointError,
     SaveRequest,
+    check_name,
     corrupt_record,
     decode_listed,
     decode_stored_metadata,
     decode_stored_value,
     encode_cursor,
+    normalise_ownership,
     stored_int,
     validate_save,
 )
@@ -49,6 +51,7 @@ __all__ = (
     "decode_record",
     "owner_scope",
     "page_of",
+    "record_params",
     "renew_params",
     "save_params",
     "saved_record",
@@ -61,6 +64,18 @@ _MAX_BIGINT = 2**63 - 1
 def owner_scope(ownership: dict[str, str] | None) -> str:
     """The ``owner`` column of records of ``ownership`` (``""`` when unowned)."""
     return dumps(ownership).decode("utf-8") if ownership else ""
+
+
+def record_params(
+    namespace: Any, key: Any, ownership: Mapping[str, str] | None
+) -> tuple[dict[str, str] | None, dict[str, Any]]:
+    """The caller's ownership, normalised, and the bound parameters that find one record
+    (``ns``, ``k``, ``owner_scope``) for a load, stamp read or delete; the names are checked
+    first, before any I/O."""
+    check_name(namespace, "namespace")
+    check_name(key, "key")
+    owner = normalise_ownership(ownership)
+    return owner, {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
 
 
 def check_range(request: SaveRequest) -> None:

@@ -32,7 +32,6 @@ from prism_core.stores import (
     check_status,
     conflict,
     list_arguments,
-    normalise_ownership,
 )
 
 from ._base import EngineStoreBase
@@ -42,6 +41,7 @@ from ._checkpoint_rows import (
     decode_record,
     owner_scope,
     page_of,
+    record_params,
     renew_params,
     save_params,
     saved_record,
@@ -94,10 +94,7 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> CheckpointRecord | None:
         """The record, or ``None`` when absent or owned by someone else."""
-        check_name(namespace, "namespace")
-        check_name(key, "key")
-        owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        owner, params = record_params(namespace, key, ownership)
         action = "load a checkpoint"
         group = self._group
         if group is None:
@@ -113,10 +110,7 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
         """The record's version and fencing token, or ``None`` when absent or owned by
         someone else (see :class:`~prism_core.stores.CheckpointStampReader`): two columns
         of one row, nothing decoded."""
-        check_name(namespace, "namespace")
-        check_name(key, "key")
-        owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        _, params = record_params(namespace, key, ownership)
         action = "read a checkpoint's version"
         group = self._group
         if group is None:
@@ -228,10 +222,7 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> bool:
         """Delete the record; ``False`` when absent or owned by someone else."""
-        check_name(namespace, "namespace")
-        check_name(key, "key")
-        owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        _, params = record_params(namespace, key, ownership)
         async with self._write("delete a checkpoint") as connection:
             row = (await connection.execute(self._sql.delete, params)).first()
         return row is not None

@@ -32,7 +32,6 @@ from prism_core.stores import (
     check_status,
     conflict,
     list_arguments,
-    normalise_ownership,
 )
 
 from ._checkpoint_rows import (
@@ -40,6 +39,7 @@ from ._checkpoint_rows import (
     decode_record,
     owner_scope,
     page_of,
+    record_params,
     renew_params,
     save_params,
     saved_record,
@@ -156,10 +156,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> CheckpointRecord | None:
         """The record, or ``None`` when absent or owned by someone else."""
-        check_name(namespace, "namespace")
-        check_name(key, "key")
-        owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        owner, params = record_params(namespace, key, ownership)
         text, values = self._load.text, self._load.params(params)
 
         def load(connection: sqlite3.Connection) -> Any:
@@ -176,10 +173,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         """The record's version and fencing token, or ``None`` when absent or owned by
         someone else (see :class:`~prism_core.stores.CheckpointStampReader`): two columns
         of one row, nothing decoded."""
-        check_name(namespace, "namespace")
-        check_name(key, "key")
-        owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        _, params = record_params(namespace, key, ownership)
         text, values = self._stamp.text, self._stamp.params(params)
 
         def stamp(connection: sqlite3.Connection) -> Any:
@@ -206,10 +200,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             and not sessions.closed
         ):
             return await self.load(namespace, key, ownership=ownership), None
-        check_name(namespace, "namespace")
-        check_name(key, "key")
-        owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        owner, params = record_params(namespace, key, ownership)
         text, values = self._load.text, self._load.params(params)
         statements = sessions._branch_tail
 
@@ -295,10 +286,7 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> bool:
         """Delete the record; ``False`` when absent or owned by someone else."""
-        check_name(namespace, "namespace")
-        check_name(key, "key")
-        owner = normalise_ownership(ownership)
-        params = {"ns": namespace, "k": key, "owner_scope": owner_scope(owner)}
+        _, params = record_params(namespace, key, ownership)
         text, values = self._delete.text, self._delete.params(params)
 
         def delete(connection: sqlite3.Connection) -> bool:
