@@ -93,26 +93,28 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> CheckpointRecord | None:
         """The record, or ``None`` when absent or owned by someone else."""
-        check_name(namespace, "namespace")
-        check_name(key, "key")
-        owner = normalise_ownership(ownership)
-        stored = self._records.get((namespace, key))
-        if stored is None or stored.ownership != owner:
-            return None
-        return stored.to_record()
+        stored = self._visible(namespace, key, ownership)
+        return None if stored is None else stored.to_record()
 
     async def load_stamp(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> CheckpointStamp | None:
         """The record's version and fencing token, or ``None`` when absent or owned by
         someone else (see :class:`~prism_core.stores.CheckpointStampReader`)."""
+        stored = self._visible(namespace, key, ownership)
+        return None if stored is None else CheckpointStamp(stored.version, stored.fencing_token)
+
+    def _visible(
+        self, namespace: str, key: str, ownership: Mapping[str, str] | None
+    ) -> _Stored | None:
+        """The stored record ``ownership`` may read (names checked first), or ``None``."""
         check_name(namespace, "namespace")
         check_name(key, "key")
         owner = normalise_ownership(ownership)
         stored = self._records.get((namespace, key))
         if stored is None or stored.ownership != owner:
             return None
-        return CheckpointStamp(stored.version, stored.fencing_token)
+        return stored
 
     async def save_request(self, request: SaveRequest) -> CheckpointRecord:
         """Write the record ``request`` describes atomically or raise
