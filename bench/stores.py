@@ -78,9 +78,9 @@ from prism_core.durable import (
 from prism_core.durable._state import (
     RunCountersState,
     SessionStateRecord,
-    parse_state,
     state_to_json,
 )
+from prism_core.durable._state_parse import parse_state
 from prism_core.records import new_entry_id
 
 TARGET_RATIO = 1.5

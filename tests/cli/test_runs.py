@@ -31,6 +31,7 @@ SUMMARY_KEYS = {
     "pending_decisions",
     "in_doubt",
     "lease_expires_at",
+    "started_by",
 }
 
 

@@ -21,7 +21,8 @@ from prism_core import (
     codec,
     resume_agent_run,
 )
-from prism_core.durable._state import MAX_STATE_DEPTH, MAX_STATE_PROPERTIES, parse_state
+from prism_core.durable._state import MAX_STATE_DEPTH, MAX_STATE_PROPERTIES
+from prism_core.durable._state_parse import parse_state
 from prism_core.events import MessageFinishedEvent
 
 from .durable_support import World

@@ -190,8 +190,11 @@ async def test_batch_entries_edits_and_partial_batches_are_each_audited() -> Non
 
 @pytest.mark.anyio
 async def test_in_doubt_resolutions_are_audited_with_the_actor() -> None:
-    """A continue's operator resolution records the actor and the failure's reason; the
-    call the kernel cleared itself (idempotent) names its source and no actor."""
+    """A continue's operator resolution records the actor, its channel (``host`` when the
+    input names none) and the failure's reason; the call the kernel cleared itself
+    (idempotent) names its source, actor ``prism`` and channel ``kernel`` (API.md, fourth
+    round: "The kernel's own settlements ... are recorded with actor="prism" and
+    channel="kernel")."""
     world, host = World(), Host()
     run_id, version = await crash(world, host)
     result = await continue_run(
@@ -206,17 +209,26 @@ async def test_in_doubt_resolutions_are_audited_with_the_actor() -> None:
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None
     assert [
-        (r.approval_id, r.tool_call_id, r.tool_name, r.outcome, r.actor, r.reason, r.version)
+        (
+            r.approval_id,
+            r.tool_call_id,
+            r.tool_name,
+            r.outcome,
+            r.actor,
+            r.channel,
+            r.reason,
+            r.version,
+        )
         for r in status.audit
-    ] == [(None, "c0", "pay", "failed", "erin", "bank said no", version)]
+    ] == [(None, "c0", "pay", "failed", "erin", "host", "bank said no", version)]
 
     world, host = World(), Host()
     run_id, version = await crash(world, host)
     await continue_run(world, host, run_id, version, pay=host.pay(idempotent=True), actor="x")
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None
-    assert [(r.tool_call_id, r.outcome, r.actor, r.reason) for r in status.audit] == [
-        ("c0", "not_started", None, "idempotent")
+    assert [(r.tool_call_id, r.outcome, r.actor, r.channel, r.reason) for r in status.audit] == [
+        ("c0", "not_started", "prism", "kernel", "idempotent")
     ]
 
 
@@ -380,7 +392,8 @@ async def test_a_run_that_decides_more_than_it_keeps_counts_the_older_records(
     """The checkpoints keep the newest decision records; the older ones are counted in
     ``audit_omitted``, never dropped without a trace, and a negative count is malformed."""
     from prism_core.durable import _run
-    from prism_core.durable._state import parse_state, state_to_json
+    from prism_core.durable._state import state_to_json
+    from prism_core.durable._state_parse import parse_state
 
     monkeypatch.setattr(_run, "MAX_AUDIT_RECORDS", 1)
     world, log = World(), []

@@ -15,7 +15,8 @@ from prism_core import (
     resume_agent_run,
     resume_agent_run_stream,
 )
-from prism_core.durable._state import parse_state, state_to_json
+from prism_core.durable._state import state_to_json
+from prism_core.durable._state_parse import parse_state
 
 from .durable_support import REVISION, World, by_history
 from .helpers import echo_tool, text_turn, tool_turn

@@ -129,6 +129,7 @@ async def test_summaries_say_what_each_run_waits_for() -> None:
         "pending_decisions": 0,
         "in_doubt": ["c1"],
         "lease_expires_at": None,
+        "started_by": None,
     }
     assert [s.run_id for s in page.runs] == sorted(found)
 

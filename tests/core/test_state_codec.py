@@ -31,10 +31,10 @@ from prism_core.durable._state import (
     SessionStateRecord,
     SkillBody,
     StickyDecision,
-    parse_state,
     state_to_json,
 )
 from prism_core.durable._state_codec import structure_exact, unstructure_known
+from prism_core.durable._state_parse import parse_state
 from prism_core.errors import AgentRunStateError
 
 
@@ -210,6 +210,7 @@ def test_unstructure_equals_the_converter(state: AgentRunState) -> None:
             "output_schema",
             "output",
             "fingerprint_parts",
+            "started_by",
         )
     }
     if not expected["audit"]:

@@ -8,7 +8,7 @@ import pytest
 
 from prism_core import AgentRunStateError, create_memory_checkpoint_store, load_agent_run_state
 from prism_core.durable import HARD_MAX_AGENT_RUN_STATE_BYTES
-from prism_core.durable._state import parse_state
+from prism_core.durable._state_parse import parse_state
 
 from .records_support import REF, good_state, seed
 

@@ -5,6 +5,7 @@ Everything a host calls is importable from here; see the project's API reference
 
 from . import codec, hookspecs
 from ._agent_config import AgentConfig
+from ._principal import InvalidPrincipalError, Principal, coerce_principal
 from .agents import Agent, create_agent, create_agent_session, create_secure_agent
 from .content import (
     ContentBlock,
@@ -298,6 +299,7 @@ __all__ = (
     "GuardrailDecision",
     "GuardrailDecisionEvent",
     "GuardrailError",
+    "InvalidPrincipalError",
     "GuardrailPackError",
     "GuardrailRecord",
     "GuardrailRunError",
@@ -319,6 +321,7 @@ __all__ = (
     "MockProvider",
     "ModelConfig",
     "PendingDecision",
+    "Principal",
     "PluginError",
     "PrismError",
     "ProviderDone",
@@ -384,6 +387,7 @@ __all__ = (
     "Usage",
     "agent_fingerprint",
     "codec",
+    "coerce_principal",
     "create_agent",
     "call_resolve_agent",
     "create_agent_run_lifecycle",

@@ -12,6 +12,7 @@ import anyio
 import anyio.from_thread
 import attrs
 
+from ._decision_record import DecisionRecord
 from ._threads import call_host, call_sync, runs_inline
 from .codec import dumps
 from .content import ErrorInfo, ToolCallContent, ToolResult
@@ -222,7 +223,11 @@ class ToolExecutionContext:
     effects on it: payments, tickets, emails); ``fencing_token`` is the run's current fencing
     token (``0`` until a claim sets one; every claim raises it), so an effect system can refuse
     a write that carries a lower token than it has seen for the run: the late effect of a
-    worker that was superseded while it ran."""
+    worker that was superseded while it ran. ``started_by`` names who started the run (the
+    ``actor`` run option, a face's caller; ``None`` when nobody was named); ``approvals`` are
+    the :class:`~prism_core.DecisionRecord` entries that allowed this call (every approver's,
+    or the sticky ``allow_for_run`` that let it through; empty when none was needed), so a
+    tool can refuse to move money that the wrong person approved."""
 
     session_id: str
     run_id: str
@@ -238,6 +243,8 @@ class ToolExecutionContext:
     fencing_token: int = 0
     on_progress: Callable[[Any], None] | None = attrs.field(default=None, repr=False)
     skills: Any = attrs.field(default=None, repr=False)
+    started_by: str | None = None
+    approvals: tuple[DecisionRecord, ...] = ()
 
     def report_progress(self, progress: Any) -> None:
         """Report progress (any JSON value) to the run's event stream."""

@@ -166,6 +166,11 @@ class HostRun(Protocol):
         """The run's validated final answer as JSON (``None`` until it has one)."""
         ...
 
+    @property
+    def started_by(self) -> str | None:
+        """Who started the run (the ``actor`` run option), if anyone was named."""
+        ...
+
     def mw_context(self, point: str) -> MiddlewareContext:
         """The middleware context for ``point`` in this run."""
         ...

@@ -175,6 +175,28 @@ class DurableRun:
         before any claim. An effect system fences a call's side effect on it."""
         return self.writer.fencing_token or 0
 
+    def approvals_for(self, tool_call_id: str, tool_name: str) -> tuple[DecisionRecord, ...]:
+        """The audit records that allowed call ``tool_call_id``: its own ``allow_*`` records
+        (every approver's, oldest first), else, for a call a sticky ``allow_for_run`` let
+        through, the records that made that decision; ``()`` when none was needed."""
+        own = tuple(
+            record
+            for record in self.audit
+            if record.tool_call_id == tool_call_id and record.outcome.startswith("allow_")
+        )
+        if own:
+            return own
+        if not any(
+            sticky.outcome == "allow_for_run" and sticky.scope.tool_name == tool_name
+            for sticky in self.sticky
+        ):
+            return ()
+        return tuple(
+            record
+            for record in self.audit
+            if record.outcome == "allow_for_run" and record.tool_name == tool_name
+        )
+
     def info(self, status: str) -> RunStateInfo:
         """The ``run_state`` a result reports."""
         return RunStateInfo(
@@ -306,6 +328,7 @@ class DurableRun:
             fingerprint_parts=self.fingerprint_parts,
             output_schema=execution.output_schema,
             output=execution.output_json if status == "succeeded" else None,
+            started_by=execution.started_by,
         )
 
     def _limits_data(self) -> dict[str, Any]:

@@ -3,29 +3,23 @@
 The state holds the run's frontier (session leaf, counters, pending work, decisions, loop
 state), never its transcript: messages live once in the session store.
 
-It must not read or write a store: it is the schema and its checks.
+It must not read or write a store: it is the schema, its JSON form and the bounds a write
+checks; reading a stored state back is :mod:`._state_parse`.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
-import cattrs
 
-from .._echo import clip, echo
-from ..codec import converter, dumps
+from .._decision_record import DecisionRecord
+from ..codec import dumps
 from ..content import ErrorInfo, Message, Usage
 from ..errors import AgentRunStateError
-from ..guardrails._decisions import GUARDRAIL_STAGES
-from ..skills import MAX_LOADED_SKILLS
-from ._decision_record import DecisionRecord
-from ._state_codec import structure_exact, unstructure_known
-from ._state_shape import check_same, check_shape
-from ._state_shape import malformed as _malformed
+from ._state_codec import unstructure_known
 
 __all__ = (
     "MAX_SKILL_BODIES_BYTES",
@@ -53,7 +47,6 @@ __all__ = (
     "StickyDecision",
     "arguments_hash",
     "check_state_bounds",
-    "parse_state",
     "state_to_json",
 )
 
@@ -288,6 +281,9 @@ class AgentRunState:
     output_schema: Mapping[str, Any] | None = None
     #: The validated final answer of a succeeded run with an ``output_type``, as JSON.
     output: Any = None
+    #: Who started the run (the ``actor`` run option, a face's caller); left out of the JSON
+    #: form while ``None``.
+    started_by: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -324,7 +320,8 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
     when the guard has one, ``output_schema``/``output`` and ``counters.output_retries`` only
     for a run with an ``output_type``, a pending call's ``child_run_id``/``child_resume`` only
     for a call waiting on a sub-agent, ``audit`` only once a decision was made,
-    ``audit_omitted`` only when not ``0``, ``fingerprint_parts`` only when recorded)."""
+    ``audit_omitted`` only when not ``0``, ``fingerprint_parts`` and ``started_by`` only when
+    recorded)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
@@ -338,6 +335,7 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
         "output_schema",
         "output",
         "fingerprint_parts",
+        "started_by",
     ):
         if data.get(key) is None:
             data.pop(key, None)
@@ -401,200 +399,3 @@ def check_state_bounds(data: Any, max_bytes: int) -> bytes:
         )
     _walk(data, 1)
     return encoded
-
-
-def _count(value: int, path: str, *, high: int | None = None) -> None:
-    if value < 0 or (high is not None and value > high):
-        bound = f"0..{high}" if high is not None else "a non-negative integer"
-        raise _malformed(f"{path} must be {bound}, got {echo(value)}")
-
-
-@functools.cache
-def _limit_kinds() -> dict[str, tuple[str, bool, int | None]]:
-    """Each run limit's ``(kind, nullable, upper bound)``, kind ``"str"``, ``"int"`` or
-    ``"number"``, read once from :class:`~prism_core.RunLimits`."""
-    from ..limits import HARD_MAX_PROVIDER_BYTES, RunLimits
-
-    kinds: dict[str, tuple[str, bool, int | None]] = {}
-    for field in attrs.fields(RunLimits):
-        kind = str(field.type)
-        short = "str" if kind.startswith("str") else "int" if kind.startswith("int") else "number"
-        high = HARD_MAX_PROVIDER_BYTES if "bytes" in field.name else None
-        kinds[field.name] = (short, "None" in kind, high)
-    return kinds
-
-
-def _check_limits(limits: Mapping[str, Any]) -> None:
-    kinds = _limit_kinds()
-    for name, value in limits.items():
-        known = kinds.get(name)
-        if known is None:
-            raise _malformed(f"limits.{echo(name, 40)} is not a run limit")
-        kind, nullable, high = known
-        if value is None:
-            if not nullable:
-                raise _malformed(f"limits.{echo(name, 40)} cannot be null")
-        elif kind == "str":
-            if not isinstance(value, str):
-                raise _malformed(f"limits.{echo(name, 40)} must be a string, got {echo(value)}")
-        elif kind == "int":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise _malformed(f"limits.{echo(name, 40)} must be an integer, got {echo(value)}")
-            if value < 0 or (high is not None and value > high):
-                _count(value, f"limits.{echo(name, 40)}", high=high)
-        elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise _malformed(
-                f"limits.{echo(name, 40)} must be a non-negative number, got {echo(value)}"
-            )
-
-
-def _check_session_state(record: SessionStateRecord) -> None:
-    names = record.loaded_skill_names
-    if len(names) > MAX_LOADED_SKILLS:
-        raise _malformed(
-            f"session_state.loaded_skill_names holds {len(names)} names; "
-            f"the limit is {MAX_LOADED_SKILLS}"
-        )
-    bodies = record.loaded_skill_bodies or ()
-    if len(bodies) > MAX_LOADED_SKILLS:
-        raise _malformed(
-            f"session_state.loaded_skill_bodies holds {len(bodies)} bodies; "
-            f"the limit is {MAX_LOADED_SKILLS}"
-        )
-    for name in (*names, *(body.name for body in bodies)):
-        if not name or len(name) > MAX_SKILL_NAME_CHARS:
-            raise _malformed(
-                f"a loaded skill name must be 1..{MAX_SKILL_NAME_CHARS} characters, got {len(name)}"
-            )
-    total = 0
-    for body in bodies:
-        size = len(body.instructions.encode("utf-8"))
-        total += size
-        if size > MAX_SKILL_BODY_BYTES:
-            raise _malformed(
-                f"the body of skill {echo(body.name)} is {size} bytes; "
-                f"the limit is {MAX_SKILL_BODY_BYTES}"
-            )
-    if total > MAX_SKILL_BODIES_BYTES:
-        raise _malformed(
-            f"loaded skill bodies total {total} bytes; the limit is {MAX_SKILL_BODIES_BYTES}"
-        )
-
-
-def _check_run_guardrails(rows: tuple[RunGuardrailRecord, ...]) -> None:
-    if len(rows) > MAX_RUN_GUARDRAILS:
-        raise _malformed(
-            f"run_guardrails holds {len(rows)} guards; the limit is {MAX_RUN_GUARDRAILS}"
-        )
-    for row in rows:
-        if row.stage not in GUARDRAIL_STAGES:
-            raise _malformed(f"run_guardrails has an unknown stage {echo(row.stage)}")
-        for value in (row.name, row.revision):
-            if value is not None and not 1 <= len(value) <= MAX_RUN_GUARDRAIL_CHARS:
-                raise _malformed(
-                    f"a run guardrail's name and revision must be 1..{MAX_RUN_GUARDRAIL_CHARS} "
-                    f"characters, got {len(value)}"
-                )
-
-
-def _check_fields(state: AgentRunState) -> None:
-    from ._options import (
-        HARD_MAX_AGENT_RUN_STATE_BYTES,
-        HARD_MAX_PENDING_DECISIONS,
-        HARD_MAX_STICKY_DECISIONS,
-    )
-
-    for name in ("run_id", "session_id", "agent_id", "definition_revision", "fingerprint"):
-        if not getattr(state, name):
-            raise _malformed(f"{name} must be a non-empty string")
-    counters = state.counters
-    for name in (
-        "turns",
-        "provider_attempts",
-        "tool_rounds",
-        "tool_calls",
-        "stop_continuations",
-        "output_retries",
-    ):
-        _count(getattr(counters, name), f"counters.{name}")
-    _count(state.audit_omitted, "audit_omitted")
-    if counters.usage is not None:
-        for name in ("input_tokens", "output_tokens", "total_tokens"):
-            _count(getattr(counters.usage, name), f"counters.usage.{name}")
-        for name in ("cache_read_tokens", "cache_write_tokens"):
-            _count(getattr(counters.usage, name), f"counters.usage.{name}")
-    size = state.max_state_bytes
-    if size is not None and not 1 <= size <= HARD_MAX_AGENT_RUN_STATE_BYTES:
-        raise _malformed(
-            f"max_state_bytes must be in 1..{HARD_MAX_AGENT_RUN_STATE_BYTES}, got {echo(size)}"
-        )
-    if state.limits is not None:
-        _check_limits(state.limits)
-    if state.interruption is not None:
-        decisions = state.interruption.pending_decisions
-        if len(decisions) > HARD_MAX_PENDING_DECISIONS:
-            raise _malformed(
-                f"interruption holds {len(decisions)} pending decisions; "
-                f"the limit is {HARD_MAX_PENDING_DECISIONS}"
-            )
-    if len(state.sticky_decisions) > HARD_MAX_STICKY_DECISIONS:
-        raise _malformed(
-            f"sticky_decisions holds {len(state.sticky_decisions)} decisions; "
-            f"the limit is {HARD_MAX_STICKY_DECISIONS}"
-        )
-    if state.session_state is not None:
-        _check_session_state(state.session_state)
-    if state.run_guardrails is not None:
-        _check_run_guardrails(state.run_guardrails)
-
-
-def parse_state(data: Any, *, max_bytes: int, run_id: str | None = None) -> AgentRunState:
-    """Validate and structure a stored state; anything malformed is an
-    :class:`AgentRunStateError` ("Malformed agent run state …", naming ``run_id`` when given).
-
-    Parsing never coerces: a field of the wrong JSON type (a string for a list, a bool or a
-    float for an integer) is refused, as is a counter below zero, a limit that is not a run
-    limit, or more skills, decisions or bytes than a run ever writes.
-    """
-    try:
-        return _parse(data, max_bytes)
-    except AgentRunStateError as exc:
-        if run_id is None:
-            raise
-        raise AgentRunStateError(f"agent run {echo(run_id)}: {exc.message}") from exc
-
-
-def _parse(data: Any, max_bytes: int) -> AgentRunState:
-    if not isinstance(data, dict):
-        raise _malformed(f"it must be a JSON object, got {type(data).__name__}")
-    check_state_bounds(data, max_bytes)
-    version = data.get("schema_version")
-    if type(version) is not int or version != SCHEMA_VERSION:
-        raise AgentRunStateError(f"unsupported agent run state schema_version {echo(version)}")
-    # The direct path first: it takes only exact JSON types, so what it builds has the shape
-    # and gives back the stored JSON (``check_shape`` and ``check_same`` would pass). Whatever
-    # it declines gets those checks, then the converter's result and errors.
-    state = structure_exact(data, AgentRunState)
-    exact = state is not None
-    if state is None:
-        check_shape(data, AgentRunState, "state")
-        try:
-            state = converter().structure(data, AgentRunState)
-        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise _malformed(clip(_describe(exc), 300)) from exc
-    if state.status not in ("running", "suspended", *TERMINAL_STATUSES):
-        raise AgentRunStateError(f"unknown agent run status {echo(state.status)}")
-    if state.status == "suspended" and state.interruption is None:
-        # Every suspension records what it waits for; without it no decision can apply.
-        raise _malformed("a suspended run records no interruption")
-    if not exact:
-        check_same(data, unstructure_known(state, _RECORDS), "state")
-    _check_fields(state)
-    return state
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, cattrs.BaseValidationError):
-        notes = cattrs.transform_error(exc)
-        return "; ".join(notes) if notes else type(exc).__name__
-    return f"{type(exc).__name__}: {exc}"

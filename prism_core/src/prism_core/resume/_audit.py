@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 
+from .._principal import KERNEL_ACTOR, KERNEL_CHANNEL
 from ..durable._state import (
     AgentRunState,
     DecisionRecord,
@@ -20,7 +21,14 @@ from ..durable._state import (
 )
 from ._input import ResumeInput, RunDecision
 
-__all__ = ("decision_records", "denial_records", "resolution_records")
+__all__ = ("HOST_CHANNEL", "decision_records", "denial_records", "resolution_records")
+
+#: The channel a decision records when its resume input names none (a host calling the API).
+HOST_CHANNEL = "host"
+
+
+def _channel(plan: ResumeInput) -> str:
+    return plan.channel if plan.channel is not None else HOST_CHANNEL
 
 
 def _calls(calls: Iterable[PendingCall]) -> dict[str, PendingCall]:
@@ -32,7 +40,7 @@ def _decision_record(
     by_call: dict[str, PendingCall],
     *,
     outcome: str,
-    actor: str | None,
+    plan: ResumeInput,
     reason: str | None,
     decided_at: float,
     version: int,
@@ -48,7 +56,8 @@ def _decision_record(
         tool_call_id=target.tool_call_id,
         tool_name=tool_name,
         outcome=outcome,
-        actor=actor,
+        actor=plan.actor,
+        channel=_channel(plan),
         reason=reason,
         arguments_hash=call.arguments_hash if call is not None else None,
         decided_at=decided_at,
@@ -84,7 +93,7 @@ def decision_records(
             by_approval[decision.approval_id],
             by_call,
             outcome=decision.outcome,
-            actor=plan.actor,
+            plan=plan,
             reason=decision.reason if decision.reason is not None else plan.reason,
             decided_at=now,
             version=version,
@@ -106,7 +115,7 @@ def denial_records(
             target,
             by_call,
             outcome="deny",
-            actor=plan.actor,
+            plan=plan,
             reason=plan.reason,
             decided_at=now,
             version=version,
@@ -123,8 +132,9 @@ def resolution_records(
     version: int,
 ) -> list[DecisionRecord]:
     """The records of in-doubt resolutions: an operator's carries the resume's actor and
-    reason (a ``failed`` resolution's own reason first); one the kernel made (an idempotent
-    tool, a tool's ``reconcile``) has no actor and names its source as the reason."""
+    reason (a ``failed`` resolution's own reason first) and channel; one the kernel made (an
+    idempotent tool, a tool's ``reconcile``) names actor ``"prism"`` on channel ``"kernel"``
+    and its source as the reason."""
     by_call = _calls(pending_calls)
     given = {r.tool_call_id: r for r in plan.resolutions or ()}
     records = []
@@ -134,8 +144,9 @@ def resolution_records(
             own = given.get(resolution.tool_call_id)
             own_reason = own.reason if own is not None else None
             actor, reason = plan.actor, own_reason if own_reason is not None else plan.reason
+            channel = _channel(plan)
         else:
-            actor, reason = None, resolution.source
+            actor, reason, channel = KERNEL_ACTOR, resolution.source, KERNEL_CHANNEL
         records.append(
             DecisionRecord(
                 approval_id=None,
@@ -143,6 +154,7 @@ def resolution_records(
                 tool_name=call.name if call is not None else None,
                 outcome=resolution.outcome,
                 actor=actor,
+                channel=channel,
                 reason=reason,
                 arguments_hash=call.arguments_hash if call is not None else None,
                 decided_at=resolution.at,

@@ -27,7 +27,8 @@ from ..durable._options import (
     coerce_run_state_options,
 )
 from ..durable._sidecar import read_sidecar
-from ..durable._state import AgentRunState, DecisionRecord, parse_state
+from ..durable._state import AgentRunState, DecisionRecord
+from ..durable._state_parse import parse_state
 from ..errors import AgentRunStateError
 from ..guardrails import GuardrailConfig
 from ..runs._broadcast import validate_subscribe_options

@@ -281,6 +281,8 @@ class SubAgentTool:
             options["guardrails"] = guards
         if run_state is not None:
             options["run_state"] = run_state
+        if parent.started_by is not None:
+            options["actor"] = parent.started_by
         text = call.arguments.get("input")
         execution = RunExecution(
             session,

@@ -106,6 +106,7 @@ async def _host_verdict(
         run_id=state.run_id,
         tool_call_id=call.id,
         tool_name=call.name,
+        started_by=state.started_by,
     )
     verdict = await call_host(
         agent.config.validate, call, tool, context, limiter=agent.config.thread_limiter

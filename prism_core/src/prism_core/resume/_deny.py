@@ -22,7 +22,8 @@ from ..durable._lease import check_lease
 from ..durable._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES
 from ..durable._run import RunStateInfo
 from ..durable._sidecar import read_sidecar
-from ..durable._state import AgentRunState, DecisionRecord, parse_state
+from ..durable._state import AgentRunState, DecisionRecord
+from ..durable._state_parse import parse_state
 from ..durable._writer import CheckpointWriter
 from ..errors import AgentRunNotFoundError
 from ..events import AgentDeniedEvent, AgentEvent

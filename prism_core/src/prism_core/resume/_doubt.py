@@ -158,6 +158,12 @@ async def reconcile_in_doubt(
             tool_call_id=call.id,
             tool_name=call.name,
             fencing_token=fencing_token,
+            started_by=state.started_by,
+            approvals=tuple(
+                record
+                for record in state.audit
+                if record.tool_call_id == call.id and record.outcome.startswith("allow_")
+            ),
         )
         try:
             answer = await call_host(

@@ -24,6 +24,7 @@ from typing import Any, Literal, NoReturn, TypeVar, cast
 
 import attrs
 
+from .._principal import InvalidPrincipalError, check_channel
 from ..codec import dumps, loads
 from ..errors import AgentDecisionError
 from ._resolutions import Resolution, ResolutionInputError, parse_resolutions
@@ -74,7 +75,8 @@ _MAX_RUN_REF_CHARS = 256
 # recursion limit keeps canonical JSON encoding and decoding safe.
 _MAX_PAYLOAD_DEPTH = 64
 
-_RESUME_KEYS = ("expected_version", "decision", "decisions", "resolutions", "actor", "reason")
+_RESUME_KEYS: tuple[str, ...] = ("expected_version", "decision", "decisions", "resolutions")
+_RESUME_KEYS += ("actor", "channel", "reason")
 _ENTRY_KEYS = ("approval_id", "outcome", "reason", "modified_arguments", "elicitation")
 _REF_KEYS = ("run_id", "session_id")
 _LEGACY_DECISIONS = ("approve", "deny", "continue")
@@ -120,9 +122,10 @@ class ResumeInput:
 
     ``expected_version`` is the run state version the caller saw; resume fails closed when the
     stored version has moved on. ``resolutions`` (with ``decision == "continue"`` only) settle
-    tool calls left in doubt by a crash. ``actor`` (who decides, at most 256 UTF-8 bytes) and
-    ``reason`` (why, for the whole resume; a batch entry's own reason wins for its entry) are
-    kept in the run's decision audit, redacted like every reason.
+    tool calls left in doubt by a crash. ``actor`` (who decides, at most 256 UTF-8 bytes),
+    ``channel`` (the door it came through; ``None`` records ``"host"``) and ``reason`` (why,
+    for the whole resume; a batch entry's own reason wins for its entry) are kept in the run's
+    decision audit, redacted like every reason.
     """
 
     expected_version: int
@@ -130,6 +133,7 @@ class ResumeInput:
     decisions: tuple[RunDecision, ...] | None = None
     resolutions: tuple[Resolution, ...] | None = None
     actor: str | None = None
+    channel: str | None = None
     reason: str | None = None
 
 
@@ -302,6 +306,7 @@ def _resume_input(value: object) -> ResumeInput:
             _fail(f'{where} gives resolutions; they travel with decision "continue" only')
         resolutions = parse_resolutions(fields["resolutions"])
     actor = _reason(fields.get("actor"), "actor", limit=MAX_ACTOR_BYTES)
+    channel = _channel(fields.get("channel"))
     reason = _reason(fields.get("reason"), "reason")
     if has_decision:
         return ResumeInput(
@@ -309,14 +314,28 @@ def _resume_input(value: object) -> ResumeInput:
             decision=_legacy_decision(fields["decision"]),
             resolutions=resolutions,
             actor=actor,
+            channel=channel,
             reason=reason,
         )
     return ResumeInput(
         expected_version=expected_version,
         decisions=_batch(fields["decisions"]),
         actor=actor,
+        channel=channel,
         reason=reason,
     )
+
+
+def _channel(value: object) -> str | None:
+    if value is None:
+        return None
+    text = _exact_str(value)
+    try:
+        return check_channel(text)
+    except InvalidPrincipalError:
+        _fail(
+            "channel must be 1-32 characters of a-z, 0-9, '_', '.' and '-', starting with a letter"
+        )
 
 
 def _expected_version(value: object) -> int:

@@ -36,7 +36,8 @@ from ..durable._checkpoints import (
 from ..durable._in_doubt import in_doubt_calls
 from ..durable._lease import LEASE_CLOCK_SKEW_MS, record_lease
 from ..durable._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES, check_store
-from ..durable._state import RunStatus, parse_state
+from ..durable._state import RunStatus
+from ..durable._state_parse import parse_state
 from ..errors import AgentRunStateError
 
 __all__ = (
@@ -64,7 +65,8 @@ class AgentRunSummary:
     ``pending_decisions`` counts the decisions a suspended run waits for; ``in_doubt`` names
     the tool calls whose dispatched mark is stored without a settled result (a ``continue``
     must reconcile or resolve them); ``lease_expires_at`` is ``None`` for a run without a
-    lease. ``updated_at`` is the epoch time of the checkpoint's last write.
+    lease. ``updated_at`` is the epoch time of the checkpoint's last write. ``started_by``
+    names who started the run (the ``actor`` run option, a face's caller), when anyone was.
     """
 
     run_id: str
@@ -76,6 +78,7 @@ class AgentRunSummary:
     pending_decisions: int = 0
     in_doubt: tuple[str, ...] = ()
     lease_expires_at: float | None = None
+    started_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The summary as a JSON object (one field per attribute)."""
@@ -89,6 +92,7 @@ class AgentRunSummary:
             "pending_decisions": self.pending_decisions,
             "in_doubt": list(self.in_doubt),
             "lease_expires_at": self.lease_expires_at,
+            "started_by": self.started_by,
         }
 
 
@@ -151,6 +155,7 @@ def summarize_run(record: CheckpointRecord) -> AgentRunSummary:
         pending_decisions=pending,
         in_doubt=in_doubt_calls(state),
         lease_expires_at=lease_expires_at(record),
+        started_by=state.started_by,
     )
 
 

@@ -35,7 +35,8 @@ from ..durable._children import NESTED_APPROVAL_PREFIX, child_run_id, nested_app
 from ..durable._in_doubt import IN_DOUBT_CODE, in_doubt_error
 from ..durable._lease import check_lease
 from ..durable._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES
-from ..durable._state import AgentRunState, PendingCall, PendingDecision, parse_state
+from ..durable._state import AgentRunState, PendingCall, PendingDecision
+from ..durable._state_parse import parse_state
 from ..errors import AgentDecisionError, AgentRunStateError
 from ..events import SubAgentEvent
 from ..guardrails import GuardrailConfig
@@ -222,11 +223,11 @@ async def _check_child_decisions(
 
 
 def _who(plan: ResumeInput | None) -> dict[str, str]:
-    """The parent resume's ``actor`` and ``reason``, handed to a child's resume so the
-    child's audit names them too."""
+    """The parent resume's ``actor``, ``channel`` and ``reason``, handed to a child's resume
+    so the child's audit names them too."""
     if plan is None:
         return {}
-    given = {"actor": plan.actor, "reason": plan.reason}
+    given = {"actor": plan.actor, "channel": plan.channel, "reason": plan.reason}
     return {key: value for key, value in given.items() if value is not None}
 
 

@@ -31,7 +31,8 @@ from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
 from ..durable._run import RunStateInfo
 from ..durable._run_guards import match_run_guardrails
 from ..durable._sidecar import read_sidecar
-from ..durable._state import AgentRunState, DecisionRecord, parse_state
+from ..durable._state import AgentRunState, DecisionRecord
+from ..durable._state_parse import parse_state
 from ..durable._writer import CheckpointWriter
 from ..errors import AgentRunNotFoundError, AgentRunStateError
 from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspendedEvent

@@ -71,7 +71,7 @@ def resumed_execution(
     execution = RunExecution(
         session,
         (),
-        RunOptions(tool_names=state.tool_names, guardrails=guardrails),
+        RunOptions(tool_names=state.tool_names, guardrails=guardrails, actor=state.started_by),
         run_id=state.run_id,
         resume=plan,
     )

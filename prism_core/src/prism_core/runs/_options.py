@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 
 from .._output_type import OutputType, coerce_output_type
+from .._principal import InvalidPrincipalError, check_actor
 from ..errors import JsonSchemaError, PrismError
 from ..models import ModelConfig, coerce_model
 from ._fold import coerce_tool_result_fold
@@ -52,6 +53,7 @@ RUN_OPTION_KEYS = (
     "input_layout",
     "tool_result_fold",
     "attention_compiler",
+    "actor",
 )
 
 #: The request layouts: ``cache_aware`` puts what is stable across turns (the system prompt,
@@ -107,6 +109,9 @@ class RunOptions:
     tool_result_fold: Any = None
     #: ``False`` (off for this run) or a mapping relaxing the agent's attention compiler.
     attention_compiler: Any = None
+    #: Who starts the run (at most 256 UTF-8 bytes): ``AgentRunSummary.started_by`` and
+    #: ``ToolExecutionContext.started_by``.
+    actor: str | None = None
 
 
 def _names(value: Any, key: str) -> tuple[str, ...]:
@@ -168,6 +173,10 @@ def coerce_run_options(options: Mapping[str, Any]) -> RunOptions:
             "signal must be an AbortSignal (aborted, reason, on_abort), got "
             f"{type(signal).__name__}"
         )
+    try:
+        check_actor(data.get("actor"), where="run option actor")
+    except InvalidPrincipalError as exc:
+        raise InvalidOptionsError(exc.message) from exc
     try:
         data["output_type"] = coerce_output_type(data.get("output_type"))
     except (TypeError, JsonSchemaError) as exc:

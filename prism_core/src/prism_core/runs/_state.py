@@ -106,6 +106,8 @@ class RunState:
         self.model: ModelConfig = options.model or agent.model
         self.redactor = chain_redactors(agent.redactor, options.redactor)
         self.tool_names = options.tool_names
+        #: Who started the run (the ``actor`` run option; a resume restores the recorded one).
+        self.started_by = options.actor
         self.metadata: dict[str, Any] = {
             **agent.metadata,
             **session.metadata,

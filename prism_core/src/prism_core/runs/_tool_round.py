@@ -107,6 +107,8 @@ def _tool_context(run: RunState, call: ToolCallContent) -> ToolExecutionContext:
         fencing_token=run.durable.fencing_token if run.durable is not None else 0,
         on_progress=progress,
         skills=run,
+        started_by=run.started_by,
+        approvals=run.durable.approvals_for(call.id, call.name) if run.durable is not None else (),
     )
 
 

@@ -1,6 +1,8 @@
 """The decision audit's record: who settled which pending call of a durable run, how and when.
 
-It is part of the run state's schema (see :mod:`._state`); it must not read or write a store.
+It is part of the run state's schema (``durable/_state.py``) and lives below it, so a tool's
+context (``ToolExecutionContext.approvals``) can carry the records that allowed a call; it
+must not read or write a store.
 """
 
 from __future__ import annotations
@@ -25,9 +27,14 @@ class DecisionRecord:
     - ``outcome``: the decision's outcome (``allow_once``, ``allow_for_run``,
       ``reject_once``, ``reject_for_run``), ``"deny"`` for a denied run, or the resolution's
       ``completed`` / ``not_started`` / ``failed``.
-    - ``actor``: who decided (the resume input's ``actor``; ``None`` when none was given, and
-      for resolutions the kernel made itself, whose ``reason`` then says ``idempotent`` or
-      ``reconcile``).
+    - ``actor``: who decided (the resume input's ``actor``, the face's caller; ``None`` when
+      none was given); ``"prism"`` for the kernel's own settlements (an idempotent call
+      settled by a continue, a tool's ``reconcile``, whose ``reason`` then says
+      ``idempotent`` or ``reconcile``).
+    - ``channel``: the door the decision came through (``"cli"``, ``"console"``, ``"api"``,
+      ``"agui"``, ``"a2a"``, ``"celery"``, ``"worker"``, ``"kernel"`` for the kernel's own,
+      else the resume input's ``channel``, default ``"host"``); ``None`` in records written
+      before channels were recorded.
     - ``reason``: the decision's reason, else the resume input's.
     - ``arguments_hash``: sha256 of the arguments the call runs with (the edited ones after an
       edit).
@@ -42,6 +49,7 @@ class DecisionRecord:
     tool_name: str | None
     outcome: str
     actor: str | None = None
+    channel: str | None = None
     reason: str | None = None
     arguments_hash: str | None = None
     decided_at: float
@@ -53,6 +61,7 @@ class DecisionRecord:
         return {
             "decided_at": self.decided_at,
             "actor": self.actor,
+            "channel": self.channel,
             "approval_id": self.approval_id,
             "tool_call_id": self.tool_call_id,
             "tool_name": self.tool_name,
