@@ -137,11 +137,12 @@ def coerce_principal(value: Any, *, channel: str, default_actor: str | None = No
     answer is the face's to refuse (401) before calling this.
     """
     if isinstance(value, Principal):
-        if value.channel == "api" and channel != "api":
-            value = value.with_channel(channel)
-        if value.actor is None and default_actor is not None:
-            return Principal(value.ownership, default_actor, value.channel)
-        return value
+        principal: Principal = value
+        if principal.channel == "api" and channel != "api":
+            principal = principal.with_channel(channel)
+        if principal.actor is None and default_actor is not None:
+            principal = Principal(principal.ownership, default_actor, principal.channel)
+        return principal
     if not isinstance(value, Mapping):
         raise InvalidPrincipalError(
             "authorize must return a Principal, a dict[str, str] ownership or None, "
