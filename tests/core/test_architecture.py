@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "stores/", "testing/"),
     ("agents",),
     ("sessions/",),
+    ("workers/",),
     ("resume/",),
     ("runs/",),
     ("hookspecs", "plugins"),
@@ -69,7 +70,7 @@ ROOMS = ("resume/", "runs/", "durable/", "records/", "guardrails/")
 PACKAGE_ROOT = Path(prism_core.__file__).parent
 ARCHITECTURE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 #: The packages whose every module the page's table of rooms lists (their ``__init__`` aside).
-MAPPED = ("resume/", "runs/", "durable/", "records/", "guardrails/", "sessions/")
+MAPPED = ("resume/", "runs/", "durable/", "records/", "guardrails/", "sessions/", "workers/")
 
 
 def module_files(root: Path) -> dict[str, tuple[Path, bool]]:

@@ -170,6 +170,7 @@ from .resume import (
     RunDecision,
     call_resolve_agent,
     create_agent_run_lifecycle,
+    decide_agent_run,
     inspect_agent_run,
     list_agent_runs,
     load_agent_run_state,
@@ -217,6 +218,7 @@ from .tools import (
     dispatch_tool_call,
 )
 from .typed_tools import ToolArgumentsError, tool
+from .workers import ResolverError, WorkerConfigError, entered_resolver, run_worker
 
 __version__ = "0.1.0"
 
@@ -347,6 +349,7 @@ __all__ = (
     "RunLimitBreach",
     "RunLimitExceededEvent",
     "RunLimits",
+    "ResolverError",
     "RunStateInfo",
     "RunStateOptions",
     "RunStatus",
@@ -385,12 +388,15 @@ __all__ = (
     "TurnFinishedEvent",
     "TurnStartedEvent",
     "Usage",
+    "WorkerConfigError",
     "agent_fingerprint",
     "codec",
     "coerce_principal",
     "create_agent",
     "call_resolve_agent",
     "create_agent_run_lifecycle",
+    "decide_agent_run",
+    "entered_resolver",
     "create_agent_session",
     "create_secure_agent",
     "create_load_skill_tool",
@@ -420,6 +426,7 @@ __all__ = (
     "provider_tool_call_delta",
     "provider_usage",
     "resume_agent_run",
+    "run_worker",
     "resume_agent_run_stream",
     "tool",
     "tool_call_content",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import attrs
@@ -31,6 +32,7 @@ from ._checkpoints import (
 from ._index import check_status
 from ._memory_commit import MemoryTransaction
 from ._store_base import CheckpointStoreBase
+from ._wakeups import LocalWakeups, RunWatch
 
 __all__ = ("MemoryCheckpointStore", "create_memory_checkpoint_store")
 
@@ -88,6 +90,15 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         self.max_records = _check_limit(max_records, "max_records")
         self.max_value_bytes = _check_limit(max_value_bytes, "max_value_bytes")
         self._records: dict[tuple[str, str], _Stored] = {}
+        self._wakeups = LocalWakeups()
+
+    async def notify_runs(self) -> None:
+        """Wake the workers watching this store (they share its process)."""
+        await self._wakeups.notify_runs()
+
+    def watch_runs(self) -> AbstractAsyncContextManager[RunWatch]:
+        """Watch this store's run notifications (see ``RunWakeups``)."""
+        return self._wakeups.watch_runs()
 
     async def load(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None

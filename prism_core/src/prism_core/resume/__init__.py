@@ -10,6 +10,7 @@ from ._api import (
     AgentRunLifecycle,
     ResumeEventStream,
     create_agent_run_lifecycle,
+    decide_agent_run,
     resume_agent_run,
     resume_agent_run_stream,
 )
@@ -65,6 +66,7 @@ __all__ = (
     "coerce_run_ref",
     "call_resolve_agent",
     "create_agent_run_lifecycle",
+    "decide_agent_run",
     "inspect_agent_run",
     "is_recoverable",
     "lease_expires_at",

@@ -27,6 +27,7 @@ from ..signals import AbortSignal
 from ._checks import (
     CAPABILITY_MISMATCH,
     SESSION_MISMATCH,
+    check_ownership,
     check_stream_options,
     coerce_hooks,
     not_found,
@@ -36,12 +37,14 @@ from ._input import ResumeInput, coerce_run_ref, validate_resume_input
 from ._pipeline import (
     AgentRunStatus,
     Prepared,
+    Recorded,
     ResumeRequest,
     Settled,
     load_agent_run_state,
     prepare_resume,
 )
 from ._ports import ResumableAgentOf, SessionT
+from ._record import decided_status
 from ._resolver import call_resolve_agent
 from ._signal import check_signal, coerce_signal
 from ._stream import ResumeEventStream
@@ -53,6 +56,7 @@ __all__ = (
     "AgentRunLifecycle",
     "ResumeEventStream",
     "create_agent_run_lifecycle",
+    "decide_agent_run",
     "resume_agent_run",
     "resume_agent_run_stream",
 )
@@ -76,6 +80,7 @@ def _request(
     signal: AbortSignal | None = None,
     guardrail_packs: Sequence[Any] | None = None,
     guardrails: Any = None,
+    lease_ms: int | None = None,
 ) -> ResumeRequest:
     validate_claim_options(fencing_token, force)
     return ResumeRequest(
@@ -93,6 +98,7 @@ def _request(
         signal=signal,
         guardrail_packs=_packs(guardrail_packs),
         guardrails=coerce_resume_guardrails(guardrails),
+        lease_ms=lease_ms,
     )
 
 
@@ -130,11 +136,20 @@ def _logged_refusal(ref: Any) -> Iterator[None]:
 
 
 async def _prepare(
-    ref: Any, prepare: Callable[[], Awaitable[Prepared | Settled]]
-) -> Prepared | Settled:
+    ref: Any, prepare: Callable[[], Awaitable[Prepared | Settled | Recorded]]
+) -> Prepared | Settled | Recorded:
     # A record the store cannot read is reported as this run's unreadable state.
     with _logged_refusal(ref), reading_run_record(_run_id(ref)):
         return await prepare()
+
+
+async def _prepare_run(
+    ref: Any, prepare: Callable[[], Awaitable[Prepared | Settled | Recorded]]
+) -> Prepared | Settled:
+    """:func:`_prepare` of a resume that runs (never only records)."""
+    prepared = await _prepare(ref, prepare)
+    assert not isinstance(prepared, Recorded)
+    return prepared
 
 
 def _packs(value: Sequence[Any] | None) -> tuple[Any, ...]:
@@ -145,7 +160,8 @@ def _packs(value: Sequence[Any] | None) -> tuple[Any, ...]:
     return tuple(value)
 
 
-async def _finish(prepared: Prepared | Settled) -> AgentRunResult:
+async def _finish(prepared: Prepared | Settled | Recorded) -> AgentRunResult:
+    assert not isinstance(prepared, Recorded)
     if isinstance(prepared, Settled):
         return prepared.result
     execution = prepared.driver.execution
@@ -222,6 +238,44 @@ async def resume_agent_run(
     )
 
 
+async def decide_agent_run(
+    agent: ResumableAgentOf[SessionT],
+    ref: Any,
+    resume: Any,
+    *,
+    checkpoints: CheckpointStore,
+    definition_revision: str,
+    ownership: Mapping[str, str] | None = None,
+    fencing_token: int | None = None,
+    guardrail_packs: Sequence[Any] | None = None,
+    guardrails: Any = None,
+) -> AgentRunStatus:
+    """Record ``resume``'s decisions (or a ``continue``'s resolutions) without running them.
+
+    Validates exactly as :func:`resume_agent_run` (and raises the same errors, before any
+    write) and records the decisions, audited, in one compare-and-swap write; it runs no
+    tool, no model turn, no restore hook and no ``reconcile``. A ``deny`` ends the run
+    ``denied``; a partial batch suspends it again with the rest; anything else leaves it
+    ``running`` with no live lease, marked for a worker (``run_worker``, ``prism worker``,
+    any ``continue``), and wakes the workers watching ``checkpoints``. Returns the run as its
+    checkpoint now records it.
+    """
+    with _logged_refusal(ref):
+        plan = validate_resume_input(resume)
+        request = _request(
+            checkpoints=checkpoints,
+            definition_revision=definition_revision,
+            ownership=ownership,
+            fencing_token=fencing_token,
+            guardrail_packs=guardrail_packs,
+            guardrails=guardrails,
+        )
+    prepared = await _prepare(
+        ref, lambda: prepare_resume(agent, ref, resume, request, plan=plan, record_only=True)
+    )
+    return await decided_status(prepared, checkpoints, request.ownership, ref)
+
+
 def resume_agent_run_stream(
     agent: ResumableAgentOf[SessionT],
     ref: Any,
@@ -272,7 +326,7 @@ def resume_agent_run_stream(
 
     def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
         observed = attrs.evolve(request, on_session=observe)
-        return _prepare(ref, lambda: prepare_resume(agent, ref, resume, observed, plan=plan))
+        return _prepare_run(ref, lambda: prepare_resume(agent, ref, resume, observed, plan=plan))
 
     return ResumeEventStream(
         prepare,
@@ -296,6 +350,7 @@ _REQUEST_KEYS = (
     "signal",
     "guardrail_packs",
     "guardrails",
+    "lease_ms",
 )
 
 
@@ -339,8 +394,14 @@ class AgentRunLifecycle:
         return found
 
     async def _prepare(
-        self, ref: Any, resume: Any, request: Mapping[str, Any], plan: ResumeInput
-    ) -> Prepared | Settled:
+        self,
+        ref: Any,
+        resume: Any,
+        request: Mapping[str, Any],
+        plan: ResumeInput,
+        *,
+        record_only: bool = False,
+    ) -> Prepared | Settled | Recorded:
         unknown = sorted(set(request) - set(_REQUEST_KEYS))
         if unknown:
             raise AgentRunStateError(f"unknown resume request keys {echo(unknown, 200)}")
@@ -401,6 +462,7 @@ class AgentRunLifecycle:
             self._request(revision, request),
             lifecycle_hooks=self.restore_hooks,
             plan=plan,
+            record_only=record_only,
         )
 
     def _request(self, revision: str, request: Mapping[str, Any]) -> ResumeRequest:
@@ -421,6 +483,7 @@ class AgentRunLifecycle:
             signal=request.get("signal"),
             guardrail_packs=request.get("guardrail_packs"),
             guardrails=request.get("guardrails"),
+            lease_ms=request.get("lease_ms"),
         )
 
     async def resume(self, ref: Any, resume: Any, **request: Any) -> AgentRunResult:
@@ -429,6 +492,19 @@ class AgentRunLifecycle:
             plan = validate_resume_input(resume)
             coerce_run_ref(ref)
         return await _finish(await _prepare(ref, lambda: self._prepare(ref, resume, request, plan)))
+
+    async def decide(self, ref: Any, resume: Any, **request: Any) -> AgentRunStatus:
+        """Record the decisions without running them (see :func:`decide_agent_run`); the
+        agent is resolved as for :meth:`resume` (a ``deny`` needs none)."""
+        with _logged_refusal(ref):
+            plan = validate_resume_input(resume)
+            coerce_run_ref(ref)
+        prepared = await _prepare(
+            ref, lambda: self._prepare(ref, resume, request, plan, record_only=True)
+        )
+        return await decided_status(
+            prepared, self.checkpoints, check_ownership(request.get("ownership")), ref
+        )
 
     def resume_stream(self, ref: Any, resume: Any, **request: Any) -> ResumeEventStream:
         """Resume as a stream (see :func:`resume_agent_run_stream`)."""
@@ -441,7 +517,7 @@ class AgentRunLifecycle:
         on_session = request.pop("on_session", None)
 
         def prepare(observe: Callable[[Any], Any]) -> Awaitable[Prepared | Settled]:
-            return _prepare(
+            return _prepare_run(
                 ref,
                 lambda: self._prepare(ref, resume, {**request, "on_session": observe}, plan),
             )

@@ -194,6 +194,8 @@ class ResumeRequest:
     fencing_token: int | None = None
     #: Claim a run even while another worker's lease on it is live.
     force: bool = False
+    #: The lease a claim takes when the run records none (a worker's; ``None``: none).
+    lease_ms: int | None = None
 
 
 async def load_agent_run_state(

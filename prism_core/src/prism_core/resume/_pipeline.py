@@ -77,6 +77,7 @@ __all__ = (
     "NOT_FOUND",
     "AgentRunStatus",
     "Prepared",
+    "Recorded",
     "ResumePlan",
     "ResumeRequest",
     "Settled",
@@ -98,6 +99,15 @@ class Settled:
 
 
 @attrs.frozen(kw_only=True)
+class Recorded:
+    """A decision recorded without running anything (``decide_agent_run``): the run is left
+    ``running`` at ``version`` with no live lease, for a worker's ``continue``."""
+
+    run_id: str
+    version: int
+
+
+@attrs.frozen(kw_only=True)
 class Prepared:
     """A resume ready to run: the claimed execution's driver and session."""
 
@@ -113,10 +123,13 @@ async def prepare_resume(
     *,
     lifecycle_hooks: Sequence[Any] = (),
     plan: ResumeInput | None = None,
-) -> Prepared | Settled:
+    record_only: bool = False,
+) -> Prepared | Settled | Recorded:
     """Run the resume pipeline up to and including the claim write. ``plan``: ``resume``
     as the caller already validated it (``validate_resume_input``), else it is validated
-    here."""
+    here. ``record_only``: validate exactly as a resume, then write the decided state (the
+    claim's state, with no lease and the stored fencing token) instead of claiming: no
+    restore hook, no ``reconcile``, no tool and no model turn runs."""
     if plan is None:
         plan = validate_resume_input(resume)
     run_ref: AgentRunRef = coerce_run_ref(ref)
@@ -152,7 +165,10 @@ async def prepare_resume(
     check_version_and_status(record, state, plan)
     check_lease(state, force=request.force)
     match_run_guardrails(state.run_guardrails, request.guardrails, agent.config.redactor)
-    token = claim_token(record, request.fencing_token)
+    if record_only and request.fencing_token is None:
+        token = record.fencing_token
+    else:
+        token = claim_token(record, request.fencing_token)
 
     check_signal(signal, "on_session")
     # The observer sees the session before anything is reinstated into it, so it hears of a
@@ -187,7 +203,8 @@ async def prepare_resume(
             agent_id=agent.config.id,
             agent_name=agent.config.name,
         ),
-        lease_ms=state.lease_ms,
+        # A recorded decision leaves the run for a worker: it must hold no lease.
+        lease_ms=None if record_only else state.lease_ms or request.lease_ms,
     )
 
     check_signal(signal, "the decisions")
@@ -258,6 +275,9 @@ async def prepare_resume(
         pending_input=pending_input,
     )
     check_claim_size(claimed, writer.max_state_bytes)
+    if record_only:
+        await writer.save(claimed)
+        return Recorded(run_id=state.run_id, version=writer.version)
     plan_for_run = ResumePlan(
         state=state,
         calls=calls,

@@ -1,0 +1,262 @@
+"""``run_worker``: claim runs that wait for a worker, under a lease, and run them.
+
+Who decides is not who runs: ``decide_agent_run`` (the CLI, the console, AG-UI, A2A) records a
+decision and marks the run (``durable/_work.py``); a worker finds the mark, claims the run with
+a ``continue`` under its own lease and runs it to its next stop (suspended or ended), then
+drops the mark. It also continues unowned runs whose lease expired (a worker that died). A
+run it cannot continue (a call in doubt, an agent the host no longer serves, a refused
+resume) is left as it is, logged once, and not tried again until its checkpoint changes.
+
+Finding work: a sweep lists the marks and the expired unowned runs; it runs when the store
+wakes the worker (:class:`~prism_core.durable.RunWakeups`: a decision recorded anywhere on the
+same stores) and otherwise every ``poll_ms``, so a lost wake-up only delays a run.
+
+Stopping: ``stop`` ends the sweeps and cancels the runs in flight without writing anything
+for them (as a killed process would); they stay ``running`` and the next worker continues
+them once their lease has expired.
+
+It must not decide anything: it only continues what was decided.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+import attrs
+
+from .._capability import capability
+from ..durable._checkpoints import CheckpointStore
+from ..durable._lease import lease_is_live, validate_lease_ms
+from ..durable._wakeups import RunWakeups
+from ..durable._work import WorkMark, delete_work_mark, list_work_marks
+from ..errors import AgentRunError, AgentRunStateError, CheckpointConflictError, PrismError
+from ..resume import (
+    AgentRunLifecycle,
+    call_resolve_agent,
+    create_agent_run_lifecycle,
+    list_agent_runs,
+    load_agent_run_state,
+)
+from ._resolver import entered_resolver
+
+__all__ = ("WorkerConfigError", "run_worker")
+
+logger = logging.getLogger(__package__ or __name__)
+
+#: Most marks (and expired runs) one sweep reads.
+_SWEEP_PAGES = 10
+_PAGE = 100
+#: Refusals that mean another worker holds the run: no log, no memo.
+_TAKEN = frozenset({"ERR_PRISM_RUN_LEASED", "ERR_PRISM_CHECKPOINT_CONFLICT"})
+
+
+class WorkerConfigError(PrismError, ValueError):
+    """A worker option is malformed (raised before the worker reads anything)."""
+
+    code = "ERR_PRISM_WORKER_CONFIG"
+
+
+@attrs.frozen
+class _Candidate:
+    run_id: str
+    ownership: Mapping[str, str] | None
+    mark: WorkMark | None = None
+
+
+def _check_options(lease_ms: Any, poll_ms: Any, concurrency: Any, stop: Any) -> None:
+    try:
+        validate_lease_ms(lease_ms)
+    except (PrismError, TypeError, ValueError) as exc:
+        raise WorkerConfigError(str(exc)) from None
+    for name, value in (("poll_ms", poll_ms), ("concurrency", concurrency)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise WorkerConfigError(f"{name} must be a positive integer, got {value!r}")
+    if stop is not None and not (hasattr(stop, "wait") and hasattr(stop, "is_set")):
+        raise WorkerConfigError("stop must be an anyio.Event (or None)")
+
+
+def _unpack(answer: Any) -> tuple[Any, Any]:
+    if isinstance(answer, Mapping):
+        return answer.get("agent"), answer.get("definition_revision")
+    if isinstance(answer, tuple) and len(answer) == 2:
+        return answer[0], answer[1]
+    return answer, None
+
+
+def _on_sessions(resolver: Callable[..., Any], sessions: Any) -> Callable[..., Any]:
+    """``resolver``, with every agent it answers copied onto the worker's session store."""
+
+    async def resolve(agent_id: str, revision: str | None = None) -> Any:
+        answer = await call_resolve_agent(resolver, agent_id, revision=revision)
+        agent, definition_revision = _unpack(answer)
+        if agent is None:
+            return None
+        evolve = getattr(agent, "evolve", None)
+        if sessions is not None and callable(evolve) and agent.store is not sessions:
+            agent = evolve(store=sessions)
+        return (agent, definition_revision)
+
+    return resolve
+
+
+@attrs.define
+class _Worker:
+    checkpoints: CheckpointStore
+    lifecycle: AgentRunLifecycle
+    lease_ms: int
+    concurrency: int
+    in_flight: set[str] = attrs.Factory(set)
+    #: Runs left as they are: run id → the checkpoint version they were refused at.
+    refused: dict[str, int] = attrs.Factory(dict)
+
+    async def candidates(self) -> list[_Candidate]:
+        """The marked runs, then the unowned runs whose lease expired."""
+        found: list[_Candidate] = []
+        cursor: str | None = None
+        for _ in range(_SWEEP_PAGES):
+            marks, cursor = await list_work_marks(self.checkpoints, limit=_PAGE, cursor=cursor)
+            found.extend(_Candidate(m.run_id, m.ownership, m) for m in marks)
+            if cursor is None:
+                break
+        page = await list_agent_runs(self.checkpoints, recoverable=True, limit=_PAGE)
+        marked = {c.run_id for c in found}
+        found.extend(
+            _Candidate(summary.run_id, None)
+            for summary in page.runs
+            # Only runs that had a lease: one without gives no sign of life and may be
+            # running right now in its host's process.
+            if summary.lease_expires_at is not None and summary.run_id not in marked
+        )
+        return found
+
+    async def sweep(self, group: anyio.abc.TaskGroup) -> None:
+        """Start a task for each candidate not already in flight, up to ``concurrency``."""
+        for candidate in await self.candidates():
+            if len(self.in_flight) >= self.concurrency:
+                return
+            if candidate.run_id in self.in_flight:
+                continue
+            self.in_flight.add(candidate.run_id)
+            group.start_soon(self.work, candidate)
+
+    async def work(self, candidate: _Candidate) -> None:
+        try:
+            await self._work(candidate)
+        except Exception:
+            logger.exception("run %s: the worker failed on it; left as it is", candidate.run_id)
+        finally:
+            self.in_flight.discard(candidate.run_id)
+
+    def _leave(
+        self, run_id: str, version: int, code: str, message: str, *, error: Any = None
+    ) -> None:
+        """Leave ``run_id`` as it is until its checkpoint moves past ``version``; say so
+        once."""
+        self.refused[run_id] = version
+        logger.warning(
+            "run %s: left as it is at version %d (%s): %s",
+            run_id,
+            version,
+            code,
+            message,
+            exc_info=error,
+            extra={"prism_run_id": run_id, "prism_error_code": code},
+        )
+
+    async def _work(self, candidate: _Candidate) -> None:
+        run_id = candidate.run_id
+        status = await load_agent_run_state(
+            self.checkpoints, {"run_id": run_id}, ownership=candidate.ownership
+        )
+        if status is None or status.state.status != "running":
+            if candidate.mark is not None:
+                await delete_work_mark(self.checkpoints, candidate.mark)
+            self.refused.pop(run_id, None)
+            return
+        if lease_is_live(status.state.lease_expires_at):
+            return
+        if self.refused.get(run_id) == status.version:
+            return
+        logger.info("run %s: continuing from version %d", run_id, status.version)
+        try:
+            result = await self.lifecycle.resume(
+                {"run_id": run_id},
+                {"expected_version": status.version, "decision": "continue"},
+                ownership=candidate.ownership,
+                lease_ms=self.lease_ms,
+            )
+            outcome = result.status
+        except AgentRunError as exc:
+            # The run reached its end (failed or aborted): that is a stop like any other.
+            outcome = exc.result.status
+        except (AgentRunStateError, CheckpointConflictError, PrismError) as exc:
+            if exc.code in _TAKEN:
+                return
+            self._leave(run_id, status.version, exc.code, exc.message)
+            return
+        except Exception as exc:
+            # The host's resolver or agent failed (an agent it no longer serves, say).
+            self._leave(run_id, status.version, type(exc).__name__, str(exc), error=exc)
+            return
+        logger.info("run %s: %s", run_id, outcome)
+        self.refused.pop(run_id, None)
+        if candidate.mark is not None:
+            await delete_work_mark(self.checkpoints, candidate.mark)
+
+
+async def run_worker(
+    *,
+    checkpoints: CheckpointStore,
+    sessions: Any,
+    resolve_agent: Any,
+    lease_ms: int = 30000,
+    poll_ms: int = 500,
+    concurrency: int = 4,
+    stop: anyio.Event | None = None,
+) -> None:
+    """Run decided and abandoned runs until ``stop`` is set (see the module docstring).
+
+    ``resolve_agent`` is a resolver (``(agent_id[, revision=]) -> (agent, revision)``, sync
+    or async) or an async context manager factory yielding one, entered once for the
+    worker's life. Each run is claimed with a ``continue`` under a ``lease_ms`` lease (the
+    run's own when it has one), at most ``concurrency`` at once, on ``sessions`` (the agents
+    the resolver answers are copied onto it). Raises :class:`WorkerConfigError` for a
+    malformed option before it reads anything.
+    """
+    _check_options(lease_ms, poll_ms, concurrency, stop)
+    wakeups = capability(checkpoints, RunWakeups)
+    async with entered_resolver(resolve_agent) as resolver:
+        lifecycle = create_agent_run_lifecycle(
+            checkpoints=checkpoints, resolve_agent=_on_sessions(resolver, sessions)
+        )
+        worker = _Worker(checkpoints, lifecycle, lease_ms, concurrency)
+        async with anyio.create_task_group() as group:
+            if stop is not None:
+
+                async def stopping() -> None:
+                    await stop.wait()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(stopping)
+            if wakeups is None:
+                await _poll(worker, group, poll_ms / 1000, None)
+            else:
+                async with wakeups.watch_runs() as watch:
+                    await _poll(worker, group, poll_ms / 1000, watch)
+
+
+async def _poll(worker: _Worker, group: anyio.abc.TaskGroup, every: float, watch: Any) -> None:
+    while True:
+        try:
+            await worker.sweep(group)
+        except PrismError as exc:
+            # A store that is down for a moment: try again at the next sweep.
+            logger.warning("worker sweep failed (%s): %s", exc.code, exc.message)
+        if watch is None:
+            await anyio.sleep(every)
+        else:
+            await watch.wait(every if math.isfinite(every) else 3600.0)
