@@ -27,6 +27,7 @@ from tests.core.durable_support import rewrite_as_in_doubt
 HOST_SOURCE = '''
 """The host application of a Prism deployment (test fixture)."""
 
+import os
 from pathlib import Path
 
 import anyio
@@ -64,7 +65,7 @@ class BillingModel:
 
 def refund(args, context):
     with LOG.open("a") as log:
-        log.write(args["order"] + "\\n")
+        log.write(f"{args['order']} {os.getpid()}\\n")
     return {"refunded": args["order"]}
 
 
@@ -96,8 +97,14 @@ def install_host(folder: Path) -> Any:
 
 def refunds(host: Any) -> list[str]:
     """The orders the host's refund tool has refunded, in order."""
+    return [order for order, _ in refund_log(host)]
+
+
+def refund_log(host: Any) -> list[tuple[str, int]]:
+    """Each refund with the process id that ran it, in order."""
     path = Path(host.LOG)
-    return path.read_text().split() if path.exists() else []
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [(order, int(pid)) for order, pid in (line.split() for line in lines)]
 
 
 def _plugins() -> list[object]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from prism_cli._runs import parse_resolution
 from prism_core import Guardrail
 from prism_core.tools import idempotency_key
 
-from .runs_support import install_host, refunds, seed, stored
+from .runs_support import install_host, refund_log, refunds, seed, stored
 
 TENANT = {"tenant_id": "t1"}
 SUMMARY_KEYS = {
@@ -173,13 +174,14 @@ def test_unknown_and_foreign_runs_are_refused(capsys: Any, host: Any, url: str) 
     assert refunds(host) == []
 
 
-def test_approve_runs_the_run_to_its_end(capsys: Any, host: Any, url: str) -> None:
-    """``approve`` resumes through the host's agent on the store's sessions."""
+def test_approve_here_runs_the_run_to_its_end(capsys: Any, host: Any, url: str) -> None:
+    """``approve --here`` resumes through the host's agent on the store's sessions, in this
+    process (what ``approve`` did before decisions were recorded for workers)."""
     run_id = seed(url, host, "s-1", how="suspended", owner=TENANT)
     app = f"{host.__name__}:resolve_agent"
     owner = ("--owner", "tenant_id=t1")
     code, out, err = cli(
-        capsys, "runs", "approve", run_id, "--store", url, "--app", app, *owner, "--all"
+        capsys, "runs", "approve", run_id, "--store", url, "--app", app, *owner, "--all", "--here"
     )
     assert (code, err) == (0, "")
     assert out.splitlines()[0].startswith(f"run {run_id}: succeeded (version ")
@@ -198,7 +200,7 @@ def test_per_call_decisions_with_reasons(capsys: Any, host: Any, url: str) -> No
     """``--call`` decides one call at a time; a rejected call never runs."""
     run_id = seed(url, host, "s-1", how="suspended")
     app = f"{host.__name__}:resolve_agent"
-    base = ("--store", url, "--app", app)
+    base = ("--store", url, "--app", app, "--here")
     code, out, err = cli(capsys, "runs", "approve", run_id, *base, "--call", "c9")
     assert (code, out) == (1, "")
     assert "refused (ERR_PRISM_DECISION_UNKNOWN)" in err
@@ -225,7 +227,10 @@ def test_deny_ends_the_run(capsys: Any, host: Any, url: str) -> None:
         capsys, "runs", "deny", run_id, "--store", url, "--app", app, "--all", "--reason", "no"
     )
     assert code == 0
-    assert out.strip() == f"run {run_id}: denied (version 2)"
+    assert out.splitlines() == [
+        f"run {run_id}: deny recorded at version 2",
+        f"run {run_id}: denied (version 2)",
+    ]
     assert refunds(host) == []
     code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
     audit = json.loads(out)["audit"]
@@ -264,7 +269,7 @@ def test_continue_finishes_a_crashed_run(capsys: Any, host: Any, url: str) -> No
     assert version >= 2
     assert refunds(host) == ["A-1", "B-2"]
     app = f"{host.__name__}:resolve_agent"
-    code, out, err = cli(capsys, "runs", "continue", run_id, "--store", url, "--app", app)
+    code, out, err = cli(capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--here")
     assert (code, err) == (0, "")
     assert out.startswith(f"run {run_id}: succeeded")
     assert refunds(host) == ["A-1", "B-2"]
@@ -283,7 +288,17 @@ def test_continue_of_an_in_doubt_run(capsys: Any, host: Any, url: str) -> None:
     assert stored(url, run_id) == (2, "running")
     resolution = 'c1=completed:{"refunded": "A-1"}'
     code, out, err = cli(
-        capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--resolve", resolution
+        capsys,
+        "runs",
+        "continue",
+        run_id,
+        "--store",
+        url,
+        "--app",
+        app,
+        "--resolve",
+        resolution,
+        "--here",
     )
     assert (code, err) == (0, "")
     assert out.startswith(f"run {run_id}: succeeded")
@@ -300,15 +315,12 @@ def test_other_resolutions(
     """``not_started`` runs the call now; ``failed`` records the failure and never runs it."""
     run_id = seed(url, host, "s-1", how="in-doubt")
     app = f"{host.__name__}:resolve_agent"
-    code, out, err = cli(
-        capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--resolve", resolution
-    )
+    here = ("--store", url, "--app", app, "--resolve", resolution, "--here")
+    code, out, err = cli(capsys, "runs", "continue", run_id, *here)
     assert (code, err) == (0, "")
     assert out.startswith(f"run {run_id}: succeeded")
     assert refunds(host) == ran
-    code, out, err = cli(
-        capsys, "runs", "continue", run_id, "--store", url, "--app", app, "--resolve", resolution
-    )
+    code, out, err = cli(capsys, "runs", "continue", run_id, *here)
     assert code == 1
     assert "refused (" in err
     assert refunds(host) == ran
@@ -398,8 +410,13 @@ def test_an_unsupported_store_url_is_refused(capsys: Any) -> None:
     assert "refused (ERR_PRISM_STORE_UNSUPPORTED)" in err
 
 
-def test_the_console_script_end_to_end(tmp_path: Path, host: Any, url: str) -> None:
-    """``python -m prism_cli runs …`` in a subprocess: list, approve, show."""
+def test_approve_records_and_a_prism_worker_runs_it_once(
+    tmp_path: Path, host: Any, url: str
+) -> None:
+    """As subprocesses: ``prism runs approve --wait`` records the decision and runs no tool in
+    its own process; a ``prism worker`` claims the run and runs each approved call exactly
+    once (its process id in the tool log); ``--wait`` prints each step until the run stops;
+    SIGTERM stops the worker with exit 0."""
     run_id = seed(url, host, "s-1", how="suspended")
     app = f"{host.__name__}:resolve_agent"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
@@ -411,21 +428,59 @@ def test_the_console_script_end_to_end(tmp_path: Path, host: Any, url: str) -> N
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=180,
         )
 
     listed = prism("runs", "list", "--store", url, "--json")
     assert listed.returncode == 0, listed.stderr
     assert [json.loads(line)["run_id"] for line in listed.stdout.splitlines()] == [run_id]
-    approved = prism("runs", "approve", run_id, "--store", url, "--app", app, "--all")
+    with (tmp_path / "worker.log").open("w") as worker_log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "prism_cli", "worker", "--store", url, "--app", app],
+            cwd=tmp_path,
+            env=env,
+            stdout=worker_log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            approved = prism(
+                "runs", "approve", run_id, "--store", url, "--app", app, "--all", "--wait", "150"
+            )
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            code = worker.wait(timeout=60)
+    log = (tmp_path / "worker.log").read_text()
+    assert code == 0, log
+    assert "SIGTERM: stopping" in log
     assert approved.returncode == 0, approved.stderr
-    assert approved.stdout.startswith(f"run {run_id}: succeeded")
-    assert refunds(host) == ["A-1", "B-2"]
+    lines = approved.stdout.splitlines()
+    assert lines[0] == f"run {run_id}: approve recorded at version 2"
+    assert lines[-1].startswith(f"run {run_id}: succeeded (version ")
+    # Every refund ran once, in the worker's process, none in the operator's.
+    assert refund_log(host) == [("A-1", worker.pid), ("B-2", worker.pid)]
     shown = prism("runs", "show", run_id, "--store", url, "--json")
     assert json.loads(shown.stdout)["status"] == "succeeded"
     again = prism("runs", "approve", run_id, "--store", url, "--app", app, "--all")
     assert again.returncode == 1
     assert "refused (ERR_PRISM_AGENT_RUN_STATE)" in again.stderr
+
+
+def test_wait_without_a_worker_gives_up_and_leaves_the_decision(
+    capsys: Any, host: Any, url: str
+) -> None:
+    """``--wait 1`` with no worker running: the decision stays recorded, nothing ran, and the
+    command exits 1 saying it gave up; ``--wait`` and ``--here`` do not go together."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    base = ("--store", url, "--app", app, "--all")
+    code, out, err = cli(capsys, "runs", "approve", run_id, *base, "--wait", "1")
+    assert code == 1
+    assert out.splitlines() == [f"run {run_id}: approve recorded at version 2"]
+    assert "gave up waiting after 1 s; the run is still running" in err
+    assert stored(url, run_id) == (2, "running")
+    assert refunds(host) == []
+    with pytest.raises(SystemExit):
+        main(["runs", "approve", run_id, *base, "--wait", "1", "--here"])
 
 
 def test_a_corrupt_record_is_named_and_the_others_listed(
@@ -475,7 +530,8 @@ def test_the_audit_keeps_actor_and_reason_through_a_subprocess(
     assert first.returncode == 0, first.stderr
     second = prism("runs", "deny", run_id, *base, "--call", "c2", "--reason", "duplicate order")
     assert second.returncode == 0, second.stderr
-    assert refunds(host) == ["A-1"]
+    # Recorded only: nothing ran in the operator's processes.
+    assert refunds(host) == []
     shown = prism("runs", "show", run_id, "--store", url, "--json")
     assert shown.returncode == 0, shown.stderr
     audit = json.loads(shown.stdout)["audit"]

@@ -55,7 +55,8 @@ def test_runs_list_and_approve_on_redis(
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["run_id"] for line in lines] == [crashed]
     app = f"{host.__name__}:resolve_agent"
-    assert main(["runs", "approve", suspended, "--store", redis_url, "--app", app, "--all"]) == 0
+    here = ("--store", redis_url, "--app", app, "--all", "--here")
+    assert main(["runs", "approve", suspended, *here]) == 0
     assert capsys.readouterr().out.startswith(f"run {suspended}: succeeded")
     assert stored(redis_url, suspended)[1] == "succeeded"  # type: ignore[index]
     # The crashed run's first turn refunded both orders; approving the other refunded them once.

@@ -1,12 +1,14 @@
 """``prism runs``: find, inspect and settle durable runs from a terminal.
 
-``list`` and ``show`` read the checkpoint store; ``approve``, ``deny`` and ``continue`` resume
-a run through the host's ``resolve_agent(agent_id) -> (agent, definition_revision)`` (named
-``MODULE:ATTR`` with ``--app``), exactly as :func:`~prism_core.create_agent_run_lifecycle`
-does. One ``--store`` URL opens both stores as a pair (:func:`prism_core.open_stores`): they
-share one connection and commit a resumed turn together. ``--actor`` (default: the OS user
-name) and ``--reason`` are kept in the run's decision audit, which ``show`` prints. Exit
-codes: 0 done, 1 refused (the error's code and message are printed), 2 usage.
+``list`` and ``show`` read the checkpoint store; ``approve``, ``deny`` and ``continue`` record
+the decision through the host's ``resolve_agent(agent_id) -> (agent, definition_revision)``
+(named ``MODULE:ATTR`` with ``--app``), exactly as
+:meth:`~prism_core.AgentRunLifecycle.decide` does, and leave running it to a worker (or run it
+here with ``--here``, see :mod:`._runs_decide`). One ``--store`` URL opens both stores as a
+pair (:func:`prism_core.open_stores`): they share one connection and commit a resumed turn
+together. ``--actor`` (default: the OS user name) and ``--reason`` are kept in the run's
+decision audit, which ``show`` prints. Exit codes: 0 done, 1 refused (the error's code and
+message are printed) or ``--wait`` gave up, 2 usage.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from prism_core import (
     PrismError,
     StorePair,
     call_resolve_agent,
-    create_agent_run_lifecycle,
     discover_store_plugins,
     inspect_agent_run,
     list_agent_runs,
@@ -37,6 +38,7 @@ from prism_core import (
     open_stores,
 )
 
+from ._runs_decide import DEFAULT_WAIT_SECONDS, WaitTimeout, settle
 from ._runs_format import run_detail, show_text, summary_table
 
 __all__ = (
@@ -46,6 +48,7 @@ __all__ = (
     "command",
     "default_actor",
     "load_app",
+    "open_operator_stores",
     "parse_resolution",
     "run_runs",
 )
@@ -123,6 +126,21 @@ def add_runs_arguments(runs: argparse.ArgumentParser) -> None:
         )
         parser.add_argument(
             "--reason", metavar="TEXT", help="why, kept in the run's audit with the decision"
+        )
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument(
+            "--wait",
+            nargs="?",
+            type=float,
+            const=DEFAULT_WAIT_SECONDS,
+            metavar="SECONDS",
+            help="after recording, follow the run until a worker has taken it to its next "
+            f"stop (default {DEFAULT_WAIT_SECONDS:g} s)",
+        )
+        where.add_argument(
+            "--here",
+            action="store_true",
+            help="run the decided run in this process instead of leaving it to a worker",
         )
 
     listing = actions.add_parser("list", help="the runs in the store, as a table or JSON lines")
@@ -223,7 +241,7 @@ def _on_sessions(resolve: Callable[..., Any], sessions: Any) -> Callable[..., An
     return resolve_agent
 
 
-def _open(url: str) -> StorePair:
+def open_operator_stores(url: str) -> StorePair:
     """The stores at ``url``, as one pair: they share a connection and commit together. An
     operator command creates nothing: a database or tables that are not there are refused."""
     return open_stores(url, plugins=discover_store_plugins(url), create=False)
@@ -320,22 +338,17 @@ async def _resume(stores: StorePair, args: argparse.Namespace, owner: dict[str, 
     else:
         resume = _decisions(args, found)
     resume["actor"] = args.actor if args.actor is not None else default_actor()
+    resume["channel"] = "cli"
     if args.reason is not None:
         resume["reason"] = args.reason
-    lifecycle = create_agent_run_lifecycle(
-        checkpoints=stores.checkpoints, resolve_agent=_on_sessions(resolve, stores.sessions)
-    )
-    result = await lifecycle.resume({"run_id": args.run_id}, resume, ownership=owner)
-    version = result.run_state.version if result.run_state is not None else "-"
-    print(f"run {result.run_id}: {result.status} (version {version})")
-    if result.text:
-        print(result.text)
-    return 0
+    if args.wait is not None and args.wait <= 0:
+        raise _Usage("--wait SECONDS must be positive")
+    return await settle(stores, args, owner, resume, resolve, _on_sessions)
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
     owner = dict(args.owner) or None
-    stores = _open(args.store)
+    stores = open_operator_stores(args.store)
     try:
         if args.runs_command == "list":
             return await _list(stores, args, owner)
@@ -353,6 +366,9 @@ def run_runs(args: argparse.Namespace) -> int:
     except _Usage as exc:
         print(f"prism runs {args.runs_command}: {exc}", file=sys.stderr)
         return 2
+    except WaitTimeout as exc:
+        print(f"prism runs {args.runs_command}: {exc}", file=sys.stderr)
+        return 1
     except PrismError as exc:
         print(f"prism runs {args.runs_command}: refused ({exc.code}): {exc}", file=sys.stderr)
         return 1
