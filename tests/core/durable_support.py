@@ -75,6 +75,39 @@ class CountingStore:
         return dumps([record.value, record.version, dict(record.metadata or {})])
 
 
+class KilledAtSave(BaseException):
+    """Stands in for SIGKILL at a checkpoint write: nothing in the run may catch it."""
+
+
+class DyingStore(CountingStore):
+    """A counting store whose worker dies (``KilledAtSave``) at the first save after
+    ``die_when()`` becomes true: the crash lands exactly there, wherever the run's consumer
+    is, so nothing of that save is written."""
+
+    def __init__(self, die_when: Any, inner: Any = None) -> None:
+        super().__init__(inner)
+        self.die_when = die_when
+        self.died = False
+
+    async def save(self, *args: Any, **kw: Any) -> CheckpointRecord:
+        if not self.died and self.die_when():
+            self.died = True
+            raise KilledAtSave("the worker died at this checkpoint write")
+        return await super().save(*args, **kw)
+
+
+async def run_id_when_killed(stream: Any) -> str:
+    """Consume ``stream`` until its worker dies at a checkpoint write (``KilledAtSave``);
+    the run's id."""
+    run_id = ""
+    try:
+        async for event in stream:
+            run_id = event.run_id
+    except KilledAtSave:
+        return run_id
+    raise AssertionError("the run ended without its worker dying")
+
+
 def by_history(turns: Sequence[Sequence[ProviderEvent]]) -> Any:
     """A provider that picks its turn from how many assistant messages the request holds, so a
     resumed run (new process, new provider object) continues the same script."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+import anyio
 
 from prism_core import (
     Agent,
@@ -53,3 +55,16 @@ def echo_tool(name: str = "echo", log: list[Any] | None = None, **kw: Any) -> To
 def types(events: Sequence[Any]) -> list[str]:
     """The ``type`` of each event."""
     return [e.type for e in events]
+
+
+async def paused_consumer(stream: Any, finished: Callable[[], Awaitable[bool]]) -> list[Any]:
+    """Consume ``stream`` as a consumer that reads the first event, then pauses until
+    ``finished()`` says the run is over (a generous deadline, never a timing claim), then
+    reads the rest: the run must not wait for it, and the stream's queue bounds apply."""
+    first = await stream.__anext__()
+    with anyio.fail_after(60):
+        while True:
+            if await finished():
+                break
+            await anyio.sleep(0.01)
+    return [first, *[event async for event in stream]]

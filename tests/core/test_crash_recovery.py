@@ -26,7 +26,7 @@ from prism_core import (
 )
 from prism_core.durable._state import state_to_json
 
-from .durable_support import REVISION, World
+from .durable_support import REVISION, DyingStore, World, run_id_when_killed
 from .helpers import text_turn, types
 
 
@@ -250,6 +250,8 @@ async def test_completed_round_after_the_checkpoint_is_not_redispatched() -> Non
         calls["n"] += 1
         return "ok"
 
+    # Step 1's result is stored; the worker dies at the next turn's checkpoint write.
+    world.checkpoints = DyingStore(lambda: calls["n"] == 2)
     agent = create_agent(
         id="investigator",
         model={"provider": "mock", "model": "demo"},
@@ -260,12 +262,7 @@ async def test_completed_round_after_the_checkpoint_is_not_redispatched() -> Non
     stream = agent.create_session(id="s1").stream(
         "go", run_state=world.run_state(checkpoint_policy="every-turn")
     )
-    run_id = ""
-    async for event in stream:
-        run_id = event.run_id
-        if event.type == "turn_finished" and calls["n"] == 2:
-            break  # step 1's result is stored; the next turn checkpoint never happens
-    del stream
+    run_id = await run_id_when_killed(stream)
     status = await load_agent_run_state(world.checkpoints, ref(run_id))
     assert status is not None
     resumed = await resume_agent_run(

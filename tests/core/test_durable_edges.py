@@ -23,7 +23,7 @@ from prism_core import (
     resume_agent_run,
 )
 
-from .durable_support import REVISION, World
+from .durable_support import REVISION, DyingStore, World, run_id_when_killed
 from .helpers import echo_tool, text_turn, tool_turn
 
 TURNS = [tool_turn(("c1", "echo", {"n": 1})), text_turn("done")]
@@ -280,16 +280,13 @@ async def test_kept_rounds_are_charged_to_the_counters() -> None:
         tool_turn(("c2", "probe", {"s": 2})),
         text_turn("done"),
     ]
+    # The second round's result is stored; the worker dies at the next turn's checkpoint.
+    world.checkpoints = DyingStore(lambda: calls["n"] == 2)
     agent = world.agent(script, tools=[ToolDefinition("probe", probe)])
     stream = agent.create_session(id="s1").stream(
         "go", run_state=world.run_state(checkpoint_policy="every-turn")
     )
-    run_id = ""
-    async for event in stream:
-        run_id = event.run_id
-        if event.type == "turn_finished" and calls["n"] == 2:
-            break
-    del stream
+    run_id = await run_id_when_killed(stream)
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id, "session_id": "s1"})
     assert status is not None
     recorded = status.state.counters

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from prism_core import (
@@ -123,28 +124,65 @@ async def test_on_session_sees_the_session_and_a_throw_fails_closed() -> None:
     assert seen == ["s1"]
 
 
+def held_tool(started: Any, log: list[Any], **kw: Any) -> ToolDefinition:
+    """An ``echo`` tool that says it started, then waits until it is cancelled."""
+
+    async def execute(args: dict[str, Any], context: Any) -> Any:
+        log.append(args)
+        started.set()
+        await anyio.sleep_forever()
+
+    return ToolDefinition("echo", execute, **kw)
+
+
 @pytest.mark.anyio
 async def test_leaving_a_resume_stream_early_aborts_only_the_resumed_run() -> None:
-    """aclose() after agent_resumed aborts the resumed execution and records aborted."""
-    world, log = World(), []
-    result = await suspend(world, tools=[echo_tool(log=log)])
+    """aclose() while nothing side-effecting is under way (the approved call is read-only
+    and waits) aborts the resumed execution and records ``aborted``."""
+    world, log, started = World(), [], anyio.Event()
+    result = await suspend(world, tools=[held_tool(started, [], effect="read")])
     stream = resume_agent_run_stream(
-        world.agent(TURNS, tools=[echo_tool(log=log)]),
+        world.agent(TURNS, tools=[held_tool(started, log, effect="read")]),
         ref(result),
         {"expected_version": 1, "decision": "approve"},
         **world.resume_options(),
     )
-    kinds = []
-    async for event in stream:
-        kinds.append(event.type)
-        if event.type == "agent_resumed":
-            break
+    kinds = [(await stream.__anext__()).type, (await stream.__anext__()).type]
+    await started.wait()
     await stream.aclose()
     assert kinds == ["agent_started", "agent_resumed"]
-    assert log == []
+    assert log == [{"n": 1}]
     status = await load_agent_run_state(world.checkpoints, ref(result))
     assert status is not None
     assert status.state.status == "aborted"
+
+
+@pytest.mark.anyio
+async def test_leaving_a_resume_stream_while_a_side_effect_runs_leaves_it_in_doubt() -> None:
+    """aclose() while the approved side-effecting call runs: the run is not recorded
+    ``aborted`` (the effect may have happened); its dispatched mark stays, the call in doubt
+    for a continue to settle (API.md: any abort while a side-effecting call is dispatched
+    leaves that call in doubt)."""
+    world, log, started = World(), [], anyio.Event()
+    result = await suspend(world, tools=[held_tool(started, [])])
+    stream = resume_agent_run_stream(
+        world.agent(TURNS, tools=[held_tool(started, log)]),
+        ref(result),
+        {"expected_version": 1, "decision": "approve"},
+        **world.resume_options(),
+    )
+    await stream.__anext__()
+    await started.wait()
+    await stream.aclose()
+    assert stream.result is not None
+    assert stream.result.status == "aborted"
+    assert "c1 was under way" in (stream.result.error.message if stream.result.error else "")
+    status = await load_agent_run_state(world.checkpoints, ref(result))
+    assert status is not None
+    assert status.state.status == "running"
+    assert [c.tool_call_id for c in status.state.pending_calls if c.status == "dispatched"] == [
+        "c1"
+    ]
 
 
 @pytest.mark.anyio

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from prism_core import InvalidOptionsError, ToolDefinition
 
-from .helpers import scripted_agent, text_turn, tool_turn
+from .helpers import paused_consumer, scripted_agent, text_turn, tool_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -51,30 +52,65 @@ async def test_close_delivers_one_notice_ends_the_stream_and_the_run_completes()
 
 
 async def test_drop_oldest_keeps_the_newest_events() -> None:
-    """overflow="drop_oldest": each burst keeps its last four reports, after one notice."""
+    """overflow="drop_oldest": a consumer that pauses until the run has ended receives one
+    notice, then the newest four events (what a roomy subscriber saw last)."""
     log: list[str] = []
     agent = scripted_agent(SCRIPT, tools=[chatty(log)])
-    stream = agent.create_session().stream("go", max_queued_events=4, overflow="drop_oldest")
-    events = [event async for event in stream]
-    assert progress(events) == [6, 7, 8, 9, 6, 7, 8, 9]
+    session = agent.create_session()
+    watcher = session.subscribe(max_queued_events=4096)
+    stream = session.stream("go", max_queued_events=4, overflow="drop_oldest")
+    events = await paused_consumer(stream, lambda: ran(session))
+    seen = [event async for event in watcher]
     names = [e.type for e in events]
     assert names.count("event_subscriber_overflow") == 1
-    assert names[names.index("event_subscriber_overflow") + 1] == "tool_execution_progress"
-    assert names[-1] == "agent_finished"
+    assert names.index("event_subscriber_overflow") < len(events) - 4
+    assert events[-4:] == seen[-4:]
+    assert events[-1].type == "agent_finished"
     assert log == ["c1", "c2"]
 
 
 async def test_drop_newest_keeps_what_fit_and_goes_on() -> None:
-    """overflow="drop_newest": the first reports of a burst are kept, then one notice."""
+    """overflow="drop_newest": a consumer that pauses receives what fit in its queue (the
+    run's first events: four, or five when it took the first before the queue filled), then
+    one notice; the run goes on to its end."""
     log: list[str] = []
     agent = scripted_agent(SCRIPT, tools=[chatty(log)])
-    stream = agent.create_session().stream("go", max_queued_events=4, overflow="drop_newest")
-    events = [event async for event in stream]
-    assert progress(events)[:3] == [0, 1, 2]
-    assert [e.type for e in events].count("event_subscriber_overflow") == 1
-    assert events[-1].type == "agent_finished"
+    session = agent.create_session()
+    watcher = session.subscribe(max_queued_events=4096)
+    stream = session.stream("go", max_queued_events=4, overflow="drop_newest")
+    events = await paused_consumer(stream, lambda: ran(session))
+    seen = [event async for event in watcher]
+    kept = [e.type for e in events].index("event_subscriber_overflow")
+    assert kept in (4, 5)
+    assert events[:kept] == seen[:kept]
+    assert [e.type for e in events[kept:]] == ["event_subscriber_overflow"]
     assert stream.result is not None
     assert stream.result.status == "succeeded"
+    assert log == ["c1", "c2"]
+
+
+async def test_a_paused_consumer_does_not_stall_its_run() -> None:
+    """The run goes on while its consumer reads nothing: every tool runs and the run ends
+    before the consumer reads its second event (spec: the queue, not the run, is bounded)."""
+    log: list[str] = []
+    agent = scripted_agent(SCRIPT, tools=[chatty(log, reports=1)])
+    session = agent.create_session()
+    stream = session.stream("go")
+    first = await stream.__anext__()
+    with anyio.fail_after(60):
+        while True:
+            if not session.running:
+                break
+            await anyio.sleep(0.01)
+    assert first.type == "agent_started"
+    assert log == ["c1", "c2"]
+    rest = [event.type async for event in stream]
+    assert rest[-1] == "agent_finished"
+
+
+async def ran(session: Any) -> bool:
+    """Whether the session's run has ended."""
+    return not session.running
 
 
 async def test_the_stream_yields_the_same_events_a_subscriber_sees() -> None:

@@ -441,6 +441,11 @@ class DurableRun:
             self.set_anchor()
         await self._write(self.state("running", at_anchor=True))
 
+    def dispatched_calls(self) -> tuple[str, ...]:
+        """The calls whose ``dispatched`` mark is written and whose result is not: their side
+        effect may be under way."""
+        return tuple(c.tool_call_id for c in self.pending_calls if c.status == "dispatched")
+
     def settle_pending(self, tool_call_id: str) -> None:
         """Forget a pending call once its result is in the session store."""
         self.pending_calls = [c for c in self.pending_calls if c.tool_call_id != tool_call_id]

@@ -118,15 +118,19 @@ class RunDriver:
         """Abort the run as ``session.abort()`` does (see :meth:`RunExecution.interrupt`)."""
         self.execution.interrupt(reason)
 
-    def abandon(self, reason: Any) -> None:
-        """End the run now without awaiting (the consumer went away or was cancelled)."""
+    def abandon(self, reason: Any, *, close_events: bool = True) -> None:
+        """End the run now without awaiting (the consumer went away or was cancelled).
+
+        ``close_events=False`` leaves the run's event generator open: another task is
+        stepping it and is being cancelled, and its cancellation closes it."""
         if self.settled:
             return
         self._ended = True
         if self.execution.result is None:
             self._pending.extend(self.execution.abort_terminal_now(reason))
         self.settled = True
-        _close_now(self._events)
+        if close_events:
+            _close_now(self._events)
         self.execution.session.run_slot.settle(self.execution)
 
     async def drain(self) -> AgentRunResult:

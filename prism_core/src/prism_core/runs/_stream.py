@@ -1,22 +1,24 @@
 """The base of the owned-run event streams: start on first use, abort when left early, and
 deliver the run's events through a bounded subscription.
 
-A stream subscribes to the session before its run starts and hands the consumer what the
-subscription queued, stepping the run only while nothing is queued. A step may publish several
-events (a tool's progress reports, a burst of deltas); those queue under ``max_queued_events``
-and ``overflow`` exactly as a ``session.subscribe`` subscriber's do: ``close`` clears the queue,
-delivers one ``event_subscriber_overflow`` notice and ends the stream, the drop policies keep
-the newest or the oldest events. A consumer that falls behind never stops the run: after an
-overflow closes the stream, the run is stepped on to its end before the stream finishes. Leaving
-early (``break``, ``aclose()``) aborts the run.
+A stream subscribes to the session before its run starts, then runs the run on its own (a
+detached task of the event loop, see ``_detached``) and hands the consumer what the
+subscription queued. The run does not wait for its consumer: events queue under
+``max_queued_events`` and ``overflow`` exactly as a ``session.subscribe`` subscriber's do
+(``close`` clears the queue, delivers one ``event_subscriber_overflow`` notice and ends the
+stream; the drop policies keep the newest or the oldest events), so a consumer that pauses or
+falls behind never stalls the run. After an overflow closes the stream, the run goes on to its
+end before the stream finishes. Leaving early (``break``, ``aclose()``) aborts the run.
 
 It drives a run through the :class:`StepDriver` protocol, so it must not import the driver.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol
 
+from .._detached import Detached, start_detached
 from ..events import AgentEvent
 from ..results import AgentRunResult
 from ..signals import AbortSignal
@@ -60,8 +62,9 @@ class StepDriver(Protocol):
         """The next event, or ``None`` once the run has ended and settled."""
         ...
 
-    def abandon(self, reason: Any) -> None:
-        """End the run now without awaiting."""
+    def abandon(self, reason: Any, *, close_events: bool = True) -> None:
+        """End the run now without awaiting (``close_events=False``: leave the run's event
+        generator to the task that is stepping it, which is being cancelled)."""
         ...
 
     def interrupt(self, reason: Any) -> None:
@@ -166,39 +169,49 @@ class DriverStream:
 
 
 class SubscribedStream(DriverStream):
-    """A :class:`DriverStream` that delivers its run's events through a bounded subscription
-    (see the module docstring)."""
+    """A :class:`DriverStream` whose run goes on by itself and whose events come through a
+    bounded subscription (see the module docstring)."""
 
     def __init__(self) -> None:
         super().__init__()
         self._subscription: Subscription | None = None
+        self._pump: Detached | None = None
+
+    def _abandon(self, reason: str) -> None:
+        """The consumer is gone (dropped, or cancelled while waiting): its run ends now,
+        unrecorded, as a crash leaves it, and the task stepping it is cancelled."""
+        self._done = True
+        driver, pump = self._driver, self._pump
+        if driver is not None and not driver.settled:
+            driver.abandon(reason, close_events=False)
+        if pump is not None:
+            pump.cancel()
 
     async def _next_queued(self) -> AgentEvent:
-        """The next event the subscription holds, stepping the run while none is queued."""
+        """The next event the subscription holds, waiting for the run to publish one."""
         subscription = self._subscription
         assert subscription is not None
-        while True:
-            if subscription.ready:
-                return await subscription.__anext__()
-            driver = self._driver
-            if subscription.closed or driver is None:
-                await self._run_to_end()
-                raise StopAsyncIteration
-            try:
-                stepped = await driver.next()
-            except BaseException:
-                self._done = True
-                driver.abandon("cancelled")
-                subscription.close()
-                raise
-            if stepped is None:
-                # The run ended and settled: its run-scoped subscription is closed.
-                subscription.close()
+        driver = self._driver
+        if self._pump is None and driver is not None and not driver.settled:
+            # The pump must not hold the stream: dropping the stream ends its run.
+            self._pump = start_detached(functools.partial(_drive, driver, subscription))
+        try:
+            return await subscription.__anext__()
+        except StopAsyncIteration:
+            await self._run_to_end()
+            raise
+        except BaseException:
+            self._abandon("cancelled")
+            raise
 
     async def _run_to_end(self) -> None:
-        """The stream ended (the run settled, or an overflow closed it): a run still going is
-        stepped on to its end, unobserved."""
+        """The stream ended (the run settled, or an overflow closed it): a run still going
+        goes on to its end, unobserved, before the stream finishes."""
         self._done = True
+        pump = self._pump
+        if pump is not None:
+            await pump.wait()
+            return
         driver = self._driver
         if driver is not None and not driver.settled:
             await driver.drain()
@@ -207,4 +220,31 @@ class SubscribedStream(DriverStream):
         """Stop consuming: abort the run if it is still going and wait for it to settle."""
         if self._subscription is not None:
             self._subscription.close()
-        await super().aclose()
+        pump = self._pump
+        if pump is None:
+            await super().aclose()
+            return
+        if self._done and pump.done:
+            return
+        self._done = True
+        driver = self._driver
+        if driver is not None and not driver.settled:
+            driver.execution.signal.abort("stream closed")
+            driver.interrupt("stream closed")
+        await pump.wait()
+
+    def __del__(self) -> None:
+        pump = self._pump
+        if pump is None:
+            super().__del__()
+        elif not pump.done:
+            self._abandon("stream closed")
+
+
+async def _drive(driver: StepDriver, subscription: Subscription) -> None:
+    """Run ``driver``'s run to its end; close ``subscription`` however it ends, so the
+    stream's consumer is never left waiting (a settled run closes it too)."""
+    try:
+        await driver.drain()
+    finally:
+        subscription.close()

@@ -168,9 +168,28 @@ async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
 
 async def abort_terminal(run: RunState, reason: Any) -> list[AgentEvent]:
     """Terminal events for an aborted run (the generator is already finished); a durable
-    run with a checkpoint records ``aborted``."""
+    run with a checkpoint records ``aborted``, unless a side-effecting call was under way:
+    then its ``dispatched`` mark stays the run's last checkpoint, so the call is in doubt
+    (settled by its tool or an operator on ``continue``), never an ``aborted`` run with an
+    effect nobody recorded."""
     run.signal.abort(reason)
     error = ErrorInfo(f"Run aborted: {run.signal.reason}", code="ERR_PRISM_ABORTED")
+    under_way = run.durable.dispatched_calls() if run.durable is not None else ()
+    if under_way:
+        assert run.durable is not None
+        run.durable.release_held()
+        calls = ", ".join(under_way)
+        logger.warning(
+            "run %s aborted while tool call(s) %s ran: left in doubt for a continue",
+            run.run_id,
+            calls,
+        )
+        error = attrs.evolve(
+            error,
+            message=f"{error.message} (tool call {calls} was under way: the run stays "
+            "running with the call in doubt, for a continue to settle)",
+        )
+        return _aborted(run, error)
     error = await _save_terminal(run, "aborted", error) or error
     return _aborted(run, error)
 
