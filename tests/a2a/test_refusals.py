@@ -259,9 +259,7 @@ async def test_a_waiting_task_refuses_a_part_it_does_not_read(server: Server) ->
         batch = [{"approval_id": pending["approval_id"], "outcome": "allow_once"}]
         with_file = decisions(task_id, batch)
         with_file.parts.append(new_url_part("https://example.com/receipt.pdf", "application/pdf"))
-        await refused(
-            client, with_file, ContentTypeNotSupportedError, "ERR_PRISM_A2A_CONTENT_TYPE"
-        )
+        await refused(client, with_file, ContentTypeNotSupportedError, "ERR_PRISM_A2A_CONTENT_TYPE")
         assert pending_of(await get_task(client, task_id)) == [pending]
     assert f"refund {refund}" not in effects(server.effects)
 
