@@ -125,9 +125,7 @@ async def list_tasks(runs: PrismRuns, params: ListTasksRequest, scope: Scope) ->
         found = await runs.status(summary.run_id, scope)
         if found is None:
             continue  # deleted since it was listed
-        task = await task_view(found, runs.sessions)
-        task.status.timestamp.FromNanoseconds(_updated_ns(summary))
-        tasks.append(task)
+        tasks.append(await task_view(found, runs.sessions, updated_at=summary.updated_at))
     return ListTasksResponse(
         tasks=tasks,
         next_page_token=encode_list_tasks_cursor(_cursor(page[-1])) if more else "",

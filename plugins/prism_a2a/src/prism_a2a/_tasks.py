@@ -36,10 +36,12 @@ class CheckpointTaskStore(TaskStore):
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         """The task of run ``task_id`` in the caller's scope, or ``None``."""
-        found = await self._runs.status(task_id, call_scope(context))
+        scope = call_scope(context)
+        found = await self._runs.status(task_id, scope)
         if found is None:
             return None
-        return await task_view(found, self._runs.sessions)
+        updated_at = await self._runs.updated_at(task_id, scope)
+        return await task_view(found, self._runs.sessions, updated_at=updated_at)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         """A ``canceled`` write denies the suspended run; every other write changes nothing."""
