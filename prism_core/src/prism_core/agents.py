@@ -402,9 +402,13 @@ class Agent:
             raise AgentConfigError("as_tool needs a name= when the agent has no id")
         if description is not None and not isinstance(description, str):
             raise AgentConfigError("as_tool's description must be a string")
-        text = description or self.description or (
-            f"Delegate a task to the {self.name or tool_name} agent: give it the task as "
-            "input; it answers with its result."
+        text = (
+            description
+            or self.description
+            or (
+                f"Delegate a task to the {self.name or tool_name} agent: give it the task as "
+                "input; it answers with its result."
+            )
         )
         return ToolDefinition(
             tool_name,
