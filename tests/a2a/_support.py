@@ -35,6 +35,10 @@ from a2a.types import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The served agent's instructions: the model's, never the callers' (no card carries them).
+INSTRUCTIONS = "Internal billing policy: refunds over 100 go to the approvals queue."
+#: What the served agent's card says it does.
+DESCRIPTION = "Refunds and order lookups; a person approves refunds over 100."
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 

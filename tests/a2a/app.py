@@ -9,7 +9,8 @@ conversation it is sent, so a new server process carries on where a killed one s
 - ``refund ORDER...``: one ``refund`` call of 150 per order in one turn (refunds over 100 wait
   for approval), then ``refunds settled: <results>``;
 - ``refund-twice A B``: refund ``A``, then (after its result) refund ``B``, then the answer;
-- ``lookup-refund ORDER``: look the order up (ungated), then refund it, then the answer.
+- ``lookup-refund ORDER``: look the order up (ungated), then refund it, then the answer;
+- input that is JSON text (a task started with a data part): ``you sent <the input>``.
 
 Every tool that really runs appends a line ``tool ORDER`` to ``PRISM_A2A_TEST_EFFECTS``, so
 the tests count real side effects across processes. ``refund`` takes ``{"order": "X-123",
@@ -45,6 +46,8 @@ from prism_core import (
     tool_call_content,
 )
 from prism_store_sql import open_sql_stores
+
+from ._support import DESCRIPTION, INSTRUCTIONS
 
 REVISION = "billing-1"
 REFUND_SCHEMA = {
@@ -104,7 +107,10 @@ def _refund(order: str) -> dict[str, Any]:
 def script(request: ProviderRequest) -> list[Any]:
     """The model: the next turn's events, decided from the conversation so far."""
     users = [m for m in request.messages if m.role == "user"]
-    words = users[-1].content[0].text.split()  # type: ignore[union-attr]
+    said: str = users[-1].content[0].text  # type: ignore[union-attr]
+    if said.startswith(("{", "[")):
+        return [provider_text_delta(f"you sent {said}"), provider_done()]
+    words = said.split()
     command, orders = words[0], words[1:]
     # Only this run's turns: the tool results after the last user message.
     last_user = max(i for i, m in enumerate(request.messages) if m.role == "user")
@@ -148,6 +154,8 @@ def build_agent() -> Any:
     return create_agent(
         id="billing",
         name="Billing",
+        description=DESCRIPTION,
+        instructions=INSTRUCTIONS,
         model={"provider": "mock", "model": "demo"},
         provider=create_mock_provider(script),
         tools=[

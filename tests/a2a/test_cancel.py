@@ -40,6 +40,7 @@ async def run_status(db: Path, run_id: str) -> str:
 
 
 async def test_cancel_denies_a_waiting_task(server: Server, protocol: str) -> None:
+    """CORE-CANCEL-001: the answer is the task, canceled."""
     refund = order()
     async with a2a_client(server.base, protocol=protocol) as client:
         task_id = task_id_of(await send(client, text_message(f"refund {refund}")))
@@ -58,6 +59,7 @@ async def test_cancel_denies_a_waiting_task(server: Server, protocol: str) -> No
 
 
 async def test_a_finished_task_is_not_cancelable(server: Server) -> None:
+    """CORE-CANCEL-002."""
     async with a2a_client(server.base) as client:
         task_id = task_id_of(await send(client, text_message("hello")))
         with pytest.raises(TaskNotCancelableError) as caught:
@@ -68,6 +70,7 @@ async def test_a_finished_task_is_not_cancelable(server: Server) -> None:
 
 
 async def test_an_unknown_task_cannot_be_canceled(server: Server) -> None:
+    """CORE-CANCEL-003."""
     async with a2a_client(server.base) as client:
         with pytest.raises(TaskNotFoundError):
             await cancel_task(client, "run_0123456789abcdef")

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 from a2a.client import Client
-from a2a.helpers import new_data_part, new_text_part
+from a2a.helpers import new_data_part, new_raw_part, new_text_part, new_url_part
+from a2a.types import Part
 from a2a.utils.errors import (
     A2AError,
+    ContentTypeNotSupportedError,
     InvalidParamsError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -20,6 +22,7 @@ from ._support import (
     Server,
     a2a_client,
     answer_of,
+    cancel_task,
     data_message,
     decisions,
     effects,
@@ -199,16 +202,92 @@ async def test_a_waiting_task_takes_decisions_not_text(server: Server) -> None:
         assert pending_of(await get_task(client, task_id)) == [pending]
 
 
-async def test_a_new_task_takes_text_only(server: Server) -> None:
-    data = data_message("", {"orders": ["A-1"]})
-    data.ClearField("task_id")
-    mixed = text_message("lookup A-1")
-    mixed.parts.append(new_data_part({"orders": ["A-1"]}))
+async def test_a_new_task_needs_input_and_takes_no_decisions(server: Server) -> None:
+    """A blank message starts nothing; a ``decisions`` batch without a ``taskId`` is refused
+    rather than becoming a new run's prompt."""
     blank = text_message("   ")
+    batch = data_message("", {"decisions": [{"approval_id": "appr_x", "outcome": "allow_once"}]})
+    batch.ClearField("task_id")
     async with a2a_client(server.base) as client:
-        for message in (data, mixed, blank):
+        for message in (blank, batch):
             await refused(client, message, InvalidParamsError, "ERR_PRISM_A2A_INPUT")
-    assert "lookup A-1" not in effects(server.effects)
+
+
+UNREAD_PARTS = [
+    pytest.param(new_raw_part(b"tck", "application/x-unsupported-tck-type"), id="raw"),
+    pytest.param(new_raw_part(b"%PDF-1.7", filename="a.pdf"), id="raw-untyped"),
+    pytest.param(new_url_part("https://example.com/a.png", "image/png"), id="url"),
+    pytest.param(new_text_part("<p>hi</p>", "text/html"), id="html-text"),
+    pytest.param(new_data_part({"a": 1}, "application/xml"), id="xml-data"),
+]
+
+
+@pytest.mark.parametrize("part", UNREAD_PARTS)
+async def test_a_part_the_agent_does_not_read_is_content_type_not_supported(
+    server: Server, part: Part
+) -> None:
+    """CORE-SEND-003: a part of a media type the agent does not read (it reads text/plain
+    text and application/json data) is ``ContentTypeNotSupportedError``, alone or beside
+    text, and nothing starts."""
+    alone = text_message("unused")
+    del alone.parts[:]
+    alone.parts.append(part)
+    beside = text_message("lookup A-2")
+    beside.parts.append(part)
+    async with a2a_client(server.base) as client:
+        for message in (alone, beside):
+            await refused(
+                client, message, ContentTypeNotSupportedError, "ERR_PRISM_A2A_CONTENT_TYPE"
+            )
+    assert "lookup A-2" not in effects(server.effects)
+
+
+async def test_a_file_part_is_refused_over_0_3_too(server: Server) -> None:
+    message = text_message("lookup A-3")
+    message.parts.append(new_raw_part(b"tck", "application/octet-stream", "a.bin"))
+    async with a2a_client(server.base, protocol="0.3") as client:
+        await refused(
+            client, message, ContentTypeNotSupportedError, "ERR_PRISM_A2A_CONTENT_TYPE", "0.3"
+        )
+    assert "lookup A-3" not in effects(server.effects)
+
+
+async def test_a_waiting_task_refuses_a_part_it_does_not_read(server: Server) -> None:
+    refund = order()
+    async with a2a_client(server.base) as client:
+        task_id, [pending] = await waiting(client, f"refund {refund}")
+        batch = [{"approval_id": pending["approval_id"], "outcome": "allow_once"}]
+        with_file = decisions(task_id, batch)
+        with_file.parts.append(new_url_part("https://example.com/receipt.pdf", "application/pdf"))
+        await refused(client, with_file, ContentTypeNotSupportedError, "ERR_PRISM_A2A_CONTENT_TYPE")
+        assert pending_of(await get_task(client, task_id)) == [pending]
+    assert f"refund {refund}" not in effects(server.effects)
+
+
+async def test_a_message_on_a_finished_task_is_an_unsupported_operation(
+    server: Server, protocol: str
+) -> None:
+    """CORE-SEND-002: a completed or canceled task takes no more messages, whatever they
+    hold: ``UnsupportedOperationError``, not a complaint about the message."""
+    refund = order()
+    async with a2a_client(server.base, protocol=protocol) as client:
+        completed = task_id_of(await send(client, text_message("hello")))
+        canceled, _ = await waiting(client, f"refund {refund}")
+        await cancel_task(client, canceled)
+        for task_id in (completed, canceled):
+            follow_up = text_message("and one more thing")
+            follow_up.task_id = task_id
+            error = await refused(
+                client,
+                follow_up,
+                UnsupportedOperationError,
+                "ERR_PRISM_AGENT_RUN_STATE",
+                protocol,
+            )
+            assert "has ended" in str(error)
+        assert (await get_task(client, completed)).status.state == 3  # TASK_STATE_COMPLETED
+        assert (await get_task(client, canceled)).status.state == 5  # TASK_STATE_CANCELED
+    assert f"refund {refund}" not in effects(server.effects)
 
 
 async def test_a_decisions_message_carries_nothing_else(server: Server) -> None:

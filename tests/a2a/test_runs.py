@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from a2a.helpers import new_text_part
 
 from prism_core import load_agent_run_state
 from prism_store_sql import open_sql_stores
@@ -15,6 +16,7 @@ from ._support import (
     Server,
     a2a_client,
     answer_of,
+    data_message,
     data_of,
     effects,
     get_task,
@@ -121,3 +123,30 @@ async def test_a_gated_call_ends_the_stream_input_required(server: Server, proto
     assert pending["approval_id"]
     assert data_of(responses[-1].status_update.status.message) == [{"pending_decisions": [pending]}]
     assert f"refund {refund}" not in effects(server.effects)
+
+
+async def test_a_data_part_starts_a_task_with_its_json_as_input(
+    server: Server, protocol: str
+) -> None:
+    """A task may start from structured data: each data part becomes compact JSON text (keys
+    sorted, whole numbers as integers), each text part stays as it is, in order."""
+    data = {"order": "A-7", "amount": 2, "lines": [{"sku": "x", "price": 2.5}]}
+    alone = data_message("", data)
+    alone.ClearField("task_id")
+    async with a2a_client(server.base, protocol=protocol) as client:
+        task = await get_task(client, task_id_of(await send(client, alone)))
+    expected = '{"amount":2,"lines":[{"price":2.5,"sku":"x"}],"order":"A-7"}'
+    assert answer_of(task) == f"you sent {expected}"
+    assert [m.parts[0].text for m in task.history] == [expected, f"you sent {expected}"]
+    state = await stored_run(server.db, task.id, {"channel": "a2a"})
+    assert state.status == "succeeded"
+
+
+async def test_text_and_data_parts_join_in_order(server: Server) -> None:
+    message = data_message("", ["refund", "B-1"])
+    message.ClearField("task_id")
+    message.parts.append(new_text_part("as JSON above"))
+    async with a2a_client(server.base) as client:
+        task = await get_task(client, task_id_of(await send(client, message)))
+    assert answer_of(task) == 'you sent ["refund","B-1"]\nas JSON above'
+    assert "refund B-1" not in effects(server.effects)

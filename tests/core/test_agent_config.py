@@ -10,6 +10,7 @@ import pytest
 from prism_core import (
     Agent,
     AgentConfig,
+    AgentConfigError,
     RunStateOptions,
     create_agent,
     create_memory_checkpoint_store,
@@ -35,6 +36,19 @@ def test_the_agent_reads_its_frozen_config() -> None:
         agent.limits = None  # type: ignore[misc,assignment]
     with pytest.raises(TypeError):
         agent.config.metadata["k"] = "w"  # type: ignore[index]
+
+
+def test_a_description_is_public_text_apart_from_the_instructions() -> None:
+    """``description=`` is kept as given (``None`` by default), never derived from the
+    instructions, and refused unless it is a string."""
+    plain = create_agent(id="a", model=MODEL, instructions="Internal: never refund twice.")
+    assert plain.description is plain.config.description is None
+    described = create_agent(id="a", model=MODEL, description="Refunds orders.")
+    assert described.description == described.config.description == "Refunds orders."
+    with pytest.raises(AgentConfigError, match="description must be a string"):
+        create_agent(id="a", model=MODEL, description=42)
+    with pytest.raises(AttributeError):
+        described.description = "other"  # type: ignore[misc]
 
 
 def test_the_store_is_the_one_attribute_a_host_replaces() -> None:

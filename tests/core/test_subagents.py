@@ -45,6 +45,22 @@ def test_as_tool_names_the_agent_and_takes_one_input() -> None:
         scripted_agent([text_turn("hi")]).as_tool()
 
 
+def test_as_tool_describes_the_agent_by_its_description() -> None:
+    """Without ``description=``, the tool's description is the agent's ``description``; the
+    instructions never become it."""
+    agent = scripted_agent(
+        [text_turn("hi")],
+        id="researcher",
+        description="Finds sources and summarises them.",
+        instructions="Internal: cite only the paid archive.",
+    )
+    assert agent.as_tool().description == "Finds sources and summarises them."
+    assert agent.as_tool(description="Ask it.").description == "Ask it."
+    bare = scripted_agent([text_turn("hi")], id="researcher", instructions="Internal: secret.")
+    assert bare.as_tool().description is not None
+    assert "secret" not in bare.as_tool().description
+
+
 @pytest.mark.anyio
 async def test_a_sub_agent_tool_refuses_to_run_outside_a_run() -> None:
     tool = scripted_agent([text_turn("hi")], id="researcher").as_tool()

@@ -39,6 +39,9 @@ class AgentConfig:
     """The agent's id (it names the agent in checkpoints and fingerprints)."""
     name: str | None
     """The agent's display name."""
+    description: str | None
+    """What the agent does, for those who call it (an A2A card, ``as_tool``); never sent to
+    the model and never taken from the instructions."""
     model: ModelConfig
     """The default model of its runs."""
     provider: AIProvider | None

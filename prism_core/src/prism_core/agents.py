@@ -161,6 +161,7 @@ class Agent:
 
     id = _FromConfig[str | None]()
     name = _FromConfig[str | None]()
+    description = _FromConfig[str | None]()
     model = _FromConfig[ModelConfig]()
     provider = _FromConfig[AIProvider | None]()
     provider_source = _FromConfig[Any]()
@@ -205,6 +206,7 @@ class Agent:
         model: ModelConfig | Mapping[str, Any],
         id: str | None = None,
         name: str | None = None,
+        description: str | None = None,
         provider: AIProvider | None = None,
         provider_source: ProviderResolver | None = None,
         instructions: str | None = None,
@@ -240,7 +242,12 @@ class Agent:
         attention_compiler: Any = None,
     ) -> None:
         model_config = coerce_model(model)
-        for label, value in (("id", id), ("name", name), ("instructions", instructions)):
+        for label, value in (
+            ("id", id),
+            ("name", name),
+            ("description", description),
+            ("instructions", instructions),
+        ):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{label} must be a string")
         if provider is not None and not callable(getattr(provider, "generate", None)):
@@ -305,6 +312,7 @@ class Agent:
         self.config = AgentConfig(
             id=id,
             name=name,
+            description=description,
             model=model_config,
             provider=provider,
             provider_source=provider_source,
@@ -380,7 +388,8 @@ class Agent:
     def as_tool(self, *, name: str | None = None, description: str | None = None) -> ToolDefinition:
         """This agent as a tool another agent can call (a sub-agent).
 
-        The tool's ``name`` defaults to the agent's id and its parameters are ``{"input":
+        The tool's ``name`` defaults to the agent's id, its ``description`` to the agent's
+        ``description`` (else a line naming the agent), and its parameters are ``{"input":
         string}``. A call runs this agent on ``input`` in a child session on the calling run's
         session store, and its result is the child's final text (its ``output`` when it has
         an ``output_type``). Under a durable parent the child is durable on the same
@@ -393,9 +402,13 @@ class Agent:
             raise AgentConfigError("as_tool needs a name= when the agent has no id")
         if description is not None and not isinstance(description, str):
             raise AgentConfigError("as_tool's description must be a string")
-        text = description or (
-            f"Delegate a task to the {self.name or tool_name} agent: give it the task as "
-            "input; it answers with its result."
+        text = (
+            description
+            or self.description
+            or (
+                f"Delegate a task to the {self.name or tool_name} agent: give it the task as "
+                "input; it answers with its result."
+            )
         )
         return ToolDefinition(
             tool_name,

@@ -4,38 +4,47 @@
 serves the agent card at ``/.well-known/agent-card.json`` and A2A JSON-RPC at ``/``: a task is
 a durable run (task id = run id, ``contextId`` = session id), a suspension is
 ``input-required`` with the pending decisions as a data part, a ``decisions`` data part resumes
-it, and ``tasks/cancel`` denies it.
+it, ``CancelTask`` denies it, and ``ListTasks`` lists the caller's tasks.
 """
 
 from __future__ import annotations
 
 from ._access import DEFAULT_OWNERSHIP, loopback_only
 from ._app import INTERRUPTED_TASK_TIMEOUT_S, RPC_PATH, create_a2a_app
-from ._card import default_agent_card
+from ._card import MEDIA_TYPES, default_agent_card
 from ._contexts import CONTEXT_NAMESPACE
+from ._discovery import CARD_MAX_AGE_S
 from ._errors import (
     A2AEndpointError,
     AccessDenied,
+    ContentTypeRefused,
     ContextRefused,
     InputRefused,
+    ListTooLarge,
     NotAuthenticated,
     NotCancelable,
     TaskNotFound,
     UnsupportedMediaType,
 )
+from ._listing import MAX_LISTED_RUNS
 from ._views import ANSWER_ARTIFACT_ID, TASK_STATES
 
 __all__ = (
     "ANSWER_ARTIFACT_ID",
+    "CARD_MAX_AGE_S",
     "CONTEXT_NAMESPACE",
     "DEFAULT_OWNERSHIP",
     "INTERRUPTED_TASK_TIMEOUT_S",
+    "MAX_LISTED_RUNS",
+    "MEDIA_TYPES",
     "RPC_PATH",
     "TASK_STATES",
     "A2AEndpointError",
     "AccessDenied",
+    "ContentTypeRefused",
     "ContextRefused",
     "InputRefused",
+    "ListTooLarge",
     "NotAuthenticated",
     "NotCancelable",
     "TaskNotFound",

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_jsonrpc_routes
 from a2a.types import AgentCard
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -14,7 +14,8 @@ from starlette.middleware import Middleware
 from prism_core import CheckpointStore
 
 from ._access import Authorize, Gate, ScopedContextBuilder, loopback_only
-from ._card import default_agent_card
+from ._card import check_input_modes, default_agent_card
+from ._discovery import card_routes
 from ._executor import PrismAgentExecutor
 from ._handler import PrismRequestHandler
 from ._requests import PrismRequestContextBuilder
@@ -43,14 +44,16 @@ def create_a2a_app(
     restore_hooks: Sequence[Any] = (),
 ) -> Starlette:
     """An ASGI app serving ``agent`` over A2A: its card at ``/.well-known/agent-card.json`` and
-    JSON-RPC at ``/`` (``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``, and
-    their A2A 1.0 names ``SendMessage``, ``SendStreamingMessage``, ``GetTask``, ``CancelTask``).
+    JSON-RPC at ``/``: the A2A 1.0 methods ``SendMessage``, ``SendStreamingMessage``,
+    ``GetTask``, ``ListTasks`` and ``CancelTask``, and 0.3's ``message/send``,
+    ``message/stream``, ``tasks/get`` and ``tasks/cancel``.
 
     Each task is a durable run of ``agent`` (task id = run id, ``contextId`` = session id) with
     every-turn checkpoints on ``checkpoints`` and its conversation on ``sessions``;
     ``definition_revision`` is the agent's revision, as for ``RunStateOptions``. ``url`` is
     where callers reach the JSON-RPC route (it goes into the card). ``agent_card`` replaces
-    the card built from the agent.
+    the card built from the agent (which is described by ``agent.description``, never by its
+    instructions); it may declare no input mode but ``text/plain`` and ``application/json``.
 
     ``authorize(request)`` (sync or async) returns the caller's ownership mapping (``{}`` for
     the unscoped tenant), ``None`` for HTTP 401, or raises :class:`~prism_a2a.AccessDenied`
@@ -64,6 +67,8 @@ def create_a2a_app(
         raise ValueError("url must be the address callers reach the JSON-RPC route at")
     if agent_card is not None and not isinstance(agent_card, AgentCard):
         raise TypeError("agent_card must be an a2a.types.AgentCard")
+    if agent_card is not None:
+        check_input_modes(agent_card)
     runs = PrismRuns(
         agent,
         definition_revision=definition_revision,
@@ -90,7 +95,7 @@ def create_a2a_app(
             await handler.aclose()
 
     routes = [
-        *create_agent_card_routes(card),
+        *card_routes(card),
         *create_jsonrpc_routes(
             handler, RPC_PATH, context_builder=ScopedContextBuilder(), enable_v0_3_compat=True
         ),

@@ -1,8 +1,11 @@
 """The agent card the endpoint serves when the host gives none, built from the agent.
 
-Its name is the agent's name, else its id; its version the definition revision; it streams;
-it declares the JSON-RPC interface at ``url`` twice, for A2A 1.0 (``SendMessage``, ...) and
-for 0.3 (``message/send``, ...), which the same route answers. One skill stands for the agent.
+Its name is the agent's name, else its id; its description the agent's ``description``, else
+its name (never its instructions: they are the model's, not the callers'); its version the
+definition revision; it streams; it declares the JSON-RPC interface at ``url`` twice, for A2A
+1.0 (``SendMessage``, ...) and for 0.3 (``message/send``, ...), which the same route answers;
+its input and output modes are exactly what the endpoint reads and writes. One skill stands
+for the agent. A card of the host's own may declare no input mode the endpoint does not read.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from typing import Any
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 
-__all__ = ("MEDIA_TYPES", "default_agent_card")
+__all__ = ("MEDIA_TYPES", "check_input_modes", "default_agent_card")
 
-#: What the endpoint reads and writes: text, and JSON data parts (decisions, pending calls).
+#: What the endpoint reads and writes: text, and JSON data parts (a task's input, decisions,
+#: pending calls).
 MEDIA_TYPES = ("text/plain", "application/json")
 
 
@@ -23,12 +27,8 @@ def default_agent_card(agent: Any, *, url: str, version: str) -> AgentCard:
     name = agent.name or agent.id
     if not isinstance(name, str) or not name:
         raise ValueError("the agent needs a name or an id for its agent card")
-    instructions = agent.instructions
-    description = (
-        instructions
-        if isinstance(instructions, str) and instructions.strip()
-        else f"The Prism agent {name}: durable runs that wait for approval before gated calls."
-    )
+    described = getattr(agent, "description", None)
+    description = described if isinstance(described, str) and described.strip() else name
     interfaces = [
         AgentInterface(
             url=url, protocol_binding=TransportProtocol.JSONRPC.value, protocol_version=version_
@@ -51,3 +51,15 @@ def default_agent_card(agent: Any, *, url: str, version: str) -> AgentCard:
         default_output_modes=list(MEDIA_TYPES),
         skills=[skill],
     )
+
+
+def check_input_modes(card: AgentCard) -> None:
+    """Refuse (``ValueError``) a card that declares an input mode the endpoint does not read:
+    a caller trusting it would only meet ``ContentTypeNotSupportedError``."""
+    declared = [*card.default_input_modes, *(m for s in card.skills for m in s.input_modes)]
+    unread = sorted({mode for mode in declared if mode.strip().lower() not in MEDIA_TYPES})
+    if unread:
+        raise ValueError(
+            f"the agent card declares input modes this endpoint does not read: {unread} "
+            f"(it reads {', '.join(MEDIA_TYPES)})"
+        )

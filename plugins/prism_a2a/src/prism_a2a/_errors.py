@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from a2a.utils.errors import (
     A2AError,
+    ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
     TaskNotCancelableError,
@@ -29,8 +30,10 @@ from prism_core import (
 __all__ = (
     "A2AEndpointError",
     "AccessDenied",
+    "ContentTypeRefused",
     "ContextRefused",
     "InputRefused",
+    "ListTooLarge",
     "NotAuthenticated",
     "NotCancelable",
     "TaskNotFound",
@@ -47,10 +50,25 @@ class A2AEndpointError(PrismError):
 
 
 class InputRefused(A2AEndpointError):
-    """A message the task cannot take: a new task without text, or a message on a task that
-    waits for decisions without a ``decisions`` data part."""
+    """A message the task cannot take: a new task without any input (or with a ``decisions``
+    batch, which belongs on the task that waits for it), or a message on a task that waits
+    for decisions without a ``decisions`` data part."""
 
     code = "ERR_PRISM_A2A_INPUT"
+
+
+class ContentTypeRefused(A2AEndpointError):
+    """A message part whose media type the agent does not read (anything but ``text/plain``
+    text and ``application/json`` data): A2A's ``ContentTypeNotSupportedError``."""
+
+    code = "ERR_PRISM_A2A_CONTENT_TYPE"
+
+
+class ListTooLarge(A2AEndpointError):
+    """``ListTasks`` over more of the caller's runs than one listing reads: narrow it with
+    ``status`` or ask the host (``prism runs list``)."""
+
+    code = "ERR_PRISM_A2A_LIST_LIMIT"
 
 
 class ContextRefused(A2AEndpointError):
@@ -102,13 +120,19 @@ def _described(exc: PrismError) -> tuple[str, dict[str, str]]:
 def a2a_error(exc: PrismError) -> A2AError:
     """The a2a-sdk error a Prism refusal is answered with (its ``data`` names the code).
 
-    Malformed or unanswerable decisions are invalid params; a task that is absent or foreign is
-    not found; a run in the wrong state, a lost race or a failed restore is an operation the
-    task does not support now; anything else is an internal error.
+    Malformed or unanswerable decisions are invalid params; a part of a media type the agent
+    does not read is a content type not supported; a task that is absent or foreign is not
+    found; a message on a task that does not wait (a finished one, a working one), a lost race,
+    a failed restore or a listing too large is an operation the task does not support now;
+    anything else is an internal error.
     """
     message, data = _described(exc)
     if isinstance(exc, TaskNotFound | AgentRunNotFoundError):
         return TaskNotFoundError(message, data=data)
+    if isinstance(exc, ContentTypeRefused):
+        return ContentTypeNotSupportedError(message, data=data)
+    if isinstance(exc, ListTooLarge):
+        return UnsupportedOperationError(message, data=data)
     if isinstance(exc, NotCancelable):
         return TaskNotCancelableError(message, data=data)
     if isinstance(exc, AgentDecisionError | InputRefused | ContextRefused):

@@ -4,8 +4,12 @@ The SDK asks its request-context builder for the task id before it creates the t
 builder starts the work: a message without a ``taskId`` starts a new durable run and its first
 event gives the run id, which becomes the task id; a message on a task reads that run's
 checkpoint and starts the resume of its ``decisions``. Either way the first event is read here,
-so every refusal (a bad batch, a stale approval id, a foreign context) is raised while the SDK
-can still answer it as a JSON-RPC error, before any task changes and before anything runs.
+so every refusal (a part the agent does not read, a bad batch, a stale approval id, a foreign
+context) is raised while the SDK can still answer it as a JSON-RPC error, before any task
+changes and before anything runs. A message on a task that does not wait for input (a finished
+one, or one still working) is refused as the run's state refuses it
+(:class:`~prism_core.AgentRunStateError`, A2A's ``UnsupportedOperationError``), whatever it
+holds.
 
 A new run is read on to its first checkpoint (the first turn's ``turn_started``, or its end
 if it ends sooner), still before any provider request or tool call: the SDK then finds the
@@ -22,11 +26,11 @@ from a2a.server.agent_execution import RequestContext, RequestContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.types import SendMessageRequest, Task
 
-from prism_core import AgentEvent, AgentStartedEvent, PrismError
+from prism_core import AgentEvent, AgentRunStateError, AgentStartedEvent, PrismError
 
 from ._access import call_scope
 from ._contexts import ContextClaims
-from ._decisions import message_decisions, message_text
+from ._decisions import check_media_types, message_decisions, message_text
 from ._errors import TaskNotFound, a2a_error
 from ._runs import PrismRuns
 
@@ -137,9 +141,17 @@ class PrismRequestContextBuilder(RequestContextBuilder):
         self, context: ServerCallContext, params: SendMessageRequest, task_id: str
     ) -> RequestContext:
         scope = call_scope(context)
+        check_media_types(params.message)
         found = await self._runs.status(task_id, scope)
         if found is None:
             raise TaskNotFound(f"no task {task_id!r}")
+        status = found.state.status
+        if status != "suspended":
+            state = "is still working" if status == "running" else f"has ended ({status})"
+            raise AgentRunStateError(
+                f"task {task_id} {state}: a message on a task is taken only while the task "
+                "waits for input"
+            )
         decisions = message_decisions(params.message)
         stream = self._runs.resume(found, decisions, scope)
         read: list[AgentEvent] = []

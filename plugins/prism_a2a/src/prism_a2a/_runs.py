@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prism_core import (
+    AGENT_RUN_NAMESPACE,
     AgentRunStatus,
     CheckpointStore,
     ResumeEventStream,
@@ -91,6 +92,12 @@ class PrismRuns:
         if found is None or found.state.agent_id != self.agent_id:
             return None
         return found
+
+    async def updated_at(self, run_id: str, scope: Scope) -> float | None:
+        """When the run's checkpoint was last written (epoch seconds), or ``None`` when it is
+        absent or foreign."""
+        record = await self.checkpoints.load(AGENT_RUN_NAMESPACE, run_id, ownership=scope)
+        return None if record is None else record.updated_at
 
     def resume(self, found: AgentRunStatus, decisions: Any, scope: Scope) -> ResumeEventStream:
         """The resume stream of a ``decisions`` batch for the run ``found`` describes, claimed

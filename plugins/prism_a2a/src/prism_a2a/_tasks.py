@@ -1,7 +1,8 @@
 """The a2a-sdk's task store, backed by the checkpoint store: a task *is* its run's checkpoint.
 
 ``get`` reads the run's checkpoint (and its session for the history and the answer), under the
-caller's ownership, so ``tasks/get`` answers from durable state and survives a restart. The
+caller's ownership, so ``tasks/get`` answers from durable state and survives a restart;
+``list`` answers ``ListTasks`` from the same state (see :mod:`._listing`). The
 task the SDK keeps while a request runs is its own; its writes change nothing, with one
 exception: writing ``canceled`` over a task that waits for input is a cancel, and the store
 carries it out as the run's ``deny`` (none of the pending calls runs). A cancel over any other
@@ -16,9 +17,11 @@ from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
 from a2a.utils.errors import UnsupportedOperationError
 
-from prism_core import AgentRunStateError, CheckpointConflictError
+from prism_core import AgentRunStateError, CheckpointConflictError, PrismError
 
 from ._access import call_scope
+from ._errors import a2a_error
+from ._listing import list_tasks
 from ._runs import PrismRuns
 from ._views import task_view
 
@@ -33,10 +36,12 @@ class CheckpointTaskStore(TaskStore):
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         """The task of run ``task_id`` in the caller's scope, or ``None``."""
-        found = await self._runs.status(task_id, call_scope(context))
+        scope = call_scope(context)
+        found = await self._runs.status(task_id, scope)
         if found is None:
             return None
-        return await task_view(found, self._runs.sessions)
+        updated_at = await self._runs.updated_at(task_id, scope)
+        return await task_view(found, self._runs.sessions, updated_at=updated_at)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         """A ``canceled`` write denies the suspended run; every other write changes nothing."""
@@ -55,8 +60,11 @@ class CheckpointTaskStore(TaskStore):
             raise ConcurrentTaskModificationError(task.id) from exc
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        """Not served: list runs with ``prism runs list`` or the host's own API."""
-        raise UnsupportedOperationError("listing tasks is not served by this endpoint")
+        """One page of the caller's tasks of this agent (``ListTasks``)."""
+        try:
+            return await list_tasks(self._runs, params, call_scope(context))
+        except PrismError as exc:
+            raise a2a_error(exc) from exc
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         """Not served: a task is a run's durable record."""

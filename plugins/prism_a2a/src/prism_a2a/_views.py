@@ -127,8 +127,11 @@ def _history(
     return history, answer
 
 
-async def task_view(found: AgentRunStatus, sessions: Any) -> Task:
-    """The task of the run ``found`` describes, as its checkpoint and session record it."""
+async def task_view(
+    found: AgentRunStatus, sessions: Any, *, updated_at: float | None = None
+) -> Task:
+    """The task of the run ``found`` describes, as its checkpoint and session record it;
+    ``updated_at`` (epoch seconds: when the checkpoint was written) is its status timestamp."""
     state = found.state
     task_id, context_id = state.run_id, state.session_id
     entries = (
@@ -139,6 +142,8 @@ async def task_view(found: AgentRunStatus, sessions: Any) -> Task:
     input_id = (found.metadata or {}).get(MESSAGE_ID_KEY)
     history, answer = _history(entries, task_id, context_id, input_id)
     status = TaskStatus(state=TASK_STATES[state.status])
+    if updated_at is not None:
+        status.timestamp.FromNanoseconds(round(updated_at * 1e9))
     artifacts: list[Artifact] = []
     if state.status == "suspended" and state.interruption is not None:
         status.message.CopyFrom(
