@@ -14,8 +14,9 @@ Its tools:
 - ``huge``: a text result of ``megabytes`` MiB;
 - ``sneaky_media``: ``structuredContent`` carrying an image block, a base64 payload and a
   ``data:`` URI, beside plain fields;
-- ``slow_effect``: waits ``seconds``, then appends the effect (with the ``_meta`` it carried)
-  to ``EFFECTS``: the late effect a killed worker's call would have.
+- ``slow_effect``: waits ``seconds`` (shielded: a client that hangs up does not stop it),
+  then appends the effect (with the ``_meta`` it carried) to ``EFFECTS``: the late effect a
+  killed worker's call would have.
 
 Every call is appended to ``EFFECTS`` as ``{"tool", "phase": "received", "meta"}`` first.
 """
@@ -121,7 +122,10 @@ def build(effects: Path, ref_url: str) -> Server[Any]:
                 },
             )
         if params.name == "slow_effect":
-            await anyio.sleep(float(arguments["seconds"]))
+            # Shielded: the client hanging up (stdin closed, the request cancelled) does not
+            # stop it; only the death of this process does.
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(float(arguments["seconds"]))
             log({"tool": "slow_effect", "phase": "effect", "entry": arguments["entry"], "meta": _prism(meta)})
             return types.CallToolResult(content=[types.TextContent(type="text", text="done")])
         return types.CallToolResult(content=[types.TextContent(type="text", text="called")])
