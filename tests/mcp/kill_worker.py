@@ -13,7 +13,9 @@ import anyio
 from prism_core import ToolExecutionContext
 from prism_mcp import MCPServerStdio, mcp_tools
 
-HOSTILE = str(__import__("pathlib").Path(__file__).resolve().parent / "servers" / "hostile_server.py")
+HOSTILE = str(
+    __import__("pathlib").Path(__file__).resolve().parent / "servers" / "hostile_server.py"
+)
 
 
 async def main(effects: str, seconds: float) -> None:
@@ -21,7 +23,10 @@ async def main(effects: str, seconds: float) -> None:
     async with mcp_tools(server, call_timeout=600) as tools:
         (slow,) = [tool for tool in tools if tool.name == "slow_effect"]
         context = ToolExecutionContext(
-            session_id="s1", run_id="run-1", tool_call_id="c1", tool_name="slow_effect",
+            session_id="s1",
+            run_id="run-1",
+            tool_call_id="c1",
+            tool_name="slow_effect",
             fencing_token=3,
         )
         await slow.execute({"seconds": seconds, "entry": "late"}, context)

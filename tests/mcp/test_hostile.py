@@ -115,11 +115,15 @@ async def test_a_catastrophic_pattern_is_refused_and_the_loop_keeps_ticking(
     beside the run ticks all along."""
     turns = [calls(("c1", "catastrophic", {"name": "a" * 40 + "!"})), says("Refused.")]
     ticks = 0
+    target: list[int] = []
+    ticked = anyio.Event()
 
     async def ticker() -> None:
         nonlocal ticks
         while True:
             ticks += 1
+            if target and ticks >= target[0]:
+                ticked.set()
             await anyio.sleep(0.001)
 
     async with mcp_tools(hostile) as tools:
@@ -127,9 +131,8 @@ async def test_a_catastrophic_pattern_is_refused_and_the_loop_keeps_ticking(
             async with anyio.create_task_group() as group:
                 group.start_soon(ticker)
                 events = await stream(agent_on(tools, turns).create_session(), "go")
-                seen = ticks
-                while ticks < seen + 3:
-                    await anyio.sleep(0.001)
+                target.append(ticks + 3)
+                await ticked.wait()
                 group.cancel_scope.cancel()
     (blocked,) = of_type(events, "tool_execution_blocked")
     assert blocked.reason == "invalid_arguments"

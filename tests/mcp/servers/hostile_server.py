@@ -126,7 +126,14 @@ def build(effects: Path, ref_url: str) -> Server[Any]:
             # stop it; only the death of this process does.
             with anyio.CancelScope(shield=True):
                 await anyio.sleep(float(arguments["seconds"]))
-            log({"tool": "slow_effect", "phase": "effect", "entry": arguments["entry"], "meta": _prism(meta)})
+            log(
+                {
+                    "tool": "slow_effect",
+                    "phase": "effect",
+                    "entry": arguments["entry"],
+                    "meta": _prism(meta),
+                }
+            )
             return types.CallToolResult(content=[types.TextContent(type="text", text="done")])
         return types.CallToolResult(content=[types.TextContent(type="text", text="called")])
 

@@ -9,7 +9,7 @@ prove how often each call reached the server.
 
 Over HTTP it binds a free loopback port itself, prints ``{"port": N, "pid": P}`` on stdout and
 serves Streamable HTTP at ``/mcp`` with uvicorn. ``--variant 2`` gives ``append_entry`` one
-more parameter (a server whose schema changed).
+more parameter (a server whose schema changed); ``--variant 3`` marks it ``idempotentHint``.
 """
 
 from __future__ import annotations
@@ -42,9 +42,13 @@ def build(ledger: Path, variant: int) -> MCPServer:
             handle.flush()
             os.fsync(handle.fileno())
 
-    if variant == 1:
+    if variant in (1, 3):
+        # Variant 3 claims the same tool is idempotent (a server whose hint changed).
+        hint = ToolAnnotations(idempotent_hint=True) if variant == 3 else None
 
-        @server.tool(description="Append an entry to the ledger.", structured_output=False)
+        @server.tool(
+            description="Append an entry to the ledger.", annotations=hint, structured_output=False
+        )
         def append_entry(entry: str, ctx: Context) -> str:
             record(ctx, "append_entry", entry=entry)
             return f"appended {entry}"
