@@ -53,8 +53,10 @@ class Browser:
 
 
 def _auth(url: str, context: dict[str, Any]) -> Any:
-    if context.get("client_secret") and context.get("grant") != "authorization_code" and (
-        "client-credentials" in os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if (
+        context.get("client_secret")
+        and context.get("grant") != "authorization_code"
+        and ("client-credentials" in os.environ.get("MCP_CONFORMANCE_SCENARIO", ""))
     ):
         return oauth_client_credentials(
             context["client_id"], context["client_secret"], issuer=context.get("issuer")
@@ -112,7 +114,14 @@ async def main(url: str) -> int:
     server = MCPServerHTTP(url, name="conformance", auth=auth)
     async with mcp_tools(server, elicitation_handler=answer_with_defaults) as tools:
         print(f"tools: {[tool.name for tool in tools]}; left out: {tools.rejected}")
-        for index, tool in enumerate(tools):
+        named = {tool.name: tool for tool in tools}
+        # A scenario may name the calls to make; else every tool is called once.
+        plan = [
+            (named[c["name"]], c.get("arguments") or {})
+            for c in context.get("toolCalls", [])
+            if c["name"] in named
+        ] or [(tool, _arguments(dict(tool.parameters or {}))) for tool in tools]
+        for index, (tool, arguments) in enumerate(plan):
             call = ToolExecutionContext(
                 session_id="conformance",
                 run_id="run-1",
@@ -120,7 +129,7 @@ async def main(url: str) -> int:
                 tool_name=tool.name,
             )
             try:
-                result = await tool.execute(_arguments(dict(tool.parameters or {})), call)
+                result = await tool.execute(arguments, call)
             except MCPToolError as exc:
                 print(f"{tool.name}: {exc}")
             else:
