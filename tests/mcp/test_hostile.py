@@ -143,6 +143,7 @@ async def test_a_catastrophic_pattern_is_refused_and_the_loop_keeps_ticking(
     assert [e for e in _effects(tmp_path) if e["tool"] == "catastrophic"] == []
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_huge_result_is_refused_and_never_passed_on(hostile: MCPServerStdio) -> None:
     """30 MiB against the default 1 MiB cap: the call's error result carries
     ``ERR_PRISM_MCP_RESULT_TOO_LARGE`` and none of the text; a small one passes."""
