@@ -23,7 +23,7 @@ from prism_core.durable._state import arguments_hash
 
 from .durable_support import REVISION, World
 from .helpers import text_turn, tool_turn
-from .test_in_doubt import Host, continue_run, crash
+from .test_in_doubt import Host, continue_run, crash, idempotent_in_doubt
 
 SCRIPT = [
     tool_turn(("c1", "deploy", {"env": "prod"}), ("c2", "deploy", {"env": "staging"})),
@@ -223,7 +223,7 @@ async def test_in_doubt_resolutions_are_audited_with_the_actor() -> None:
     ] == [(None, "c0", "pay", "failed", "erin", "host", "bank said no", version)]
 
     world, host = World(), Host()
-    run_id, version = await crash(world, host)
+    run_id, version = await idempotent_in_doubt(world, host)
     await continue_run(world, host, run_id, version, pay=host.pay(idempotent=True), actor="x")
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None

@@ -23,7 +23,7 @@ from prism_core import (
 )
 from prism_core.durable import in_doubt_calls
 
-from .durable_support import World, by_history
+from .durable_support import World, by_history, rewrite_as_in_doubt
 from .helpers import text_turn, tool_turn
 
 SCRIPT = [
@@ -139,23 +139,53 @@ async def test_the_crashed_call_is_in_doubt_and_the_next_never_started() -> None
     assert version == 2
 
 
+async def idempotent_in_doubt(world: World, host: Host) -> tuple[str, int]:
+    """A run of an idempotent ``pay`` whose record holds ``c0`` in doubt (an idempotent tool
+    takes no mark of its own: the record is written as a crash after ``c0``'s mark would)."""
+    agent = world.agent(SCRIPT, tools=[host.pay(idempotent=True)])
+    suspended = await agent.create_session(id="s1").run(
+        "pay both", run_state=world.run_state(interrupt_before_tool=True)
+    )
+    await rewrite_as_in_doubt(world.checkpoints, suspended.run_id, call_id="c0")
+    status = await load_agent_run_state(world.checkpoints, ref(suspended.run_id))
+    assert status is not None
+    assert in_doubt_calls(status.state) == ("c0",)
+    return suspended.run_id, status.version
+
+
 @pytest.mark.anyio
 async def test_idempotent_tool_is_redispatched_once_with_the_same_key() -> None:
     """An in-doubt call of a tool declared idempotent runs again, once, same id and key."""
     world, host = World(), Host()
-    run_id, version = await crash(world, host)
+    run_id, version = await idempotent_in_doubt(world, host)
     result = await continue_run(world, host, run_id, version, pay=host.pay(idempotent=True))
     assert result.status == "succeeded"
-    c0 = [key for call, key in host.attempts if call == "c0"]
-    assert len(c0) == 2
-    assert c0[0] == c0[1]
-    assert [call for call, _ in host.attempts].count("c1") == 1
-    # The host deduplicates on the key: one payment per call.
-    assert host.effects[c0[0]] == 2
+    assert Counter(call for call, _ in host.attempts) == {"c0": 1, "c1": 1}
     final = await load_agent_run_state(world.checkpoints, ref(run_id))
     assert final is not None
     audit = [(r.tool_call_id, r.outcome, r.source) for r in final.state.resolutions]
     assert audit == [("c0", "not_started", "idempotent")]
+
+
+@pytest.mark.anyio
+async def test_redeclaring_a_tool_idempotent_does_not_rerun_its_in_doubt_call() -> None:
+    """``idempotent`` is part of the fingerprint: a continue with the tool redeclared
+    idempotent is refused as a mismatch (nothing written, nothing run) instead of sending the
+    in-doubt call again; the definition the run recorded still meets the in-doubt refusal."""
+    world, host = World(), Host()
+    run_id, version = await crash(world, host)
+    saves = world.checkpoints.saves
+    with pytest.raises(AgentRunStateError) as refused:
+        await continue_run(world, host, run_id, version, pay=host.pay(idempotent=True))
+    assert refused.value.code == "ERR_PRISM_AGENT_RUN_STATE"
+    assert "fingerprint mismatch" in str(refused.value)
+    assert "tool 'pay' differs" in str(refused.value)
+    assert Counter(call for call, _ in host.attempts) == {"c0": 1}
+    assert sum(host.effects.values()) == 1
+    assert world.checkpoints.saves == saves
+    with pytest.raises(AgentRunStateError) as in_doubt:
+        await continue_run(world, host, run_id, version)
+    assert in_doubt.value.in_doubt == ("c0",)
 
 
 @pytest.mark.anyio

@@ -26,13 +26,15 @@ from prism_core import (
     RunStateOptions,
     create_memory_checkpoint_store,
     create_memory_session_store,
+    load_agent_run_state,
     resume_agent_run,
 )
 from prism_mcp import MCPServerStdio, mcp_tools
+from tests.core.durable_support import rewrite_as_in_doubt
 
 from .conftest import HttpLedger, ledger_entries
 from .durable_worker import ANSWER
-from .support import agent_on, calls, says
+from .support import agent_on, by_name, calls, says
 
 WORKER = Path(__file__).with_name("durable_worker.py")
 #: Seconds a worker may take to print its next line or to finish.
@@ -200,3 +202,56 @@ async def test_a_changed_server_schema_refuses_the_resume(
         )
     assert resumed.status == "succeeded"
     assert [e["tool"] for e in ledger_entries(tmp_path / "stdio-ledger.jsonl")] == ["append_entry"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_server_newly_claiming_idempotent_cannot_rerun_an_in_doubt_call(
+    stdio_ledger: Callable[..., MCPServerStdio], tmp_path: Path
+) -> None:
+    """``idempotentHint`` is part of the fingerprint: a call in doubt (its dispatched mark
+    stored, no result) on a tool the server now calls idempotent is refused as a mismatch,
+    not sent again; with the hint the run recorded, the continue meets the in-doubt refusal.
+    """
+    checkpoints, sessions = create_memory_checkpoint_store(), create_memory_session_store()
+    turns = [calls(("c1", "append_entry", {"entry": "one"})), says("Done.")]
+    revision = "mcp-idempotent-1"
+    async with mcp_tools(stdio_ledger(name="ledger")) as tools:
+        result = (
+            await agent_on(tools, turns, store=sessions)
+            .create_session()
+            .run(
+                "append",
+                run_state=RunStateOptions(checkpoints, revision, interrupt_before_tool=True),
+            )
+        )
+    await rewrite_as_in_doubt(checkpoints, result.run_id)
+    ref = {"run_id": result.run_id, "session_id": result.session_id}
+    status = await load_agent_run_state(checkpoints, ref)
+    assert status is not None
+    go_on = {"expected_version": status.version, "decision": "continue"}
+
+    async with mcp_tools(stdio_ledger(name="ledger", variant=3)) as claims_idempotent:
+        assert by_name(claims_idempotent)["append_entry"].idempotent
+        with pytest.raises(AgentRunStateError) as refused:
+            await resume_agent_run(
+                agent_on(claims_idempotent, turns, store=sessions),
+                ref,
+                go_on,
+                checkpoints=checkpoints,
+                definition_revision=revision,
+            )
+    assert refused.value.code == "ERR_PRISM_AGENT_RUN_STATE"
+    assert "tool 'append_entry' differs" in str(refused.value)
+
+    async with mcp_tools(stdio_ledger(name="ledger")) as same:
+        with pytest.raises(AgentRunStateError) as in_doubt:
+            await resume_agent_run(
+                agent_on(same, turns, store=sessions),
+                ref,
+                go_on,
+                checkpoints=checkpoints,
+                definition_revision=revision,
+            )
+    assert in_doubt.value.code == "ERR_PRISM_TOOL_IN_DOUBT"
+    assert ledger_entries(tmp_path / "stdio-ledger.jsonl") == []

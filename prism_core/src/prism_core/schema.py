@@ -4,23 +4,127 @@ Validation is the maintained ``jsonschema`` library with its format checker. A s
 checked against the draft's metaschema once, when it is compiled; an invalid schema is
 refused there, never at call time. A failing value is described by its JSON path and the
 keyword that failed, never by the value itself (arguments may carry secrets).
+
+Schemas may come from someone else (an MCP server), so validation is bounded: a ``$ref`` is
+resolved only inside the schema (and the draft's own metaschemas), never fetched, and one
+validation may take :data:`VALIDATION_BUDGET_S` seconds, else it raises
+:class:`ValidationTimeoutError`. ``pattern`` and ``patternProperties`` are matched with the
+``regex`` module and its ``timeout``: the standard ``re`` engine holds the interpreter (and the
+event loop) for as long as a catastrophic pattern backtracks and cannot be interrupted, while
+``regex`` stops at the deadline and reads the same syntax (unlike RE2, which refuses the
+look-arounds and back-references JSON Schema patterns may use).
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
+import regex
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError, best_match
-from referencing.exceptions import Unresolvable
+from jsonschema.validators import extend
+from referencing import Registry
+from referencing.exceptions import NoSuchResource, Unresolvable
 
 from .codec import dumps, loads
-from .errors import JsonSchemaError
+from .errors import JsonSchemaError, PrismError
 
-__all__ = ("CompiledSchema", "JsonSchemaError", "compile_json_schema", "validate_json_schema")
+__all__ = (
+    "VALIDATION_BUDGET_S",
+    "CompiledSchema",
+    "JsonSchemaError",
+    "ValidationTimeoutError",
+    "compile_json_schema",
+    "validate_json_schema",
+)
+
+#: Seconds one validation (one call's arguments, one answer) may take.
+VALIDATION_BUDGET_S = 0.1
+
+
+class ValidationTimeoutError(PrismError):
+    """Checking a value against its schema took longer than :data:`VALIDATION_BUDGET_S`
+    (a catastrophic ``pattern``, say): the value is refused, as arguments that fail."""
+
+    code = "ERR_PRISM_TOOL_ARGUMENTS"
+
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "prism_schema_deadline", default=None
+)
+
+
+def _remaining() -> float:
+    deadline = _deadline.get()
+    if deadline is None:
+        return VALIDATION_BUDGET_S
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ValidationTimeoutError(
+            f"checking the value against its schema took longer than "
+            f"{VALIDATION_BUDGET_S * 1000:g} ms"
+        )
+    return left
+
+
+@functools.lru_cache(maxsize=1024)
+def _regex(pattern: str) -> Any:
+    return regex.compile(pattern)
+
+
+def _search(pattern: str, text: str) -> bool:
+    try:
+        return _regex(pattern).search(text, timeout=_remaining()) is not None
+    except TimeoutError:
+        _remaining()
+        raise ValidationTimeoutError("a pattern took too long to match") from None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield ValidationError("does not match the pattern")
+
+
+def _pattern_properties(
+    validator: Any, patterns: Mapping[str, Any], instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for name, value in instance.items():
+            if _search(pattern, name):
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _timed(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    """``keyword`` checking the deadline first, so no run of cheap keywords (a huge array)
+    outlasts the budget either."""
+
+    def check(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        _remaining()
+        return keyword(validator, value, instance, schema)
+
+    return check
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    # A schema's references resolve inside it; fetching one would let its author make this
+    # process send requests anywhere (and wait on them without a timeout).
+    raise NoSuchResource(uri)
+
+
+_NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+_KEYWORDS = {
+    **{name: _timed(keyword) for name, keyword in Draft202012Validator.VALIDATORS.items()},
+    "pattern": _timed(_pattern),
+    "patternProperties": _timed(_pattern_properties),
+}
+_BoundedValidator = extend(Draft202012Validator, _KEYWORDS)  # type: ignore[no-untyped-call]
 
 # Paths name keys the model chose; keep a message short whatever it sent.
 _MAX_PATH_CHARS = 200
@@ -48,11 +152,15 @@ class CompiledSchema:
     _validator: Draft202012Validator = attrs.field(repr=False)
 
     def problem(self, value: Any) -> str | None:
-        """``None`` when ``value`` is valid, else ``"<json path>: <keyword> …"`` (no value)."""
+        """``None`` when ``value`` is valid, else ``"<json path>: <keyword> …"`` (no value).
+        Raises :class:`ValidationTimeoutError` past :data:`VALIDATION_BUDGET_S`."""
+        token = _deadline.set(time.monotonic() + VALIDATION_BUDGET_S)
         try:
             error = best_match(self._validator.iter_errors(value))
         except Unresolvable as exc:
             return f"$: the schema reference {_short(str(exc.ref))!r} cannot be resolved"
+        finally:
+            _deadline.reset(token)
         if error is None:
             return None
         return describe_error(error)
@@ -60,13 +168,17 @@ class CompiledSchema:
     def problems(self, value: Any, *, limit: int = 8) -> list[str]:
         """Every way ``value`` fails the schema, at most ``limit`` of them (in document
         order, each as :meth:`problem` words it), and ``"… and N more"`` when there are more;
-        an empty list when it is valid."""
+        an empty list when it is valid. Raises :class:`ValidationTimeoutError` past
+        :data:`VALIDATION_BUDGET_S`."""
+        token = _deadline.set(time.monotonic() + VALIDATION_BUDGET_S)
         try:
             errors = sorted(
                 self._validator.iter_errors(value), key=lambda e: [str(p) for p in e.path]
             )
         except Unresolvable as exc:
             return [f"$: the schema reference {_short(str(exc.ref))!r} cannot be resolved"]
+        finally:
+            _deadline.reset(token)
         found = [describe_error(error) for error in errors[:limit]]
         if len(errors) > limit:
             found.append(f"… and {len(errors) - limit} more")
@@ -102,7 +214,9 @@ def compile_json_schema(schema: Any, *, where: str = "schema") -> CompiledSchema
 def _compile(text: str) -> CompiledSchema:
     plain = loads(text)
     Draft202012Validator.check_schema(plain)
-    validator = Draft202012Validator(plain, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    validator = _BoundedValidator(
+        plain, format_checker=Draft202012Validator.FORMAT_CHECKER, registry=_NO_RETRIEVAL
+    )
     return CompiledSchema(validator)
 
 

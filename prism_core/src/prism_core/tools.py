@@ -18,7 +18,7 @@ from .codec import dumps
 from .content import ErrorInfo, ToolCallContent, ToolResult
 from .errors import PrismError, ToolDefinitionError
 from .redaction import Redactor
-from .schema import CompiledSchema, compile_json_schema
+from .schema import CompiledSchema, ValidationTimeoutError, compile_json_schema
 from .signals import AbortSignal
 
 __all__ = (
@@ -321,9 +321,11 @@ class DispatchOutcome:
     exception: BaseException | None = None
 
 
-def _blocked(call: ToolCallContent, reason: str, message: str) -> DispatchOutcome:
+def _blocked(
+    call: ToolCallContent, reason: str, message: str, code: str | None = None
+) -> DispatchOutcome:
     logger.warning("tool call %s (%s) blocked: %s", call.id, call.name, reason)
-    result = ToolResult(call.id, call.name, error=ErrorInfo(message, code=reason))
+    result = ToolResult(call.id, call.name, error=ErrorInfo(message, code=code or reason))
     return DispatchOutcome(result, "blocked", blocked_reason=reason)
 
 
@@ -362,7 +364,11 @@ async def check_tool_call(
         return _blocked(
             call, "invalid_json_arguments", f"Tool {call.name} arguments were not a JSON object"
         )
-    problem = tool.check_arguments(call.arguments)
+    try:
+        problem = tool.check_arguments(call.arguments)
+    except ValidationTimeoutError as exc:
+        message = f"Invalid arguments for {call.name}: {exc.message}"
+        return _blocked(call, "invalid_arguments", message, code=exc.code)
     if problem is not None:
         return _blocked(call, "invalid_arguments", f"Invalid arguments for {call.name}: {problem}")
     if validate is not None:

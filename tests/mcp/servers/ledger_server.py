@@ -9,7 +9,7 @@ prove how often each call reached the server.
 
 Over HTTP it binds a free loopback port itself, prints ``{"port": N, "pid": P}`` on stdout and
 serves Streamable HTTP at ``/mcp`` with uvicorn. ``--variant 2`` gives ``append_entry`` one
-more parameter (a server whose schema changed).
+more parameter (a server whose schema changed); ``--variant 3`` marks it ``idempotentHint``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,15 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequiredResult,
+    ToolAnnotations,
+)
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 KEY = "prism/idempotency_key"
 
@@ -42,9 +50,13 @@ def build(ledger: Path, variant: int) -> MCPServer:
             handle.flush()
             os.fsync(handle.fileno())
 
-    if variant == 1:
+    if variant in (1, 3):
+        # Variant 3 claims the same tool is idempotent (a server whose hint changed).
+        hint = ToolAnnotations(idempotent_hint=True) if variant == 3 else None
 
-        @server.tool(description="Append an entry to the ledger.", structured_output=False)
+        @server.tool(
+            description="Append an entry to the ledger.", annotations=hint, structured_output=False
+        )
         def append_entry(entry: str, ctx: Context) -> str:
             record(ctx, "append_entry", entry=entry)
             return f"appended {entry}"
@@ -103,6 +115,39 @@ def build(ledger: Path, variant: int) -> MCPServer:
     )
     def request_header(header: str, ctx: Context) -> str:
         return (ctx.headers or {}).get(header.lower(), "")
+
+    @server.tool(description="Count to three, reporting progress.", structured_output=False)
+    async def count_to_three(ctx: Context) -> str:
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, 3, f"step {step}")
+        return "counted to three"
+
+    class Approval(BaseModel):
+        approver: str
+        amount: int
+
+    question = "Who approves this refund, and how much?"
+
+    @server.tool(description="Ask the user who approves a refund.", structured_output=False)
+    async def ask_refund(ctx: Context) -> Any:
+        if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            answer = await ctx.elicit(question, Approval)
+            if answer.action != "accept" or answer.data is None:
+                return f"refund {answer.action}"
+            return f"refund of {answer.data.amount} approved by {answer.data.approver}"
+        # 2026-07-28: no server-initiated request; the input is asked for in the result.
+        responses = ctx.input_responses or {}
+        reply = responses.get("approval")
+        if reply is None:
+            schema = Approval.model_json_schema()
+            ask = ElicitRequest(
+                params=ElicitRequestFormParams(message=question, requested_schema=schema)
+            )
+            return InputRequiredResult(input_requests={"approval": ask})
+        if not isinstance(reply, ElicitResult) or reply.action != "accept" or not reply.content:
+            return f"refund {getattr(reply, 'action', 'cancel')}"
+        data = Approval.model_validate(reply.content)
+        return f"refund of {data.amount} approved by {data.approver}"
 
     @server.tool(description="Two text blocks and an image.", structured_output=False)
     def mixed(ctx: Context) -> list[Any]:

@@ -9,27 +9,36 @@ in-doubt rules after a crash (see ``docs/mcp.md``).
 
 from __future__ import annotations
 
-from ._connection import IDEMPOTENCY_META_KEY
+from ._connection import FENCING_META_KEY, IDEMPOTENCY_META_KEY
 from ._convert import MCP_TOOL_ERROR
-from ._errors import MCPConfigError, MCPDuplicateToolError, MCPToolError
+from ._errors import MCPConfigError, MCPDuplicateToolError, MCPResultTooLargeError, MCPToolError
+from ._oauth import ClientCredentials, oauth_client_credentials
 from ._servers import MCPServerHTTP, MCPServerStdio
 from ._toolset import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_RESULT_BYTES,
     DISCONNECT_TIMEOUT,
+    MCPToolset,
     mcp_tools,
 )
 
 __all__ = (
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_RESULT_BYTES",
     "DISCONNECT_TIMEOUT",
+    "FENCING_META_KEY",
     "IDEMPOTENCY_META_KEY",
     "MCP_TOOL_ERROR",
+    "ClientCredentials",
     "MCPConfigError",
     "MCPDuplicateToolError",
+    "MCPResultTooLargeError",
     "MCPServerHTTP",
     "MCPServerStdio",
     "MCPToolError",
+    "MCPToolset",
     "mcp_tools",
+    "oauth_client_credentials",
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prism_core import PrismError
 
-__all__ = ("MCPConfigError", "MCPDuplicateToolError", "MCPToolError")
+__all__ = ("MCPConfigError", "MCPDuplicateToolError", "MCPResultTooLargeError", "MCPToolError")
 
 
 class MCPToolError(PrismError):
@@ -28,3 +28,10 @@ class MCPDuplicateToolError(MCPConfigError):
     disconnected before this is raised."""
 
     code = "ERR_PRISM_MCP_DUPLICATE_TOOL"
+
+
+class MCPResultTooLargeError(MCPToolError):
+    """A tool's result was larger than ``mcp_tools(max_result_bytes=…)``: it is refused, never
+    passed on. Inside a run it becomes the call's error result with this code."""
+
+    code = "ERR_PRISM_MCP_RESULT_TOO_LARGE"

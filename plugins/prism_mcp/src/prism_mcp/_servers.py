@@ -2,6 +2,8 @@
 
 Each description checks its arguments when it is built and knows how to open its transport
 with the official SDK (``stdio_client``, ``streamable_http_client``); it holds no connection.
+A stdio server is started through a small supervisor (``_launcher.py``) so that it dies with
+the process that started it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ._errors import MCPConfigError
+from ._oauth import ClientCredentials
 
 __all__ = ("MCPServerHTTP", "MCPServerStdio", "Streams")
 
@@ -27,6 +30,7 @@ __all__ = ("MCPServerHTTP", "MCPServerStdio", "Streams")
 Streams = tuple[Any, Any]
 
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
+_LAUNCHER = str(Path(__file__).with_name("_launcher.py"))
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 #: Connect, write and pool timeouts of the HTTP client (the SDK's defaults).
 _HTTP_TIMEOUT = 30.0
@@ -69,6 +73,9 @@ class MCPServerStdio:
     ``command`` without its extension, other characters replaced by ``_``
     (``/usr/bin/mcp-server-everything`` → ``mcp-server-everything``, ``python3.12`` →
     ``python3``); it is the prefix of the tools' names under ``mcp_tools(prefix=True)``.
+
+    The server process dies with the process that started it: a worker that is SIGKILLed
+    leaves no server behind to finish a call (see ``_launcher.py``).
     """
 
     def __init__(
@@ -106,11 +113,12 @@ class MCPServerStdio:
         return f"MCP server {self.name!r} ({Path(self.command).name} over stdio)"
 
     @asynccontextmanager
-    async def open(self, call_timeout: float) -> AsyncIterator[Streams]:
-        """The SDK's stdio transport to a freshly started server process."""
+    async def open(self, call_timeout: float, max_message_bytes: int) -> AsyncIterator[Streams]:
+        """The SDK's stdio transport to a freshly started server process, started through
+        the supervisor that kills it when this process dies."""
         parameters = StdioServerParameters(
-            command=self.command,
-            args=list(self.args),
+            command=sys.executable,
+            args=["-I", "-S", _LAUNCHER, str(os.getpid()), self.command, *self.args],
             env=self.env,
             cwd=Path(self.cwd) if self.cwd is not None else None,
         )
@@ -135,6 +143,12 @@ class MCPServerHTTP:
     """A server Prism reaches over Streamable HTTP at ``url``, sending ``headers`` (for
     example ``Authorization``) with every request.
 
+    ``auth`` authorizes the requests with OAuth through the SDK's own client support: an
+    ``httpx2.Auth`` such as ``mcp.client.auth.OAuthClientProvider`` (authorization code with
+    PKCE, the host's redirect and callback handlers, metadata discovery, dynamic or
+    pre-registered clients), or :func:`oauth_client_credentials` (the client credentials
+    grant, bound to this server's URL).
+
     ``name`` defaults to the URL's host, with its port when the URL names one, characters a
     tool name cannot hold replaced by ``_`` (``http://127.0.0.1:8931/mcp`` →
     ``127_0_0_1_8931``, ``https://mcp.example.com/mcp`` → ``mcp_example_com``).
@@ -146,6 +160,7 @@ class MCPServerHTTP:
         *,
         headers: Mapping[str, str] | None = None,
         name: str | None = None,
+        auth: httpx2.Auth | ClientCredentials | None = None,
     ) -> None:
         if not isinstance(url, str):
             raise MCPConfigError("an MCP HTTP server needs a URL string")
@@ -156,15 +171,25 @@ class MCPServerHTTP:
             port = parts.port
         except ValueError:
             raise MCPConfigError(f"the MCP server URL {url!r} has an invalid port") from None
+        if auth is not None and not isinstance(auth, httpx2.Auth | ClientCredentials):
+            raise MCPConfigError(
+                "auth must be an mcp SDK OAuth provider (an httpx2.Auth) or "
+                f"prism_mcp.oauth_client_credentials(...), got {type(auth).__name__}"
+            )
         self.url = url
         self.headers = _string_map(headers, "headers")
+        self.auth = auth
         host = parts.hostname if port is None else f"{parts.hostname}_{port}"
         self.name = _checked_name(name, _derived_name(host))
 
     def __repr__(self) -> str:
         # Header values are usually credentials: only their names are shown.
         headers = sorted(self.headers) if self.headers is not None else None
-        return f"MCPServerHTTP({self.url!r}, header names={headers!r}, name={self.name!r})"
+        auth = type(self.auth).__name__ if self.auth is not None else None
+        return (
+            f"MCPServerHTTP({self.url!r}, header names={headers!r}, name={self.name!r}, "
+            f"auth={auth})"
+        )
 
     @property
     def describe(self) -> str:
@@ -173,11 +198,18 @@ class MCPServerHTTP:
         return f"MCP server {self.name!r} ({parts.scheme}://{parts.netloc}{parts.path})"
 
     @asynccontextmanager
-    async def open(self, call_timeout: float) -> AsyncIterator[Streams]:
-        """The SDK's Streamable HTTP transport, on an HTTP client carrying ``headers``."""
+    async def open(self, call_timeout: float, max_message_bytes: int) -> AsyncIterator[Streams]:
+        """The SDK's Streamable HTTP transport, on an HTTP client carrying ``headers`` and
+        ``auth``; an event-stream message over ``max_message_bytes`` is refused by the SDK
+        before it is buffered whole."""
         timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=max(_HTTP_READ_TIMEOUT, call_timeout))
+        auth = (
+            self.auth.provider(self.url) if isinstance(self.auth, ClientCredentials) else self.auth
+        )
         async with (
-            httpx2.AsyncClient(headers=self.headers, timeout=timeout) as client,
-            streamable_http_client(self.url, http_client=client) as streams,
+            httpx2.AsyncClient(headers=self.headers, timeout=timeout, auth=auth) as client,
+            streamable_http_client(
+                self.url, http_client=client, max_sse_event_size=max_message_bytes
+            ) as streams,
         ):
             yield streams

@@ -1,7 +1,8 @@
 """``async with mcp_tools(*servers) as tools:``: the servers' tools for as long as the block.
 
 The block connects to each server in turn (a failure disconnects the ones already connected
-and raises), names the tools (refusing a name two tools would share), yields ordinary
+and raises), screens and names the tools (leaving out, with the reason, a tool whose name or
+schema cannot be trusted; refusing a name two tools would share), yields ordinary
 ``ToolDefinition`` objects, and disconnects every server when it ends. The tool set is fixed
 when the block opens: a server's later ``tools/list_changed`` is not followed.
 """
@@ -21,9 +22,17 @@ from prism_core import ToolDefinition
 from ._connection import Connection
 from ._convert import tool_definition
 from ._errors import MCPConfigError, MCPDuplicateToolError, MCPToolError
+from ._screening import screen_tool
 from ._servers import MCPServerHTTP, MCPServerStdio
 
-__all__ = ("DEFAULT_CALL_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "DISCONNECT_TIMEOUT", "mcp_tools")
+__all__ = (
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_RESULT_BYTES",
+    "DISCONNECT_TIMEOUT",
+    "MCPToolset",
+    "mcp_tools",
+)
 
 logger = logging.getLogger("prism_mcp")
 
@@ -34,6 +43,17 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 #: Seconds the servers get to disconnect when the block ends before they are cancelled (the
 #: SDK stops a stdio server within about 6.5 s: stdin closed, SIGTERM, then SIGKILL).
 DISCONNECT_TIMEOUT = 15.0
+#: Bytes a tool's result may have (its JSON as received) before it is refused.
+DEFAULT_MAX_RESULT_BYTES = 1_048_576
+
+
+class MCPToolset(list[ToolDefinition]):
+    """The tools an ``mcp_tools`` block yields (a plain list of ``ToolDefinition``), and
+    ``rejected``: each listed tool that was left out, by its name, with the reason."""
+
+    def __init__(self, tools: list[ToolDefinition], rejected: dict[str, str]) -> None:
+        super().__init__(tools)
+        self.rejected: dict[str, str] = rejected
 
 
 @asynccontextmanager
@@ -42,9 +62,19 @@ async def mcp_tools(
     prefix: bool = False,
     call_timeout: float = DEFAULT_CALL_TIMEOUT,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-) -> AsyncIterator[list[ToolDefinition]]:
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    elicitation_handler: Any = None,
+) -> AsyncIterator[MCPToolset]:
     """Connect to ``servers`` and yield one ``ToolDefinition`` per tool they list, named as
     listed, or ``f"{server.name}_{tool}"`` with ``prefix=True``.
+
+    A tool whose name is not 1-128 characters of ``[A-Za-z0-9_.-]``, whose schema has a
+    ``$ref`` outside itself, or whose schema cannot be compiled is left out: the yielded
+    list's ``rejected`` maps its name to the reason, and a ``WARNING`` names it. A result
+    larger than ``max_result_bytes`` is the call's error result
+    (``ERR_PRISM_MCP_RESULT_TOO_LARGE``). ``elicitation_handler(message, schema)`` (sync or
+    async) answers a server's elicitation requests with the content, or ``None`` to decline;
+    without one, no elicitation capability is declared.
 
     Raises ``MCPDuplicateToolError`` when two tools would share a name, ``MCPConfigError``
     for a bad option, and ``MCPToolError`` when a server cannot be started or connected within
@@ -55,7 +85,25 @@ async def mcp_tools(
     _check_servers(servers, prefix)
     call_timeout = _seconds(call_timeout, "call_timeout")
     connect_timeout = _seconds(connect_timeout, "connect_timeout")
-    connections = [Connection(server, call_timeout) for server in servers]
+    if (
+        isinstance(max_result_bytes, bool)
+        or not isinstance(max_result_bytes, int)
+        or max_result_bytes <= 0
+    ):
+        raise MCPConfigError(
+            f"max_result_bytes must be a positive number of bytes, got {max_result_bytes!r}"
+        )
+    if elicitation_handler is not None and not callable(elicitation_handler):
+        raise MCPConfigError(f"elicitation_handler must be callable, got {elicitation_handler!r}")
+    connections = [
+        Connection(
+            server,
+            call_timeout,
+            max_result_bytes=max_result_bytes,
+            elicitation_handler=elicitation_handler,
+        )
+        for server in servers
+    ]
     # anyio wraps whatever leaves a task group's body in an ExceptionGroup; the host's own
     # exception (or a refusal to open) is held here and raised as itself once the
     # connections are down.
@@ -127,12 +175,21 @@ def _seconds(value: Any, what: str) -> float:
     return float(value)
 
 
-def _definitions(connections: list[Connection], prefix: bool) -> list[ToolDefinition]:
+def _definitions(connections: list[Connection], prefix: bool) -> MCPToolset:
     owners: dict[str, str] = {}
     definitions: list[ToolDefinition] = []
+    rejected: dict[str, str] = {}
     for connection in connections:
         for tool in connection.tools:
             name = f"{connection.server.name}_{tool.name}" if prefix else tool.name
+            reason = screen_tool(tool, name)
+            if reason is not None:
+                shown = name if len(name) <= 200 else name[:199] + "…"
+                rejected[shown] = reason
+                logger.warning(
+                    "%s: the tool %r is left out: %s", connection.server.describe, shown, reason
+                )
+                continue
             owner = owners.get(name)
             if owner is not None:
                 hint = "" if prefix else " (prefix=True names each after its server)"
@@ -142,4 +199,4 @@ def _definitions(connections: list[Connection], prefix: bool) -> list[ToolDefini
                 )
             owners[name] = connection.server.describe
             definitions.append(tool_definition(connection, tool, name))
-    return definitions
+    return MCPToolset(definitions, rejected)

@@ -79,9 +79,13 @@ def _tool_material(tool: Any) -> dict[str, Any]:
         "exclusive": tool.exclusive,
         "effect": tool.effect,
     }
-    # Recorded only when set, so the fingerprints of runs written before it stay the same.
+    # Recorded only when set, so the fingerprints of runs written before them stay the same.
     if tool.needs_approval:
         material["needs_approval"] = True
+    # An idempotent tool's in-doubt call is sent again with no one asked: redeclaring a tool
+    # idempotent must not quietly turn a run's in-doubt call into a second effect.
+    if tool.idempotent:
+        material["idempotent"] = True
     return material
 
 
