@@ -79,6 +79,8 @@ def suite() -> None:
     _install()
 
 
+# About fifty scenarios, one suite process each: a loop for ``make test-long`` (CI runs it).
+@pytest.mark.long
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_every_required_client_scenario_passes(suite: None, revision: str, tmp_path: Path) -> None:
     scenarios = _required(revision, tmp_path)
