@@ -12,10 +12,9 @@ raises is kept and re-raised by :meth:`Detached.wait`. It must not hold run logi
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-import sys
 
 import anyio
 
