@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,6 +37,7 @@ from ..durable._work import WorkMark, delete_work_mark, list_work_marks
 from ..errors import AgentRunError, AgentRunStateError, CheckpointConflictError, PrismError
 from ..resume import (
     AgentRunLifecycle,
+    AgentRunStatus,
     call_resolve_agent,
     create_agent_run_lifecycle,
     list_agent_runs,
@@ -134,18 +136,43 @@ class _Worker:
         return found
 
     async def sweep(self, group: anyio.abc.TaskGroup) -> None:
-        """Start a task for each candidate not already in flight, up to ``concurrency``."""
-        for candidate in await self.candidates():
+        """Start a task for each candidate a worker may claim now (running, no live lease,
+        not left as it is at this version), up to ``concurrency`` in flight. Candidates are
+        taken in a random order, so workers sharing a store do not all race for the same."""
+        candidates = await self.candidates()
+        random.shuffle(candidates)
+        for candidate in candidates:
             if len(self.in_flight) >= self.concurrency:
                 return
             if candidate.run_id in self.in_flight:
                 continue
+            status = await self.claimable(candidate)
+            if status is None:
+                continue
             self.in_flight.add(candidate.run_id)
-            group.start_soon(self.work, candidate)
+            group.start_soon(self.work, candidate, status)
 
-    async def work(self, candidate: _Candidate) -> None:
+    async def claimable(self, candidate: _Candidate) -> AgentRunStatus | None:
+        """The candidate's run when this worker may claim it now, else ``None`` (a mark whose
+        run stopped is deleted on the way)."""
+        run_id = candidate.run_id
+        status = await load_agent_run_state(
+            self.checkpoints, {"run_id": run_id}, ownership=candidate.ownership
+        )
+        if status is None or status.state.status != "running":
+            if candidate.mark is not None:
+                await delete_work_mark(self.checkpoints, candidate.mark)
+            self.refused.pop(run_id, None)
+            return None
+        if lease_is_live(status.state.lease_expires_at):
+            return None
+        if self.refused.get(run_id) == status.version:
+            return None
+        return status
+
+    async def work(self, candidate: _Candidate, status: AgentRunStatus) -> None:
         try:
-            await self._work(candidate)
+            await self._work(candidate, status)
         except Exception:
             logger.exception("run %s: the worker failed on it; left as it is", candidate.run_id)
         finally:
@@ -167,20 +194,8 @@ class _Worker:
             extra={"prism_run_id": run_id, "prism_error_code": code},
         )
 
-    async def _work(self, candidate: _Candidate) -> None:
+    async def _work(self, candidate: _Candidate, status: AgentRunStatus) -> None:
         run_id = candidate.run_id
-        status = await load_agent_run_state(
-            self.checkpoints, {"run_id": run_id}, ownership=candidate.ownership
-        )
-        if status is None or status.state.status != "running":
-            if candidate.mark is not None:
-                await delete_work_mark(self.checkpoints, candidate.mark)
-            self.refused.pop(run_id, None)
-            return
-        if lease_is_live(status.state.lease_expires_at):
-            return
-        if self.refused.get(run_id) == status.version:
-            return
         logger.info("run %s: continuing from version %d", run_id, status.version)
         try:
             result = await self.lifecycle.resume(
