@@ -86,7 +86,8 @@ def _unsupported(kind: str, url: str, plugins: tuple[object, ...]) -> PrismError
     elif hint is not None:
         how = (
             f"To open {base} URLs: {hint}, then pass plugins=[{_PLUGIN_MODULES[base]}.plugin] "
-            "(or plugins=discover_plugins())."
+            "(or plugins=discover_store_plugins(url), which imports only the store plugin "
+            "that declares this scheme)."
         )
     else:
         examples = ", ".join(
