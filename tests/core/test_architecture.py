@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import importlib
+import inspect
 import re
 import sys
 from collections.abc import Iterator, Mapping
@@ -475,6 +477,36 @@ def test_no_distribution_has_an_import_cycle(root: Path) -> None:
     assert cycles == [], f"import cycles in {root.name}:\n" + "\n".join(
         " <-> ".join(cycle) for cycle in cycles
     )
+
+
+@pytest.mark.parametrize("root", FAMILY_ROOTS, ids=lambda root: root.name)
+def test_every_distribution_keeps_the_size_bounds(root: Path) -> None:
+    """No module of any distribution over 600 lines and no class over 500 (the kernel's
+    conformance suites under ``testing/`` excepted), so the house rule holds outside the
+    kernel too."""
+    assert oversized(root) == []
+
+
+@pytest.mark.parametrize("root", FAMILY_ROOTS, ids=lambda root: root.name)
+def test_every_distribution_module_says_what_it_is(root: Path) -> None:
+    """Every module of every distribution has a module docstring."""
+    assert docstring_gaps(root, ()) == []
+
+
+@pytest.mark.parametrize("root", FAMILY_ROOTS, ids=lambda root: root.name)
+def test_every_distribution_documents_its_public_names(root: Path) -> None:
+    """Every class and function a distribution exports (its ``__all__``) has a docstring,
+    and ``__all__`` is a tuple of names that exist."""
+    package = importlib.import_module(root.name)
+    names = getattr(package, "__all__", None)
+    assert isinstance(names, tuple), root.name
+    undocumented = [
+        name
+        for name in names
+        if (inspect.isclass(getattr(package, name)) or inspect.isfunction(getattr(package, name)))
+        and not inspect.getdoc(getattr(package, name))
+    ]
+    assert undocumented == []
 
 
 def test_the_kernel_imports_neither_its_face_nor_another_distribution() -> None:
