@@ -164,12 +164,14 @@ def test_public_names_have_docstrings() -> None:
             assert inspect.getdoc(value), name
 
 
-def test_core_depends_on_five_libraries_only() -> None:
-    """prism-runtime-core declares pluggy, attrs, cattrs, anyio and jsonschema and nothing else."""
+def test_core_depends_on_six_libraries_only() -> None:
+    """prism-runtime-core declares pluggy, attrs, cattrs, anyio, jsonschema and regex (a
+    schema's ``pattern`` is matched with a timeout, so no tool argument can hold the event
+    loop) and nothing else."""
     from importlib.metadata import requires
 
     deps = {
         r.split(">")[0].split("=")[0].split("[")[0].strip().lower()
         for r in requires("prism-runtime-core") or []
     }
-    assert deps == {"pluggy", "attrs", "cattrs", "anyio", "jsonschema"}
+    assert deps == {"pluggy", "attrs", "cattrs", "anyio", "jsonschema", "regex"}
