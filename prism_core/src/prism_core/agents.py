@@ -17,6 +17,7 @@ import attrs
 from ._agent_config import AgentConfig
 from ._echo import clip
 from ._output_type import OutputType, coerce_output_type
+from .durable._hosting import hosted_run_state
 from .errors import AgentConfigError, PrismError
 from .guardrails import (
     GuardrailConfig,
@@ -367,6 +368,44 @@ class Agent:
             _check_run_state(run_state)
             copied.config = attrs.evolve(self.config, run_state=run_state)
         return copied
+
+    def hosted(
+        self,
+        stores: Any,
+        *,
+        definition_revision: str,
+        ownership: Mapping[str, str] | None = None,
+        checkpoint_policy: str = "every-turn",
+        lease_ms: int | None = None,
+        interrupt_before_tool: bool = False,
+        checkpoint_metadata: Any = None,
+    ) -> Agent:
+        """A copy of this agent that a host runs durably on ``stores`` (a
+        :class:`~prism_core.StorePair`: sessions on ``stores.sessions``, checkpoints on
+        ``stores.checkpoints``) for ``ownership``, under ``definition_revision``.
+
+        The host owns the stores, the revision, the checkpoint policy, the ownership, the
+        fencing token and the lease it gives; the agent keeps the rest of its ``run_state``
+        (``interrupt_before_tool``, which a host may only turn on, session state, skill
+        bodies, the state bound, its metadata with the host's added). An agent whose own
+        ``run_state`` names another owner is refused (:class:`~prism_core.AgentRunStateError`,
+        code ``ERR_PRISM_HOSTED_OWNER``). The agent itself is unchanged.
+        """
+        checkpoints = getattr(stores, "checkpoints", None)
+        sessions = getattr(stores, "sessions", None)
+        if checkpoints is None or sessions is None:
+            raise TypeError("stores must be a StorePair (checkpoints and sessions)")
+        run_state = hosted_run_state(
+            self.config.run_state,
+            checkpoints,
+            definition_revision=definition_revision,
+            ownership=ownership,
+            checkpoint_policy=checkpoint_policy,
+            lease_ms=lease_ms,
+            interrupt_before_tool=interrupt_before_tool,
+            checkpoint_metadata=checkpoint_metadata,
+        )
+        return self.evolve(store=sessions, run_state=run_state)
 
     def run_sync(self, input: Any, **run_options: Any) -> AgentRunResult:
         """Run ``input`` on a new session in a fresh event loop and return its result, for
