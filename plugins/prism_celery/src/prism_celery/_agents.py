@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from prism_core import PrismError, RunStateOptions, call_resolve_agent
+from prism_core import PrismError, call_resolve_agent
 
 from ._config import TaskSettings
 from ._errors import RunTaskError
@@ -37,49 +37,16 @@ def _unpack(resolved: Any, agent_id: str) -> tuple[Any, Any]:
     )
 
 
-#: Durable options the tasks set themselves, whatever the agent's ``run_state`` says.
-_TASK_OWNED = frozenset(
-    {"checkpoints", "definition_revision", "checkpoint_policy", "lease_ms", "fencing_token"}
-)
-
-
-def _run_state(agent: Any, revision: str, stores: TaskStores, lease_ms: int) -> RunStateOptions:
-    configured = agent.run_state
-    if configured is None:
-        base = RunStateOptions(stores.checkpoints, revision)
-    elif isinstance(configured, RunStateOptions):
-        base = configured
-    elif isinstance(configured, Mapping):
-        try:
-            # The store and the revision are the tasks' own; the mapping may leave them out.
-            options: dict[str, Any] = {k: v for k, v in configured.items() if k not in _TASK_OWNED}
-            base = RunStateOptions(stores.checkpoints, revision, **options)
-        except (TypeError, PrismError) as exc:
-            raise RunTaskError(
-                f"the agent's run_state mapping is not RunStateOptions: {exc}",
-                code="ERR_PRISM_CELERY_AGENT",
-            ) from exc
-    else:
+def _hosted(agent: Any, revision: str, stores: TaskStores, lease_ms: int) -> Any:
+    """The host's agent as the tasks run it (:meth:`prism_core.Agent.hosted`): the task's
+    stores, the revision, every-turn checkpoints, the lease, unowned runs (a task names a run
+    by id alone, so an agent whose ``run_state`` names an owner is refused)."""
+    try:
+        return agent.hosted(stores, definition_revision=revision, lease_ms=lease_ms)
+    except (TypeError, PrismError) as exc:
         raise RunTaskError(
-            "the agent's run_state must be RunStateOptions or a mapping",
-            code="ERR_PRISM_CELERY_AGENT",
-        )
-    if base.ownership:
-        # A task names a run by id alone; an owner scope would need the owner on every task.
-        raise RunTaskError(
-            "the Celery tasks run unowned runs; drop ownership from the agent's run_state",
-            code="ERR_PRISM_CELERY_AGENT",
-        )
-    # The host's own durable options (interrupt_before_tool, session state, metadata) stay;
-    # the store, the revision, the policy and the lease are the tasks'.
-    return attrs.evolve(
-        base,
-        checkpoints=stores.checkpoints,
-        definition_revision=revision,
-        checkpoint_policy="every-turn",
-        lease_ms=lease_ms,
-        fencing_token=None,
-    )
+            f"the agent cannot be run by the Celery tasks: {exc}", code="ERR_PRISM_CELERY_AGENT"
+        ) from exc
 
 
 async def resolve_task_agent(
@@ -104,7 +71,5 @@ async def resolve_task_agent(
             code="ERR_PRISM_CELERY_AGENT",
         )
     # A copy: the host's agent object keeps its own store and options.
-    ready = agent.evolve(
-        store=stores.sessions, run_state=_run_state(agent, revision, stores, settings.lease_ms)
-    )
+    ready = _hosted(agent, revision, stores, settings.lease_ms)
     return ResolvedAgent(agent=ready, revision=revision)
