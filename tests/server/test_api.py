@@ -75,7 +75,7 @@ def test_list_runs_is_scoped_filtered_and_paged(database: Database, host: Host, 
         assert http.get("/api/runs", params={"status": "succeeded"}).json()["runs"] == []
         bad = http.get("/api/runs", params={"status": "nonsense"})
         assert bad.status_code == 400
-        assert bad.json()["code"] == "ERR_PRISM_SERVER_BAD_REQUEST"
+        assert bad.json()["code"] == "ERR_PRISM_WEB_BAD_REQUEST"
         assert http.get("/api/runs", params={"limit": "0"}).status_code == 400
     with client(base, "t2") as http:
         assert [r["run_id"] for r in http.get("/api/runs").json()["runs"]] == [foreign]
@@ -221,9 +221,9 @@ def test_authorize_answers_401_and_403(database: Database, host: Host, base: str
         with client(base, "blocked") as http:
             blocked = http.get(route)
         assert nobody.status_code == 401
-        assert nobody.json()["code"] == "ERR_PRISM_SERVER_UNAUTHENTICATED"
+        assert nobody.json()["code"] == "ERR_PRISM_WEB_UNAUTHENTICATED"
         assert blocked.status_code == 403
-        assert blocked.json()["code"] == "ERR_PRISM_SERVER_FORBIDDEN"
+        assert blocked.json()["code"] == "ERR_PRISM_WEB_FORBIDDEN"
     with client(base, None) as http:
         assert http.post(f"/api/runs/{run_id}/resume", json={}).status_code == 401
 
@@ -272,7 +272,7 @@ def test_bodies_over_the_bound_are_413(database: Database, host: Host) -> None:
             headers={"content-type": "application/json"},
         )
     assert answer.status_code == streamed.status_code == 413
-    assert answer.json()["code"] == "ERR_PRISM_SERVER_BODY_TOO_LARGE"
+    assert answer.json()["code"] == "ERR_PRISM_WEB_BODY_TOO_LARGE"
     assert host.refunds == []
 
 
@@ -466,7 +466,7 @@ def test_a_body_that_repeats_a_key_is_refused_and_decides_nothing(
         for body, key in ((top, "decision"), (nested, "outcome")):
             answer = http.post(url, content=body.encode(), headers=headers)
             assert answer.status_code == 400
-            assert answer.json()["code"] == "ERR_PRISM_SERVER_BAD_REQUEST"
+            assert answer.json()["code"] == "ERR_PRISM_WEB_BAD_REQUEST"
             assert f"repeats the key '{key}'" in answer.json()["message"]
     assert stored(database, run_id, owner) == (version, "suspended")
     assert host.refunds == []
@@ -502,8 +502,9 @@ def test_a_corrupt_run_record_is_reported_not_fatal(sqlite_database: Database, h
 def test_the_audit_names_the_authorized_caller(
     database: Database, host: Host, scope: dict[str, str], actor: str
 ) -> None:
-    """The decision's actor is the caller's ``actor``, else its ``sub``, else ``"api"`` —
-    never what the body claims; the run detail carries the audit."""
+    """The decision's actor is the caller's ``actor``, else its ``sub``, else ``"api"`` (the
+    channel's name) — never what the body claims, nor its channel; the run detail carries
+    the audit."""
     run_id = seed(database, host, ["A-1"], owner=scope)
     version, _ = stored(database, run_id, scope)
     with (
@@ -516,6 +517,7 @@ def test_the_audit_names_the_authorized_caller(
                 "expected_version": version,
                 "decision": "approve",
                 "actor": "mallory",
+                "channel": "cli",
                 "reason": "refund approved by phone",
             },
         )
@@ -526,7 +528,8 @@ def test_the_audit_names_the_authorized_caller(
         (r["tool_call_id"], r["tool_name"], r["outcome"], r["actor"], r["reason"], r["version"])
         for r in detail["audit"]
     ] == [("c1", "refund", "allow_once", actor, "refund approved by phone", version)]
-    assert stored_run(database, run_id, scope)[0]["audit"][0]["actor"] == actor
+    record = stored_run(database, run_id, scope)[0]["audit"][0]
+    assert (record["actor"], record["channel"]) == (actor, "api")
 
 
 def test_a_run_of_a_retired_agent_can_still_be_denied(database: Database, host: Host) -> None:

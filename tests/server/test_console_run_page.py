@@ -229,8 +229,8 @@ def test_a_finished_runs_page_shows_its_recorded_audit(
     served: tuple[str, Any], page: Any, host: Host, sqlite_database: Database
 ) -> None:
     """Approve on the page; once the run has finished its page lists the recorded decision:
-    when, who (the console's caller), the call, the outcome (the kernel's record, no
-    stand-in)."""
+    when, who (the console's caller: the default token names nobody, so the console's name),
+    the call, the outcome (the kernel's record, no stand-in), on the ``console`` channel."""
     base, _app = served
     run_id = seed(sqlite_database, host, ["A-1"])
     page.goto(f"{base}/runs/{run_id}")
@@ -243,10 +243,12 @@ def test_a_finished_runs_page_shows_its_recorded_audit(
     assert rows.count() == 1
     cells = [str(cell) for cell in rows.nth(0).locator("td").all_inner_texts()]
     assert cells[0].endswith(" UTC")
-    assert cells[1:4] == ["api", "refund c1", "approved (allow_once)"]
+    assert cells[1:4] == ["console", "refund c1", "approved (allow_once)"]
     assert cells[5].startswith("version 1; arguments ")
     recorded = stored_run(sqlite_database, run_id)[0]["audit"]
-    assert [(r["actor"], r["outcome"]) for r in recorded] == [("api", "allow_once")]
+    assert [(r["actor"], r["channel"], r["outcome"]) for r in recorded] == [
+        ("console", "console", "allow_once")
+    ]
     assert host.refunds == ["A-1"]
 
 

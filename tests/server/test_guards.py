@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from prism_server import create_app
-from prism_server._guards import host_name
+from prism_web import host_name
 
 from ._support import Database, Host, client, header_tenant, running, seed, stored
 
@@ -45,7 +45,7 @@ def test_resume_refuses_bodies_not_declared_json(database: Database, host: Host)
         ]
         for answer in refused:
             assert answer.status_code == 415, answer.text
-            assert answer.json()["code"] == "ERR_PRISM_SERVER_UNSUPPORTED_MEDIA_TYPE"
+            assert answer.json()["code"] == "ERR_PRISM_WEB_UNSUPPORTED_MEDIA_TYPE"
         assert "Content-Type: application/json" in refused[0].json()["message"]
         assert stored(database, run_id, owner) == (version, "suspended")
         assert host.refunds == []
@@ -82,7 +82,7 @@ def test_the_token_less_server_answers_loopback_host_names_only(
             ]
             for answer in answers:
                 assert answer.status_code == 421, answer.text
-                assert answer.json()["code"] == "ERR_PRISM_SERVER_MISDIRECTED"
+                assert answer.json()["code"] == "ERR_PRISM_WEB_MISDIRECTED"
             page = http.get("/", headers=headers)
             assert page.status_code == 421
             assert run_id not in page.text

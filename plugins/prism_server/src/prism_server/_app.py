@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -11,41 +10,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from prism_core import (
-    CheckpointStore,
-    PrismError,
-    list_agent_runs,
-)
+from prism_core import StorePair, list_agent_runs
+from prism_web import DEFAULT_MAX_BODY_BYTES, check_max_body_bytes, store_pair
 
-from ._auth import Authorize, caller_actor, default_authorize, token_from_environment
-from ._body import read_json_object
+from ._auth import Authorize, server_authorize, token_from_environment
 from ._console import console_routes
 from ._context import ServerContext
-from ._errors import BadRequest, error_response
-from ._guards import require_json
-from ._sse import EventStreamResponse
-from ._views import result_json, summary_json
+from ._errors import BadRequest
+from ._resume import refusals, resume_handler
+from ._views import summary_json
 
 __all__ = ("DEFAULT_MAX_BODY_BYTES", "ServerContext", "create_app")
 
-#: Largest request body the transport accepts; the core bounds decisions again.
-DEFAULT_MAX_BODY_BYTES = 262144
 _RUN_STATUSES = ("running", "suspended", "succeeded", "failed", "aborted", "denied")
-
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-def refusals(handler: Handler) -> Handler:
-    """Turn a refusal raised by a route into its ``{"code", "message"}`` answer."""
-
-    @functools.wraps(handler)
-    async def wrapped(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except PrismError as exc:
-            return error_response(exc)
-
-    return wrapped
 
 
 def _list_query(request: Request) -> dict[str, Any]:
@@ -75,7 +52,7 @@ def api_routes(ctx: ServerContext) -> list[Route]:
 
     @refusals
     async def list_runs(request: Request) -> Response:
-        scope = await ctx.scope(request)
+        scope = (await ctx.caller(request, "api")).scope
         page = await list_agent_runs(ctx.checkpoints, ownership=scope, **_list_query(request))
         return JSONResponse(
             {
@@ -87,44 +64,21 @@ def api_routes(ctx: ServerContext) -> list[Route]:
 
     @refusals
     async def show_run(request: Request) -> Response:
-        scope = await ctx.scope(request)
+        scope = (await ctx.caller(request, "api")).scope
         return JSONResponse(await ctx.detail(request.path_params["run_id"], scope))
-
-    @refusals
-    async def resume_run(request: Request) -> Response:
-        scope = await ctx.scope(request)
-        require_json(request)
-        resume = await read_json_object(request, ctx.max_body_bytes)
-        # The audit names the authorized caller, never what the body claims.
-        resume["actor"] = caller_actor(scope)
-        ref = {"run_id": request.path_params["run_id"]}
-        packs, guards = await ctx.handed_over(ref, scope)
-        if "text/event-stream" in request.headers.get("accept", ""):
-            stream = ctx.lifecycle.resume_stream(
-                ref, resume, ownership=scope, guardrail_packs=packs, guardrails=guards
-            )
-            try:
-                first = await anext(stream, None)
-            except BaseException:
-                await stream.aclose()
-                raise
-            return EventStreamResponse(stream, first)  # type: ignore[return-value]
-        result = await ctx.lifecycle.resume(
-            ref, resume, ownership=scope, guardrail_packs=packs, guardrails=guards
-        )
-        return JSONResponse(result_json(result))
 
     return [
         Route("/api/runs", list_runs, methods=["GET"]),
         Route("/api/runs/{run_id}", show_run, methods=["GET"]),
-        Route("/api/runs/{run_id}/resume", resume_run, methods=["POST"]),
+        Route("/api/runs/{run_id}/resume", resume_handler(ctx, "api"), methods=["POST"]),
     ]
 
 
 def create_app(
+    stores: StorePair | None = None,
     *,
-    checkpoints: CheckpointStore,
-    sessions: Any,
+    checkpoints: Any = None,
+    sessions: Any = None,
     resolve_agent: Callable[[str], Any],
     authorize: Authorize | None = None,
     restore_hooks: Sequence[Any] = (),
@@ -133,13 +87,18 @@ def create_app(
     guardrail_packs: Callable[[Any], Any] | None = None,
     guardrails: Callable[[Any], Any] | None = None,
 ) -> Starlette:
-    """The approval API and console over ``checkpoints`` and ``sessions``.
+    """The approval API and console over ``stores`` (a :class:`~prism_core.StorePair`; the
+    ``checkpoints=`` and ``sessions=`` keywords are still taken instead).
 
     ``resolve_agent(agent_id)`` (sync or async) returns ``(agent, definition_revision)`` as for
-    :func:`~prism_core.create_agent_run_lifecycle`; the agent runs on ``sessions``.
-    ``authorize(request)`` (sync or async) returns the caller's ownership mapping (``{}`` for
-    the unscoped tenant), ``None`` for 401, or raises ``AccessDenied`` for 403. The default
-    accepts the bearer token in ``PRISM_SERVER_TOKEN`` and, without one, loopback clients only.
+    :func:`~prism_core.create_agent_run_lifecycle`; a resume runs the agent hosted on the stores
+    for the caller (:meth:`~prism_core.Agent.hosted`). ``authorize(request)`` (sync or async)
+    returns the caller: a :class:`~prism_core.Principal`, an ownership mapping (``{}`` for the
+    unscoped tenant), ``None`` for 401, or raises ``AccessDenied`` for 403; every decision is
+    audited with the caller's actor and channel (``"api"``, or ``"console"`` for the console's
+    buttons). The default accepts the bearer token in ``PRISM_SERVER_TOKEN`` (or the console's
+    cookie) and, without one, this machine only. A body larger than ``max_body_bytes`` (1 MiB)
+    is refused (413).
     ``guardrail_packs(state)`` (sync or async), when given, returns the packs a resume of the
     run with stored ``state`` must be handed again: packs whose rules hold callables (``deny``
     predicates) are recorded in a checkpoint by identity only, and a resume that cannot
@@ -156,17 +115,12 @@ def create_app(
         raise TypeError("guardrail_packs must be callable(state)")
     if guardrails is not None and not callable(guardrails):
         raise TypeError("guardrails must be callable(state)")
-    if (
-        isinstance(max_body_bytes, bool)
-        or not isinstance(max_body_bytes, int)
-        or max_body_bytes < 1
-    ):
-        raise ValueError("max_body_bytes must be a positive integer")
+    check_max_body_bytes(max_body_bytes)
+    pair = store_pair(stores, checkpoints=checkpoints, sessions=sessions)
     ctx = ServerContext(
-        checkpoints=checkpoints,
-        sessions=sessions,
+        stores=pair,
         resolve_agent=resolve_agent,
-        authorize=authorize or default_authorize(token_from_environment()),
+        authorize=authorize or server_authorize(token_from_environment()),
         restore_hooks=restore_hooks,
         title=title,
         max_body_bytes=max_body_bytes,

@@ -1,9 +1,10 @@
 """The console: server-rendered pages for the people who approve (``GET /``, ``/runs/{id}``).
 
 The pages read the same views as the API (and, for a run's conversation, the server's session
-store); the buttons post ordinary resume inputs to ``/api/runs/{id}/resume`` and show the
-resumed run's events as they stream back. Every page carries a content security policy that
-lets only its own inline style and script run (a fresh nonce per page).
+store); the buttons post ordinary resume inputs to the console's own ``/runs/{id}/resume``
+(the API's resume on the ``"console"`` channel, so the audit says where each decision was
+made) and show the resumed run's events as they stream back. Every page carries a content
+security policy that lets only its own inline style and script run (a fresh nonce per page).
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from prism_core import PrismError
+from prism_web import read_bounded
 
 from ._auth import TOKEN_COOKIE
-from ._body import read_bounded
 from ._console_assets import SCRIPT, STYLE
 from ._console_list import list_page, parse_query
 from ._console_run import run_body
 from ._errors import NotAuthenticated, PayloadTooLarge, status_for
+from ._resume import resume_handler
 
 if TYPE_CHECKING:
     from ._context import ServerContext
@@ -60,11 +62,12 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
 
 
 def console_routes(ctx: ServerContext) -> list[Route]:
-    """``/``, ``/runs/{run_id}`` and, for the default token, ``/login``."""
+    """``/``, ``/runs/{run_id}``, the buttons' ``POST /runs/{run_id}/resume`` and, for the
+    default token, ``/login``."""
 
     async def guarded(request: Request, render: Any) -> Response:
         try:
-            scope = await ctx.scope(request)
+            scope = (await ctx.caller(request, "console")).scope
             return await render(scope)  # type: ignore[no-any-return]
         except NotAuthenticated:
             if ctx.default_auth:
@@ -128,6 +131,7 @@ def console_routes(ctx: ServerContext) -> list[Route]:
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/runs/{run_id}", run_page, methods=["GET"]),
+        Route("/runs/{run_id}/resume", resume_handler(ctx, "console"), methods=["POST"]),
     ]
     if ctx.default_auth:
         routes.append(Route("/login", login, methods=["GET", "POST"]))

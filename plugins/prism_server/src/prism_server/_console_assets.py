@@ -140,7 +140,7 @@ SCRIPT = """
     if (errorSlot) errorSlot.textContent = '';
     let response;
     try {
-      response = await fetch('/api/runs/' + encodeURIComponent(runId) + '/resume', {
+      response = await fetch('/runs/' + encodeURIComponent(runId) + '/resume', {
         method: 'POST', credentials: 'same-origin',
         headers: {'Content-Type': 'application/json', 'Accept': 'text/event-stream'},
         body: JSON.stringify(Object.assign({expected_version: version}, body)),

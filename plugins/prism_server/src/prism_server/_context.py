@@ -1,7 +1,9 @@
 """``ServerContext``: what every route of the API and the console needs.
 
-It holds the stores, the lifecycle, the caller check and the bounds; the routes in ``_app``
-and ``_console`` read it and neither is imported here.
+It holds the stores, the caller check, the bounds and, per caller, the lifecycle that resumes
+runs with the host's agents hosted on the server's stores for that caller
+(:meth:`prism_core.Agent.hosted`); the routes in ``_app``, ``_resume`` and ``_console`` read it
+and none of them is imported here.
 """
 
 from __future__ import annotations
@@ -12,9 +14,15 @@ from typing import Any
 
 from starlette.requests import Request
 
-from prism_core import CheckpointStore, call_resolve_agent, create_agent_run_lifecycle
+from prism_core import (
+    AgentRunLifecycle,
+    Principal,
+    StorePair,
+    call_resolve_agent,
+    create_agent_run_lifecycle,
+)
+from prism_web import Authorize, authorized
 
-from ._auth import Authorize, caller_scope
 from ._errors import RunNotFound
 from ._views import run_detail
 
@@ -35,8 +43,7 @@ class ServerContext:
     def __init__(
         self,
         *,
-        checkpoints: CheckpointStore,
-        sessions: Any,
+        stores: StorePair,
         resolve_agent: Callable[[str], Any],
         authorize: Authorize,
         restore_hooks: Sequence[Any],
@@ -46,38 +53,59 @@ class ServerContext:
         guardrail_packs: Callable[[Any], Any] | None = None,
         guardrails: Callable[[Any], Any] | None = None,
     ) -> None:
-        self.checkpoints = checkpoints
+        self.stores = stores
+        self.checkpoints = stores.checkpoints
+        self.sessions = stores.sessions
         self.guardrail_packs = guardrail_packs
         self.guardrails = guardrails
-        self.sessions = sessions
         self.resolve_host_agent = resolve_agent
+        self.restore_hooks = tuple(restore_hooks)
         self.authorize = authorize
         self.title = title
         self.max_body_bytes = max_body_bytes
         self.default_auth = default_auth
-        self.lifecycle = create_agent_run_lifecycle(
-            checkpoints=checkpoints, resolve_agent=self.resolve_agent, restore_hooks=restore_hooks
+        # Status reads only: a resume goes through the caller's own lifecycle.
+        self.lifecycle = self.lifecycle_for(Principal())
+
+    async def caller(self, request: Request, channel: str) -> Principal:
+        """The caller of ``request`` on ``channel`` (``"api"`` or ``"console"``)."""
+        return await authorized(self.authorize, request, channel=channel)
+
+    def lifecycle_for(self, caller: Principal) -> AgentRunLifecycle:
+        """The lifecycle that resumes runs for ``caller``: the host's agents hosted on the
+        server's stores for the caller's ownership."""
+
+        async def resolve(agent_id: str, *, revision: str | None = None) -> Any:
+            resolved = await self._resolved(agent_id, revision)
+            if not isinstance(resolved, tuple):
+                return resolved  # the lifecycle refuses it with its own message
+            agent, revision = resolved
+            if agent is None or not isinstance(revision, str):
+                return agent, revision
+            hosted = agent.hosted(
+                self.stores, definition_revision=revision, ownership=caller.scope
+            )
+            return hosted, revision
+
+        return create_agent_run_lifecycle(
+            checkpoints=self.checkpoints, resolve_agent=resolve, restore_hooks=self.restore_hooks
         )
 
-    async def resolve_agent(self, agent_id: str, *, revision: str | None = None) -> Any:
-        """The host's agent for ``agent_id``, on the server's session store (the host's
-        ``resolve_agent`` gets ``revision`` when it takes one)."""
+    async def _resolved(self, agent_id: str, revision: str | None) -> Any:
+        """The host's answer for ``agent_id`` as ``(agent, revision)`` when it has that shape
+        (the host's ``resolve_agent`` gets ``revision`` when it takes one)."""
         resolved = await call_resolve_agent(self.resolve_host_agent, agent_id, revision=revision)
         if isinstance(resolved, Mapping):
-            agent, revision = resolved.get("agent"), resolved.get("definition_revision")
-        elif isinstance(resolved, tuple) and len(resolved) == 2:
-            agent, revision = resolved
-        else:
-            return resolved  # the lifecycle refuses it with its own message
-        if agent is not None and getattr(agent, "store", None) is not self.sessions:
-            # A copy: the host's agent object keeps its own store.
-            agent = agent.evolve(store=self.sessions)
-        return agent, revision
+            return resolved.get("agent"), resolved.get("definition_revision")
+        if isinstance(resolved, tuple) and len(resolved) == 2:
+            return resolved[0], resolved[1]
+        return resolved
 
     async def agent_for(self, agent_id: str, revision: str | None = None) -> Any:
-        """The resolved agent alone (``None`` when the host does not know it)."""
+        """The host's agent alone, as the host built it (``None`` when the host does not know
+        it): the pages read its redactor."""
         try:
-            resolved = await self.resolve_agent(agent_id, revision=revision)
+            resolved = await self._resolved(agent_id, revision)
         except LookupError:
             return None
         return resolved[0] if isinstance(resolved, tuple) else None
@@ -96,10 +124,6 @@ class ServerContext:
         packs = await _host_answer(self.guardrail_packs, found.state, ())
         guards = await _host_answer(self.guardrails, found.state, None)
         return packs, guards
-
-    async def scope(self, request: Request) -> dict[str, str] | None:
-        """The caller's ownership scope (see :func:`caller_scope`)."""
-        return await caller_scope(self.authorize, request)
 
     async def detail(self, run_id: str, scope: dict[str, str] | None) -> dict[str, Any]:
         """A run's detail for the caller; :class:`RunNotFound` when absent or foreign."""

@@ -1,4 +1,9 @@
-"""How refusals become HTTP answers: a status per error family, the body ``{"code", "message"}``."""
+"""How refusals become HTTP answers: a status per error family, the body ``{"code", "message"}``.
+
+The refusals made before the kernel sees a request (400 401 403 413 415 421) are the web
+layer's (:mod:`prism_web`), under the names this package has always exported; the server adds
+its own 404 and maps the kernel's errors.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,16 @@ from prism_core import (
     InvalidCheckpointError,
     PrismError,
 )
+from prism_web import (
+    BadRequest,
+    Misdirected,
+    NotAuthenticated,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    WebError,
+    error_body,
+)
+from prism_web import Forbidden as AccessDenied
 
 __all__ = (
     "AccessDenied",
@@ -27,33 +42,15 @@ __all__ = (
     "status_for",
 )
 
+#: The kernel's refusal to host an agent for another owner than its ``run_state`` names.
+_HOSTED_OWNER = "ERR_PRISM_HOSTED_OWNER"
 
-class ServerError(PrismError):
-    """A request the server refuses before the core sees it."""
+
+class ServerError(WebError):
+    """A request the server refuses before the core sees it, beyond the web layer's table."""
 
     code = "ERR_PRISM_SERVER"
     status = 400
-
-
-class BadRequest(ServerError):
-    """A malformed request: a body that is not a JSON object, a bad query parameter."""
-
-    code = "ERR_PRISM_SERVER_BAD_REQUEST"
-    status = 400
-
-
-class NotAuthenticated(ServerError):
-    """``authorize`` named no caller (``None``)."""
-
-    code = "ERR_PRISM_SERVER_UNAUTHENTICATED"
-    status = 401
-
-
-class AccessDenied(ServerError):
-    """Raised by an ``authorize`` callable for a known caller who may not use the server."""
-
-    code = "ERR_PRISM_SERVER_FORBIDDEN"
-    status = 403
 
 
 class RunNotFound(ServerError):
@@ -63,36 +60,17 @@ class RunNotFound(ServerError):
     status = 404
 
 
-class PayloadTooLarge(ServerError):
-    """The request body is larger than the server's bound."""
-
-    code = "ERR_PRISM_SERVER_BODY_TOO_LARGE"
-    status = 413
-
-
-class UnsupportedMediaType(ServerError):
-    """A resume whose body is not declared ``Content-Type: application/json``."""
-
-    code = "ERR_PRISM_SERVER_UNSUPPORTED_MEDIA_TYPE"
-    status = 415
-
-
-class Misdirected(ServerError):
-    """A request to the token-less loopback server whose ``Host`` is not a loopback name."""
-
-    code = "ERR_PRISM_SERVER_MISDIRECTED"
-    status = 421
-
-
 def status_for(exc: PrismError) -> int:
     """The HTTP status of a refusal."""
-    if isinstance(exc, ServerError):
+    if isinstance(exc, WebError):
         return exc.status
     if isinstance(exc, InvalidCheckpointError):
         return 400
     if isinstance(exc, AgentDecisionError):
         return 422
     if isinstance(exc, AgentRunStateError):
+        if exc.code == _HOSTED_OWNER:
+            return 403
         return 404 if isinstance(exc, AgentRunNotFoundError) else 409
     if isinstance(exc, CheckpointConflictError | CheckpointRestoreError):
         return 409
@@ -100,12 +78,13 @@ def status_for(exc: PrismError) -> int:
 
 
 def error_response(exc: PrismError) -> JSONResponse:
-    """``{"code", "message"}`` with the status of :func:`status_for`."""
+    """``{"code", "message"}`` with the status of :func:`status_for` (and the bearer challenge
+    on a 401)."""
     status = status_for(exc)
-    code = exc.code
-    message = str(exc)
+    body = error_body(exc)
     if status == 404:
-        code, message = RunNotFound.code, "no such run"
+        body = {"code": RunNotFound.code, "message": "no such run"}
     elif status == 500:
-        message = "the server could not complete the request"
-    return JSONResponse({"code": code, "message": message}, status_code=status)
+        body["message"] = "the server could not complete the request"
+    headers = {"www-authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, headers=headers)

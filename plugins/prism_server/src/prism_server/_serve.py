@@ -66,9 +66,7 @@ def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
     except (PrismError, ValueError) as exc:
         print(f"prism serve: cannot open --store: {exc}", file=sys.stderr)
         return 1
-    app = create_app(
-        checkpoints=stores.checkpoints, sessions=stores.sessions, resolve_agent=resolve_agent
-    )
+    app = create_app(stores, resolve_agent=resolve_agent)
     close_on_shutdown(app, stores)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
