@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 
 from prism_agui import create_agui_app
 from prism_core import (
+    AgentRunStateError,
     ToolDefinition,
     create_agent,
     create_memory_checkpoint_store,
@@ -71,7 +72,7 @@ def test_an_agent_that_names_its_owner_is_served_to_that_owner_only() -> None:
     with TestClient(_app(agent)) as http:
         foreign = _post(http, "t2")
         assert foreign.status_code == 403
-        assert foreign.json()["code"] == "ERR_PRISM_AGUI_FORBIDDEN"
+        assert foreign.json()["code"] == "ERR_PRISM_WEB_FORBIDDEN"
         owned = _post(http, "t1")
         assert owned.status_code == 200
         assert _events(owned)[-1]["outcome"]["type"] == "interrupt"
@@ -88,5 +89,5 @@ def test_the_app_refuses_what_it_cannot_serve() -> None:
         create_agui_app(_agent(), definition_revision="r", authorize="yes", **stores)
     with pytest.raises(ValueError, match="max_body_bytes"):
         create_agui_app(_agent(), definition_revision="r", max_body_bytes=0, **stores)
-    with pytest.raises(TypeError, match="bogus"):
+    with pytest.raises(AgentRunStateError, match="bogus"):
         create_agui_app(_agent(run_state={"bogus": True}), definition_revision="r", **stores)

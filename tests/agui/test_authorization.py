@@ -42,7 +42,7 @@ def test_an_unknown_caller_gets_401_and_nothing_runs(server: Server, shared_host
     run = run_client(f"{server.url}/billing/", thread, [{"message": "refund A-1"}], tenant=None)
     end = run.end(0)
     assert (end["end"], end["status"]) == ("rejected", 401)
-    assert "ERR_PRISM_AGUI_UNAUTHENTICATED" in end["error"]
+    assert "ERR_PRISM_WEB_UNAUTHENTICATED" in end["error"]
     assert run.events(0) == []
     assert read_runs(shared_host, thread, None) == read_runs(shared_host, thread, T1) == {}
 
@@ -52,7 +52,7 @@ def test_a_caller_authorize_refuses_gets_403(server: Server, shared_host: Host) 
     run = run_client(f"{server.url}/billing/", thread, [{"message": "hi"}], tenant="blocked")
     end = run.end(0)
     assert (end["end"], end["status"]) == ("rejected", 403)
-    assert "ERR_PRISM_AGUI_FORBIDDEN" in end["error"]
+    assert "ERR_PRISM_WEB_FORBIDDEN" in end["error"]
     assert read_runs(shared_host, thread, {"tenant_id": "blocked"}) == {}
 
 
@@ -129,7 +129,7 @@ def test_requests_that_are_not_run_inputs_are_refused_before_any_run(server: Ser
     with httpx.Client(timeout=30) as http:
         form = http.post(url, content=json.dumps(_input("t")), headers=tenant)
         assert form.status_code == 415
-        assert form.json()["code"] == "ERR_PRISM_AGUI_UNSUPPORTED_MEDIA_TYPE"
+        assert form.json()["code"] == "ERR_PRISM_WEB_UNSUPPORTED_MEDIA_TYPE"
         plain = http.post(
             url, content=json.dumps(_input("t")), headers={**tenant, "content-type": "text/plain"}
         )
@@ -138,13 +138,13 @@ def test_requests_that_are_not_run_inputs_are_refused_before_any_run(server: Ser
             url, content=b"{", headers={**tenant, "content-type": "application/json"}
         )
         assert broken.status_code == 400
-        assert broken.json()["code"] == "ERR_PRISM_AGUI_BAD_REQUEST"
+        assert broken.json()["code"] == "ERR_PRISM_WEB_BAD_REQUEST"
         not_input = http.post(url, json={"threadId": "t", "runId": "r"}, headers=tenant)
         assert not_input.status_code == 400
         assert "messages" in not_input.json()["message"]
         huge = http.post(url, json=_input("t", "x" * (5 * 1024 * 1024)), headers=tenant)
         assert huge.status_code == 413
-        assert huge.json()["code"] == "ERR_PRISM_AGUI_BODY_TOO_LARGE"
+        assert huge.json()["code"] == "ERR_PRISM_WEB_BODY_TOO_LARGE"
         # Authentication comes first: a stranger learns nothing about the body.
         stranger = http.post(url, json={"threadId": "t"})
         assert stranger.status_code == 401
@@ -178,5 +178,5 @@ def test_without_a_token_the_default_serves_loopback_requests_only(host: Host) -
             url, json=_input(new_thread()), headers={"host": "attacker.example"}, timeout=30
         )
         assert rebound.status_code == 421
-        assert rebound.json()["code"] == "ERR_PRISM_AGUI_MISDIRECTED"
+        assert rebound.json()["code"] == "ERR_PRISM_WEB_MISDIRECTED"
     assert len(read_runs(host, thread, None)) == 1

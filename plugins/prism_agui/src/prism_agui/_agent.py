@@ -1,83 +1,53 @@
-"""The host's agent, made ready to run one caller's durable runs on the app's stores."""
+"""The host's agent, hosted for one caller's durable runs on the app's stores
+(:meth:`prism_core.Agent.hosted`: every-turn checkpoints, the app's revision, the caller's
+ownership; the agent keeps the rest of its ``run_state``, ``interrupt_before_tool`` first)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-import attrs
-
-from prism_core import CheckpointStore, RunStateOptions
+from prism_core import AgentRunStateError, Principal, StorePair
 
 from ._errors import AccessDenied
+from ._threads import thread_claims
 
 __all__ = ("AgentFactory",)
 
-#: Durable options the app sets itself, whatever the agent's ``run_state`` says.
-_APP_OWNED = frozenset(
-    {
-        "checkpoints",
-        "definition_revision",
-        "checkpoint_policy",
-        "ownership",
-        "fencing_token",
-    }
-)
-
-
-def _host_options(configured: Any) -> tuple[dict[str, Any], dict[str, str] | None]:
-    """The host's own durable options (``interrupt_before_tool``, session state, metadata,
-    lease) and the ownership its ``run_state`` names, if any."""
-    if configured is None:
-        return {}, None
-    if isinstance(configured, RunStateOptions):
-        data = attrs.asdict(configured, recurse=False)
-    elif isinstance(configured, Mapping):
-        data = dict(configured)
-    else:
-        raise TypeError("the agent's run_state must be RunStateOptions or a mapping")
-    ownership = data.get("ownership")
-    options = {k: v for k, v in data.items() if k not in _APP_OWNED}
-    return options, dict(ownership) if ownership else None
+#: The kernel's refusal to host an agent for another owner than its ``run_state`` names.
+_HOSTED_OWNER = "ERR_PRISM_HOSTED_OWNER"
 
 
 class AgentFactory:
-    """Copies of the host's agent on the app's session store whose ``run_state`` makes every
-    run durable: every-turn checkpoints on the app's store, its revision, the caller's scope.
-    """
+    """Copies of the host's agent, hosted for each caller on the app's stores."""
 
-    def __init__(
-        self, agent: Any, *, checkpoints: CheckpointStore, sessions: Any, revision: str
-    ) -> None:
+    def __init__(self, agent: Any, *, stores: StorePair, revision: str) -> None:
         if not isinstance(revision, str) or not revision.strip():
             raise ValueError("definition_revision must be a non-empty string")
         self.agent = agent
-        self.checkpoints = checkpoints
-        self.sessions = sessions
+        self.stores = stores
+        self.checkpoints = stores.checkpoints
+        self.sessions = stores.sessions
         self.revision = revision
-        self._options, self._ownership = _host_options(agent.run_state)
-        # Built once now, so an option RunStateOptions does not take fails at create_agui_app,
-        # not per request (the core validates the values when a run starts).
-        RunStateOptions(checkpoints, revision, **self._options)
+        self.threads = thread_claims(stores.checkpoints, stores.sessions, agent.id or agent.name)
+        # Hosted once now, so a run_state the kernel refuses fails at create_agui_app, not per
+        # request (an agent that names its owner is checked against each caller).
+        try:
+            agent.hosted(stores, definition_revision=revision)
+        except AgentRunStateError as exc:
+            if exc.code != _HOSTED_OWNER:
+                raise
 
-    def check_caller(self, scope: dict[str, str] | None) -> None:
-        """:class:`AccessDenied` when the agent's own ``run_state`` names another owner."""
-        if self._ownership is not None and self._ownership != (scope or None):
-            raise AccessDenied("this agent runs for another owner")
-
-    def for_caller(self, scope: dict[str, str] | None) -> Any:
-        """A copy of the agent for the caller with ``scope`` (see :meth:`check_caller`)."""
-        self.check_caller(scope)
-        return self.agent.evolve(
-            store=self.sessions,
-            run_state=RunStateOptions(
-                self.checkpoints,
-                self.revision,
-                **self._options,
-                checkpoint_policy="every-turn",
-                ownership=scope,
-            ),
-        )
+    def for_caller(self, caller: Principal) -> Any:
+        """A copy of the agent hosted for ``caller``; :class:`AccessDenied` when the agent's
+        own ``run_state`` names another owner."""
+        try:
+            return self.agent.hosted(
+                self.stores, definition_revision=self.revision, ownership=caller.scope
+            )
+        except AgentRunStateError as exc:
+            if exc.code == _HOSTED_OWNER:
+                raise AccessDenied("this agent runs for another owner") from None
+            raise
 
     @property
     def redactor(self) -> Any:

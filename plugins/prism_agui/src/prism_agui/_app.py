@@ -9,66 +9,69 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from prism_core import CheckpointStore
+from prism_core import StorePair
+from prism_web import (
+    DEFAULT_MAX_BODY_BYTES,
+    WebError,
+    authorized,
+    check_max_body_bytes,
+    error_response,
+    store_pair,
+)
 
 from ._agent import AgentFactory
-from ._auth import Authorize, caller_scope, default_authorize, token_from_environment
-from ._errors import AguiError, error_response
+from ._auth import CHANNEL, Authorize, agui_authorize, token_from_environment
 from ._input import read_run_input
 from ._stream import AguiEventStream
 
 __all__ = ("DEFAULT_MAX_BODY_BYTES", "create_agui_app")
 
-#: Largest request body accepted. A ``RunAgentInput`` carries the frontend's whole
-#: conversation, so the bound is wider than a resume body's.
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-
 
 def create_agui_app(
     agent: Any,
+    stores: StorePair | None = None,
     *,
     definition_revision: str,
-    checkpoints: CheckpointStore,
-    sessions: Any,
+    checkpoints: Any = None,
+    sessions: Any = None,
     authorize: Authorize | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> Starlette:
     """A Starlette app serving ``agent`` over AG-UI 1.0 at ``POST /``.
 
-    Each ``RunAgentInput`` is answered with ``text/event-stream`` AG-UI events. ``threadId``
-    is the Prism session id on ``sessions`` (created on first use); the input's last user
-    message is the run's input; every run is durable, with every-turn checkpoints on
-    ``checkpoints`` under ``definition_revision`` and the caller's ownership. The agent's own
-    ``run_state`` (a mapping or ``RunStateOptions``) still decides when to suspend
-    (``interrupt_before_tool``) and what rides a checkpoint. A suspension ends the AG-UI run
-    with the interrupt outcome; an input whose ``resume`` answers the interrupts resumes it.
+    Each ``RunAgentInput`` is answered with ``text/event-stream`` AG-UI events. ``stores`` is
+    a :class:`~prism_core.StorePair` (the ``checkpoints=`` and ``sessions=`` keywords are still
+    taken instead). ``threadId`` is the Prism session id (created on first use); the input's
+    last user message is the run's input; every run is durable, the agent hosted for the
+    caller (:meth:`~prism_core.Agent.hosted`: every-turn checkpoints under
+    ``definition_revision`` and the caller's ownership). The agent's own ``run_state`` still
+    decides when to suspend (``interrupt_before_tool``) and what rides a checkpoint. A
+    suspension ends the AG-UI run with the interrupt outcome; an input whose ``resume``
+    answers the interrupts resumes it.
 
-    ``authorize(request)`` (sync or async) returns the caller's ownership mapping (``{}`` for
-    the unscoped caller), ``None`` for 401, or raises ``AccessDenied`` for 403. The default
-    accepts ``Authorization: Bearer`` with the token in ``PRISM_AGUI_TOKEN`` and, without
-    one, loopback clients only.
+    ``authorize(request)`` (sync or async) returns the caller: a
+    :class:`~prism_core.Principal`, an ownership mapping (``{}`` for the unscoped caller),
+    ``None`` for 401, or raises ``AccessDenied`` for 403. A run names the caller's actor as its
+    starter and every decision is audited with the caller's actor and the ``"agui"`` channel.
+    The default accepts ``Authorization: Bearer`` with the token in ``PRISM_AGUI_TOKEN`` and,
+    without one, this machine only. A body larger than ``max_body_bytes`` (1 MiB) is refused
+    (413).
     """
     if authorize is not None and not callable(authorize):
         raise TypeError("authorize must be callable(request)")
-    if (
-        isinstance(max_body_bytes, bool)
-        or not isinstance(max_body_bytes, int)
-        or max_body_bytes < 1
-    ):
-        raise ValueError("max_body_bytes must be a positive integer")
-    factory = AgentFactory(
-        agent, checkpoints=checkpoints, sessions=sessions, revision=definition_revision
-    )
-    check_caller = authorize or default_authorize(token_from_environment())
+    check_max_body_bytes(max_body_bytes)
+    pair = store_pair(stores, checkpoints=checkpoints, sessions=sessions)
+    factory = AgentFactory(agent, stores=pair, revision=definition_revision)
+    check_caller = authorize or agui_authorize(token_from_environment())
 
     async def run_agent(request: Request) -> Response:
         try:
-            caller = await caller_scope(check_caller, request)
-            factory.check_caller(caller)
+            caller = await authorized(check_caller, request, channel=CHANNEL)
+            hosted = factory.for_caller(caller)
             run_input = await read_run_input(request, max_body_bytes)
-        except AguiError as exc:
+        except WebError as exc:
             return error_response(exc)
-        return AguiEventStream(factory, run_input, caller)  # type: ignore[return-value]
+        return AguiEventStream(factory, run_input, caller, hosted)  # type: ignore[return-value]
 
     app = Starlette(routes=[Route("/", run_agent, methods=["POST"])])
     app.state.prism_agui = factory

@@ -1,15 +1,24 @@
 """The endpoint's own refusals: HTTP answers before a stream starts, and the in-stream ones.
 
-A request that cannot be read or has no caller is answered with an HTTP status and the body
-``{"code", "message"}``, as ``prism_server`` answers. Everything after that is a stream of
-AG-UI events, and a refusal there is a ``RUN_ERROR`` carrying the error's ``code``.
+A request that cannot be read or has no caller is refused by the web layer's table
+(:mod:`prism_web`: 400 401 403 413 415 421, the body ``{"code", "message"}``), as every HTTP
+face refuses it; the names below are that table's, as this package has always exported them.
+Everything after that is a stream of AG-UI events, and a refusal there is a ``RUN_ERROR``
+carrying the error's ``code``.
 """
 
 from __future__ import annotations
 
-from starlette.responses import JSONResponse
-
-from prism_core import PrismError
+from prism_web import (
+    BadRequest,
+    Misdirected,
+    NotAuthenticated,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    WebError,
+    error_response,
+)
+from prism_web import Forbidden as AccessDenied
 
 __all__ = (
     "AccessDenied",
@@ -27,54 +36,12 @@ __all__ = (
 )
 
 
-class AguiError(PrismError):
-    """A request the AG-UI endpoint refuses before the core sees it."""
+class AguiError(WebError):
+    """A run input the AG-UI endpoint refuses in its stream (``RUN_ERROR``), before the core
+    sees it."""
 
     code = "ERR_PRISM_AGUI"
     status = 400
-
-
-class BadRequest(AguiError):
-    """The body is not JSON, or not an AG-UI ``RunAgentInput``."""
-
-    code = "ERR_PRISM_AGUI_BAD_REQUEST"
-    status = 400
-
-
-class NotAuthenticated(AguiError):
-    """``authorize`` named no caller (``None``)."""
-
-    code = "ERR_PRISM_AGUI_UNAUTHENTICATED"
-    status = 401
-
-
-class AccessDenied(AguiError):
-    """Raised by an ``authorize`` callable for a known caller who may not use the agent, or
-    when the caller's scope is not the one the agent's own ``run_state`` names."""
-
-    code = "ERR_PRISM_AGUI_FORBIDDEN"
-    status = 403
-
-
-class PayloadTooLarge(AguiError):
-    """The request body is larger than the endpoint's bound."""
-
-    code = "ERR_PRISM_AGUI_BODY_TOO_LARGE"
-    status = 413
-
-
-class UnsupportedMediaType(AguiError):
-    """A body not declared ``Content-Type: application/json`` (a cross-site form post)."""
-
-    code = "ERR_PRISM_AGUI_UNSUPPORTED_MEDIA_TYPE"
-    status = 415
-
-
-class Misdirected(AguiError):
-    """A request to the token-less loopback endpoint whose ``Host`` is not a loopback name."""
-
-    code = "ERR_PRISM_AGUI_MISDIRECTED"
-    status = 421
 
 
 class InputRefused(AguiError):
@@ -101,8 +68,3 @@ class RunActive(AguiError):
     continues such a run, never an AG-UI client)."""
 
     code = "ERR_PRISM_AGUI_RUN_ACTIVE"
-
-
-def error_response(exc: AguiError) -> JSONResponse:
-    """``{"code", "message"}`` with the error's HTTP status."""
-    return JSONResponse({"code": exc.code, "message": str(exc)}, status_code=exc.status)

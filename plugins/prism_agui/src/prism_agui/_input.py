@@ -1,4 +1,5 @@
-"""Reading a request: a bounded JSON body, validated as an AG-UI ``RunAgentInput``.
+"""Reading a request: a bounded JSON body (:func:`prism_web.read_json_object`), validated as an
+AG-UI ``RunAgentInput``.
 
 Only the last user message of ``messages`` is read: the thread's history lives in the
 session store, so the frontend's copy of it (and any system or developer message it sends)
@@ -8,52 +9,21 @@ never reaches the model. The frontend's ``tools``, ``context``, ``state`` and
 
 from __future__ import annotations
 
-import json
-
 import pydantic
 from ag_ui.core import RunAgentInput, TextPart, UserMessage
 from starlette.requests import Request
 
-from ._errors import BadRequest, InputRefused, PayloadTooLarge, UnsupportedMediaType
+from prism_web import BadRequest, read_json_object
+
+from ._errors import InputRefused
 
 __all__ = ("read_run_input", "user_text")
 
-JSON_MEDIA_TYPE = "application/json"
-
-
-def _require_json(request: Request) -> None:
-    # A cross-site HTML form cannot send this type without a CORS preflight the app never
-    # grants, so requiring it closes the endpoint to forged form posts.
-    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media_type != JSON_MEDIA_TYPE:
-        raise UnsupportedMediaType(
-            f"the body must be sent as Content-Type: {JSON_MEDIA_TYPE}"
-            + (f", got {media_type[:60]!r}" if media_type else "")
-        )
-
-
-async def _read_bounded(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"the body is larger than {limit} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise PayloadTooLarge(f"the body is larger than {limit} bytes")
-    return bytes(body)
-
 
 async def read_run_input(request: Request, limit: int) -> RunAgentInput:
-    """The request's ``RunAgentInput``; :class:`BadRequest` for anything else."""
-    _require_json(request)
-    body = await _read_bounded(request, limit)
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise BadRequest("the body must be a JSON object") from None
-    if not isinstance(data, dict):
-        raise BadRequest("the body must be a JSON object")
+    """The request's ``RunAgentInput``; the web layer's refusals (415, 413, 400), and
+    :class:`BadRequest` for an object that is not a run input."""
+    data = await read_json_object(request, limit)
     try:
         return RunAgentInput.model_validate(data)
     except pydantic.ValidationError as exc:

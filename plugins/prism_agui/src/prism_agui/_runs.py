@@ -14,6 +14,7 @@ from ag_ui.core import RunAgentInput
 from prism_core import (
     AbortSignal,
     AgentDecisionError,
+    Principal,
     load_agent_run_state,
     resume_agent_run_stream,
 )
@@ -22,7 +23,6 @@ from ._agent import AgentFactory
 from ._decisions import decisions_for
 from ._errors import InterruptPending, RunActive, ThreadUnavailable
 from ._input import user_text
-from ._threads import Thread, claim_thread, load_thread
 
 __all__ = ("OpenedRun", "open_run")
 
@@ -66,18 +66,15 @@ async def _first(stream: Any) -> Any:
 
 
 async def _start(
-    factory: AgentFactory, run_input: RunAgentInput, scope: dict[str, str] | None
+    factory: AgentFactory, run_input: RunAgentInput, caller: Principal, agent: Any
 ) -> OpenedRun:
     text = user_text(run_input)
     thread_id = run_input.thread_id
-    thread = await load_thread(factory.checkpoints, thread_id, scope)
-    if thread is None:
-        if await factory.sessions.list(thread_id):
-            raise ThreadUnavailable("the thread is not available to this caller")
-        thread = Thread(thread_id)
-    elif thread.run_id is not None:
+    scope = caller.scope
+    claim = await factory.threads.read(thread_id, scope)
+    if claim.run_id is not None:
         found = await load_agent_run_state(
-            factory.checkpoints, {"run_id": thread.run_id}, ownership=scope
+            factory.checkpoints, {"run_id": claim.run_id}, ownership=scope
         )
         status = found.state.status if found is not None else None
         if status == "suspended":
@@ -86,18 +83,18 @@ async def _start(
             )
         if status == "running":
             raise RunActive("the thread's last run has not finished")
-    agent = factory.for_caller(scope)
     session = agent.create_session(id=thread_id)
     try:
         await session.checkout()
-        stream = session.stream(text)
+        # The run names its starter: the caller's actor.
+        stream = session.stream(text, actor=caller.actor)
         first = await _first(stream)
     except BaseException:
         await session.close()
         raise
     opened = OpenedRun(stream, first, first.run_id, thread_id, session)
     try:
-        await claim_thread(factory.checkpoints, thread, first.run_id, scope)
+        await factory.threads.move(claim, first.run_id, scope)
     except BaseException:
         await opened.aclose()
         raise
@@ -105,16 +102,21 @@ async def _start(
 
 
 async def _resume(
-    factory: AgentFactory, run_input: RunAgentInput, scope: dict[str, str] | None
+    factory: AgentFactory, run_input: RunAgentInput, caller: Principal, agent: Any
 ) -> OpenedRun:
     resume = run_input.resume or []
-    thread = await load_thread(factory.checkpoints, run_input.thread_id, scope)
+    scope = caller.scope
+    try:
+        claim = await factory.threads.read(run_input.thread_id, scope)
+    except ThreadUnavailable:
+        # Answered as an id that never existed: the caller cannot tell another's run is there.
+        claim = None
     found = None
-    if thread is not None and thread.run_id is not None:
+    if claim is not None and claim.run_id is not None:
         found = await load_agent_run_state(
-            factory.checkpoints, {"run_id": thread.run_id}, ownership=scope
+            factory.checkpoints, {"run_id": claim.run_id}, ownership=scope
         )
-    if thread is None or found is None:
+    if found is None:
         raise AgentDecisionError(
             "no run on this thread waits for these interrupts", code="ERR_PRISM_DECISION_UNKNOWN"
         )
@@ -123,9 +125,15 @@ async def _resume(
     decisions = decisions_for(resume, {d.approval_id: d.kind for d in pending})
     signal = AbortSignal()
     stream = resume_agent_run_stream(
-        factory.for_caller(scope),
+        agent,
         {"run_id": state.run_id, "session_id": state.session_id},
-        {"expected_version": found.version, "decisions": decisions},
+        {
+            "expected_version": found.version,
+            "decisions": decisions,
+            # The audit names the authorized caller and this door, never what the input says.
+            "actor": caller.actor,
+            "channel": caller.channel,
+        },
         checkpoints=factory.checkpoints,
         definition_revision=factory.revision,
         ownership=scope,
@@ -136,10 +144,10 @@ async def _resume(
 
 
 async def open_run(
-    factory: AgentFactory, run_input: RunAgentInput, scope: dict[str, str] | None
+    factory: AgentFactory, run_input: RunAgentInput, caller: Principal, agent: Any
 ) -> OpenedRun:
-    """The run ``run_input`` asks for: a resume when it carries ``resume`` entries, else a
-    new run of its last user message on the thread."""
+    """The run ``run_input`` asks for, with ``agent`` hosted for ``caller``: a resume when it
+    carries ``resume`` entries, else a new run of its last user message on the thread."""
     if run_input.resume:
-        return await _resume(factory, run_input, scope)
-    return await _start(factory, run_input, scope)
+        return await _resume(factory, run_input, caller, agent)
+    return await _start(factory, run_input, caller, agent)

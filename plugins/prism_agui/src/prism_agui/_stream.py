@@ -19,7 +19,7 @@ from ag_ui.core import BaseEvent, RunAgentInput, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 from starlette.types import Receive, Scope, Send
 
-from prism_core import PrismError
+from prism_core import Principal, PrismError
 
 from ._agent import AgentFactory
 from ._events import EventTranslator
@@ -52,7 +52,8 @@ class _Relay:
 
     factory: AgentFactory
     run_input: RunAgentInput
-    caller: dict[str, str] | None
+    caller: Principal
+    agent: Any
     emit: Emit
     translator: EventTranslator
     opened: OpenedRun | None = None
@@ -72,7 +73,9 @@ class _Relay:
     async def run(self) -> None:
         """The whole AG-UI run, from ``RUN_STARTED`` to its end."""
         try:
-            self.opened = opened = await open_run(self.factory, self.run_input, self.caller)
+            self.opened = opened = await open_run(
+                self.factory, self.run_input, self.caller, self.agent
+            )
         except PrismError as exc:
             await self.emit(_started(self.run_input, None))
             await self._send(self.translator.error(str(exc), exc.code))
@@ -119,11 +122,12 @@ class AguiEventStream:
     """The ASGI response for one accepted ``RunAgentInput``."""
 
     def __init__(
-        self, factory: AgentFactory, run_input: RunAgentInput, caller: dict[str, str] | None
+        self, factory: AgentFactory, run_input: RunAgentInput, caller: Principal, agent: Any
     ) -> None:
         self._factory = factory
         self._input = run_input
         self._caller = caller
+        self._agent = agent
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         encoder = EventEncoder()
@@ -144,7 +148,7 @@ class AguiEventStream:
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
         translator = EventTranslator(self._input.thread_id, self._input.run_id)
-        relay = _Relay(self._factory, self._input, self._caller, emit, translator)
+        relay = _Relay(self._factory, self._input, self._caller, self._agent, emit, translator)
         failure: Exception | None = None
         async with anyio.create_task_group() as group:
 
