@@ -130,9 +130,10 @@ def test_authorize_answers_401_and_403_before_the_json_rpc_layer(tenant_server: 
         blocked = http.post("/", json=SEND, headers={"x-tenant": "blocked"})
         card = http.get("/.well-known/agent-card.json")
     assert anonymous.status_code == 401
-    assert anonymous.json()["code"] == "ERR_PRISM_A2A_UNAUTHENTICATED"
+    assert anonymous.json()["error"]["data"]["code"] == "ERR_PRISM_WEB_UNAUTHENTICATED"
+    assert anonymous.headers["www-authenticate"] == "Bearer"
     assert blocked.status_code == 403
-    assert blocked.json()["code"] == "ERR_PRISM_A2A_FORBIDDEN"
+    assert blocked.json()["error"]["data"]["code"] == "ERR_PRISM_WEB_FORBIDDEN"
     assert card.status_code == 200
 
 
@@ -144,8 +145,9 @@ def test_the_default_serves_loopback_callers_under_one_ownership(server: Server)
     assert sent.status_code == 200
     task = sent.json()["result"]
     assert task["status"]["state"] == "completed"
-    assert elsewhere.status_code == 403
-    assert elsewhere.json()["code"] == "ERR_PRISM_A2A_FORBIDDEN"
+    # A page whose name was rebound to 127.0.0.1 still sends that name: misdirected.
+    assert elsewhere.status_code == 421
+    assert elsewhere.json()["error"]["data"]["code"] == "ERR_PRISM_WEB_MISDIRECTED"
     assert card.status_code == 200
 
     async def stored() -> tuple[object, object]:
@@ -171,7 +173,7 @@ def test_the_json_rpc_route_takes_json_bodies_only(
     with httpx.Client(base_url=server.base, timeout=30) as http:
         answer = http.post("/", content=json.dumps(SEND).encode(), headers=headers)
     assert answer.status_code == 415
-    assert answer.json()["code"] == "ERR_PRISM_A2A_MEDIA_TYPE"
+    assert answer.json()["error"]["data"]["code"] == "ERR_PRISM_WEB_UNSUPPORTED_MEDIA_TYPE"
 
 
 def test_the_gate_holds_where_the_app_is_mounted() -> None:
@@ -185,9 +187,10 @@ def test_the_gate_holds_where_the_app_is_mounted() -> None:
         sessions=create_memory_session_store(),
         url="http://testserver/a2a/",
     )
-    with TestClient(Starlette(routes=[Mount("/a2a", inner)])) as http:
+    # Addressed to localhost, from a client that is not on this machine ("testclient").
+    with TestClient(Starlette(routes=[Mount("/a2a", inner)]), base_url="http://localhost") as http:
         refused = http.post("/a2a/", json=SEND)
         card = http.get("/a2a/.well-known/agent-card.json")
     assert refused.status_code == 403
-    assert refused.json()["code"] == "ERR_PRISM_A2A_FORBIDDEN"
+    assert refused.json()["error"]["data"]["code"] == "ERR_PRISM_WEB_FORBIDDEN"
     assert card.json()["name"] == "mounted"

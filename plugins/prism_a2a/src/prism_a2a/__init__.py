@@ -9,7 +9,7 @@ it, ``CancelTask`` denies it, and ``ListTasks`` lists the caller's tasks.
 
 from __future__ import annotations
 
-from ._access import DEFAULT_OWNERSHIP, loopback_only
+from ._access import DEFAULT_OWNERSHIP, TOKEN_ENV, loopback_only
 from ._app import INTERRUPTED_TASK_TIMEOUT_S, RPC_PATH, create_a2a_app
 from ._card import MEDIA_TYPES, default_agent_card
 from ._contexts import CONTEXT_NAMESPACE
@@ -39,6 +39,7 @@ __all__ = (
     "MEDIA_TYPES",
     "RPC_PATH",
     "TASK_STATES",
+    "TOKEN_ENV",
     "A2AEndpointError",
     "AccessDenied",
     "ContentTypeRefused",

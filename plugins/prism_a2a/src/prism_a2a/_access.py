@@ -1,21 +1,23 @@
 """Who is calling and as whom their runs are kept: the gate in front of the JSON-RPC route.
 
-Every JSON-RPC request (every request but a read) passes the gate first: its body must be
-declared ``application/json`` (a cross-site form can only post ``text/plain``, form or
-multipart bodies, so a web page in a browser cannot drive the endpoint), and
-``authorize(request)`` names the caller's ownership scope. Every run, checkpoint and context
-claim of that caller is kept under it: a task of another owner reads as absent. The agent card
-is public and passes no gate.
+Every JSON-RPC request (every request but a read) passes the gate first, in the web layer's
+order (:mod:`prism_web`): the caller (``authorize(request)`` as a
+:class:`~prism_core.Principal` on the ``"a2a"`` channel: 421, 403, 401), then the body,
+declared ``application/json`` (415: a cross-site form cannot post it), read as it streams up to
+``max_body_bytes`` (413, the rest never read) and parsed to one JSON object with no key
+repeated at any depth (400); the SDK then reads the same bytes. A refusal is the HTTP status
+with a JSON-RPC error object whose ``data.code`` is the web layer's code. Every run,
+checkpoint and context claim of the caller is kept under its ownership: a task of another
+owner reads as absent. The agent card is public and passes no gate.
 
-Without ``authorize``, every caller on this machine is one owner, ``DEFAULT_OWNERSHIP``, and
-callers elsewhere (or requests addressed to a name that is not a loopback one) are refused:
-runs started over A2A are then kept apart from the host's other runs on the same stores.
+Without ``authorize``, the caller presents the token in ``PRISM_A2A_TOKEN`` as a bearer token;
+without that token, only this machine is served; either way every such caller is one owner,
+``DEFAULT_OWNERSHIP``, so runs started over A2A are kept apart from the host's other runs on
+the same stores.
 """
 
 from __future__ import annotations
 
-import inspect
-import ipaddress
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,125 +25,146 @@ from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._errors import A2AEndpointError, AccessDenied, NotAuthenticated, UnsupportedMediaType
+from prism_core import Principal
+from prism_web import (
+    WebError,
+    authorized,
+    default_authorize,
+    parse_json_object,
+    read_bounded,
+    require_json,
+    token_from_environment,
+)
+
+from ._runs import PrismRuns
 from ._runs import Scope as OwnerScope
 
 __all__ = (
+    "CHANNEL",
     "DEFAULT_OWNERSHIP",
+    "TOKEN_ENV",
     "Authorize",
     "Gate",
     "ScopedContextBuilder",
+    "a2a_authorize",
+    "call_principal",
     "call_scope",
+    "default_token",
     "loopback_only",
 )
 
 #: The ownership of every run started over A2A when the host gives no ``authorize``.
 DEFAULT_OWNERSHIP: Mapping[str, str] = {"channel": "a2a"}
+#: The token the default ``authorize`` takes as ``Authorization: Bearer``.
+TOKEN_ENV = "PRISM_A2A_TOKEN"
+#: The channel every decision and run made through the endpoint is recorded on.
+CHANNEL = "a2a"
 
 Authorize = Callable[[Request], Any]
 
-_SCOPE_KEY = "prism_a2a.scope"
+_PRINCIPAL_KEY = "prism_a2a.principal"
 _READS = frozenset(("GET", "HEAD", "OPTIONS"))
+#: The JSON-RPC error code each refusal is sent with: a body that is not one JSON object is a
+#: parse error, every other refusal an invalid request.
+_PARSE_ERROR, _INVALID_REQUEST = -32700, -32600
 
 
-def _is_loopback(host: str | None) -> bool:
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+def a2a_authorize(token: str | None) -> Authorize:
+    """The default ``authorize``: every caller is ``DEFAULT_OWNERSHIP``; with ``token``, the
+    caller presents it as a bearer token (401 otherwise); without one, only this machine is
+    served (421 for another ``Host``, 403 for a client elsewhere)."""
+    return default_authorize(token, setting=TOKEN_ENV, ownership=DEFAULT_OWNERSHIP)
 
 
-def _host_name(header: str) -> str:
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1:].split("]", 1)[0]
-    return header.partition(":")[0].rstrip(".")
+#: The token-less default: callers on this machine that address it by a loopback name.
+loopback_only: Authorize = a2a_authorize(None)
 
 
-def loopback_only(request: Request) -> dict[str, str]:
-    """The default ``authorize``: ``DEFAULT_OWNERSHIP`` for a caller on this machine that
-    addressed a loopback name; :class:`AccessDenied` for anyone else."""
-    client = request.client.host if request.client is not None else None
-    host = request.headers.get("host")
-    if not _is_loopback(client) or host is None or not _is_loopback(_host_name(host)):
-        raise AccessDenied(
-            "without authorize= this endpoint serves only callers on this machine that "
-            "address it as localhost or a loopback address"
-        )
-    return dict(DEFAULT_OWNERSHIP)
+def _refusal(exc: WebError) -> JSONResponse:
+    code = _PARSE_ERROR if exc.status == 400 else _INVALID_REQUEST
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": code, "message": f"{exc.code}: {exc}", "data": {"code": exc.code}},
+    }
+    headers = {"www-authenticate": "Bearer"} if exc.status == 401 else None
+    return JSONResponse(body, status_code=exc.status, headers=headers)
 
 
-async def _caller_scope(authorize: Authorize, request: Request) -> OwnerScope:
-    scope = authorize(request)
-    if inspect.isawaitable(scope):
-        scope = await scope
-    if scope is None:
-        raise NotAuthenticated("authentication required")
-    if not isinstance(scope, Mapping) or not all(
-        isinstance(key, str) and isinstance(value, str) for key, value in scope.items()
-    ):
-        raise TypeError("authorize must return a dict[str, str] or None")
-    return dict(scope) or None
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the SDK the body the gate read, then the client's own."""
+    sent = False
 
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
 
-def _media_type(request: Request) -> str:
-    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return replayed
 
 
 class Gate:
-    """ASGI middleware: the media type and the caller's scope for every request that is not a
-    read (the JSON-RPC route is the app's only ``POST``; the card is read with ``GET``), so it
-    holds wherever the app is mounted."""
+    """ASGI middleware: the caller and the body of every request that is not a read (the
+    JSON-RPC route is the app's only ``POST``; the card is read with ``GET``), so it holds
+    wherever the app is mounted."""
 
-    def __init__(self, app: ASGIApp, *, authorize: Authorize) -> None:
+    def __init__(
+        self, app: ASGIApp, *, authorize: Authorize, runs: PrismRuns, max_body_bytes: int
+    ) -> None:
         self.app = app
         self.authorize = authorize
+        self.runs = runs
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Refuse the request with ``{"code", "message"}`` or pass it on with its scope."""
+        """Refuse the request (see the module) or pass it on with its caller and body."""
         if scope["type"] != "http" or scope["method"] in _READS:
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
+        request = Request(scope, receive)
         try:
-            media_type = _media_type(request)
-            if media_type != "application/json":
-                raise UnsupportedMediaType(
-                    "JSON-RPC requests must be sent as Content-Type: application/json"
-                    + (f", got {media_type[:60]!r}" if media_type else "")
-                )
-            owner = await _caller_scope(self.authorize, request)
-        except A2AEndpointError as exc:
-            answer = JSONResponse({"code": exc.code, "message": str(exc)}, status_code=exc.status)
-            await answer(scope, receive, send)
+            caller = await authorized(self.authorize, request, channel=CHANNEL)
+            self.runs.check_caller(caller)
+            require_json(request)
+            body = await read_bounded(request, self.max_body_bytes)
+            parse_json_object(body)
+        except WebError as exc:
+            await _refusal(exc)(scope, receive, send)
             return
-        scope[_SCOPE_KEY] = (owner,)
-        await self.app(scope, receive, send)
+        scope[_PRINCIPAL_KEY] = caller
+        await self.app(scope, _replay(body, receive), send)
 
 
 class ScopedContextBuilder(DefaultServerCallContextBuilder):
-    """The a2a-sdk's call context, carrying the scope the gate found for the request."""
+    """The a2a-sdk's call context, carrying the caller the gate found for the request."""
 
     def build(self, request: Request) -> ServerCallContext:
-        """The SDK's context with the caller's scope in its state."""
+        """The SDK's context with the caller in its state."""
         context = super().build(request)
-        gated = request.scope.get(_SCOPE_KEY)
-        if not isinstance(gated, tuple):
+        caller = request.scope.get(_PRINCIPAL_KEY)
+        if not isinstance(caller, Principal):
             raise RuntimeError("a JSON-RPC request reached the handler without passing the gate")
-        context.state[_SCOPE_KEY] = gated
+        context.state[_PRINCIPAL_KEY] = caller
         return context
 
 
+def call_principal(context: ServerCallContext) -> Principal:
+    """The caller of a call context the gate let through (fails closed otherwise)."""
+    caller = context.state.get(_PRINCIPAL_KEY)
+    if not isinstance(caller, Principal):
+        raise RuntimeError("a call context without its caller")
+    return caller
+
+
 def call_scope(context: ServerCallContext) -> OwnerScope:
-    """The caller's scope of a call context the gate let through (fails closed otherwise)."""
-    gated = context.state.get(_SCOPE_KEY)
-    if not isinstance(gated, tuple):
-        raise RuntimeError("a call context without the caller's scope")
-    scope: OwnerScope = gated[0]
-    return scope
+    """The caller's ownership scope (``None``: the unscoped tenant)."""
+    return call_principal(context).scope
+
+
+def default_token() -> str | None:
+    """``PRISM_A2A_TOKEN``, or ``None`` when unset or empty."""
+    return token_from_environment(TOKEN_ENV)

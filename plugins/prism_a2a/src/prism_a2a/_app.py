@@ -11,9 +11,10 @@ from a2a.types import AgentCard
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from prism_core import CheckpointStore
+from prism_core import StorePair
+from prism_web import DEFAULT_MAX_BODY_BYTES, check_max_body_bytes, store_pair
 
-from ._access import Authorize, Gate, ScopedContextBuilder, loopback_only
+from ._access import Authorize, Gate, ScopedContextBuilder, a2a_authorize, default_token
 from ._card import check_input_modes, default_agent_card
 from ._discovery import card_routes
 from ._executor import PrismAgentExecutor
@@ -33,33 +34,43 @@ INTERRUPTED_TASK_TIMEOUT_S = 300.0
 
 def create_a2a_app(
     agent: Any,
+    stores: StorePair | None = None,
     *,
     definition_revision: str,
-    checkpoints: CheckpointStore,
-    sessions: Any,
+    checkpoints: Any = None,
+    sessions: Any = None,
     url: str,
     agent_card: AgentCard | None = None,
     authorize: Authorize | None = None,
     interrupt_before_tool: bool = False,
     restore_hooks: Sequence[Any] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> Starlette:
     """An ASGI app serving ``agent`` over A2A: its card at ``/.well-known/agent-card.json`` and
     JSON-RPC at ``/``: the A2A 1.0 methods ``SendMessage``, ``SendStreamingMessage``,
     ``GetTask``, ``ListTasks`` and ``CancelTask``, and 0.3's ``message/send``,
     ``message/stream``, ``tasks/get`` and ``tasks/cancel``.
 
-    Each task is a durable run of ``agent`` (task id = run id, ``contextId`` = session id) with
-    every-turn checkpoints on ``checkpoints`` and its conversation on ``sessions``;
-    ``definition_revision`` is the agent's revision, as for ``RunStateOptions``. ``url`` is
+    Each task is a durable run of ``agent`` (task id = run id, ``contextId`` = session id) on
+    ``stores`` (a :class:`~prism_core.StorePair`; the ``checkpoints=`` and ``sessions=``
+    keywords are still taken instead), the agent hosted for the caller
+    (:meth:`~prism_core.Agent.hosted`: every-turn checkpoints under the caller's ownership; the
+    agent keeps the rest of its own ``run_state``); ``definition_revision`` is the agent's
+    revision, as for ``RunStateOptions``. ``url`` is
     where callers reach the JSON-RPC route (it goes into the card). ``agent_card`` replaces
     the card built from the agent (which is described by ``agent.description``, never by its
     instructions); it may declare no input mode but ``text/plain`` and ``application/json``.
 
-    ``authorize(request)`` (sync or async) returns the caller's ownership mapping (``{}`` for
-    the unscoped tenant), ``None`` for HTTP 401, or raises :class:`~prism_a2a.AccessDenied`
-    for 403; every task is kept under its caller's ownership. The default serves callers on
-    this machine only, all under ``DEFAULT_OWNERSHIP``. ``interrupt_before_tool=True`` makes
-    every tool call wait for a decision; ``restore_hooks`` run on every resume.
+    ``authorize(request)`` (sync or async) returns the caller: a
+    :class:`~prism_core.Principal`, an ownership mapping (``{}`` for the unscoped tenant),
+    ``None`` for HTTP 401, or raises :class:`~prism_a2a.AccessDenied` for 403; every task is
+    kept under its caller's ownership, names the caller's actor as its starter, and every
+    decision (a ``decisions`` message, a cancel) is audited with the caller's actor and the
+    ``"a2a"`` channel. The default takes the bearer token in ``PRISM_A2A_TOKEN`` and, without
+    one, serves this machine only; its callers are all ``DEFAULT_OWNERSHIP``. A body larger
+    than ``max_body_bytes`` (1 MiB) is refused (413) without being read further.
+    ``interrupt_before_tool=True`` makes every tool call wait for a decision;
+    ``restore_hooks`` run on every resume.
     """
     if authorize is not None and not callable(authorize):
         raise TypeError("authorize must be callable(request)")
@@ -69,11 +80,11 @@ def create_a2a_app(
         raise TypeError("agent_card must be an a2a.types.AgentCard")
     if agent_card is not None:
         check_input_modes(agent_card)
+    check_max_body_bytes(max_body_bytes)
     runs = PrismRuns(
         agent,
         definition_revision=definition_revision,
-        checkpoints=checkpoints,
-        sessions=sessions,
+        stores=store_pair(stores, checkpoints=checkpoints, sessions=sessions),
         interrupt_before_tool=interrupt_before_tool,
         restore_hooks=restore_hooks,
     )
@@ -100,7 +111,12 @@ def create_a2a_app(
             handler, RPC_PATH, context_builder=ScopedContextBuilder(), enable_v0_3_compat=True
         ),
     ]
-    gate = Middleware(Gate, authorize=authorize or loopback_only)
+    gate = Middleware(
+        Gate,
+        authorize=authorize or a2a_authorize(default_token()),
+        runs=runs,
+        max_body_bytes=max_body_bytes,
+    )
     app = Starlette(routes=routes, middleware=[gate], lifespan=lifespan)
     app.state.prism_a2a = runs
     return app

@@ -2,8 +2,9 @@
 
 A refusal raised while a JSON-RPC request is handled reaches the caller as the a2a-sdk's
 JSON-RPC error, with the Prism ``code`` in its data (and at the start of its message). A
-refusal before the JSON-RPC layer (authorization, the media type) is an HTTP answer with the
-body ``{"code", "message"}``.
+refusal before the JSON-RPC layer (the caller, the body: the web layer's table, whose
+``NotAuthenticated``, ``AccessDenied`` and ``UnsupportedMediaType`` are exported here) is an
+HTTP status with a JSON-RPC error object naming the code (see :mod:`._access`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from prism_core import (
     CheckpointRestoreError,
     PrismError,
 )
+from prism_web import Forbidden as AccessDenied
+from prism_web import NotAuthenticated, UnsupportedMediaType
 
 __all__ = (
     "A2AEndpointError",
@@ -89,28 +92,6 @@ class NotCancelable(A2AEndpointError):
     denied; a working or finished one is left as it is."""
 
     code = "ERR_PRISM_A2A_NOT_CANCELABLE"
-
-
-class NotAuthenticated(A2AEndpointError):
-    """``authorize`` named no caller (``None``): HTTP 401."""
-
-    code = "ERR_PRISM_A2A_UNAUTHENTICATED"
-    status = 401
-
-
-class AccessDenied(A2AEndpointError):
-    """Raised by an ``authorize`` callable for a known caller who may not use the endpoint,
-    and by the default check for a caller that is not on this machine: HTTP 403."""
-
-    code = "ERR_PRISM_A2A_FORBIDDEN"
-    status = 403
-
-
-class UnsupportedMediaType(A2AEndpointError):
-    """A JSON-RPC request whose body is not declared ``application/json``: HTTP 415."""
-
-    code = "ERR_PRISM_A2A_MEDIA_TYPE"
-    status = 415
 
 
 def _described(exc: PrismError) -> tuple[str, dict[str, str]]:

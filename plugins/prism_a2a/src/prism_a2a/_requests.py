@@ -28,7 +28,7 @@ from a2a.types import SendMessageRequest, Task
 
 from prism_core import AgentEvent, AgentRunStateError, AgentStartedEvent, PrismError
 
-from ._access import call_scope
+from ._access import call_principal
 from ._contexts import ContextClaims
 from ._decisions import check_media_types, message_decisions, message_text
 from ._errors import TaskNotFound, a2a_error
@@ -111,12 +111,13 @@ class PrismRequestContextBuilder(RequestContextBuilder):
     async def _start(
         self, context: ServerCallContext, params: SendMessageRequest, context_id: str | None
     ) -> RequestContext:
-        scope = call_scope(context)
+        caller = call_principal(context)
+        scope = caller.scope
         text = message_text(params.message)
         session_id = context_id or self._claims.new_id()
         claim, leaf_id = await self._claims.check(session_id, scope)
         message_id = params.message.message_id
-        stream = await self._runs.start(session_id, text, scope, leaf_id, message_id)
+        stream = await self._runs.start(session_id, text, caller, leaf_id, message_id)
         read: list[AgentEvent] = []
         try:
             await _read_until(stream, read, frozenset())
@@ -140,9 +141,9 @@ class PrismRequestContextBuilder(RequestContextBuilder):
     async def _resume(
         self, context: ServerCallContext, params: SendMessageRequest, task_id: str
     ) -> RequestContext:
-        scope = call_scope(context)
+        caller = call_principal(context)
         check_media_types(params.message)
-        found = await self._runs.status(task_id, scope)
+        found = await self._runs.status(task_id, caller.scope)
         if found is None:
             raise TaskNotFound(f"no task {task_id!r}")
         status = found.state.status
@@ -153,7 +154,7 @@ class PrismRequestContextBuilder(RequestContextBuilder):
                 "waits for input"
             )
         decisions = message_decisions(params.message)
-        stream = self._runs.resume(found, decisions, scope)
+        stream = self._runs.resume(found, decisions, caller)
         read: list[AgentEvent] = []
         try:
             await _read_until(stream, read, frozenset())

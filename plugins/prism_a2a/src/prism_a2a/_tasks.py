@@ -19,7 +19,7 @@ from a2a.utils.errors import UnsupportedOperationError
 
 from prism_core import AgentRunStateError, CheckpointConflictError, PrismError
 
-from ._access import call_scope
+from ._access import call_principal, call_scope
 from ._errors import a2a_error
 from ._listing import list_tasks
 from ._runs import PrismRuns
@@ -47,14 +47,14 @@ class CheckpointTaskStore(TaskStore):
         """A ``canceled`` write denies the suspended run; every other write changes nothing."""
         if task.status.state != TaskState.TASK_STATE_CANCELED:
             return
-        scope = call_scope(context)
-        found = await self._runs.status(task.id, scope)
+        caller = call_principal(context)
+        found = await self._runs.status(task.id, caller.scope)
         if found is not None and found.state.status in ("denied", "aborted"):
             return
         if found is None or found.state.status != "suspended":
             raise ConcurrentTaskModificationError(task.id)
         try:
-            await self._runs.deny(found, scope)
+            await self._runs.deny(found, caller)
         except (CheckpointConflictError, AgentRunStateError) as exc:
             # A resume claimed the run first: the task is no longer waiting to be canceled.
             raise ConcurrentTaskModificationError(task.id) from exc
