@@ -240,6 +240,34 @@ def test_deny_ends_the_run(capsys: Any, host: Any, url: str) -> None:
     ]
 
 
+def test_show_escapes_stored_text_so_no_line_is_forged(capsys: Any, host: Any, url: str) -> None:
+    """A reason and an actor holding a newline, a carriage return, a terminal escape and a
+    Unicode line separator print on their own lines, escaped: the report has exactly the
+    lines it would have for plain text, and the forged audit line appears only inside the
+    reason's line."""
+    run_id = seed(url, host, "s-1", how="suspended")
+    app = f"{host.__name__}:resolve_agent"
+    forged = "2030-01-01T00:00:00Z  allow_once  call c2  refund  by cfo  via console"
+    reason = f"no\n  {forged}\r\x1b[2K\u2028end"
+    actor = "mallory\x1b[1A\u202e"
+    base = ("--store", url, "--app", app, "--all")
+    code, _, err = cli(capsys, "runs", "deny", run_id, *base, "--reason", reason, "--actor", actor)
+    assert code == 0, err
+    code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url)
+    assert code == 0
+    lines = out.splitlines()
+    start = lines.index("audit: 2")
+    assert lines[start + 1].endswith("by mallory\\x1b[1A\\u202e  via cli  (version 1)")
+    escaped = f"    reason: no\\n  {forged}\\r\\x1b[2K\\u2028end"
+    assert lines[start + 2] == escaped
+    assert [line for line in lines if forged in line] == [escaped, escaped]
+    assert not any(char in out for char in "\r\x1b\u2028\u202e")
+    assert lines[start + 5] == "metadata: 0"
+    # The JSON form keeps the stored strings as they are (JSON escapes them itself).
+    code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
+    assert {(r["actor"], r["reason"]) for r in json.loads(out)["audit"]} == {(actor, reason)}
+
+
 def test_a_run_with_guardrails_of_its_own_is_refused(capsys: Any, host: Any, url: str) -> None:
     """The CLI cannot hand over a run's own guards (callables), so approve, deny and continue
     of such a run are refused before anything is written or run."""
@@ -547,9 +575,12 @@ def test_the_audit_keeps_actor_and_reason_through_a_subprocess(
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     start = lines.index("audit: 2")
-    assert " allow_once  call c1  refund  by alice  (version 1)" in lines[start + 1]
+    assert " allow_once  call c1  refund  by alice  via cli  (version 1)" in lines[start + 1]
     assert lines[start + 2] == "    reason: ok"
-    assert " reject_once  call c2  refund  by operator-from-env  (version 2)" in lines[start + 3]
+    assert (
+        " reject_once  call c2  refund  by operator-from-env  via cli  (version 2)"
+        in lines[start + 3]
+    )
     assert lines[start + 4] == "    reason: duplicate order"
 
 

@@ -1,18 +1,51 @@
-"""How ``prism runs`` prints runs: the list table, ``show``'s report and their JSON forms."""
+"""How ``prism runs`` prints runs: the list table, ``show``'s report and their JSON forms.
+
+Every stored string (ids, reasons, actors, arguments, metadata) reaches the terminal through
+:func:`printable`: control characters, line and paragraph separators and invisible format
+characters are escaped (``\\n``, ``\\x1b``, ``\\u2028``), so no stored text can start a line
+of its own, move the cursor or hide what follows.
+"""
 
 from __future__ import annotations
 
 import json
 import time
+import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from prism_core import AgentRunDetail, AgentRunSummary
 
-__all__ = ("age", "run_detail", "show_text", "summary_table")
+__all__ = ("age", "printable", "run_detail", "show_text", "summary_table")
 
 _COLUMNS = ("RUN", "AGENT", "STATUS", "VERSION", "AGE", "PENDING", "IN DOUBT")
+
+
+#: The Unicode categories escaped: controls, format characters (bidirectional overrides,
+#: zero-width marks), line and paragraph separators, surrogates.
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(char: str) -> str:
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    if unicodedata.category(char) not in _ESCAPED_CATEGORIES:
+        return char
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that could forge or hide a line escaped (see the
+    module): ``"ok\\nforged"`` prints as ``ok\\nforged`` on one line."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(char) for char in text)
 
 
 def age(updated_at: float, now: float | None = None) -> str:
@@ -45,6 +78,7 @@ def summary_table(runs: Sequence[AgentRunSummary], now: float | None = None) -> 
                 ",".join(run.in_doubt) or "-",
             )
         )
+    rows = [tuple(printable(cell) for cell in row) for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -162,7 +196,7 @@ def show_text(detail: dict[str, Any], now: float | None = None) -> str:
         lines.append(
             f"  {_moment(record['decided_at'])}  {record['outcome']}  call {call}  "
             f"{record['tool_name'] or '-'}  by {record['actor'] or '-'}  "
-            f"(version {record['version']})"
+            f"via {record.get('channel') or '-'}  (version {record['version']})"
         )
         if record["reason"]:
             lines.append(f"    reason: {record['reason']}")
@@ -170,4 +204,5 @@ def show_text(detail: dict[str, Any], now: float | None = None) -> str:
     lines.append(f"metadata: {len(metadata)}")
     for key in sorted(metadata):
         lines.append(f"  {key}={metadata[key]}")
-    return "\n".join(lines)
+    # Each line is built from stored strings: escaped as a whole, none can break out of it.
+    return "\n".join(printable(line) for line in lines)
