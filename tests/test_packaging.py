@@ -155,3 +155,19 @@ def test_every_declared_command_names_a_module_of_its_distribution() -> None:
             assert source.with_suffix(".py").exists() or (source / "__init__.py").exists(), value
     assert set(declared["prism-runtime-cli"]) == {"chat", "demo", "plugins", "runs", "worker"}
     assert declared["prism-runtime-server"] == {"serve": "prism_server._serve_cli:command"}
+
+
+def test_the_three_http_faces_share_the_web_layer() -> None:
+    """``prism-runtime-server``, ``-agui`` and ``-a2a`` depend on ``prism-runtime-web``, which
+    needs only the kernel and Starlette and answers no hook (no ``prism`` entry point, so
+    discovering plugins never imports Starlette for it); the meta has a ``web`` extra."""
+    for face in ("prism-runtime-server", "prism-runtime-agui", "prism-runtime-a2a"):
+        assert "prism-runtime-web==0.1.0" in _manifest(face)["dependencies"], face
+    web = _manifest("prism-runtime-web")
+    assert [r for r in web["dependencies"] if r.startswith("prism")] == [
+        "prism-runtime-core==0.1.0"
+    ]
+    assert "entry-points" not in web
+    extras = _project(ROOT / "pyproject.toml")["optional-dependencies"]
+    assert extras["web"] == ["prism-runtime-web==0.1.0"]
+    assert "prism-runtime-web==0.1.0" in extras["all"]
