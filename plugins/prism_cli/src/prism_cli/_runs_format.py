@@ -65,7 +65,7 @@ def _moment(epoch: float | None) -> str:
 
 def summary_table(runs: Sequence[AgentRunSummary], now: float | None = None) -> str:
     """The runs as an aligned text table with a header line."""
-    rows = [_COLUMNS]
+    rows: list[tuple[str, ...]] = [_COLUMNS]
     for run in runs:
         rows.append(
             (
@@ -78,7 +78,7 @@ def summary_table(runs: Sequence[AgentRunSummary], now: float | None = None) -> 
                 ",".join(run.in_doubt) or "-",
             )
         )
-    rows = [tuple(printable(cell) for cell in row) for row in rows]
+    rows = [tuple(printable(cell) for cell in row) for row in rows]  # stored ids, escaped
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()

@@ -82,9 +82,7 @@ class ServerContext:
             agent, revision = resolved
             if agent is None or not isinstance(revision, str):
                 return agent, revision
-            hosted = agent.hosted(
-                self.stores, definition_revision=revision, ownership=caller.scope
-            )
+            hosted = agent.hosted(self.stores, definition_revision=revision, ownership=caller.scope)
             return hosted, revision
 
         return create_agent_run_lifecycle(
