@@ -78,8 +78,14 @@ def a2a_authorize(token: str | None) -> Authorize:
     return default_authorize(token, setting=TOKEN_ENV, ownership=DEFAULT_OWNERSHIP)
 
 
-#: The token-less default: callers on this machine that address it by a loopback name.
-loopback_only: Authorize = a2a_authorize(None)
+_LOOPBACK = a2a_authorize(None)
+
+
+def loopback_only(request: Request) -> Any:
+    """The token-less default ``authorize``: ``DEFAULT_OWNERSHIP`` for a caller on this
+    machine that addresses a loopback name (421 for another ``Host``, 403 for a client
+    elsewhere)."""
+    return _LOOPBACK(request)
 
 
 def _refusal(exc: WebError) -> JSONResponse:
