@@ -63,15 +63,22 @@ class Host:
     """The host's agents, as a deployment would define them. An order named ``ASK`` is a
     ``confirm`` call instead (an elicitation: a person answers it); ``secrets`` are redacted."""
 
-    def __init__(self, secrets: Sequence[str] = (), answer_delay: float = 0) -> None:
+    def __init__(
+        self, secrets: Sequence[str] = (), answer_delay: float = 0, refund_delay: float = 0
+    ) -> None:
         self.refunds: list[str] = []
         self.secrets = tuple(secrets)
         #: Seconds the model takes over its answer after the refunds (a slow last turn).
         self.answer_delay = answer_delay
+        #: Seconds a refund takes after it started (``refunding`` is set when one starts).
+        self.refund_delay = refund_delay
+        self.refunding = threading.Event()
         self._lock = threading.Lock()
 
     def refund(self, args: dict[str, Any], context: Any) -> dict[str, Any]:
         """The tool: refunds one order (recorded so tests can count real effects)."""
+        self.refunding.set()
+        time.sleep(self.refund_delay)
         with self._lock:
             self.refunds.append(args["order"])
         return {"refunded": args["order"]}
@@ -269,14 +276,24 @@ def running(app: Any, *stores: Any) -> Iterator[str]:
 
 def sse_frames(text: str) -> list[tuple[str, Any]]:
     """Parse a server-sent event body into ``(event, data)`` pairs, checking the framing."""
+    return [(event, data) for _, event, data in sse_frames_with_ids(text)]
+
+
+def sse_frames_with_ids(text: str) -> list[tuple[str | None, str, Any]]:
+    """Parse a server-sent event body into ``(id, event, data)``, checking the framing: an
+    optional ``id:`` line, then ``event:`` and one ``data:`` line."""
     assert text.endswith("\n\n"), text[-80:]
     frames = []
     for block in text[:-2].split("\n\n"):
         lines = block.split("\n")
+        event_id = None
+        if lines[0].startswith("id: "):
+            event_id = lines.pop(0)[len("id: ") :]
         assert len(lines) == 2, block
         assert lines[0].startswith("event: "), block
         assert lines[1].startswith("data: "), block
-        frames.append((lines[0][len("event: ") :], json.loads(lines[1][len("data: ") :])))
+        data = json.loads(lines[1][len("data: ") :])
+        frames.append((event_id, lines[0][len("event: ") :], data))
     return frames
 
 

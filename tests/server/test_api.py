@@ -21,6 +21,7 @@ from ._support import (
     running,
     seed,
     sse_frames,
+    sse_frames_with_ids,
     stored,
     stored_run,
 )
@@ -242,13 +243,14 @@ def test_server_sent_events_end_with_the_terminal_event(
             assert sse.headers["content-type"].startswith("text/event-stream")
             text = sse.read().decode()
         stale = http.post(f"/api/runs/{run_id}/resume", json=body, headers=stream)
-    frames = sse_frames(text)
-    types = [event for event, _ in frames]
-    assert "agent_resumed" in types
-    assert types[-2] == "agent_finished"
-    assert types[-1] == "result"
-    assert frames[-1][1]["status"] == "succeeded"
-    assert all(data["type"] == event for event, data in frames[:-1])
+    frames = sse_frames_with_ids(text)
+    types = [event for _, event, _ in frames]
+    # What the worker did after the decision, observed from the stores: the approved call's
+    # result, the answer, the end; each with an id to resume after.
+    assert types == ["tool_execution_finished", "message_finished", "agent_finished", "result"]
+    assert frames[-1][2]["status"] == "succeeded"
+    assert all(data["type"] == event for _, event, data in frames[:-1])
+    assert all(event_id for event_id, _, _ in frames[:-1])
     assert stale.status_code == 409
     assert stale.headers["content-type"].startswith("application/json")
     assert host.refunds == ["A-1"]

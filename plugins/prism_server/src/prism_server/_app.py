@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from prism_core import StorePair, list_agent_runs
+from prism_core import PrismError, StorePair, entered_resolver, list_agent_runs, run_worker
+from prism_core.workers import is_resolver_factory
 from prism_web import DEFAULT_MAX_BODY_BYTES, check_max_body_bytes, store_pair
 
 from ._auth import Authorize, server_authorize, token_from_environment
 from ._console import console_routes
 from ._context import ServerContext
 from ._errors import BadRequest
-from ._resume import refusals, resume_handler
+from ._resume import decisions_handler, events_handler, refusals, resume_handler
 from ._views import summary_json
 
 __all__ = ("DEFAULT_MAX_BODY_BYTES", "ServerContext", "create_app")
@@ -48,7 +51,7 @@ def _list_query(request: Request) -> dict[str, Any]:
 
 
 def api_routes(ctx: ServerContext) -> list[Route]:
-    """``/api/runs``, ``/api/runs/{run_id}`` and ``/api/runs/{run_id}/resume``."""
+    """``/api/runs``, ``/api/runs/{run_id}``, its ``decisions``, ``resume`` and ``events``."""
 
     @refusals
     async def list_runs(request: Request) -> Response:
@@ -70,7 +73,9 @@ def api_routes(ctx: ServerContext) -> list[Route]:
     return [
         Route("/api/runs", list_runs, methods=["GET"]),
         Route("/api/runs/{run_id}", show_run, methods=["GET"]),
+        Route("/api/runs/{run_id}/decisions", decisions_handler(ctx, "api"), methods=["POST"]),
         Route("/api/runs/{run_id}/resume", resume_handler(ctx, "api"), methods=["POST"]),
+        Route("/api/runs/{run_id}/events", events_handler(ctx), methods=["GET"]),
     ]
 
 
@@ -86,6 +91,8 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     guardrail_packs: Callable[[Any], Any] | None = None,
     guardrails: Callable[[Any], Any] | None = None,
+    workers: int = 1,
+    lease_ms: int = 30000,
 ) -> Starlette:
     """The approval API and console over ``stores`` (a :class:`~prism_core.StorePair`; the
     ``checkpoints=`` and ``sessions=`` keywords are still taken instead).
@@ -106,6 +113,12 @@ def create_app(
     returns the run's own guards (the shape of the ``guardrails=`` run option) a resume of
     that run must be handed again; without it, a resume of a run that recorded guards of its
     own is refused (409, ``ERR_PRISM_RUN_GUARDRAILS``).
+
+    Decisions are recorded and run by workers: the app runs ``workers`` of its own while it
+    is served (its lifespan; ``0``: none, runs wait for another worker on the same stores),
+    each claim under a ``lease_ms`` lease. ``resolve_agent`` may also be an async context
+    manager factory yielding the resolver (``prism_core.entered_resolver``): the lifespan
+    enters it once and leaves it on shutdown.
     """
     if not callable(resolve_agent):
         raise TypeError("resolve_agent must be callable(agent_id)")
@@ -116,10 +129,13 @@ def create_app(
     if guardrails is not None and not callable(guardrails):
         raise TypeError("guardrails must be callable(state)")
     check_max_body_bytes(max_body_bytes)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise TypeError("workers must be a whole number of in-process workers (0: none)")
     pair = store_pair(stores, checkpoints=checkpoints, sessions=sessions)
     ctx = ServerContext(
         stores=pair,
-        resolve_agent=resolve_agent,
+        # A factory is entered by the lifespan, which puts its resolver here.
+        resolve_agent=_not_entered if is_resolver_factory(resolve_agent) else resolve_agent,
         authorize=authorize or server_authorize(token_from_environment()),
         restore_hooks=restore_hooks,
         title=title,
@@ -128,6 +144,48 @@ def create_app(
         guardrail_packs=guardrail_packs,
         guardrails=guardrails,
     )
-    app = Starlette(routes=[*api_routes(ctx), *console_routes(ctx)])
+    app = Starlette(
+        routes=[*api_routes(ctx), *console_routes(ctx)],
+        lifespan=_lifespan(ctx, resolve_agent, workers=workers, lease_ms=lease_ms),
+    )
     app.state.prism = ctx
     return app
+
+
+def _not_entered(agent_id: str) -> Any:
+    raise PrismError(
+        "resolve_agent is a factory the app enters when it starts: serve the app with its "
+        "lifespan (uvicorn does) before it resolves agents",
+        code="ERR_PRISM_RESOLVER",
+    )
+
+
+def _lifespan(
+    ctx: ServerContext, resolve_agent: Any, *, workers: int, lease_ms: int
+) -> Callable[[Any], Any]:
+    """While the app is served: the host's resolver entered (when it is a factory) and the
+    app's own workers running decided runs with it."""
+
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        async with entered_resolver(resolve_agent) as resolver:
+            ctx.resolve_host_agent = resolver
+            stop = anyio.Event()
+            async with anyio.create_task_group() as group:
+                if workers:
+                    group.start_soon(
+                        lambda: run_worker(
+                            checkpoints=ctx.checkpoints,
+                            sessions=ctx.sessions,
+                            resolve_agent=ctx.worker_resolver(),
+                            lease_ms=lease_ms,
+                            concurrency=workers,
+                            stop=stop,
+                        )
+                    )
+                try:
+                    yield
+                finally:
+                    stop.set()
+
+    return lifespan

@@ -99,6 +99,15 @@ class ServerContext:
             return resolved[0], resolved[1]
         return resolved
 
+    def worker_resolver(self) -> Callable[..., Any]:
+        """The resolver the app's workers use: the host's (entered, when it is a factory),
+        called with the run's revision when it takes one."""
+
+        async def resolve(agent_id: str, *, revision: str | None = None) -> Any:
+            return await self._resolved(agent_id, revision)
+
+        return resolve
+
     async def agent_for(self, agent_id: str, revision: str | None = None) -> Any:
         """The host's agent alone, as the host built it (``None`` when the host does not know
         it): the pages read its redactor."""

@@ -18,12 +18,15 @@ __all__ = ("close_on_shutdown", "serve", "start_refusal")
 
 
 def close_on_shutdown(app: Any, *stores: Any) -> None:
-    """Close ``stores`` when ``app`` shuts down, on the event loop that used them."""
+    """Close ``stores`` when ``app`` shuts down, on the event loop that used them, after the
+    app's own lifespan (its workers) has ended."""
+    inner = app.router.lifespan_context
 
     @asynccontextmanager
-    async def lifespan(_app: Any) -> AsyncIterator[None]:
+    async def lifespan(served: Any) -> AsyncIterator[None]:
         try:
-            yield
+            async with inner(served):
+                yield
         finally:
             for store in stores:
                 closer = getattr(store, "aclose", None)
@@ -66,7 +69,7 @@ def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
     except (PrismError, ValueError) as exc:
         print(f"prism serve: cannot open --store: {exc}", file=sys.stderr)
         return 1
-    app = create_app(stores, resolve_agent=resolve_agent)
+    app = create_app(stores, resolve_agent=resolve_agent, workers=getattr(args, "workers", 1))
     close_on_shutdown(app, stores)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0

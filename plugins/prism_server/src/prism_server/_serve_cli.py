@@ -48,7 +48,8 @@ def load_app(spec: str) -> Callable[..., Any]:
 
 
 class ServeCommand:
-    """``prism serve --store URL --app MODULE:ATTR [--host 127.0.0.1] [--port 8000]``."""
+    """``prism serve --store URL --app MODULE:ATTR [--host 127.0.0.1] [--port 8000]
+    [--workers 1]``."""
 
     help = "serve the approval API and console over a store (prism-runtime[server])"
 
@@ -62,6 +63,14 @@ class ServeCommand:
         )
         parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
         parser.add_argument("--port", type=int, default=8000, help="port to listen on (8000)")
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=1,
+            metavar="N",
+            help="decided runs run at once by the server's own workers (1; 0: none, leave "
+            "them to prism worker processes)",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         """Serve until interrupted; returns the exit code (2 for usage and a refusal to serve,
@@ -70,6 +79,9 @@ class ServeCommand:
         refusal = start_refusal(args)
         if refusal is not None:
             print(refusal, file=sys.stderr)
+            return 2
+        if args.workers < 0:
+            print("prism serve: --workers must be 0 or more", file=sys.stderr)
             return 2
         try:
             resolve_agent = load_app(args.app)

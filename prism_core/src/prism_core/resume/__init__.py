@@ -38,7 +38,7 @@ from ._listing import (
     list_agent_runs,
     summarize_run,
 )
-from ._observe import ObservedEvent, observe_agent_run
+from ._observe import ObservedEvent, observation_point, observe_agent_run
 from ._resolver import call_resolve_agent
 from ._restore import CheckpointRestoreContext
 from ._signal import ResumeAbortedError
@@ -73,6 +73,7 @@ __all__ = (
     "is_recoverable",
     "lease_expires_at",
     "list_agent_runs",
+    "observation_point",
     "observe_agent_run",
     "load_agent_run_state",
     "resume_agent_run",

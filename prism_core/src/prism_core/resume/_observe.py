@@ -43,7 +43,7 @@ from ..records._entries import SessionEntry
 from ..records._run_tail import read_branch_and_run_tail
 from ._checks import AgentRunStatus, load_agent_run_state, not_found
 
-__all__ = ("ObservedEvent", "observe_agent_run", "parse_event_id")
+__all__ = ("ObservedEvent", "observation_point", "observe_agent_run", "parse_event_id")
 
 _ID = re.compile(r"(\d{1,9})(?:\.v(\d{1,18}))?")
 _FIRST_PAUSE = 0.02
@@ -111,6 +111,30 @@ def _stop_event(status: AgentRunStatus) -> AgentEvent | None:
     return None
 
 
+async def _entries(sessions: Any, session_id: str, run_id: str) -> list[SessionEntry]:
+    """The run's entries that make an event, in append order."""
+    read = await read_branch_and_run_tail(sessions, session_id, None, run_id)
+    return [e for e in read.tail if _entry_event(e, run_id) is not None]
+
+
+async def observation_point(
+    checkpoints: CheckpointStore,
+    sessions: Any,
+    run_id: str,
+    *,
+    ownership: Mapping[str, str] | None = None,
+) -> str:
+    """The event id of the run as its stores hold it now: observing after it yields only
+    what happens from here on (take it before recording a decision, so nothing a fast worker
+    does in between is missed). Raises :class:`~prism_core.AgentRunNotFoundError` for a run
+    absent from ``ownership``'s scope."""
+    status = await load_agent_run_state(checkpoints, {"run_id": run_id}, ownership=ownership)
+    if status is None:
+        raise AgentRunNotFoundError(not_found(run_id))
+    entries = await _entries(sessions, status.state.session_id, run_id)
+    return f"{len(entries)}.v{status.version}"
+
+
 async def observe_agent_run(
     checkpoints: CheckpointStore,
     sessions: Any,
@@ -134,8 +158,7 @@ async def observe_agent_run(
         if status.version != last_version:
             last_version, pause = status.version, _FIRST_PAUSE
             state = status.state
-            read = await read_branch_and_run_tail(sessions, state.session_id, None, run_id)
-            entries = [e for e in read.tail if _entry_event(e, run_id) is not None]
+            entries = await _entries(sessions, state.session_id, run_id)
             for index in range(seen, len(entries)):
                 event = _entry_event(entries[index], run_id)
                 assert event is not None

@@ -309,7 +309,11 @@ def _find_calls(path: Sequence[Any], pending: Sequence[PendingCall]) -> dict[str
             continue
         for call in message.tool_calls:
             if call.id in wanted and call.id not in found:
-                if arguments_hash(call.arguments) != wanted[call.id].arguments_hash:
+                # A decided edit records the hash of the arguments the call runs with; the
+                # transcript keeps the model's own.
+                edited = wanted[call.id].modified_arguments
+                arguments = call.arguments if edited is None else edited
+                if arguments_hash(arguments) != wanted[call.id].arguments_hash:
                     raise AgentRunStateError(
                         "a pending tool call no longer matches its recorded arguments hash"
                     )
