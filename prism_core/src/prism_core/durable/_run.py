@@ -329,6 +329,7 @@ class DurableRun:
             output_schema=execution.output_schema,
             output=execution.output_json if status == "succeeded" else None,
             started_by=execution.started_by,
+            approval_timeout_ms=self.options.approval_timeout_ms,
         )
 
     def _limits_data(self) -> dict[str, Any]:
@@ -391,7 +392,9 @@ class DurableRun:
                 f"Pending decisions exceed {DEFAULT_MAX_PENDING_DECISIONS} per run",
                 code="ERR_PRISM_DECISION_LIMIT",
             )
-        decisions = tuple(pending_decision(gate) for gate in gates)
+        now = time.time()
+        timeout = self.options.approval_timeout_ms
+        decisions = tuple(pending_decision(gate, now=now, timeout_ms=timeout) for gate in gates)
         interruption = interruption_for(decisions)
         calls: dict[str, PendingCall] = {}
         for gate in gates:

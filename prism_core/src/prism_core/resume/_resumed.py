@@ -173,6 +173,7 @@ def attach_durable(
             ownership=request.ownership,
             fencing_token=writer.fencing_token,
             lease_ms=writer.lease_ms,
+            approval_timeout_ms=state.approval_timeout_ms,
         ),
         fingerprint=state.fingerprint,
         fingerprint_parts=state.fingerprint_parts,

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._approval_gate import ask_needs_approval
 from .._elicitation import elicitation_request
 from ..content import ErrorInfo, Message, ToolCallContent, ToolResult
 from ..durable import MAX_PENDING_DECISIONS, DecisionKind, Gate, new_approval_id, scope_for
@@ -182,16 +183,19 @@ async def tool_call(
         assert checked.blocked_reason is not None
         yield await _block(run, call, checked.blocked_reason, checked.result.error)
         return
-    if run.durable is None and checked.needs_approval:
+    held: tuple[bool, str | None] = (False, None)
+    if not approved and checked.needs_approval is not False:
+        held = await ask_needs_approval(call.name, checked.needs_approval, call.arguments, context)
+    if run.durable is None and held[0]:
         raise RunFailure(
             ErrorInfo(
-                f"Tool {call.name!r} needs approval before every call, and only a durable run "
+                f"Tool {call.name!r} needs approval for this call, and only a durable run "
                 "can suspend for one: run it with run_state=RunStateOptions(...)",
                 code="ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
             )
         )
     if run.durable is not None and gates is not None and not approved:
-        gate = _gate_for(run, call, checked, ask)
+        gate = _gate_for(run, call, checked, ask, held)
         if gate is not None and not _shown_as_run(run, call):
             # The approver would decide on arguments other than those the tool runs with
             # (a redacted secret, or a ``tool_call`` middleware edit): such a call can never
@@ -310,7 +314,7 @@ def check_decision_cap(
         gated = (
             may_ask
             or tool.elicitation is not None
-            or tool.needs_approval
+            or tool.needs_approval is not False
             or durable.options.interrupt_before_tool
         )
         if gated and durable.sticky_for(scope_for(durable.agent_id, call, tool)) is None:
@@ -419,29 +423,37 @@ def _shown_as_run(run: RunState, call: ToolCallContent) -> bool:
 
 
 def _gate_for(
-    run: RunState, call: ToolCallContent, tool: ToolDefinition, ask: GuardrailRecord | None
+    run: RunState,
+    call: ToolCallContent,
+    tool: ToolDefinition,
+    ask: GuardrailRecord | None,
+    held: tuple[bool, str | None],
 ) -> Gate | None:
     """The gate ``call`` must pass in a durable run, or ``None`` when it may run now.
 
     An elicitation tool asks for an answer instead (its reason, else the ask's, else
     :data:`APPROVAL_REQUIRED`); one whose elicitation function declines or raises is approved
     like any tool. A guard that asked names itself (``"Approval required by guardrail rule
-    <name>: <reason>"``, with the pack rule as ``guardrail_rule``)."""
+    <name>: <reason>"``, with the pack rule as ``guardrail_rule``). ``held`` is the tool's
+    ``needs_approval`` answer for this call (and why, when its check failed closed). An
+    approval gate carries the tool's ``approvers``; every gate its ``approval_timeout_ms``."""
     assert run.durable is not None
     kind: DecisionKind
     request = elicitation_request(tool, call.arguments) if tool.elicitation is not None else None
-    reason = ask_decision_reason(ask) if ask is not None else APPROVAL_REQUIRED
+    reason = ask_decision_reason(ask) if ask is not None else held[1] or APPROVAL_REQUIRED
     guardrail = ask.guardrail if ask is not None else None
     if request is not None:
         # An elicitation tool never executes: even a guardrail's ask is answered, not approved.
         kind = "elicitation"
         reason = request.reason or reason
     else:
-        gated = ask is not None or tool.elicitation is not None or tool.needs_approval
+        gated = ask is not None or tool.elicitation is not None or held[0]
         if not (gated or run.durable.options.interrupt_before_tool):
             return None
         kind = "tool_approval"
     return Gate(
+        approvers=tool.approvers if kind == "tool_approval" else 1,
+        timeout_ms=tool.approval_timeout_ms,
         call=call,
         tool=tool,
         kind=kind,
