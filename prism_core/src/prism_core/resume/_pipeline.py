@@ -39,6 +39,7 @@ from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspe
 from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..results import AgentRunResult
+from ._approvers import kept_interruption
 from ._audit import decision_records, denial_records, resolution_records
 from ._checks import (
     NOT_FOUND,
@@ -238,7 +239,9 @@ async def prepare_resume(
             plan,
             decided.pending_calls,
             version=record.version,
-            remaining=[d.approval_id for d in decided.remaining],
+            remaining=[
+                d.approval_id for d in decided.remaining if d.approval_id not in decided.partial
+            ],
         )
         if decided.input_rejected is not None:
             return await _settle_denied(
@@ -404,8 +407,16 @@ async def _settle_partial(
     audit: Sequence[DecisionRecord],
 ) -> Settled:
     assert state.interruption is not None
+    for child in decided.child_writes:
+        # A child that still lacks approvers records this resume's decisions first: a lost
+        # race there refuses the whole resume before the parent is written.
+        written = await prepare_resume(
+            child.agent, {"run_id": child.run_id}, child.resume, child.request
+        )
+        if not isinstance(written, Settled) or written.result.status != "suspended":
+            raise AgentRunStateError("the sub-agent run moved on while it was being decided")
     remaining = decided.remaining
-    interruption = interruption_for(
+    interruption = kept_interruption(state.interruption, remaining) or interruption_for(
         remaining,
         reason=f"{len(remaining)} approval request(s) remain",
         kind=state.interruption.kind,
