@@ -61,6 +61,7 @@ from ._children import (
     child_session_id,
     nested_approval_id,
 )
+from ._expiry import EXPIRED, expire_agent_runs, expired_reason
 from ._fingerprint import agent_fingerprint, fingerprint_parts
 from ._gates import Gate, new_approval_id, scope_for
 from ._host import HostCounters, HostRun, HostSession
@@ -152,6 +153,7 @@ __all__ = (
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",
     "DEFAULT_MAX_PENDING_DECISIONS",
     "DEFAULT_MAX_STICKY_DECISIONS",
+    "EXPIRED",
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
     "HARD_MAX_PENDING_DECISIONS",
     "HARD_MAX_STICKY_DECISIONS",
@@ -201,6 +203,8 @@ __all__ = (
     "StorePair",
     "StoreTransaction",
     "agent_fingerprint",
+    "expire_agent_runs",
+    "expired_reason",
     "fingerprint_parts",
     "arguments_hash",
     "capability",
