@@ -28,6 +28,7 @@ from ..durable._fencing import claim_token
 from ..durable._gates import interruption_for
 from ..durable._lease import check_lease
 from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
+from ..durable._receipts import continue_receipts
 from ..durable._run import RunStateInfo
 from ..durable._run_guards import match_run_guardrails
 from ..durable._sidecar import read_sidecar
@@ -183,7 +184,7 @@ async def prepare_resume(
     rebuilt = await rebuild_session(
         agent, session, state, plan, request.guardrail_packs, prefetched=prefetched
     )
-    state, calls = rebuilt.state, rebuilt.calls
+    loaded, (state, calls) = state, (rebuilt.state, rebuilt.calls)
 
     metadata = read_sidecar(record)
     writer = CheckpointWriter(
@@ -258,7 +259,13 @@ async def prepare_resume(
         claim_pending: tuple[Any, ...] = tuple(decided.pending_calls)
     else:
         claim_pending = settlement.pending_calls if settlement is not None else ()
-        records = resolution_records(
+        records = continue_receipts(
+            loaded,
+            [c for c in state.pending_calls if c.status == "dispatched"],
+            rebuilt.finished,
+            version=record.version,
+        )
+        records += resolution_records(
             settlement.resolutions if settlement is not None else (),
             state.pending_calls,
             plan,

@@ -186,6 +186,7 @@ def attach_durable(
     durable.pending_calls = list(claimed.pending_calls)
     durable.resolutions = list(claimed.resolutions)
     durable.audit = list(claimed.audit)
+    durable.receipts.owe(claimed.audit, claimed.pending_calls)
     durable.audit_omitted = claimed.audit_omitted
     durable.anchor_leaf = claimed.leaf_id
     durable.anchor_counters = claimed.counters

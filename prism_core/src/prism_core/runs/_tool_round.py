@@ -21,7 +21,15 @@ import attrs
 from .._approval_gate import ask_needs_approval
 from .._elicitation import elicitation_request
 from ..content import ErrorInfo, Message, ToolCallContent, ToolResult
-from ..durable import MAX_PENDING_DECISIONS, DecisionKind, Gate, new_approval_id, scope_for
+from ..durable import (
+    EXECUTED,
+    EXECUTION_FAILED,
+    MAX_PENDING_DECISIONS,
+    DecisionKind,
+    Gate,
+    new_approval_id,
+    scope_for,
+)
 from ..errors import AgentDecisionError
 from ..events import (
     AgentEvent,
@@ -76,6 +84,8 @@ APPROVAL_REQUIRED = "Tool side effect requires approval"
 APPROVAL_REJECTED = "Approval rejected"
 REJECTED_FOR_RUN = "Rejected for this run"
 TOOL_CALL_BLOCKED = "Tool call blocked by guardrail"
+#: The reason of the receipt of an allowed call that was blocked before it started.
+NOT_RUN = "not run: blocked before it started"
 TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
 UNAPPROVABLE = (
     "Tool call refused: it needs a human decision, but its arguments hold a value that is "
@@ -255,6 +265,10 @@ async def tool_call(
         outcome = await execute_tool(
             checked, call, context, limiter=run.agent.thread_limiter, redactor=run.redactor
         )
+    if approved and run.durable is not None:
+        failed = outcome.status != "executed"
+        code = outcome.result.error.code if outcome.result.error is not None else None
+        run.durable.add_receipt(call, EXECUTION_FAILED if failed else EXECUTED, code)
     for event in run.deferred:
         yield event
     run.deferred.clear()
@@ -373,7 +387,10 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
             async with aclosing(tool_events):
                 async for event in tool_events:
                     yield event
-            # A call blocked on re-check never ran; it is settled all the same.
+            # A call blocked on re-check never ran; it is settled all the same (a sub-agent
+            # call whose child suspended again is held, and owes its receipt still).
+            if not any(gate.call.id == call.id for gate in gates):
+                run.durable.add_receipt(call, EXECUTION_FAILED, NOT_RUN)
             run.durable.settle_pending(call.id)
     for call in plan.fresh:
         tool_events = tool_call(run, call, False, gates)
