@@ -125,7 +125,7 @@ def test_show_prints_approvals_needed_and_given_and_the_deadline(
     assert any(line.startswith(f"    expires: {deadline} (pending since ") for line in lines)
     # Arguments print as JSON: the newline is the encoder's escape, never a line break.
     assert '    arguments: {"memo": "rent\\nreceipts: 9"}' in lines
-    assert "    reason: ok\\x0aaudit: 0\\x1b[2K\\u202e" in lines
+    assert "    reason: ok\\naudit: 0\\x1b[2K\\u202e" in lines
     # No stored text added a line: one "audit:" and one "receipts:" line, as the report has.
     assert [line for line in lines if line.startswith("audit: ")] == ["audit: 1"]
     assert [line for line in lines if line.startswith("receipts: ")] == ["receipts: 0"]
