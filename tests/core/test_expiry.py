@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from prism_core import (
@@ -16,9 +17,11 @@ from prism_core import (
     list_agent_runs,
     load_agent_run_state,
     resume_agent_run,
+    run_worker,
 )
+from prism_core.durable._work import WORK_NAMESPACE
 
-from .durable_support import CountingStore, World
+from .durable_support import REVISION, CountingStore, World
 from .helpers import text_turn, tool_turn
 from .subagent_support import Team, child_of, delegate_turn
 
@@ -313,3 +316,45 @@ async def test_foreign_and_unreadable_records_are_left_alone() -> None:
         )
         == 1
     )
+
+
+@pytest.mark.anyio
+async def test_a_worker_takes_an_expired_run_of_any_owner_to_the_model() -> None:
+    """An owned run whose decision expired is left with a work mark, as a recorded decision
+    is: a ``run_worker`` (which lists no tenant's runs) finds it and the model gets the
+    rejection."""
+    desk = Desk()
+    owner = {"tenant": "t1"}
+    result = await desk.suspend(approval_timeout_ms=1000, ownership=owner)
+    (pending,) = result.interruption.pending_decisions
+    assert (
+        await expire_agent_runs(desk.world.checkpoints, now=pending.expires_at, ownership=owner)
+        == 1
+    )
+    marks = await desk.world.checkpoints.list(WORK_NAMESPACE)
+    assert [r.value["run_id"] for r in marks.records] == [result.run_id]
+    assert marks.records[0].value["ownership"] == owner
+    stop = anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(
+            lambda: run_worker(
+                checkpoints=desk.world.checkpoints,
+                sessions=desk.world.sessions,
+                resolve_agent=lambda agent_id: (desk.agent(), REVISION),
+                poll_ms=20,
+                stop=stop,
+            )
+        )
+        try:
+            with anyio.fail_after(60):
+                while True:
+                    found = await load_agent_run_state(
+                        desk.world.checkpoints, {"run_id": result.run_id}, ownership=owner
+                    )
+                    if found is not None and found.state.status == "succeeded":
+                        break
+                    await anyio.sleep(0.02)
+        finally:
+            stop.set()
+    assert desk.log == []
+    assert [r.outcome for r in found.audit] == ["expired"]

@@ -7,18 +7,19 @@ the reason ``"approval expired after N s"`` and audited as outcome ``"expired"``
 runs no tool and no model turn, so a decision landing at the same moment wins or loses by
 version, never both.
 
-The run is left as a decision would leave it: still ``suspended`` on the decisions that did
-not expire, else ``running`` with no lease, its expired calls ``rejected`` (and calls approved
-earlier in a partial batch ``approved``), so it is recoverable and the next ``continue`` (a
-worker's, a sweep's, an operator's) takes the rejections to the model. An expired decision of
-an input guardrail ends the run ``denied``, as rejecting it does. A decision a sub-agent run
-owes is expired in the child first (its own checkpoint), then mirrored in the parent: the
-parent waits on what the child still waits for, or, when the child no longer waits, its call
-is cleared to run (the parent's continue continues the child or reads its result). Children
-are reached through their parents, never on their own.
+The run is left as a recorded decision (``decide_agent_run``) leaves it: still
+``suspended`` on the decisions that did not expire, else ``running`` with no lease, its
+expired calls ``rejected`` (and calls approved earlier in a partial batch ``approved``), with a
+work mark for the workers (``_work``) and a wake-up where the store can, so the next
+``continue`` (a worker's, a sweep's, an operator's) takes the rejections to the model. An
+expired decision of an input guardrail ends the run ``denied``, as rejecting it does. A
+decision a sub-agent run owes is expired in the child first (its own checkpoint), then
+mirrored in the parent: the parent waits on what the child still waits for, or, when the
+child no longer waits, its call is cleared to run (the parent's continue continues the child
+or reads its result). Children are reached through their parents, never on their own.
 
 It must not resolve an agent, read a session or run anything; it reads and writes only
-checkpoints.
+checkpoints (and work marks).
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ from typing import Any
 
 import attrs
 
+from .._capability import capability
 from .._decision_record import DecisionRecord
 from .._principal import KERNEL_ACTOR, KERNEL_CHANNEL
 from ..errors import AgentRunStateError, CheckpointConflictError
-from ._capabilities import CheckpointStatusIndex, capability
+from ._capabilities import CheckpointStatusIndex
 from ._checkpoints import CheckpointRecord, CheckpointStore, normalise_ownership
 from ._children import NESTED_APPROVAL_PREFIX, nested_approval_id
 from ._faults import retry_transient
@@ -42,6 +44,8 @@ from ._options import AGENT_RUN_NAMESPACE, HARD_MAX_AGENT_RUN_STATE_BYTES, check
 from ._sidecar import read_sidecar
 from ._state import AgentRunState, PendingCall, PendingDecision
 from ._state_parse import parse_state
+from ._wakeups import RunWakeups
+from ._work import mark_work
 from ._writer import CheckpointWriter
 
 __all__ = ("EXPIRED", "expire_agent_runs", "expired_reason")
@@ -89,17 +93,40 @@ async def expire_agent_runs(
     moment = time.time() if now is None else float(now)
     due, children = await _scan(checkpoints, owner, moment)
     written = 0
+    marked = False
     for run_id in due:
         if run_id in children:
             continue
         try:
-            if await _expire_run(checkpoints, run_id, owner, moment):
-                written += 1
+            settled = await _expire_run(checkpoints, run_id, owner, moment)
         except CheckpointConflictError:
             logger.info("run %s was decided while its decisions expired; left as it is", run_id)
+            continue
         except AgentRunStateError as exc:
             logger.warning("run %s: its expired decisions cannot be recorded: %s", run_id, exc)
+            continue
+        if settled is None:
+            continue
+        written += 1
+        status, version = settled
+        if status == "running":
+            # As a recorded decision does: the run waits for a worker, whoever owns it.
+            await mark_work(checkpoints, run_id, version, owner)
+            marked = True
+    if marked:
+        await _wake(checkpoints)
     return written
+
+
+async def _wake(checkpoints: CheckpointStore) -> None:
+    wakeups = capability(checkpoints, RunWakeups)
+    if wakeups is None:
+        return
+    try:
+        await wakeups.notify_runs()
+    except Exception as exc:
+        # A wake-up is a hint: the mark is written, a worker's poll finds it.
+        logger.warning("could not wake the workers: %s", exc)
 
 
 async def _scan(
@@ -165,15 +192,16 @@ async def _expire_run(
     run_id: str,
     owner: Mapping[str, str] | None,
     now: float,
-) -> bool:
-    """Expire the due decisions of ``run_id`` (its children's first); whether it was written."""
+) -> tuple[str, int] | None:
+    """Expire the due decisions of ``run_id`` (its children's first); the status and version
+    it was written at, or ``None`` when nothing was due."""
     loaded = await _load(checkpoints, run_id, owner)
     if loaded is None:
-        return False
+        return None
     record, state = loaded
     due = _due(state, now)
     if not due:
-        return False
+        return None
     assert state.interruption is not None
     calls = {c.tool_call_id: c for c in state.pending_calls}
     left = {d.approval_id: d for d in state.interruption.pending_decisions}
@@ -197,7 +225,7 @@ async def _expire_run(
                 call, status="rejected", reason=expired_reason(decision)
             )
     if not audit:
-        return False
+        return None
     expired = _settled(state, audit, list(left.values()), calls, denied)
     writer = CheckpointWriter(
         store=checkpoints,
@@ -216,7 +244,7 @@ async def _expire_run(
         expired.status,
         writer.version,
     )
-    return True
+    return expired.status, writer.version
 
 
 def _nested(decision: PendingDecision) -> bool:
