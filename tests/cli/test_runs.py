@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -566,19 +565,11 @@ def test_the_audit_keeps_actor_and_reason_through_a_subprocess(
     audit = json.loads(shown.stdout)["audit"]
     assert [
         (r["tool_call_id"], r["tool_name"], r["outcome"], r["actor"], r["reason"], r["version"])
-        for r in audit[:2]
+        for r in audit
     ] == [
         ("c1", "refund", "allow_once", "alice", "ok", 1),
         ("c2", "refund", "reject_once", "operator-from-env", "duplicate order", 2),
     ]
-    # The allowed refund ran in the second process: its receipt names that process.
-    (receipt,) = audit[2:]
-    assert (receipt["tool_call_id"], receipt["outcome"], receipt["channel"]) == (
-        "c1",
-        "executed",
-        "worker",
-    )
-    assert receipt["actor"].startswith(f"{socket.gethostname()}:")
     assert all(isinstance(r["decided_at"], float) for r in audit)
     text = prism("runs", "show", run_id, "--store", url)
     assert text.returncode == 0, text.stderr
@@ -591,9 +582,8 @@ def test_the_audit_keeps_actor_and_reason_through_a_subprocess(
         in lines[start + 3]
     )
     assert lines[start + 4] == "    reason: duplicate order"
-    assert lines[start + 5] == "receipts: 1"
-    assert " executed  call c1  refund  by " in lines[start + 6]
-    assert lines[start + 6].endswith("  via worker")
+    # Nothing ran yet (no worker): no receipt.
+    assert lines[start + 5] == "receipts: 0"
 
 
 def test_continue_records_the_actor_of_a_resolution(capsys: Any, host: Any, url: str) -> None:
