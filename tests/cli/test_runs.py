@@ -262,7 +262,7 @@ def test_show_escapes_stored_text_so_no_line_is_forged(capsys: Any, host: Any, u
     assert lines[start + 2] == escaped
     assert [line for line in lines if forged in line] == [escaped, escaped]
     assert not any(char in out for char in "\r\x1b\u2028\u202e")
-    assert lines[start + 5] == "metadata: 0"
+    assert lines[start + 5 : start + 7] == ["receipts: 0", "metadata: 0"]
     # The JSON form keeps the stored strings as they are (JSON escapes them itself).
     code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
     assert {(r["actor"], r["reason"]) for r in json.loads(out)["audit"]} == {(actor, reason)}

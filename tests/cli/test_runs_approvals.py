@@ -147,5 +147,5 @@ def test_show_prints_the_receipt_of_the_call_that_ran(
     lines = _show(capsys, url, run["run_id"]).splitlines()
     start = lines.index("receipts: 1")
     assert " executed  call w1  wire  by " in lines[start + 1]
-    assert lines[start + 1].endswith("  via worker")
-    assert lines[lines.index("audit: 2") + 1].endswith("  via host")
+    assert lines[start + 1].endswith("  via worker  (version 4)")
+    assert "  via host  (version 1)" in lines[lines.index("audit: 2") + 1]
