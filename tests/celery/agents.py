@@ -145,7 +145,22 @@ def deployer() -> Any:
     )
 
 
+def releaser() -> Any:
+    """An agent whose one release needs a person's approval within a millisecond (so any
+    sweep after it finds the decision expired)."""
+    return create_agent(
+        id="releaser",
+        model={"provider": "mock", "model": "scripted"},
+        provider=ScriptedModel("release", 1),
+        tools=[
+            ToolDefinition(
+                "release", _charge, effect="write", needs_approval=True, approval_timeout_ms=1
+            )
+        ],
+    )
+
+
 def resolve_agent(agent_id: str) -> tuple[Any, str]:
     """The host's registry: a fresh agent for each id, with its revision."""
-    build = {"charger": charger, "deployer": deployer}.get(agent_id)
+    build = {"charger": charger, "deployer": deployer, "releaser": releaser}.get(agent_id)
     return (build(), REVISION) if build is not None else (None, REVISION)

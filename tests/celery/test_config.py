@@ -187,6 +187,29 @@ def test_start_and_resume_run_eagerly_on_one_host(
     assert len(_records(url, "prism.agent-run")) == 2
 
 
+def test_the_sweep_expires_an_overdue_decision_and_continues_its_run(
+    eager: tuple[RunTasks, str], effects: agents.EffectLog
+) -> None:
+    """``sweep`` expires a decision past its deadline (audited ``expired`` by ``prism`` on
+    ``kernel``) and enqueues the run it left recoverable; the continue takes the rejection to
+    the model and the run succeeds without the held tool running."""
+    tasks, url = eager
+    held = tasks.start.apply(args=("releaser", "s3", "ship")).get()
+    assert held["status"] == "suspended"
+    (record,) = [r for r in _records(url, "prism.agent-run") if r.key == held["run_id"]]
+    (decision,) = record.value["interruption"]["pending_decisions"]
+    deadline = time.monotonic() + 60
+    while time.time() <= decision["expires_at"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert tasks.sweep.apply().get() == 1
+    (record,) = [r for r in _records(url, "prism.agent-run") if r.key == held["run_id"]]
+    assert record.value["status"] == "succeeded"
+    expired = [a for a in record.value["audit"] if a["outcome"] == "expired"]
+    assert [(a["actor"], a["channel"]) for a in expired] == [("prism", "kernel")]
+    assert effects.entries() == []
+    assert tasks.sweep.apply().get() == 0
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

@@ -262,7 +262,7 @@ def test_show_escapes_stored_text_so_no_line_is_forged(capsys: Any, host: Any, u
     assert lines[start + 2] == escaped
     assert [line for line in lines if forged in line] == [escaped, escaped]
     assert not any(char in out for char in "\r\x1b\u2028\u202e")
-    assert lines[start + 5] == "metadata: 0"
+    assert lines[start + 5 : start + 7] == ["receipts: 0", "metadata: 0"]
     # The JSON form keeps the stored strings as they are (JSON escapes them itself).
     code, out, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--json")
     assert {(r["actor"], r["reason"]) for r in json.loads(out)["audit"]} == {(actor, reason)}
@@ -582,6 +582,8 @@ def test_the_audit_keeps_actor_and_reason_through_a_subprocess(
         in lines[start + 3]
     )
     assert lines[start + 4] == "    reason: duplicate order"
+    # Nothing ran yet (no worker): no receipt.
+    assert lines[start + 5] == "receipts: 0"
 
 
 def test_continue_records_the_actor_of_a_resolution(capsys: Any, host: Any, url: str) -> None:

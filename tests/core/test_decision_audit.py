@@ -19,6 +19,7 @@ from prism_core import (
     load_agent_run_state,
     resume_agent_run,
 )
+from prism_core.durable import RECEIPT_OUTCOMES
 from prism_core.durable._state import arguments_hash
 
 from .durable_support import REVISION, World
@@ -54,6 +55,11 @@ async def suspended(world: World, log: list[Any], **config: Any) -> tuple[str, i
     assert result.status == "suspended"
     assert result.run_state is not None
     return result.run_id, result.run_state.version
+
+
+def decided(audit: Any) -> list[Any]:
+    """The decision records of an audit, without the receipts of the calls that ran."""
+    return [r for r in audit if r.outcome not in RECEIPT_OUTCOMES]
 
 
 def approvals(status: Any) -> dict[str, str]:
@@ -92,8 +98,14 @@ async def test_approve_records_one_entry_per_call_and_survives_restart() -> None
     assert status is not None
     assert status.state.status == "succeeded"
     assert status.version > version
-    audit = status.audit
+    audit = decided(status.audit)
     assert [type(r) for r in audit] == [DecisionRecord, DecisionRecord]
+    # Each allowed call that ran has its receipt, after the decisions, on channel "worker".
+    receipts = [r for r in status.audit if r not in audit]
+    assert [(r.tool_call_id, r.outcome, r.channel) for r in receipts] == [
+        ("c1", "executed", "worker"),
+        ("c2", "executed", "worker"),
+    ]
     assert [(r.tool_call_id, r.approval_id, r.tool_name, r.outcome) for r in audit] == [
         ("c1", ids["c1"], "deploy", "allow_once"),
         ("c2", ids["c2"], "deploy", "allow_once"),
@@ -107,7 +119,7 @@ async def test_approve_records_one_entry_per_call_and_survives_restart() -> None
     )
     found = await lifecycle.status({"run_id": run_id})
     assert found is not None
-    assert found.audit == audit
+    assert found.audit == status.audit
 
 
 @pytest.mark.anyio
@@ -180,12 +192,15 @@ async def test_batch_entries_edits_and_partial_batches_are_each_audited() -> Non
     assert log == [{"env": "canary"}]
     final = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert final is not None
-    rows = [(r.tool_call_id, r.outcome, r.actor, r.reason, r.version) for r in final.audit]
+    rows = [(r.tool_call_id, r.outcome, r.actor, r.reason, r.version) for r in decided(final.audit)]
     assert rows == [
         ("c1", "reject_once", "carol", "wrong env", version),
         ("c2", "allow_for_run", "dave", "canary first", after_first.version),
     ]
     assert final.audit[1].arguments_hash == arguments_hash({"env": "canary"})
+    # The receipt of the edited call carries the arguments it ran with.
+    assert final.audit[2].outcome == "executed"
+    assert final.audit[2].arguments_hash == arguments_hash({"env": "canary"})
 
 
 @pytest.mark.anyio
@@ -254,8 +269,8 @@ async def test_actor_and_reason_are_redacted_in_the_stored_audit() -> None:
     assert SECRET not in repr(record.value)
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None
-    assert len(status.audit) == 2
-    for row in status.audit:
+    assert len(decided(status.audit)) == 2
+    for row in decided(status.audit):
         assert row.actor is not None
         assert row.reason is not None
         assert SECRET not in row.actor
@@ -318,7 +333,7 @@ async def test_an_older_checkpoint_without_audit_reads_as_empty() -> None:
     )
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None
-    assert [r.actor for r in status.audit] == ["z", "z"]
+    assert [r.actor for r in decided(status.audit)] == ["z", "z"]
 
 
 @pytest.mark.anyio
@@ -348,13 +363,13 @@ async def test_a_nested_decision_is_audited_in_the_parent_and_the_child(decision
     assert resumed.status == ("succeeded" if decision == "approve" else "denied")
     parent = await load_agent_run_state(team.world.checkpoints, ref(result))
     assert parent is not None
-    assert [(r.approval_id, r.outcome, r.actor, r.reason) for r in parent.audit] == [
+    assert [(r.approval_id, r.outcome, r.actor, r.reason) for r in decided(parent.audit)] == [
         (nested.approval_id, outcome, "lead-operator", "checked")
     ]
     child = await team.child_status(result.run_id)
     assert child is not None
     assert child.state.run_id == child_of(result.run_id)
-    assert [(r.outcome, r.actor, r.reason) for r in child.audit] == [
+    assert [(r.outcome, r.actor, r.reason) for r in decided(child.audit)] == [
         (outcome, "lead-operator", "checked")
     ]
 
@@ -404,9 +419,10 @@ async def test_a_run_that_decides_more_than_it_keeps_counts_the_older_records(
     assert result.status == "succeeded"
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None
-    assert [r.tool_call_id for r in status.audit] == ["c2"]
-    assert status.audit_omitted == 1
+    # Two decisions and two receipts: the newest record is kept, three are counted.
+    assert [(r.tool_call_id, r.outcome) for r in status.audit] == [("c2", "executed")]
+    assert status.audit_omitted == 3
     data = state_to_json(status.state)
-    assert data["audit_omitted"] == 1
+    assert data["audit_omitted"] == 3
     with pytest.raises(AgentRunStateError, match="audit_omitted"):
         parse_state({**data, "audit_omitted": -1}, max_bytes=1 << 20)

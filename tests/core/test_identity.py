@@ -135,7 +135,9 @@ async def test_the_starter_and_the_approvals_reach_the_tool_across_a_resume() ->
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None
     assert status.state.started_by == "bob"
-    assert [(r.actor, r.channel) for r in status.audit] == [("ana", "console")]
+    # Ana's allow, then the receipt of the refund that ran (channel "worker").
+    assert (status.audit[0].actor, status.audit[0].channel) == ("ana", "console")
+    assert [(r.outcome, r.channel) for r in status.audit[1:]] == [("executed", "worker")]
 
 
 @pytest.mark.anyio
@@ -147,7 +149,8 @@ async def test_a_decision_without_a_channel_records_host() -> None:
     await _resume(world, seen, run_id, {"expected_version": version, "decision": "approve"})
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None
-    assert [(r.actor, r.channel) for r in status.audit] == [(None, "host")]
+    assert (status.audit[0].actor, status.audit[0].channel) == (None, "host")
+    assert [r.outcome for r in status.audit] == ["allow_once", "executed"]
     assert seen == [{"started_by": None, "approvals": [(None, "host", "allow_once")]}]
 
 

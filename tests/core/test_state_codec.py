@@ -88,7 +88,14 @@ def _rich() -> AgentRunState:
                     scope=SCOPE,
                     tool_call_id="c1",
                 ),
-                PendingDecision(approval_id="ap2", kind="tool_approval"),
+                PendingDecision(
+                    approval_id="ap2",
+                    kind="tool_approval",
+                    approvers=2,
+                    approved_by=("alice",),
+                    pending_since=1700000000.0,
+                    expires_at=1700014400.0,
+                ),
             ),
         ),
         pending_calls=(
@@ -105,6 +112,13 @@ def _rich() -> AgentRunState:
                 result={"nested": [1, {"x": None}], "f": 2.5},
             ),
             PendingCall(tool_call_id="c2", name="noop", arguments_hash="h2", status="pending"),
+            PendingCall(
+                tool_call_id="c3",
+                name="pay",
+                arguments_hash="h3",
+                status="dispatched",
+                dispatched_by="host-1:42",
+            ),
         ),
         pending_input=(
             Message.user("more"),
@@ -162,6 +176,7 @@ def _rich() -> AgentRunState:
         fingerprint_parts={"model": "0" * 16, "tool:deploy": "1" * 16},
         lease_ms=30000,
         lease_expires_at=1700000000000,
+        approval_timeout_ms=14_400_000,
     )
 
 
@@ -211,6 +226,7 @@ def test_unstructure_equals_the_converter(state: AgentRunState) -> None:
             "output",
             "fingerprint_parts",
             "started_by",
+            "approval_timeout_ms",
         )
     }
     if not expected["audit"]:
@@ -221,12 +237,13 @@ def test_unstructure_equals_the_converter(state: AgentRunState) -> None:
         if not getattr(state.counters, key):
             del expected["counters"][key]
     for call in expected["pending_calls"]:
-        for key in ("child_run_id", "child_resume"):
+        for key in ("child_run_id", "child_resume", "dispatched_by"):
             if call[key] is None:
                 del call[key]
     for decision in (expected.get("interruption") or {}).get("pending_decisions", ()):
-        if decision["guardrail_rule"] is None:
-            del decision["guardrail_rule"]
+        for key in ("guardrail_rule", "approvers", "approved_by", "pending_since", "expires_at"):
+            if decision[key] is None:
+                del decision[key]
     session_state = expected.get("session_state")
     if session_state is not None and session_state["attention_sticky"] is None:
         del session_state["attention_sticky"]

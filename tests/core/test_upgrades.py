@@ -157,7 +157,8 @@ async def test_resolve_agent_with_revision_serves_v1_and_approve_succeeds() -> N
     assert host.asked == [("investigator", V1)]
     status = await load_agent_run_state(world.checkpoints, {"run_id": run_id})
     assert status is not None
-    assert [(r.outcome, r.actor) for r in status.audit] == [("allow_once", "ops")]
+    assert (status.audit[0].outcome, status.audit[0].actor) == ("allow_once", "ops")
+    assert [(r.outcome, r.channel) for r in status.audit[1:]] == [("executed", "worker")]
 
 
 @pytest.mark.anyio

@@ -27,9 +27,9 @@ LINE_TIMEOUT = 60.0
 class Worker:
     """A worker process and a thread reading its JSON lines."""
 
-    def __init__(self, args: dict[str, Any]) -> None:
+    def __init__(self, args: dict[str, Any], script: Path = WORKER) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), json.dumps(args)],
+            [sys.executable, str(script), json.dumps(args)],
             stdout=subprocess.PIPE,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},

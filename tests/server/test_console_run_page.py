@@ -240,15 +240,23 @@ def test_a_finished_runs_page_shows_its_recorded_audit(
     page.goto(f"{base}/runs/{run_id}")
     assert "succeeded" in page.locator("section.result").inner_text()
     rows = page.locator("section.audit tbody tr")
-    assert rows.count() == 1
+    assert rows.count() == 2
     cells = [str(cell) for cell in rows.nth(0).locator("td").all_inner_texts()]
     assert cells[0].endswith(" UTC")
     assert cells[1:4] == ["console", "refund c1", "approved (allow_once)"]
     assert cells[5].startswith("version 1; arguments ")
+    # Then the receipt of the refund that ran: the server's process, on channel "worker".
+    receipt = [str(cell) for cell in rows.nth(1).locator("td").all_inner_texts()]
+    assert receipt[2:4] == ["refund c1", "ran (executed)"]
+    assert receipt[5].endswith("via worker")
     recorded = stored_run(sqlite_database, run_id)[0]["audit"]
-    assert [(r["actor"], r["channel"], r["outcome"]) for r in recorded] == [
-        ("console", "console", "allow_once")
-    ]
+    first = recorded[0]
+    assert (first["actor"], first["channel"], first["outcome"]) == (
+        "console",
+        "console",
+        "allow_once",
+    )
+    assert [r["outcome"] for r in recorded] == ["allow_once", "executed"]
     assert host.refunds == ["A-1"]
 
 

@@ -20,6 +20,7 @@ import anyio
 import httpx
 
 from prism_core import AgentRunStatus, load_agent_run_state
+from prism_core.durable import RECEIPT_OUTCOMES
 from prism_store_sql import open_sql_stores
 
 from .agents import REVISION, billing
@@ -122,8 +123,20 @@ def stored(db: Path, run_id: str) -> AgentRunStatus:
 
 
 def audit(db: Path, run_id: str) -> list[tuple[Any, ...]]:
-    """The run's decisions: ``(actor, channel, outcome)``."""
-    return [(r.actor, r.channel, r.outcome) for r in stored(db, run_id).audit]
+    """The run's decisions: ``(actor, channel, outcome)`` (the receipts of the calls that
+    ran, by the process that ran them, are :func:`receipts`)."""
+    return [
+        (r.actor, r.channel, r.outcome)
+        for r in stored(db, run_id).audit
+        if r.outcome not in RECEIPT_OUTCOMES
+    ]
+
+
+def receipts(db: Path, run_id: str) -> list[tuple[Any, ...]]:
+    """The run's receipts: ``(channel, outcome)`` of each allowed call that ran."""
+    return [
+        (r.channel, r.outcome) for r in stored(db, run_id).audit if r.outcome in RECEIPT_OUTCOMES
+    ]
 
 
 def start_as(db: Path, effects: Path, actor: str, text: str) -> tuple[str, int]:

@@ -29,7 +29,7 @@ from tests.a2a._support import (
 from tests.agui._support import new_thread, prism_run_id, run_client
 from tests.server._browser import chromium, wait_for_result
 
-from ._support import Server, audit, bearer, order, start_as, stored
+from ._support import Server, audit, bearer, order, receipts, start_as, stored
 from .agents import read_effects
 
 
@@ -49,6 +49,7 @@ def test_a_teammate_approves_over_the_json_api(server: Server) -> None:
     assert answer.status_code == 200, answer.text
     assert answer.json()["status"] == "succeeded"
     assert audit(server.db, run_id) == [("bob", "api", "allow_once")]
+    assert receipts(server.db, run_id) == [("worker", "executed")]
     assert _refunds(server, refunded) == [
         {"order": refunded, "started_by": "ana", "approvals": [["bob", "api", "allow_once"]]}
     ]

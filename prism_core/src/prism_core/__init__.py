@@ -45,6 +45,7 @@ from .durable import (
     StickyDecision,
     agent_fingerprint,
     create_memory_checkpoint_store,
+    expire_agent_runs,
     nested_approval_id,
 )
 from .errors import (
@@ -403,6 +404,7 @@ __all__ = (
     "entered_resolver",
     "create_agent_session",
     "create_secure_agent",
+    "expire_agent_runs",
     "create_load_skill_tool",
     "create_memory_checkpoint_store",
     "create_memory_session_store",

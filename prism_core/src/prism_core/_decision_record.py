@@ -25,12 +25,15 @@ class DecisionRecord:
     - ``approval_id``: the pending decision it settled (``None`` for an in-doubt resolution).
     - ``tool_call_id``, ``tool_name``: the call (``None`` for an input-guardrail decision).
     - ``outcome``: the decision's outcome (``allow_once``, ``allow_for_run``,
-      ``reject_once``, ``reject_for_run``), ``"deny"`` for a denied run, or the resolution's
-      ``completed`` / ``not_started`` / ``failed``.
+      ``reject_once``, ``reject_for_run``), ``"deny"`` for a denied run, the resolution's
+      ``completed`` / ``not_started`` / ``failed``, ``"expired"`` for a decision that waited
+      past its deadline, or a receipt of an allowed call that ran: ``"executed"``,
+      ``"execution_failed"`` or ``"in_doubt"`` (channel ``"worker"``, actor the process that
+      ran it, ``"host:pid"``).
     - ``actor``: who decided (the resume input's ``actor``, the face's caller; ``None`` when
       none was given); ``"prism"`` for the kernel's own settlements (an idempotent call
       settled by a continue, a tool's ``reconcile``, whose ``reason`` then says
-      ``idempotent`` or ``reconcile``).
+      ``idempotent`` or ``reconcile``, and an expiry).
     - ``channel``: the door the decision came through (``"cli"``, ``"console"``, ``"api"``,
       ``"agui"``, ``"a2a"``, ``"celery"``, ``"worker"``, ``"kernel"`` for the kernel's own,
       else the resume input's ``channel``, default ``"host"``); ``None`` in records written

@@ -12,6 +12,12 @@ import anyio
 import anyio.from_thread
 import attrs
 
+from ._approval_gate import (
+    NeedsApproval,
+    check_approval_timeout,
+    check_approvers,
+    check_needs_approval,
+)
 from ._decision_record import DecisionRecord
 from ._threads import call_host, call_sync, runs_inline
 from .codec import dumps
@@ -126,11 +132,6 @@ def _check_schema(_: Any, attribute: Any, value: Any) -> None:
         raise TypeError(f"a tool's {attribute.name} must be a JSON-schema mapping")
 
 
-def _check_flag(instance: Any, attribute: Any, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{attribute.name} must be True or False, got {type(value).__name__}")
-
-
 def _check_elicitation(_: Any, __: Any, value: Any) -> None:
     if value is not None and not isinstance(value, Mapping) and not callable(value):
         raise TypeError(
@@ -153,10 +154,16 @@ class ToolDefinition:
     ``context.idempotency_key``) has no further effect: a durable run writes no dispatched
     mark for it, and a ``continue`` after a crash simply runs it again. ``reconcile(call,
     context)`` answers, for a call left in doubt by a crash, whether its effect happened
-    (see ``docs/durable-runs.md``). ``needs_approval`` gates every call of the tool: a
-    durable run suspends before it for a person's decision (kind ``tool_approval``), as
-    ``interrupt_before_tool`` does for every tool, and a run that cannot suspend (no
-    ``run_state``) fails closed at the call with ``ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE``.
+    (see ``docs/durable-runs.md``). ``needs_approval`` gates calls of the tool: ``True``
+    every call, or a check ``(args, context) -> bool`` (sync or async; ``context`` is the
+    call's :class:`ToolExecutionContext`) asked before each call is dispatched; a check that
+    raises holds the call (fail closed). A durable run suspends before a gated call for a
+    person's decision (kind ``tool_approval``), as ``interrupt_before_tool`` does for every
+    tool, and a run that cannot suspend (no ``run_state``) fails closed at the call with
+    ``ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE``. ``approvers`` is how many distinct actors
+    must allow a held call before it runs (each allow is audited; one reject ends it);
+    ``approval_timeout_ms`` how long a decision about a call of this tool may wait before
+    :func:`~prism_core.expire_agent_runs` expires it (it wins over the run's own).
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -174,7 +181,13 @@ class ToolDefinition:
     reconcile: ToolReconcile | None = attrs.field(
         default=None, kw_only=True, eq=False, repr=False, validator=_check_reconcile
     )
-    needs_approval: bool = attrs.field(default=False, kw_only=True, validator=_check_flag)
+    needs_approval: NeedsApproval = attrs.field(
+        default=False, kw_only=True, validator=check_needs_approval
+    )
+    approvers: int = attrs.field(default=1, kw_only=True, validator=check_approvers)
+    approval_timeout_ms: int | None = attrs.field(
+        default=None, kw_only=True, validator=check_approval_timeout
+    )
     _parameters_schema: CompiledSchema | None = attrs.field(
         init=False, default=None, eq=False, repr=False
     )

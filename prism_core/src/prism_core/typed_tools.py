@@ -18,6 +18,7 @@ from typing import Any, overload
 import attrs
 import cattrs
 
+from ._approval_gate import NeedsApproval
 from ._docstrings import parse_docstring
 from ._tool_schema import MISSING, FieldSpec, SchemaBuilder, is_union, strip_annotated
 from ._tool_values import ArgumentValueError, create_tool_converter, structure_argument
@@ -109,7 +110,9 @@ def tool(
     idempotent: bool = False,
     exclusive: bool = False,
     reconcile: Callable[[Any, Any], Any] | None = None,
-    needs_approval: bool = False,
+    needs_approval: NeedsApproval = False,
+    approvers: int = 1,
+    approval_timeout_ms: int | None = None,
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
 
@@ -122,14 +125,17 @@ def tool(
     idempotent: bool = False,
     exclusive: bool = False,
     reconcile: Callable[[Any, Any], Any] | None = None,
-    needs_approval: bool = False,
+    needs_approval: NeedsApproval = False,
+    approvers: int = 1,
+    approval_timeout_ms: int | None = None,
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Build a :class:`ToolDefinition` from a typed function, as ``@tool`` or ``@tool(...)``.
 
     ``name`` defaults to the function's name and ``description`` to its docstring's text
     before the first section; ``Args:``/``Parameters`` sections describe the parameters.
-    ``idempotent``, ``exclusive``, ``reconcile`` and ``needs_approval`` (a durable run
-    suspends before every call for a person's approval) are recorded on the definition. A
+    ``idempotent``, ``exclusive``, ``reconcile``, ``needs_approval`` (``True`` or a check
+    ``(args, context) -> bool``: a durable run suspends before a gated call for a person's
+    approval), ``approvers`` and ``approval_timeout_ms`` are recorded on the definition. A
     parameter or hint that cannot be described as JSON, ``*args`` or ``**kwargs`` raise
     ``TypeError`` here, at decoration time. The original function stays reachable as
     ``definition.execute.__wrapped__``.
@@ -144,6 +150,8 @@ def tool(
             exclusive=exclusive,
             reconcile=reconcile,
             needs_approval=needs_approval,
+            approvers=approvers,
+            approval_timeout_ms=approval_timeout_ms,
         )
 
     if fn is None:
@@ -156,7 +164,9 @@ def _build(
     name: str | None,
     description: str | None,
     *,
-    needs_approval: bool = False,
+    needs_approval: NeedsApproval = False,
+    approvers: int = 1,
+    approval_timeout_ms: int | None = None,
     idempotent: bool,
     exclusive: bool,
     reconcile: Callable[[Any, Any], Any] | None = None,
@@ -193,6 +203,8 @@ def _build(
         idempotent=idempotent,
         reconcile=reconcile,
         needs_approval=needs_approval,
+        approvers=approvers,
+        approval_timeout_ms=approval_timeout_ms,
     )
 
 

@@ -14,6 +14,7 @@ from prism_core import (
     AgentRunResult,
     AgentRunStateError,
     CheckpointConflictError,
+    expire_agent_runs,
     list_agent_runs,
     load_agent_run_state,
     resume_agent_run,
@@ -31,7 +32,14 @@ from ._outcome import (
 )
 from ._stores import TaskStores
 
-__all__ = ("STORE_RETRY_SECONDS", "continue_run", "recoverable_run_ids", "resume_run", "settle")
+__all__ = (
+    "STORE_RETRY_SECONDS",
+    "continue_run",
+    "expire_then_list",
+    "recoverable_run_ids",
+    "resume_run",
+    "settle",
+)
 
 #: How long a task waits before trying again when a store did not answer.
 STORE_RETRY_SECONDS = 2.0
@@ -135,6 +143,13 @@ async def resume_run(
     """Apply the host's resume input (decisions, ``continue``, resolutions) to ``run_id``."""
     found = await _load(stores, run_id)
     return await _resume(settings, stores, found, run_id, resume)
+
+
+async def expire_then_list(stores: TaskStores) -> list[str]:
+    """The sweep's body: expire the decisions past their deadline (the runs they leave
+    recoverable are listed with the rest), then every recoverable run."""
+    await expire_agent_runs(stores.checkpoints)
+    return await recoverable_run_ids(stores)
 
 
 async def recoverable_run_ids(stores: TaskStores) -> list[str]:

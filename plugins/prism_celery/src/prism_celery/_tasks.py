@@ -19,7 +19,7 @@ from prism_core import CheckpointStoreUnavailableError
 from ._config import TaskSettings, make_settings
 from ._errors import CeleryConfigError, RunTaskError
 from ._outcome import RetryLater
-from ._runs import STORE_RETRY_SECONDS, continue_run, recoverable_run_ids, resume_run
+from ._runs import STORE_RETRY_SECONDS, continue_run, expire_then_list, resume_run
 from ._start import start_run
 from ._stores import TaskStores, open_task_stores, warm_up
 
@@ -107,7 +107,9 @@ def create_run_tasks(
       started, see :mod:`prism_celery._start`);
     - ``resume(run_id, resume)``: any resume input (decisions, ``continue``, resolutions);
     - ``continue_run(run_id)``: carry on from the last checkpoint when no live worker holds it;
-    - ``sweep()``: enqueue ``continue_run`` for every recoverable run; returns how many.
+    - ``sweep()``: expire the decisions that waited past their deadline
+      (``prism_core.expire_agent_runs``: each run it expires becomes recoverable), then
+      enqueue ``continue_run`` for every recoverable run; returns how many it enqueued.
 
     A live lease makes a task retry later (its countdown under half the broker's visibility
     timeout); a worker that another worker superseded stops and its task retries the same way,
@@ -158,8 +160,9 @@ def create_run_tasks(
 
     @register(name="prism_celery.sweep")
     def sweep(self: Any) -> int:
-        """Enqueue ``continue_run`` for every recoverable run; return how many."""
-        run_ids: list[str] = run(self, recoverable_run_ids)
+        """Expire overdue decisions, then enqueue ``continue_run`` for every recoverable run;
+        return how many were enqueued."""
+        run_ids: list[str] = run(self, expire_then_list)
         for run_id in run_ids:
             continue_.apply_async(args=(run_id,))
         return len(run_ids)

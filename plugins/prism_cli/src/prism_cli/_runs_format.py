@@ -20,6 +20,9 @@ from prism_core import AgentRunDetail, AgentRunSummary
 __all__ = ("age", "printable", "run_detail", "show_text", "summary_table")
 
 _COLUMNS = ("RUN", "AGENT", "STATUS", "VERSION", "AGE", "PENDING", "IN DOUBT")
+#: The outcomes of receipts: what became of a call a person allowed (``show`` lists them
+#: after the decisions).
+RECEIPTS = ("executed", "execution_failed", "in_doubt")
 
 
 #: The Unicode categories escaped: controls, format characters (bidirectional overrides,
@@ -92,11 +95,12 @@ def _compact(value: Any) -> str:
 
 def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
     """``show --json``: the summary's fields, counters, decisions, in-doubt calls, the
-    decision audit (oldest first), metadata.
+    decision audit with the receipts of the calls that ran (oldest first), metadata.
 
     Each decision and in-doubt call carries its tool, its arguments as the session stored
     them (redacted when they were written) and its idempotency key, so an operator sees what
-    they approve; a decision also carries its scope (effect kind, identity, arguments hash).
+    they approve; a decision also carries its scope (effect kind, identity, arguments hash),
+    the approvers it needs and who has allowed it, and its deadline.
     """
     state = detail.state
     counters = state.counters
@@ -113,6 +117,10 @@ def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
                 "idempotency_key": pending.idempotency_key,
                 "reason": pending.reason,
                 "guardrail": pending.guardrail,
+                "approvers": pending.approvers,
+                "approved_by": list(pending.approved_by),
+                "pending_since": pending.pending_since,
+                "expires_at": pending.expires_at,
                 "scope": None
                 if scope is None
                 else {
@@ -152,8 +160,39 @@ def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
     }
 
 
+def _approvals(decision: dict[str, Any]) -> list[str]:
+    """The approvals a decision needs and has (``approvals: 1 of 2 (ana)``) and its deadline."""
+    lines = []
+    needed = decision.get("approvers") or 1
+    if needed > 1:
+        given = decision.get("approved_by") or []
+        who = f" ({', '.join(given)})" if given else ""
+        lines.append(f"    approvals: {len(given)} of {needed}{who}")
+    if decision.get("expires_at") is not None:
+        lines.append(
+            f"    expires: {_moment(decision['expires_at'])} "
+            f"(pending since {_moment(decision.get('pending_since'))})"
+        )
+    return lines
+
+
+def _record(record: dict[str, Any]) -> list[str]:
+    """One audit record (a decision or a receipt) as its report lines."""
+    call = record["tool_call_id"] or "-"
+    lines = [
+        f"  {_moment(record['decided_at'])}  {record['outcome']}  call {call}  "
+        f"{record['tool_name'] or '-'}  by {record['actor'] or '-'}  "
+        f"via {record.get('channel') or '-'}  (version {record['version']})"
+    ]
+    if record["reason"]:
+        lines.append(f"    reason: {record['reason']}")
+    return lines
+
+
 def show_text(detail: dict[str, Any], now: float | None = None) -> str:
-    """``show``'s readable report of :func:`run_detail`."""
+    """``show``'s readable report of :func:`run_detail`: a pending decision's approvals
+    needed and given and its deadline, the decision audit, then the receipts of the calls
+    that ran; every line escaped (see :func:`printable`)."""
     counters = detail["counters"]
     lines = [
         f"run        {detail['run_id']}",
@@ -183,23 +222,20 @@ def show_text(detail: dict[str, Any], now: float | None = None) -> str:
             )
         if decision["reason"]:
             lines.append(f"    reason: {decision['reason']}")
+        lines.extend(_approvals(decision))
     lines.append(f"in doubt: {len(detail['in_doubt_calls'])}")
     for call in detail["in_doubt_calls"]:
         lines.append(f"  {call['tool_call_id']}  {call['name']}")
         lines.append(f"    arguments: {_compact(call['arguments'])}")
         lines.append(f"    idempotency key: {call['idempotency_key']}")
-    lines.append(f"audit: {len(detail['audit'])}")
+    decided = [r for r in detail["audit"] if r["outcome"] not in RECEIPTS]
+    receipts = [r for r in detail["audit"] if r["outcome"] in RECEIPTS]
+    lines.append(f"audit: {len(decided)}")
     if detail["audit_omitted"]:
-        lines.append(f"  ({detail['audit_omitted']} older decisions are no longer kept)")
-    for record in detail["audit"]:
-        call = record["tool_call_id"] or "-"
-        lines.append(
-            f"  {_moment(record['decided_at'])}  {record['outcome']}  call {call}  "
-            f"{record['tool_name'] or '-'}  by {record['actor'] or '-'}  "
-            f"via {record.get('channel') or '-'}  (version {record['version']})"
-        )
-        if record["reason"]:
-            lines.append(f"    reason: {record['reason']}")
+        lines.append(f"  ({detail['audit_omitted']} older records are no longer kept)")
+    lines.extend(line for record in decided for line in _record(record))
+    lines.append(f"receipts: {len(receipts)}")
+    lines.extend(line for record in receipts for line in _record(record))
     metadata = detail["metadata"]
     lines.append(f"metadata: {len(metadata)}")
     for key in sorted(metadata):

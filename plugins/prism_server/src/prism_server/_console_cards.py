@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._console_html import json_block, json_text, text
+from ._console_html import json_block, json_text, stamp, text
 
 __all__ = ("deny_all_card", "in_doubt_card", "pending_card")
 
@@ -41,6 +41,19 @@ def _facts(item: dict[str, Any]) -> str:
         facts.append(
             f"<dt>Idempotency key</dt><dd><code>{text(item['idempotency_key'])}</code></dd>"
         )
+    needed = item.get("approvers") or 1
+    if needed > 1:
+        given = [text(actor) for actor in item.get("approved_by") or []]
+        who = f" ({', '.join(given)})" if given else ""
+        facts.append(
+            f"<dt>Approvals</dt><dd>{len(given)} of {text(needed)} given{who}; each approver "
+            "must be a different person</dd>"
+        )
+    if item.get("expires_at") is not None:
+        facts.append(
+            f"<dt>Expires</dt><dd>{stamp(item['expires_at'])} (waiting since "
+            f"{stamp(item.get('pending_since'))}); then the call is rejected</dd>"
+        )
     return f"<dl>{''.join(facts)}</dl>" if facts else ""
 
 
@@ -62,6 +75,9 @@ def pending_card(item: dict[str, Any]) -> str:
             f'<button data-action="answer">Send answer</button>{deny}'
         )
     elif kind == "input_guardrail":
+        choices = f'<button data-action="approve">Approve</button>{deny}'
+    elif (item.get("approvers") or 1) > 1:
+        # Each of several approvers allows this exact call once: no edit, no run-wide allow.
         choices = f'<button data-action="approve">Approve</button>{deny}'
     else:
         choices = (

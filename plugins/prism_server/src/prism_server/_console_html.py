@@ -1,12 +1,14 @@
 """The console's HTML helpers: escaping, JSON blocks, times, and what a status means.
 
 Every stored value reaches a page through :func:`text` or :func:`json_block` (HTML-escaped,
-quotes included), so a value holding markup is shown as text and never parsed.
+quotes included), so a value holding markup is shown as text and never parsed; :func:`text`
+also shows control characters escaped.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from html import escape
 from typing import Any
@@ -38,9 +40,21 @@ TERMINAL_STATUSES = ("succeeded", "failed", "aborted", "denied")
 MAX_SHOWN_CHARS = 20000
 
 
+#: Control characters a one-line value shows escaped (C0 and C1 controls, DEL, zero-width
+#: and direction marks, line and paragraph separators, the byte-order mark).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def text(value: Any) -> str:
-    """``value`` as escaped HTML text (``None`` as an empty string)."""
-    return "" if value is None else escape(str(value), quote=True)
+    """``value`` as escaped HTML text on one line (``None`` as an empty string): markup is
+    escaped, and control characters are shown escaped (a newline reads ``\\x0a``), so a
+    stored value can neither add markup nor break or reorder the line it is on."""
+    return "" if value is None else escape(_CONTROL.sub(_escaped, str(value)), quote=True)
 
 
 def _cut(rendered: str) -> tuple[str, int]:

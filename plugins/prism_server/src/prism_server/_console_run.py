@@ -3,7 +3,8 @@ waits for, the conversation that led there and the audit of who decided what.
 
 The pending calls come from the run detail (the API's JSON, ``prism_core.inspect_agent_run``);
 the conversation from the branch the checkpoint points at, read at the same version as the
-detail. The audit is the detail's ``audit`` list when the kernel records one.
+detail. The audit is the detail's ``audit`` list when the kernel records one: the decisions,
+expiries, and the receipts of the calls that ran (who ran them, on which channel).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ OUTCOME_WORDS = {
     "completed": "marked completed",
     "not_started": "marked not started",
     "failed": "marked failed",
+    "expired": "expired (rejected)",
+    "executed": "ran",
+    "execution_failed": "ran and failed",
+    "in_doubt": "outcome unknown after a crash",
 }
 #: Reads of the detail and the checkpoint that may disagree (a decision landed in between)
 #: before the page says so.
@@ -66,6 +71,8 @@ def audit_section(detail: Mapping[str, Any]) -> str:
             extra.append(f"arguments <code>{text(item['arguments_hash'])}</code>")
         if item.get("approval_id"):
             extra.append(f"approval <code>{text(item['approval_id'])}</code>")
+        if item.get("channel"):
+            extra.append(f"via {text(item['channel'])}")
         rows.append(
             f'<tr><td data-label="When">{stamp(item.get("decided_at"))}</td>'
             f'<td data-label="Who">{text(item.get("actor") or "unknown")}</td>'

@@ -44,9 +44,9 @@ async def run_detail(
     agent: Any,
 ) -> dict[str, Any] | None:
     """Status, version, counters, pending decisions (tool, redacted arguments, idempotency
-    key, reason, guardrail, elicitation schema, the tool's parameter schema), in-doubt calls,
-    the decision audit (oldest first) and metadata; ``None`` when the caller cannot see the
-    run."""
+    key, reason, guardrail, elicitation schema, the tool's parameter schema, approvers needed
+    and given, deadline), in-doubt calls, the decision audit with the receipts of the calls
+    that ran (oldest first) and metadata; ``None`` when the caller cannot see the run."""
     detail = await inspect_agent_run(
         checkpoints,
         sessions,
@@ -70,6 +70,10 @@ async def run_detail(
             "guardrail": call.guardrail,
             "elicitation_schema": call.elicitation_schema,
             "parameters": schemas.get(call.tool_name or ""),
+            "approvers": call.approvers,
+            "approved_by": list(call.approved_by),
+            "pending_since": call.pending_since,
+            "expires_at": call.expires_at,
         }
         for call in detail.pending
     ]

@@ -61,6 +61,7 @@ from ._children import (
     child_session_id,
     nested_approval_id,
 )
+from ._expiry import EXPIRED, expire_agent_runs, expired_reason
 from ._fingerprint import agent_fingerprint, fingerprint_parts
 from ._gates import Gate, new_approval_id, scope_for
 from ._host import HostCounters, HostRun, HostSession
@@ -83,6 +84,7 @@ from ._options import (
 )
 from ._options import DEFAULT_MAX_PENDING_DECISIONS as MAX_PENDING_DECISIONS
 from ._pair import StorePair
+from ._receipts import EXECUTED, EXECUTION_FAILED, IN_DOUBT, RECEIPT_OUTCOMES, WORKER_CHANNEL
 from ._run import DurableRun, RunStateInfo
 from ._run_guards import run_guardrail_identities
 from ._state import (
@@ -152,9 +154,13 @@ __all__ = (
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",
     "DEFAULT_MAX_PENDING_DECISIONS",
     "DEFAULT_MAX_STICKY_DECISIONS",
+    "EXECUTED",
+    "EXECUTION_FAILED",
+    "EXPIRED",
     "HARD_MAX_AGENT_RUN_STATE_BYTES",
     "HARD_MAX_PENDING_DECISIONS",
     "HARD_MAX_STICKY_DECISIONS",
+    "IN_DOUBT",
     "IN_DOUBT_CODE",
     "MAX_AGENT_RUN_METADATA_BYTES",
     "MAX_CHECKPOINT_PAGE_SIZE",
@@ -162,6 +168,8 @@ __all__ = (
     "MAX_PENDING_DECISIONS",
     "MOVED_TO_RESUME",
     "NESTED_APPROVAL_PREFIX",
+    "RECEIPT_OUTCOMES",
+    "WORKER_CHANNEL",
     "AgentRunState",
     "CheckpointAndBranchLoader",
     "CheckpointLimitError",
@@ -201,6 +209,8 @@ __all__ = (
     "StorePair",
     "StoreTransaction",
     "agent_fingerprint",
+    "expire_agent_runs",
+    "expired_reason",
     "fingerprint_parts",
     "arguments_hash",
     "capability",

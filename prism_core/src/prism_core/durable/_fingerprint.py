@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, TypeAlias
 
 from .._agent_config import AgentConfig
+from .._approval_gate import needs_approval_material
 from ..codec import dumps
 from ..skills import Skill, SkillRegistry
 
@@ -80,8 +81,10 @@ def _tool_material(tool: Any) -> dict[str, Any]:
         "effect": tool.effect,
     }
     # Recorded only when set, so the fingerprints of runs written before them stay the same.
-    if tool.needs_approval:
-        material["needs_approval"] = True
+    if tool.needs_approval is not False:
+        material["needs_approval"] = needs_approval_material(tool.needs_approval)
+    if tool.approvers != 1:
+        material["approvers"] = tool.approvers
     # An idempotent tool's in-doubt call is sent again with no one asked: redeclaring a tool
     # idempotent must not quietly turn a run's in-doubt call into a second effect.
     if tool.idempotent:

@@ -33,9 +33,13 @@ class Gate:
     elicitation asks for; ``guardrail_rule``: the pack rule an ask came from).
 
     A nested gate holds a call of a sub-agent tool for one of its child run's decisions:
-    ``child_run_id`` names the child, and ``kind``, ``scope``, ``reason``, ``guardrail`` and
-    ``elicitation_schema`` are the child decision's (``scope`` is ``None`` for a child's
-    input-guardrail decision).
+    ``child_run_id`` names the child, and ``kind``, ``scope``, ``reason``, ``guardrail``,
+    ``elicitation_schema``, ``approvers``, ``approved_by`` and the deadline are the child
+    decision's (``scope`` is ``None`` for a child's input-guardrail decision).
+
+    ``approvers`` is how many distinct actors must allow the call; ``timeout_ms`` how long the
+    decision may wait (the tool's ``approval_timeout_ms``; ``None``: the run's). A nested
+    gate carries its child decision's ``pending_since``/``expires_at`` instead.
     """
 
     call: ToolCallContent
@@ -48,6 +52,11 @@ class Gate:
     child_run_id: str | None = None
     elicitation_schema: Mapping[str, Any] | None = None
     guardrail_rule: Mapping[str, str] | None = None
+    approvers: int = 1
+    timeout_ms: int | None = None
+    approved_by: tuple[str, ...] | None = None
+    pending_since: float | None = None
+    expires_at: float | None = None
 
 
 def new_approval_id() -> str:
@@ -65,11 +74,23 @@ def scope_for(agent_id: str, call: ToolCallContent, tool: ToolDefinition | None)
     )
 
 
-def pending_decision(gate: Gate) -> PendingDecision:
-    """The decision a suspension records for ``gate``."""
+def pending_decision(
+    gate: Gate, *, now: float | None = None, timeout_ms: int | None = None
+) -> PendingDecision:
+    """The decision a suspension records for ``gate``: suspended at ``now`` (epoch seconds),
+    it expires after the gate's own timeout, else ``timeout_ms`` (the run's), if either is
+    set; a nested gate keeps its child decision's deadline."""
     nested = gate.child_run_id is not None
     schema = gate.elicitation_schema if gate.kind == "elicitation" else None
+    since, until = gate.pending_since, gate.expires_at
+    timeout = gate.timeout_ms if gate.timeout_ms is not None else timeout_ms
+    if not nested and timeout is not None and now is not None:
+        since, until = now, now + timeout / 1000
     return PendingDecision(
+        approvers=gate.approvers if gate.approvers > 1 else None,
+        approved_by=gate.approved_by or None,
+        pending_since=since,
+        expires_at=until,
         approval_id=gate.approval_id,
         kind=gate.kind,
         reason=gate.reason,

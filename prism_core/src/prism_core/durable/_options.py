@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from .._approval_gate import check_approval_timeout
 from .._echo import echo
 from ..errors import AgentRunStateError
 from ._checkpoints import MAX_STORED_INT, CheckpointStore
@@ -68,6 +69,9 @@ class RunStateOptions:
     #: Hold a lease of this many milliseconds while a worker works on the run (see
     #: ``prism_core.durable._lease``); ``None``: no lease.
     lease_ms: int | None = attrs.field(default=None, kw_only=True)
+    #: How long a decision of this run may wait before ``expire_agent_runs`` expires it (a
+    #: tool's own ``approval_timeout_ms`` wins); ``None``: decisions wait until decided.
+    approval_timeout_ms: int | None = attrs.field(default=None, kw_only=True)
 
 
 def _fail(message: str) -> AgentRunStateError:
@@ -193,6 +197,10 @@ def coerce_run_state_options(value: Any) -> RunStateOptions | None:
             f"got {echo(token)}"
         )
     validate_lease_ms(data.get("lease_ms"))
+    try:
+        check_approval_timeout(None, None, data.get("approval_timeout_ms"))
+    except (TypeError, ValueError) as exc:
+        raise _fail(str(exc)) from None
     metadata = data.get("checkpoint_metadata")
     if isinstance(metadata, Mapping):
         # A fixed map is checked (and copied) now, so a malformed one fails before any write.

@@ -37,6 +37,7 @@ from ._checkpoints import CheckpointStoreUnavailableError
 from ._gates import Gate, interruption_for, pending_decision
 from ._host import HostRun
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
+from ._receipts import ReceiptBook, process_actor
 from ._state import (
     MAX_SKILL_BODIES_BYTES,
     MAX_SKILL_BODY_BYTES,
@@ -126,6 +127,8 @@ class DurableRun:
         self.pending_calls: list[PendingCall] = []
         #: How this run's in-doubt calls were settled (rides every later checkpoint).
         self.resolutions: list[ResolutionRecord] = []
+        #: The allowed calls this run was handed to run and owes a receipt for.
+        self.receipts = ReceiptBook()
         #: The session leaf and counters at the start of the current tool round. Dispatch
         #: marks record these, not the live leaf, so a continue after a crash walks the whole
         #: round from its assistant message and sees which calls never got a result.
@@ -329,6 +332,7 @@ class DurableRun:
             output_schema=execution.output_schema,
             output=execution.output_json if status == "succeeded" else None,
             started_by=execution.started_by,
+            approval_timeout_ms=self.options.approval_timeout_ms,
         )
 
     def _limits_data(self) -> dict[str, Any]:
@@ -391,7 +395,9 @@ class DurableRun:
                 f"Pending decisions exceed {DEFAULT_MAX_PENDING_DECISIONS} per run",
                 code="ERR_PRISM_DECISION_LIMIT",
             )
-        decisions = tuple(pending_decision(gate) for gate in gates)
+        now = time.time()
+        timeout = self.options.approval_timeout_ms
+        decisions = tuple(pending_decision(gate, now=now, timeout_ms=timeout) for gate in gates)
         interruption = interruption_for(decisions)
         calls: dict[str, PendingCall] = {}
         for gate in gates:
@@ -421,9 +427,11 @@ class DurableRun:
         The mark is written at the round's anchor (see :attr:`anchor_leaf`): from there, a
         continue sees the round's assistant message and every result stored since.
         """
+        # An allowed call's mark names the process that runs it, for a receipt after a crash.
+        by = process_actor() if self.receipts.owes(call.id) else None
         if any(pending.tool_call_id == call.id for pending in self.pending_calls):
             self.pending_calls = [
-                attrs.evolve(pending, status="dispatched")
+                attrs.evolve(pending, status="dispatched", dispatched_by=by)
                 if pending.tool_call_id == call.id
                 else pending
                 for pending in self.pending_calls
@@ -445,6 +453,18 @@ class DurableRun:
         """The calls whose ``dispatched`` mark is written and whose result is not: their side
         effect may be under way."""
         return tuple(c.tool_call_id for c in self.pending_calls if c.status == "dispatched")
+
+    def add_receipt(self, call: ToolCallContent, outcome: str, reason: str | None = None) -> None:
+        """Record what became of ``call`` (``executed``, ``execution_failed``) when it is an
+        allowed call this run owes a receipt; it rides the run's next checkpoint."""
+        self.receipts.settle(
+            self.audit,
+            call.id,
+            outcome,
+            version=self.version,
+            arguments_hash=arguments_hash(call.arguments),
+            reason=reason,
+        )
 
     def settle_pending(self, tool_call_id: str) -> None:
         """Forget a pending call once its result is in the session store."""

@@ -110,6 +110,15 @@ class PendingDecision:
     #: ``{"pack", "rule"}`` of the pack ``ask`` rule that raised this decision, if one did
     #: (left out of the JSON form otherwise).
     guardrail_rule: Mapping[str, str] | None = None
+    #: How many distinct actors must allow the call (its tool's ``approvers``), when more
+    #: than one; ``approved_by`` names those who have, oldest first, once one has. Both are
+    #: left out of the JSON form while unset.
+    approvers: int | None = None
+    approved_by: tuple[str, ...] | None = None
+    #: When the decision started pending and when it expires (epoch seconds), for a run or a
+    #: tool with an ``approval_timeout_ms``; left out of the JSON form otherwise.
+    pending_since: float | None = None
+    expires_at: float | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -152,6 +161,9 @@ class PendingCall:
     #: The resume input the decided child run is resumed with (``expected_version`` and its
     #: ``decisions``), kept until the parent runs the call; left out when ``None``.
     child_resume: Mapping[str, Any] | None = None
+    #: The process (``"host:pid"``) that dispatched an allowed call, recorded with its
+    #: ``dispatched`` mark so a receipt written after a crash names it; left out when ``None``.
+    dispatched_by: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -284,6 +296,9 @@ class AgentRunState:
     #: Who started the run (the ``actor`` run option, a face's caller); left out of the JSON
     #: form while ``None``.
     started_by: str | None = None
+    #: The run's ``approval_timeout_ms`` (``RunStateOptions``), so a resumed run's later
+    #: decisions expire as its first ones did; left out of the JSON form while ``None``.
+    approval_timeout_ms: int | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -320,8 +335,9 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
     when the guard has one, ``output_schema``/``output`` and ``counters.output_retries`` only
     for a run with an ``output_type``, a pending call's ``child_run_id``/``child_resume`` only
     for a call waiting on a sub-agent, ``audit`` only once a decision was made,
-    ``audit_omitted`` only when not ``0``, ``fingerprint_parts`` and ``started_by`` only when
-    recorded)."""
+    ``audit_omitted`` only when not ``0``, ``fingerprint_parts``, ``started_by`` and
+    ``approval_timeout_ms`` only when recorded, a pending decision's approvers and deadline
+    and a pending call's ``dispatched_by`` only when set)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
@@ -336,6 +352,7 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
         "output",
         "fingerprint_parts",
         "started_by",
+        "approval_timeout_ms",
     ):
         if data.get(key) is None:
             data.pop(key, None)
@@ -347,7 +364,7 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
         if row.get("revision") is None:
             row.pop("revision", None)
     for call in data["pending_calls"]:
-        for key in ("child_run_id", "child_resume"):
+        for key in ("child_run_id", "child_resume", "dispatched_by"):
             if call.get(key) is None:
                 call.pop(key, None)
     for key in ("stop_continuations", "output_retries"):
@@ -358,9 +375,20 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
         session_state.pop("attention_sticky", None)
     interruption = data.get("interruption")
     for decision in interruption["pending_decisions"] if interruption else ():
-        if decision.get("guardrail_rule") is None:
-            decision.pop("guardrail_rule", None)
+        for key in _OPTIONAL_DECISION_KEYS:
+            if decision.get(key) is None:
+                decision.pop(key, None)
     return data
+
+
+#: The keys of a pending decision left out of its JSON form while ``None``.
+_OPTIONAL_DECISION_KEYS = (
+    "guardrail_rule",
+    "approvers",
+    "approved_by",
+    "pending_since",
+    "expires_at",
+)
 
 
 def _walk(value: Any, depth: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import cattrs
 
+from .._approval_gate import MAX_APPROVAL_TIMEOUT_MS, MAX_APPROVERS
 from .._echo import clip, echo
 from ..codec import converter
 from ..errors import AgentRunStateError
@@ -29,6 +30,7 @@ from ._state import (
     SCHEMA_VERSION,
     TERMINAL_STATUSES,
     AgentRunState,
+    PendingDecision,
     RunGuardrailRecord,
     SessionStateRecord,
     check_state_bounds,
@@ -134,6 +136,26 @@ def _check_run_guardrails(rows: tuple[RunGuardrailRecord, ...]) -> None:
                 )
 
 
+def _check_approvals(decision: PendingDecision) -> None:
+    """A pending decision's approvers, approvals so far and deadline are within what a run
+    writes: 2..``MAX_APPROVERS`` approvers, fewer distinct actors so far (1..256 UTF-8 bytes
+    each), a deadline no earlier than its start."""
+    needed = decision.approvers
+    if needed is not None and not 2 <= needed <= MAX_APPROVERS:
+        raise _malformed(f"a pending decision's approvers must be in 2..{MAX_APPROVERS}")
+    given = decision.approved_by
+    if given is not None:
+        if needed is None or not 1 <= len(given) < needed or len(set(given)) != len(given):
+            raise _malformed("a pending decision's approved_by must name fewer distinct actors")
+        if any(not 1 <= len(actor.encode("utf-8", "replace")) <= 256 for actor in given):
+            raise _malformed("a pending decision's approved_by names must be 1..256 bytes")
+    since, until = decision.pending_since, decision.expires_at
+    if since is None and until is None:
+        return
+    if since is None or until is None or until < since:
+        raise _malformed("a pending decision's pending_since and expires_at go together")
+
+
 def _check_fields(state: AgentRunState) -> None:
     from ._options import (
         HARD_MAX_AGENT_RUN_STATE_BYTES,
@@ -176,6 +198,14 @@ def _check_fields(state: AgentRunState) -> None:
                 f"interruption holds {len(decisions)} pending decisions; "
                 f"the limit is {HARD_MAX_PENDING_DECISIONS}"
             )
+        for decision in decisions:
+            _check_approvals(decision)
+    timeout = state.approval_timeout_ms
+    if timeout is not None and not 1 <= timeout <= MAX_APPROVAL_TIMEOUT_MS:
+        raise _malformed(f"approval_timeout_ms must be in 1..{MAX_APPROVAL_TIMEOUT_MS}")
+    for call in state.pending_calls:
+        if call.dispatched_by is not None and not 1 <= len(call.dispatched_by) <= 512:
+            raise _malformed("a pending call's dispatched_by must be 1..512 characters")
     if len(state.sticky_decisions) > HARD_MAX_STICKY_DECISIONS:
         raise _malformed(
             f"sticky_decisions holds {len(state.sticky_decisions)} decisions; "

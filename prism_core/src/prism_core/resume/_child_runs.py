@@ -255,6 +255,7 @@ class SubAgentTool:
             checkpoint_metadata=options.checkpoint_metadata,
             ownership=options.ownership,
             lease_ms=options.lease_ms,
+            approval_timeout_ms=options.approval_timeout_ms,
         )
 
     def _start(

@@ -9,6 +9,7 @@ packs; it must not write (the claim does, in ``_resume``).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Any
 
 import attrs
 
@@ -28,10 +29,18 @@ from ..guardrails import GuardrailContext, evaluate_guardrails, first_decisive, 
 from ..redaction import redact_value
 from ..schema import validate_json_schema
 from ..tools import ToolDefinition, ToolExecutionContext
+from ._approvers import approvals_after
 from ._input import ResumeInput, RunDecision
 from ._ports import ResumableAgent, ResumedSession
 
-__all__ = ("GUARD_REFUSAL", "SCHEMA_REFUSAL", "STICKY_LIMIT", "Decided", "resolve_decisions")
+__all__ = (
+    "GUARD_REFUSAL",
+    "SCHEMA_REFUSAL",
+    "STICKY_LIMIT",
+    "ChildWrite",
+    "Decided",
+    "resolve_decisions",
+)
 
 #: The refusals of an edit (``modified_arguments``) that fails its tool's schema or the host
 #: validator, or that a tool-input guard (a pack rule, an ``ask`` included) refuses.
@@ -157,15 +166,32 @@ def _check_scope(decision: RunDecision, pending: PendingDecision, index: int) ->
         )
 
 
+@attrs.frozen(kw_only=True)
+class ChildWrite:
+    """A partly approving resume of a child run, written before its parent's re-suspension:
+    the child agent (on the parent's store), its run id, resume input and request."""
+
+    agent: ResumableAgent
+    run_id: str
+    resume: Mapping[str, Any]
+    request: Any
+
+
 @attrs.define
 class Decided:
-    """The pending calls and sticky decisions after the decisions, and what stays undecided."""
+    """The pending calls and sticky decisions after the decisions, and what stays undecided.
+
+    ``remaining`` are the decisions the run still waits for, in their recorded order; those
+    in ``partial`` were allowed by one more approver in this resume (and are audited) but
+    still lack approvers."""
 
     pending_calls: list[PendingCall]
     sticky: list[StickyDecision]
     remaining: list[PendingDecision]
     input_approved: bool = False
     input_rejected: str | None = None
+    partial: set[str] = attrs.Factory(set)
+    child_writes: list[ChildWrite] = attrs.Factory(list)
 
 
 async def resolve_decisions(
@@ -204,8 +230,13 @@ async def resolve_decisions(
         _check_scope(decision, target, index)
         chosen[decision.approval_id] = (index, decision)
     updates: dict[str, PendingCall] = {}
+    partly: dict[str, PendingDecision] = {}
     for approval_id, (index, decision) in chosen.items():
         target = pending[approval_id]
+        approved_by = approvals_after(target, decision, plan.actor, index, agent.config.redactor)
+        if approved_by is not None:
+            partly[approval_id] = attrs.evolve(target, approved_by=approved_by)
+            continue
         if target.kind == "input_guardrail":
             if decision.outcome == "allow_once":
                 decided.input_approved = True
@@ -262,5 +293,8 @@ async def resolve_decisions(
     if len(decided.sticky) > DEFAULT_MAX_STICKY_DECISIONS:
         raise AgentDecisionError(STICKY_LIMIT, code="ERR_PRISM_DECISION_LIMIT")
     decided.pending_calls = [updates.get(c.tool_call_id, c) for c in decided.pending_calls]
-    decided.remaining = [d for a, d in pending.items() if a not in chosen]
+    decided.partial = set(partly)
+    decided.remaining = [
+        partly.get(a, d) for a, d in pending.items() if a not in chosen or a in partly
+    ]
     return decided

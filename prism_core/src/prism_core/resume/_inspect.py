@@ -43,6 +43,13 @@ class PendingCallView:
     guardrail: str | None
     elicitation_schema: Mapping[str, Any] | None
     scope: DecisionScope | None
+    approvers: int = 1
+    """How many distinct actors must allow the call."""
+    approved_by: tuple[str, ...] = ()
+    """Who has allowed it so far (fewer than ``approvers``)."""
+    pending_since: float | None = None
+    expires_at: float | None = None
+    """When the decision started pending and when it expires (epoch seconds), if it does."""
 
 
 @attrs.frozen(kw_only=True)
@@ -141,6 +148,10 @@ async def inspect_agent_run(
                     guardrail=decision.guardrail,
                     elicitation_schema=decision.elicitation_schema,
                     scope=decision.scope,
+                    approvers=decision.approvers or 1,
+                    approved_by=decision.approved_by or (),
+                    pending_since=decision.pending_since,
+                    expires_at=decision.expires_at,
                 )
             )
     doubt = set(in_doubt_calls(state))

@@ -43,7 +43,7 @@ from ..guardrails import GuardrailConfig
 from ..records._store import SessionStore
 from ..redaction import redact_value
 from ._checks import ResumeRequest, check_identity, check_version_and_status
-from ._decide import Decided, resolve_decisions
+from ._decide import ChildWrite, Decided, resolve_decisions
 from ._doubt import settle_in_doubt
 from ._input import ResumeInput, RunDecision, validate_resume_input
 from ._ports import ResumableAgent, ResumedSession
@@ -173,10 +173,48 @@ async def decide_with_children(
                 code="ERR_PRISM_DECISION_SCOPE",
             )
         pending = next(c for c in decided.pending_calls if c.tool_call_id == call_id)
-        child_resume = await _check_child_decisions(agent, state, pending, picked, request, plan)
+        child_resume, left = await _check_child_decisions(
+            agent, state, pending, picked, request, plan
+        )
+        if left:
+            # Some of the child's decisions still lack approvers: the child records this
+            # resume's decisions now (before the parent's write), and the parent keeps waiting
+            # on the ones left, as the child has them.
+            _mirror(state, decisions, left, decided)
+            tool = _child_tool(agent, pending.name)
+            assert tool is not None
+            assert pending.child_run_id is not None
+            decided.child_writes.append(
+                ChildWrite(
+                    agent=tool.resumable(_store(agent)),
+                    run_id=pending.child_run_id,
+                    resume=child_resume,
+                    request=child_request(
+                        tool, request, guardrails=_parent_tool_guards(agent, session, request)
+                    ),
+                )
+            )
+            continue
         updates[call_id] = attrs.evolve(pending, status="approved", child_resume=child_resume)
     decided.pending_calls = [updates.get(c.tool_call_id, c) for c in decided.pending_calls]
     return decided
+
+
+def _mirror(
+    state: AgentRunState,
+    decisions: Sequence[PendingDecision],
+    left: Sequence[PendingDecision],
+    decided: Decided,
+) -> None:
+    """The parent's nested decisions of one child after a partly approving resume: those the
+    child still waits for (with its ``approved_by``) stay pending, counted as decided in this
+    resume (so they are audited); the others are settled."""
+    by_nested = {nested_approval_id(state.run_id, d.approval_id): d for d in left}
+    for decision in decisions:
+        still = by_nested.get(decision.approval_id)
+        if still is not None:
+            decided.remaining.append(attrs.evolve(decision, approved_by=still.approved_by))
+            decided.partial.add(decision.approval_id)
 
 
 async def _check_child_decisions(
@@ -186,9 +224,10 @@ async def _check_child_decisions(
     picked: Sequence[RunDecision],
     request: ResumeRequest,
     plan: ResumeInput,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[PendingDecision]]:
     """The child's resume input for ``picked`` (nested ids translated), checked as the
-    child's own resume would check it."""
+    child's own resume would check it, and the child's decisions it would leave pending
+    (allowed by too few approvers yet)."""
     tool = _child_tool(agent, pending.name)
     assert pending.child_run_id is not None
     loaded = await _load(request, pending.child_run_id) if tool is not None else None
@@ -218,8 +257,7 @@ async def _check_child_decisions(
     decided = await decide_with_children(
         view, rebuilt.session, rebuilt.state, child_plan, rebuilt.calls, child_req
     )
-    assert not decided.remaining
-    return resume
+    return resume, decided.remaining
 
 
 def _who(plan: ResumeInput | None) -> dict[str, str]:

@@ -28,6 +28,7 @@ from ..durable._fencing import claim_token
 from ..durable._gates import interruption_for
 from ..durable._lease import check_lease
 from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
+from ..durable._receipts import continue_receipts
 from ..durable._run import RunStateInfo
 from ..durable._run_guards import match_run_guardrails
 from ..durable._sidecar import read_sidecar
@@ -39,6 +40,7 @@ from ..events import AgentDeniedEvent, AgentEvent, AgentResumedEvent, AgentSuspe
 from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..results import AgentRunResult
+from ._approvers import kept_interruption
 from ._audit import decision_records, denial_records, resolution_records
 from ._checks import (
     NOT_FOUND,
@@ -182,7 +184,7 @@ async def prepare_resume(
     rebuilt = await rebuild_session(
         agent, session, state, plan, request.guardrail_packs, prefetched=prefetched
     )
-    state, calls = rebuilt.state, rebuilt.calls
+    loaded, (state, calls) = state, (rebuilt.state, rebuilt.calls)
 
     metadata = read_sidecar(record)
     writer = CheckpointWriter(
@@ -238,7 +240,9 @@ async def prepare_resume(
             plan,
             decided.pending_calls,
             version=record.version,
-            remaining=[d.approval_id for d in decided.remaining],
+            remaining=[
+                d.approval_id for d in decided.remaining if d.approval_id not in decided.partial
+            ],
         )
         if decided.input_rejected is not None:
             return await _settle_denied(
@@ -255,7 +259,13 @@ async def prepare_resume(
         claim_pending: tuple[Any, ...] = tuple(decided.pending_calls)
     else:
         claim_pending = settlement.pending_calls if settlement is not None else ()
-        records = resolution_records(
+        records = continue_receipts(
+            loaded,
+            [c for c in state.pending_calls if c.status == "dispatched"],
+            rebuilt.finished,
+            version=record.version,
+        )
+        records += resolution_records(
             settlement.resolutions if settlement is not None else (),
             state.pending_calls,
             plan,
@@ -404,8 +414,16 @@ async def _settle_partial(
     audit: Sequence[DecisionRecord],
 ) -> Settled:
     assert state.interruption is not None
+    for child in decided.child_writes:
+        # A child that still lacks approvers records this resume's decisions first: a lost
+        # race there refuses the whole resume before the parent is written.
+        written = await prepare_resume(
+            child.agent, {"run_id": child.run_id}, child.resume, child.request
+        )
+        if not isinstance(written, Settled) or written.result.status != "suspended":
+            raise AgentRunStateError("the sub-agent run moved on while it was being decided")
     remaining = decided.remaining
-    interruption = interruption_for(
+    interruption = kept_interruption(state.interruption, remaining) or interruption_for(
         remaining,
         reason=f"{len(remaining)} approval request(s) remain",
         kind=state.interruption.kind,

@@ -173,6 +173,7 @@ def attach_durable(
             ownership=request.ownership,
             fencing_token=writer.fencing_token,
             lease_ms=writer.lease_ms,
+            approval_timeout_ms=state.approval_timeout_ms,
         ),
         fingerprint=state.fingerprint,
         fingerprint_parts=state.fingerprint_parts,
@@ -185,6 +186,7 @@ def attach_durable(
     durable.pending_calls = list(claimed.pending_calls)
     durable.resolutions = list(claimed.resolutions)
     durable.audit = list(claimed.audit)
+    durable.receipts.owe(claimed.audit, claimed.pending_calls)
     durable.audit_omitted = claimed.audit_omitted
     durable.anchor_leaf = claimed.leaf_id
     durable.anchor_counters = claimed.counters

@@ -42,6 +42,9 @@ class Rebuilt:
     calls: dict[str, ToolCallContent]
     counters: RunCountersState
     fresh: tuple[ToolCallContent, ...] = ()
+    #: For ``continue``: the checkpoint's owed calls whose results the stopped process had
+    #: stored, each with whether its result is an error (their receipts may be missing).
+    finished: Mapping[str, bool] = attrs.field(factory=dict)
 
 
 def new_session(agent: ResumableAgent, state: AgentRunState) -> ResumedSession:
@@ -67,6 +70,7 @@ async def rebuild_session(
     assert agent.store is not None
     session.compiled_packs = _compile_packs(agent, state, supplied_packs)
     fresh: tuple[ToolCallContent, ...] = ()
+    finished: Mapping[str, bool] = {}
     counters = state.counters
     if plan.decision == "continue":
         advance = await _advance_over_finished_work(session, state, prefetched)
@@ -101,7 +105,7 @@ async def rebuild_session(
                 pending_calls=owed,
                 pending_input=pending_input,
             )
-        fresh = advance.fresh
+        fresh, finished = advance.fresh, advance.finished
     else:
         leaf = session.leaf_id
         path = await session.store.read_branch_path(session.id, leaf)
@@ -113,7 +117,14 @@ async def rebuild_session(
     if plan.decision != "deny":
         calls = _find_calls(path, list(state.pending_calls))
         calls.update({call.id: call for call in fresh})
-    return Rebuilt(session=session, state=state, calls=calls, counters=counters, fresh=fresh)
+    return Rebuilt(
+        session=session,
+        state=state,
+        calls=calls,
+        counters=counters,
+        fresh=fresh,
+        finished=finished,
+    )
 
 
 def _compile_packs(
@@ -191,6 +202,7 @@ class _Advance:
     anchor_calls: int
     owed: tuple[PendingCall, ...]
     fresh: tuple[ToolCallContent, ...]
+    finished: dict[str, bool]
 
 
 async def _advance_over_finished_work(
@@ -232,6 +244,7 @@ async def _advance_over_finished_work(
     tail = safe
     rounds = calls = 0
     input_stored = False
+    finished: dict[str, bool] = {}
     held = list(state.pending_input)
     while children.get(current):
         entry = children[current][-1]
@@ -254,7 +267,10 @@ async def _advance_over_finished_work(
                 safe = entry.id
         elif message is not None and message.role == "tool":
             for block in message.content:
-                outstanding.discard(getattr(block, "tool_call_id", ""))
+                call_id = getattr(block, "tool_call_id", "")
+                outstanding.discard(call_id)
+                if call_id in owed:
+                    finished[call_id] = getattr(block, "error", None) is not None
             tail = entry.id
             if not outstanding:
                 safe = entry.id
@@ -281,6 +297,7 @@ async def _advance_over_finished_work(
         anchor_calls=anchor_calls,
         owed=unsettled,
         fresh=fresh,
+        finished=finished,
     )
 
 

@@ -189,5 +189,9 @@ def nested_gates(
                 approval_id=nested_approval_id(parent.run_id, decision.approval_id),
                 child_run_id=outcome.child_run_id,
                 elicitation_schema=decision.elicitation_schema,
+                approvers=decision.approvers or 1,
+                approved_by=decision.approved_by,
+                pending_since=decision.pending_since,
+                expires_at=decision.expires_at,
             )
         )

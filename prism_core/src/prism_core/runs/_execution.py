@@ -82,13 +82,15 @@ class RunExecution(RunState):
             async with aclosing(self.loop.run(self)) as loop_events:
                 async for event in loop_events:
                     yield event
-            yield await _terminals.succeed(self)
+            for event in await _terminals.succeed(self):
+                yield event
         except AbortRequested:
             raise
         except RunStopped as stopped:
             for event in stopped.events:
                 yield event
-            yield await _terminals.succeed(self, stopped.reason, stopped.detail)
+            for event in await _terminals.succeed(self, stopped.reason, stopped.detail):
+                yield event
         except RunSuspended as suspension:
             yield _terminals.suspended(self, suspension.interruption)
         except RunFailure as failure:

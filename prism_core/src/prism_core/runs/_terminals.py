@@ -85,10 +85,18 @@ def suspended(run: RunState, interruption: Interruption) -> AgentEvent:
     )
 
 
+#: The failure of a run that would succeed while a call a person allowed has no receipt.
+RECEIPT_MISSING = "ERR_PRISM_RECEIPT_MISSING"
+
+
 async def succeed(
     run: RunState, stop_reason: str | None = None, stop_detail: str | None = None
-) -> AgentEvent:
+) -> list[AgentEvent]:
     """End the run as succeeded (a durable run with a record writes its terminal state).
+
+    A durable run that still owes a receipt for a call a decision allowed (see
+    ``durable/_receipts``) fails instead (``ERR_PRISM_RECEIPT_MISSING``): it never ends
+    ``succeeded`` without saying what became of every allowed call.
 
     A run that ended on its own has no stop reason: ``agent_finished.finish_reason`` is
     ``None`` (the provider's own finish reason stays on ``message_finished``). A run stopped on
@@ -96,6 +104,10 @@ async def succeed(
     ``finish_reason`` on ``agent_finished`` and as ``stop_reason``/``stop_detail`` on the
     result and the terminal checkpoint.
     """
+    owed = run.durable.receipts.owed() if run.durable is not None else ()
+    if owed:
+        message = f"allowed tool calls have no receipt: {', '.join(owed)}"
+        return await fail(run, RunFailure(ErrorInfo(message, code=RECEIPT_MISSING)))
     run_state = None
     if run.durable is not None:
         await run.durable.finish("succeeded", stop_reason=stop_reason, stop_detail=stop_detail)
@@ -108,18 +120,20 @@ async def succeed(
         output=run.output,
     )
     logger.debug("run %s succeeded after %d turn(s)", run.run_id, run.counters.turns)
-    return run.emit(
-        AgentFinishedEvent(
-            session_id=run.session_id,
-            run_id=run.run_id,
-            text=run.result.text,
-            usage=run.result.usage,
-            leaf_id=run.result.leaf_id,
-            finish_reason=stop_reason,
-            stop_reason=stop_reason,
-            stop_detail=stop_detail,
+    return [
+        run.emit(
+            AgentFinishedEvent(
+                session_id=run.session_id,
+                run_id=run.run_id,
+                text=run.result.text,
+                usage=run.result.usage,
+                leaf_id=run.result.leaf_id,
+                finish_reason=stop_reason,
+                stop_reason=stop_reason,
+                stop_detail=stop_detail,
+            )
         )
-    )
+    ]
 
 
 async def _save_terminal(run: RunState, status: Any, error: ErrorInfo | None) -> ErrorInfo | None:

@@ -18,9 +18,18 @@ from typing import Any
 import anyio
 import attrs
 
+from .._approval_gate import ask_needs_approval
 from .._elicitation import elicitation_request
 from ..content import ErrorInfo, Message, ToolCallContent, ToolResult
-from ..durable import MAX_PENDING_DECISIONS, DecisionKind, Gate, new_approval_id, scope_for
+from ..durable import (
+    EXECUTED,
+    EXECUTION_FAILED,
+    MAX_PENDING_DECISIONS,
+    DecisionKind,
+    Gate,
+    new_approval_id,
+    scope_for,
+)
 from ..errors import AgentDecisionError
 from ..events import (
     AgentEvent,
@@ -75,6 +84,8 @@ APPROVAL_REQUIRED = "Tool side effect requires approval"
 APPROVAL_REJECTED = "Approval rejected"
 REJECTED_FOR_RUN = "Rejected for this run"
 TOOL_CALL_BLOCKED = "Tool call blocked by guardrail"
+#: The reason of the receipt of an allowed call that was blocked before it started.
+NOT_RUN = "not run: blocked before it started"
 TOOL_RESULT_BLOCKED = "Tool result blocked by guardrail"
 UNAPPROVABLE = (
     "Tool call refused: it needs a human decision, but its arguments hold a value that is "
@@ -182,16 +193,19 @@ async def tool_call(
         assert checked.blocked_reason is not None
         yield await _block(run, call, checked.blocked_reason, checked.result.error)
         return
-    if run.durable is None and checked.needs_approval:
+    held: tuple[bool, str | None] = (False, None)
+    if not approved and checked.needs_approval is not False:
+        held = await ask_needs_approval(call.name, checked.needs_approval, call.arguments, context)
+    if run.durable is None and held[0]:
         raise RunFailure(
             ErrorInfo(
-                f"Tool {call.name!r} needs approval before every call, and only a durable run "
+                f"Tool {call.name!r} needs approval for this call, and only a durable run "
                 "can suspend for one: run it with run_state=RunStateOptions(...)",
                 code="ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
             )
         )
     if run.durable is not None and gates is not None and not approved:
-        gate = _gate_for(run, call, checked, ask)
+        gate = _gate_for(run, call, checked, ask, held)
         if gate is not None and not _shown_as_run(run, call):
             # The approver would decide on arguments other than those the tool runs with
             # (a redacted secret, or a ``tool_call`` middleware edit): such a call can never
@@ -251,6 +265,10 @@ async def tool_call(
         outcome = await execute_tool(
             checked, call, context, limiter=run.agent.thread_limiter, redactor=run.redactor
         )
+    if approved and run.durable is not None:
+        failed = outcome.status != "executed"
+        code = outcome.result.error.code if outcome.result.error is not None else None
+        run.durable.add_receipt(call, EXECUTION_FAILED if failed else EXECUTED, code)
     for event in run.deferred:
         yield event
     run.deferred.clear()
@@ -310,7 +328,7 @@ def check_decision_cap(
         gated = (
             may_ask
             or tool.elicitation is not None
-            or tool.needs_approval
+            or tool.needs_approval is not False
             or durable.options.interrupt_before_tool
         )
         if gated and durable.sticky_for(scope_for(durable.agent_id, call, tool)) is None:
@@ -369,7 +387,10 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
             async with aclosing(tool_events):
                 async for event in tool_events:
                     yield event
-            # A call blocked on re-check never ran; it is settled all the same.
+            # A call blocked on re-check never ran; it is settled all the same (a sub-agent
+            # call whose child suspended again is held, and owes its receipt still).
+            if not any(gate.call.id == call.id for gate in gates):
+                run.durable.add_receipt(call, EXECUTION_FAILED, NOT_RUN)
             run.durable.settle_pending(call.id)
     for call in plan.fresh:
         tool_events = tool_call(run, call, False, gates)
@@ -419,29 +440,37 @@ def _shown_as_run(run: RunState, call: ToolCallContent) -> bool:
 
 
 def _gate_for(
-    run: RunState, call: ToolCallContent, tool: ToolDefinition, ask: GuardrailRecord | None
+    run: RunState,
+    call: ToolCallContent,
+    tool: ToolDefinition,
+    ask: GuardrailRecord | None,
+    held: tuple[bool, str | None],
 ) -> Gate | None:
     """The gate ``call`` must pass in a durable run, or ``None`` when it may run now.
 
     An elicitation tool asks for an answer instead (its reason, else the ask's, else
     :data:`APPROVAL_REQUIRED`); one whose elicitation function declines or raises is approved
     like any tool. A guard that asked names itself (``"Approval required by guardrail rule
-    <name>: <reason>"``, with the pack rule as ``guardrail_rule``)."""
+    <name>: <reason>"``, with the pack rule as ``guardrail_rule``). ``held`` is the tool's
+    ``needs_approval`` answer for this call (and why, when its check failed closed). An
+    approval gate carries the tool's ``approvers``; every gate its ``approval_timeout_ms``."""
     assert run.durable is not None
     kind: DecisionKind
     request = elicitation_request(tool, call.arguments) if tool.elicitation is not None else None
-    reason = ask_decision_reason(ask) if ask is not None else APPROVAL_REQUIRED
+    reason = ask_decision_reason(ask) if ask is not None else held[1] or APPROVAL_REQUIRED
     guardrail = ask.guardrail if ask is not None else None
     if request is not None:
         # An elicitation tool never executes: even a guardrail's ask is answered, not approved.
         kind = "elicitation"
         reason = request.reason or reason
     else:
-        gated = ask is not None or tool.elicitation is not None or tool.needs_approval
+        gated = ask is not None or tool.elicitation is not None or held[0]
         if not (gated or run.durable.options.interrupt_before_tool):
             return None
         kind = "tool_approval"
     return Gate(
+        approvers=tool.approvers if kind == "tool_approval" else 1,
+        timeout_ms=tool.approval_timeout_ms,
         call=call,
         tool=tool,
         kind=kind,
