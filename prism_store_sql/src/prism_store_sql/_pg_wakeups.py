@@ -36,7 +36,6 @@ from typing import Any, Protocol
 import anyio
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.util import greenlet_spawn
 
 from prism_core.stores import CheckpointStoreError, CheckpointStoreUnavailableError, RunWatch
 
@@ -52,6 +51,7 @@ MAX_CHANNEL_BYTES = 63
 #: The longest pause between two attempts to listen again after a lost connection.
 RETRY_CAP_S = 5.0
 _FIRST_RETRY_S = 0.1
+_CLOSE_TIMEOUT_S = 2.0
 
 #: ``SELECT pg_notify(:channel, '')``: the notification of :meth:`notify_runs`.
 NOTIFY = sa.select(sa.func.pg_notify(sa.bindparam("channel", type_=sa.Text), sa.literal("")))
@@ -70,7 +70,11 @@ class _Lost(Exception):
 
 
 class _Listener(Protocol):
+    async def listen(self, channel: str) -> None: ...
+
     async def wait(self, seconds: float) -> bool: ...
+
+    async def close(self) -> None: ...
 
 
 class _AsyncpgListener:
@@ -106,6 +110,17 @@ class _AsyncpgListener:
             self._event = anyio.Event()
         return woken
 
+    async def close(self) -> None:
+        connection = self._connection
+        if connection.is_closed():
+            return
+        try:
+            with anyio.fail_after(_CLOSE_TIMEOUT_S):
+                await connection.close()
+        except Exception:
+            # A server that does not answer (or a broken socket): drop the connection.
+            connection.terminate()
+
 
 class _PsycopgListener:
     """``LISTEN`` and ``notifies()`` on a psycopg connection in autocommit."""
@@ -138,6 +153,13 @@ class _PsycopgListener:
         await self._received(0, None)  # what else arrived: one wake-up for all of them
         return True
 
+    async def close(self) -> None:
+        with anyio.move_on_after(_CLOSE_TIMEOUT_S) as scope:
+            await self._connection.close()
+        if scope.cancelled_caught:
+            # A server that does not answer: close the socket without saying goodbye.
+            self._connection.pgconn.finish()
+
 
 class _PostgresWatch:
     """A listening connection, opened again after it was lost (see the module docstring)."""
@@ -145,7 +167,6 @@ class _PostgresWatch:
     def __init__(self, engine: AsyncEngine, channel: str) -> None:
         self._engine = engine
         self._channel = channel
-        self._fairy: Any = None
         self._listener: _Listener | None = None
         self._retry = _FIRST_RETRY_S
         self._outage = False
@@ -160,21 +181,20 @@ class _PostgresWatch:
             return False
         connection = fairy.driver_connection
         # Off the pool: its slot serves the store's other work, and the connection is
-        # closed (never handed to another caller, still listening) when the watch ends.
+        # closed here (never handed to another caller, still listening) when the watch ends.
         fairy.detach()
-        self._fairy = fairy
-        listener: _AsyncpgListener | _PsycopgListener
+        listener: _Listener
         if self._engine.dialect.driver == "asyncpg":
             listener = _AsyncpgListener(connection)
         else:
             listener = _PsycopgListener(connection)
+        self._listener = listener
         try:
             await listener.listen(self._channel)
         except Exception as exc:
             await self.close()
             self._failed(CheckpointStoreUnavailableError(describe(exc)))
             return False
-        self._listener = listener
         if self._outage:
             logger.warning("listening for run wake-ups on %s again", self._channel)
         self._outage = False
@@ -208,12 +228,12 @@ class _PostgresWatch:
 
     async def close(self) -> None:
         """Close the connection (idempotent)."""
-        fairy, self._fairy, self._listener = self._fairy, None, None
-        if fairy is None:
+        listener, self._listener = self._listener, None
+        if listener is None:
             return
         with anyio.CancelScope(shield=True):
             try:
-                await greenlet_spawn(fairy.close)
+                await listener.close()
             except Exception as exc:
                 # Closing a connection that is already broken: nothing is left to release.
                 logger.debug("closing the wake-up connection: %s", describe(exc))
