@@ -140,6 +140,7 @@ class _Worker:
         not left as it is at this version), up to ``concurrency`` in flight. Candidates are
         taken in a random order, so workers sharing a store do not all race for the same."""
         candidates = await self.candidates()
+        logger.debug("swept: %d runs to continue", len(candidates))
         random.shuffle(candidates)
         for candidate in candidates:
             if len(self.in_flight) >= self.concurrency:
