@@ -162,8 +162,11 @@ async def worker_child(job: dict[str, Any]) -> None:
                     stop.set()
                     return
 
+        # Built once, as a host builds its agents.
+        agent = build_agent(pair.sessions, refund)
+
         def resolve(agent_id: str) -> tuple[Any, str]:
-            return build_agent(pair.sessions, refund), REVISION
+            return agent, REVISION
 
         async with anyio.create_task_group() as group:
             group.start_soon(on_term)
