@@ -16,7 +16,10 @@ with different bytes every time (never Prism's own code path):
 - one session alone, cost per turn (the every-turn run minus the same run with no
   persistence, per turn) ≤ 2x one raw durable write for an idempotent tool and ≤ 3x for a
   side-effecting one; checkpoint bytes flat from the first to the last turn (within 512 B);
-  the memory store's cost per turn is shown for comparison with earlier runs.
+  the memory store's cost per turn is shown for comparison with earlier runs;
+- decide → dispatch (``bench/dispatch.py``): a decision recorded in this process starts its
+  tool in an idle worker in another process with p50 ≤ 10 ms and p99 ≤ 50 ms on SQLite,
+  PostgreSQL and Redis (absolute targets: the figure is the percentile itself).
 
 A full run (the default; ``make bench``) makes three runs and reports each target's median
 ratio over them, with each run's value; ``--quick`` (or ``PRISM_BENCH_QUICK=1``) makes one
@@ -76,6 +79,8 @@ CONCURRENT_TARGET = 0.5
 IDEMPOTENT_TARGET = 2.0
 EFFECT_TARGET = 3.0
 BYTES_GROWTH_TARGET = 512
+DISPATCH_P50_MS = 10.0
+DISPATCH_P99_MS = 50.0
 
 
 @dataclass
@@ -365,6 +370,25 @@ async def one_run(args: argparse.Namespace, targets: dict[str, Target], pg: str 
             )
         finally:
             await drop_sql_tables_at(args.postgres_url, prefix)
+    await measure_dispatch(args, targets)
+
+
+async def measure_dispatch(args: argparse.Namespace, targets: dict[str, Target]) -> None:
+    """Decide → dispatch on every reachable backend (see ``bench/dispatch.py``)."""
+    import dispatch
+
+    dargs = argparse.Namespace(
+        decisions=args.dispatch_decisions,
+        backends=list(dispatch.BACKENDS),
+        postgres_url=args.postgres_url,
+        redis_url=DEFAULT_REDIS_URL,
+    )
+    names, _ = await dispatch.available(dargs)
+    for name, side in (await dispatch.measure(names, dargs)).items():
+        ms = [s * 1000 for s in side.latencies]
+        for share, key in ((0.5, "p50"), (0.99, "p99")):
+            value = dispatch.percentile(ms, share)
+            targets[f"dispatch {key} {name}"].runs.append(Figure(value, 0.0, value))
 
 
 def make_targets(args: argparse.Namespace) -> dict[str, Target]:
@@ -408,6 +432,11 @@ def make_targets(args: argparse.Namespace) -> dict[str, Target]:
             f"checkpoint bytes, {label}: |last turn - first turn|", BYTES_GROWTH_TARGET, "B"
         )
     t["memory"] = Target("memory store: cost per turn (ms, no target)", float("inf"), "ms")
+    for name, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL"), ("redis", "Redis")):
+        for key, limit in (("p50", DISPATCH_P50_MS), ("p99", DISPATCH_P99_MS)):
+            t[f"dispatch {key} {name}"] = Target(
+                f"decide -> dispatch {key}, {label}, another process (ms)", limit, "ms"
+            )
     return t
 
 
@@ -493,6 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.turn_repeats = 3 if quick else 6
     args.concurrent_turns = 10 if quick else 20
     args.repeats = 2 if quick else 3
+    args.dispatch_decisions = 50 if quick else 200
     return anyio.run(run, args, backend="asyncio")
 
 

@@ -15,6 +15,7 @@ caller's, since the record key encodes them exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -28,6 +29,7 @@ from prism_core.stores import (
     CheckpointStamp,
     CheckpointStoreBase,
     InvalidCheckpointError,
+    RunWatch,
     SaveRequest,
     check_name,
     check_status,
@@ -50,6 +52,7 @@ from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member, m
 from ._save_call import SaveCall
 from ._sessions import RedisSessionStore
 from ._transaction import RedisTransaction
+from ._wakeups import RedisWakeups
 
 __all__ = ("FINISHED_STATUSES", "RedisCheckpointStore", "SaveCall", "positive")
 
@@ -391,6 +394,15 @@ class RedisCheckpointStore(CheckpointStoreBase):
         with self._connection.guard("list checkpoints by status"):
             reply = await run_script(self._list_status, keys=keys, args=args)
         return self._page(reply, limit)
+
+    async def notify_runs(self) -> None:
+        """Wake the workers watching this prefix, in any process: one ``PUBLISH`` (see
+        :class:`~prism_core.stores.RunWakeups` and :mod:`prism_store_redis._wakeups`)."""
+        await RedisWakeups(self._connection, self.prefix).notify_runs()
+
+    def watch_runs(self) -> AbstractAsyncContextManager[RunWatch]:
+        """Watch this prefix's run notifications on a subscribed connection of its own."""
+        return RedisWakeups(self._connection, self.prefix).watch_runs()
 
     async def aclose(self) -> None:
         """Close the Redis client if this store created it; idempotent."""

@@ -15,6 +15,7 @@ import builtins
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,6 +27,7 @@ from prism_core.stores import (
     CheckpointPage,
     CheckpointRecord,
     CheckpointStamp,
+    RunWatch,
     SaveRequest,
     SessionEntry,
     check_name,
@@ -62,6 +64,7 @@ from ._session_rows import (
 )
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import EngineTransaction
+from ._wakeups import sql_wakeups
 
 __all__ = ("EngineCheckpointStore", "EngineSessionStore")
 
@@ -277,6 +280,16 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
         async with self._read("list checkpoints by status") as connection:
             rows = (await connection.execute(statement)).all()
         return page_of(rows, owner, limit)
+
+    async def notify_runs(self) -> None:
+        """Wake the workers watching this database and table prefix, in any process (see
+        :class:`~prism_core.stores.RunWakeups` and :mod:`prism_store_sql._wakeups`)."""
+        await sql_wakeups(self).notify_runs()
+
+    def watch_runs(self) -> AbstractAsyncContextManager[RunWatch]:
+        """Watch this database's and table prefix's run notifications (see
+        :mod:`prism_store_sql._wakeups`)."""
+        return sql_wakeups(self).watch_runs()
 
 
 class EngineSessionStore(EngineStoreBase, SqlSessionStore):

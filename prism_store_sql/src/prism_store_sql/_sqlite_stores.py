@@ -14,6 +14,7 @@ import builtins
 import sqlite3
 import time
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,6 +27,7 @@ from prism_core.stores import (
     CheckpointRecord,
     CheckpointStamp,
     PrefetchedBranchAndRunTail,
+    RunWatch,
     SaveRequest,
     SessionEntry,
     check_name,
@@ -59,6 +61,7 @@ from ._sqlite_branch import BranchTailStatements, decode_rows, read_rows, tuple_
 from ._sqlite_text import stored_statement
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqliteTransaction
+from ._wakeups import sql_wakeups
 
 __all__ = ("SqliteCheckpointStore", "SqliteSessionStore")
 
@@ -383,6 +386,16 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
 
         rows = await self._db.read_many("list checkpoints by status", fetch)
         return page_of(rows, owner, limit)
+
+    async def notify_runs(self) -> None:
+        """Wake the workers watching this database and table prefix, in any process (see
+        :class:`~prism_core.stores.RunWakeups` and :mod:`prism_store_sql._wakeups`)."""
+        await sql_wakeups(self).notify_runs()
+
+    def watch_runs(self) -> AbstractAsyncContextManager[RunWatch]:
+        """Watch this database's and table prefix's run notifications (see
+        :mod:`prism_store_sql._wakeups`)."""
+        return sql_wakeups(self).watch_runs()
 
 
 class SqliteSessionStore(_SqliteStore, SqlSessionStore):

@@ -4,10 +4,11 @@ A store distribution implements :class:`CheckpointStore` and :class:`SessionStor
 store subclasses :class:`CheckpointStoreBase` and writes one :class:`SaveRequest` in
 ``save_request`` (callers keep the keyword ``save``). It may offer the optional capabilities
 below (a shared commit on a :class:`QueuedTransaction`, a status index, lease renewal, a
-branch read in the same round trip), which the kernel asks for with :func:`capability`; it
-checks its inputs and reads its records back with the helpers, quotes values in messages with
-:func:`echo`, and runs the conformance suites of :mod:`prism_core.testing`. A host opens stores
-from a URL with :func:`open_stores` (a :class:`StorePair` that commits together) or one by one.
+branch read in the same round trip, :class:`RunWakeups` for workers in other processes), which
+the kernel asks for with :func:`capability`; it checks its inputs and reads its records back
+with the helpers, quotes values in messages with :func:`echo`, and runs the conformance
+suites of :mod:`prism_core.testing`. A host opens stores from a URL with :func:`open_stores`
+(a :class:`StorePair` that commits together) or one by one.
 
 Store distributions import the kernel only from here and the other public modules
 (``prism_core.errors``, ``prism_core.codec``, ``prism_core.hookspecs``). This module only
@@ -59,6 +60,7 @@ from ..durable._memory import MemoryCheckpointStore, create_memory_checkpoint_st
 from ..durable._pair import StorePair
 from ..durable._store_base import CheckpointStoreBase
 from ..durable._transaction import QueuedAppend, QueuedSave, QueuedTransaction, QueuedWrite
+from ..durable._wakeups import LocalWakeups, RunWakeups, RunWatch
 from ..errors import CheckpointConflictError
 from ..records._decode import decode_entry_columns, decode_session_entry
 from ..records._entries import (
@@ -104,6 +106,7 @@ __all__ = (
     "EntryKind",
     "InvalidCheckpointError",
     "LeaseRenewalStore",
+    "LocalWakeups",
     "MemoryCheckpointStore",
     "MemorySessionStore",
     "PrefetchedBranchAndRunTail",
@@ -111,6 +114,8 @@ __all__ = (
     "QueuedSave",
     "QueuedTransaction",
     "QueuedWrite",
+    "RunWakeups",
+    "RunWatch",
     "SaveRequest",
     "SessionConflictError",
     "SessionEntry",

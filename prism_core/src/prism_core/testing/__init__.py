@@ -21,7 +21,10 @@ module) so pytest rewrites the suites' assertions, then subclass the suites::
 ``(checkpoints, sessions)``. ``LeaseRenewalConformance`` is for checkpoint stores that renew
 a lease in place (``prism_core.stores.LeaseRenewalStore``), with a ``checkpoint_store`` fixture;
 ``CheckpointStampConformance`` for those that read a record's version and fencing token alone
-(``prism_core.stores.CheckpointStampReader``), likewise.
+(``prism_core.stores.CheckpointStampReader``), likewise. ``RunWakeupsConformance`` is for
+checkpoint stores that wake workers in other processes (``prism_core.stores.RunWakeups``):
+its fixtures are the store, a factory of another instance on the same database and prefix,
+a factory of a store under another prefix, and a counter of the open watches.
 
 Each test is an ``@pytest.mark.anyio`` coroutine that runs on the backends the
 ``anyio_backend`` fixture in scope selects. The suite classes have no ``Test`` prefix, so
@@ -43,6 +46,7 @@ pytest.register_assert_rewrite(
     "prism_core.testing._races",
     "prism_core.testing._run_tail_suite",
     "prism_core.testing._status_index_suite",
+    "prism_core.testing._wakeups_suite",
 )
 
 from ._checkpoint_suite import CheckpointStoreConformance  # noqa: E402
@@ -51,12 +55,14 @@ from ._lease_suite import LeaseRenewalConformance  # noqa: E402
 from ._session_suite import SessionStoreConformance  # noqa: E402
 from ._stamp_suite import CheckpointStampConformance  # noqa: E402
 from ._status_index_suite import CheckpointStatusIndexConformance  # noqa: E402
+from ._wakeups_suite import RunWakeupsConformance  # noqa: E402
 
 __all__ = (
     "CheckpointStampConformance",
     "CheckpointStatusIndexConformance",
     "CheckpointStoreConformance",
     "LeaseRenewalConformance",
+    "RunWakeupsConformance",
     "SessionStoreConformance",
     "SharedCommitConformance",
 )

@@ -8,8 +8,13 @@ run it cannot continue (a call in doubt, an agent the host no longer serves, a r
 resume) is left as it is, logged once, and not tried again until its checkpoint changes.
 
 Finding work: a sweep lists the marks and the expired unowned runs; it runs when the store
-wakes the worker (:class:`~prism_core.durable.RunWakeups`: a decision recorded anywhere on the
-same stores) and otherwise every ``poll_ms``, so a lost wake-up only delays a run.
+wakes the worker (:class:`~prism_core.stores.RunWakeups`: a decision recorded anywhere on the
+same stores) and otherwise every ``poll_ms``, so a lost wake-up only delays a run. A wake-up
+lists the marks alone (the expired runs are listed at least every ``poll_ms``). A mark seen
+for the first time is claimed at the version it names, without reading the run first, so a
+decision reaches its tool through one read (the marks), the continue's own load, its claim
+and, for a side-effecting tool, the ``dispatched`` mark; every other candidate is read before
+it takes a slot, so runs another worker holds do not crowd out those this one may claim.
 
 Stopping: ``stop`` ends the sweeps and cancels the runs in flight without writing anything
 for them (as a killed process would); they stay ``running`` and the next worker continues
@@ -23,6 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -60,6 +66,15 @@ class WorkerConfigError(PrismError, ValueError):
     """A worker option is malformed (raised before the worker reads anything)."""
 
     code = "ERR_PRISM_WORKER_CONFIG"
+
+
+@attrs.frozen
+class _Refusal:
+    """Why a run was not continued: an error code, its message, the exception to log."""
+
+    code: str
+    message: str
+    error: BaseException | None = None
 
 
 @attrs.frozen
@@ -114,9 +129,12 @@ class _Worker:
     in_flight: set[str] = attrs.Factory(set)
     #: Runs left as they are: run id → the checkpoint version they were refused at.
     refused: dict[str, int] = attrs.Factory(dict)
+    #: Marks claimed once at their own version (run id → that version): from then on the
+    #: run is read before it takes a slot.
+    tried: dict[str, int] = attrs.Factory(dict)
 
-    async def candidates(self) -> list[_Candidate]:
-        """The marked runs, then the unowned runs whose lease expired."""
+    async def candidates(self, *, expired: bool) -> list[_Candidate]:
+        """The marked runs, then (with ``expired``) the unowned runs whose lease expired."""
         found: list[_Candidate] = []
         cursor: str | None = None
         for _ in range(_SWEEP_PAGES):
@@ -124,8 +142,12 @@ class _Worker:
             found.extend(_Candidate(m.run_id, m.ownership, m) for m in marks)
             if cursor is None:
                 break
-        page = await list_agent_runs(self.checkpoints, recoverable=True, limit=_PAGE)
         marked = {c.run_id for c in found}
+        # What is no longer marked was run to its stop, here or elsewhere.
+        self.tried = {run_id: v for run_id, v in self.tried.items() if run_id in marked}
+        if not expired:
+            return found
+        page = await list_agent_runs(self.checkpoints, recoverable=True, limit=_PAGE)
         found.extend(
             _Candidate(summary.run_id, None)
             for summary in page.runs
@@ -135,21 +157,30 @@ class _Worker:
         )
         return found
 
-    async def sweep(self, group: anyio.abc.TaskGroup) -> None:
+    async def sweep(self, group: anyio.abc.TaskGroup, *, expired: bool = True) -> None:
         """Start a task for each candidate a worker may claim now (running, no live lease,
-        not left as it is at this version), up to ``concurrency`` in flight. Candidates are
-        taken in a random order, so workers sharing a store do not all race for the same."""
-        candidates = await self.candidates()
+        not left as it is at this version), up to ``concurrency`` in flight; the runs whose
+        lease expired are candidates with ``expired``. A mark not tried yet is claimed at its
+        version unread; every other candidate is read first (:meth:`claimable`). Candidates
+        are taken in a random order, so workers sharing a store do not all race for the
+        same."""
+        candidates = await self.candidates(expired=expired)
+        logger.debug("swept: %d runs to continue", len(candidates))
         random.shuffle(candidates)
         for candidate in candidates:
             if len(self.in_flight) >= self.concurrency:
                 return
-            if candidate.run_id in self.in_flight:
+            run_id, mark = candidate.run_id, candidate.mark
+            if run_id in self.in_flight:
                 continue
-            status = await self.claimable(candidate)
-            if status is None:
-                continue
-            self.in_flight.add(candidate.run_id)
+            status: AgentRunStatus | None = None
+            if mark is None or mark.version in (self.tried.get(run_id), self.refused.get(run_id)):
+                status = await self.claimable(candidate)
+                if status is None:
+                    continue
+            else:
+                self.tried[run_id] = mark.version
+            self.in_flight.add(run_id)
             group.start_soon(self.work, candidate, status)
 
     async def claimable(self, candidate: _Candidate) -> AgentRunStatus | None:
@@ -170,7 +201,7 @@ class _Worker:
             return None
         return status
 
-    async def work(self, candidate: _Candidate, status: AgentRunStatus) -> None:
+    async def work(self, candidate: _Candidate, status: AgentRunStatus | None) -> None:
         try:
             await self._work(candidate, status)
         except Exception:
@@ -178,9 +209,7 @@ class _Worker:
         finally:
             self.in_flight.discard(candidate.run_id)
 
-    def _leave(
-        self, run_id: str, version: int, code: str, message: str, *, error: Any = None
-    ) -> None:
+    def _leave(self, run_id: str, version: int, refusal: _Refusal) -> None:
         """Leave ``run_id`` as it is until its checkpoint moves past ``version``; say so
         once."""
         self.refused[run_id] = version
@@ -188,19 +217,42 @@ class _Worker:
             "run %s: left as it is at version %d (%s): %s",
             run_id,
             version,
-            code,
-            message,
-            exc_info=error,
-            extra={"prism_run_id": run_id, "prism_error_code": code},
+            refusal.code,
+            refusal.message,
+            exc_info=refusal.error,
+            extra={"prism_run_id": run_id, "prism_error_code": refusal.code},
         )
 
-    async def _work(self, candidate: _Candidate, status: AgentRunStatus) -> None:
+    async def _work(self, candidate: _Candidate, status: AgentRunStatus | None) -> None:
+        run_id, mark = candidate.run_id, candidate.mark
+        if status is None and mark is not None:
+            # Claimed at the mark's version, unread: a run that moved on since is refused
+            # before anything is written, and is read (and handled) below.
+            refused = await self._continue(candidate, mark.version)
+            if refused is None:
+                return
+            status = await self.claimable(candidate)
+            if status is None:
+                return
+            if status.version == mark.version:
+                # Refused for what the run is, not because it moved on.
+                self._leave(run_id, status.version, refused)
+                return
+        if status is None:
+            return
+        refused = await self._continue(candidate, status.version)
+        if refused is not None:
+            self._leave(run_id, status.version, refused)
+
+    async def _continue(self, candidate: _Candidate, version: int) -> _Refusal | None:
+        """Continue the run from ``version`` to its next stop (dropping its mark); the
+        refusal when it was not continued, ``None`` otherwise (another worker's run too)."""
         run_id = candidate.run_id
-        logger.info("run %s: continuing from version %d", run_id, status.version)
+        logger.info("run %s: continuing from version %d", run_id, version)
         try:
             result = await self.lifecycle.resume(
                 {"run_id": run_id},
-                {"expected_version": status.version, "decision": "continue"},
+                {"expected_version": version, "decision": "continue"},
                 ownership=candidate.ownership,
                 lease_ms=self.lease_ms,
             )
@@ -209,18 +261,15 @@ class _Worker:
             # The run reached its end (failed or aborted): that is a stop like any other.
             outcome = exc.result.status
         except (AgentRunStateError, CheckpointConflictError, PrismError) as exc:
-            if exc.code in _TAKEN:
-                return
-            self._leave(run_id, status.version, exc.code, exc.message)
-            return
+            return None if exc.code in _TAKEN else _Refusal(exc.code, exc.message)
         except Exception as exc:
             # The host's resolver or agent failed (an agent it no longer serves, say).
-            self._leave(run_id, status.version, type(exc).__name__, str(exc), error=exc)
-            return
+            return _Refusal(type(exc).__name__, str(exc), exc)
         logger.info("run %s: %s", run_id, outcome)
         self.refused.pop(run_id, None)
         if candidate.mark is not None:
             await delete_work_mark(self.checkpoints, candidate.mark)
+        return None
 
 
 async def run_worker(
@@ -265,13 +314,22 @@ async def run_worker(
 
 
 async def _poll(worker: _Worker, group: anyio.abc.TaskGroup, every: float, watch: Any) -> None:
+    every = every if math.isfinite(every) else 3600.0
+    # The runs whose lease expired are listed at least every ``every`` seconds; a wake-up
+    # (a decision, which left a mark) lists the marks alone.
+    listed_expired = -math.inf
+    woken = False
     while True:
+        now = time.monotonic()
+        expired = not woken or now - listed_expired >= every
         try:
-            await worker.sweep(group)
+            await worker.sweep(group, expired=expired)
+            if expired:
+                listed_expired = now
         except PrismError as exc:
             # A store that is down for a moment: try again at the next sweep.
             logger.warning("worker sweep failed (%s): %s", exc.code, exc.message)
         if watch is None:
             await anyio.sleep(every)
         else:
-            await watch.wait(every if math.isfinite(every) else 3600.0)
+            woken = await watch.wait(every)
