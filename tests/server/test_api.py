@@ -295,8 +295,12 @@ def test_restore_failures_and_in_doubt_runs_are_409(database: Database, host: Ho
         assert answer.status_code == 409
         assert answer.json()["code"] == "ERR_PRISM_CHECKPOINT_RESTORE"
         listed = http.get("/api/runs", params={"recoverable": "true"}).json()["runs"]
-        assert [run["run_id"] for run in listed] == [doubtful]
-        assert listed[0]["in_doubt"] == ["c1"]
+        # The approved run stays recorded (running, no lease), left as it is by the worker
+        # whose restore hook failed; the doubtful one waits for a resolution.
+        assert {run["run_id"]: run["in_doubt"] for run in listed} == {
+            run_id: [],
+            doubtful: ["c1"],
+        }
         detail = http.get(f"/api/runs/{doubtful}").json()
         assert detail["in_doubt_calls"] == [
             {
@@ -421,11 +425,11 @@ def test_in_doubt_calls_are_resolved_over_http(
     assert (audit["tool_call_id"], audit["outcome"], audit["source"]) == ("c1", outcome, "operator")
 
 
-def test_a_client_that_leaves_an_event_stream_aborts_the_resumed_run(database: Database) -> None:
+def test_a_client_that_leaves_an_event_stream_does_not_stop_the_run(database: Database) -> None:
     """A real SSE client reads the resume's first frames and disconnects while the model is
-    still answering: the server aborts the resumed run (its record ends ``aborted``) instead
-    of running it to the end."""
-    host = Host(answer_delay=60)
+    still answering: the run is its worker's, so it goes on to its end (``succeeded``), and
+    the refund ran once (a disconnect used to abort the resumed run)."""
+    host = Host(answer_delay=2)
     owner = {"tenant_id": "t1"}
     run_id = seed(database, host, ["A-1"], owner=owner)
     version, _ = stored(database, run_id, owner)
@@ -437,14 +441,13 @@ def test_a_client_that_leaves_an_event_stream_aborts_the_resumed_run(database: D
             seen = ""
             for chunk in sse.iter_text():
                 seen += chunk
-                _, ran, after = seen.partition("event: tool_execution_finished")
-                if ran and "event: turn_started" in after:
+                if "event: tool_execution_finished" in seen:
                     break  # the refund ran; the model is now answering, slowly
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while stored(database, run_id, owner)[1] == "running":
-            assert time.monotonic() < deadline, "the resumed run was not aborted"
+            assert time.monotonic() < deadline, "the run never reached its end"
             time.sleep(0.1)
-    assert stored(database, run_id, owner)[1] == "aborted"
+    assert stored(database, run_id, owner)[1] == "succeeded"
     assert host.refunds == ["A-1"]
 
 

@@ -106,7 +106,8 @@ def test_the_host_hands_the_guards_back_and_they_still_block(sqlite_database: Da
     _, _, done = resume(sqlite_database, run_id, log, provider, guardrails=handed)
     assert done.status_code == 200, done.text
     assert done.json()["status"] == "succeeded", done.text
-    assert seen == [run_id]
+    # Asked when the decision is recorded, and again by the worker that claims the run.
+    assert seen == [run_id, run_id]
     assert log == [("echo", {"x": 1})]
 
 

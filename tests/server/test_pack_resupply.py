@@ -116,5 +116,6 @@ def test_the_host_hands_the_pack_back_and_its_predicate_still_blocks(
     done = resume(sqlite_database, run_id, log, provider, guardrail_packs=packs)
     assert done.status_code == 200, done.text
     assert done.json()["status"] == "succeeded", done.text
-    assert seen == [run_id]
+    # Asked when the decision is recorded, and again by the worker that claims the run.
+    assert seen == [run_id, run_id]
     assert log == [("echo", {"x": 1})]  # rm was refused by the predicate and never ran

@@ -181,6 +181,9 @@ def _lifespan(
                             lease_ms=lease_ms,
                             concurrency=workers,
                             stop=stop,
+                            restore_hooks=ctx.restore_hooks,
+                            guardrail_packs=ctx.guardrail_packs,
+                            guardrails=ctx.guardrails,
                         )
                     )
                 try:

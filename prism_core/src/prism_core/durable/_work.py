@@ -12,6 +12,11 @@ no longer ``running`` (it stopped: suspended or ended) or is gone, and a later d
 leaves a mark of its own under a new key. A recoverable run without a mark is still continued
 by an explicit ``continue`` (and workers continue unowned runs whose lease expired).
 
+A worker that cannot continue a marked run (a call in doubt, an agent it no longer serves, a
+restore hook that fails) leaves the run as it is and notes why on the mark (a new version of
+the same key, a :class:`WorkRefusal`), so whoever waits for the run (the server's resume,
+``--wait``) can answer with that refusal instead of waiting for a stop that will not come.
+
 It writes and reads marks only; it must not decide when a run needs one (``resume/`` and the
 workers do).
 """
@@ -26,7 +31,16 @@ import attrs
 from ..errors import CheckpointConflictError
 from ._checkpoints import CheckpointRecord, CheckpointStore, normalise_ownership
 
-__all__ = ("WORK_NAMESPACE", "WorkMark", "delete_work_mark", "list_work_marks", "mark_work")
+__all__ = (
+    "WORK_NAMESPACE",
+    "WorkMark",
+    "WorkRefusal",
+    "delete_work_mark",
+    "list_work_marks",
+    "mark_work",
+    "note_refusal",
+    "read_refusal",
+)
 
 #: The namespace of the marks (unowned records).
 WORK_NAMESPACE = "prism.run-work"
@@ -90,3 +104,52 @@ async def list_work_marks(
 async def delete_work_mark(checkpoints: CheckpointStore, mark: WorkMark) -> bool:
     """Delete a mark whose run no longer needs a worker (nobody writes its key again)."""
     return await checkpoints.delete(WORK_NAMESPACE, mark.key)
+
+
+@attrs.frozen(kw_only=True)
+class WorkRefusal:
+    """Why a worker left a marked run as it is: the refusal's ``code`` and ``message``."""
+
+    code: str
+    message: str
+
+
+async def note_refusal(
+    checkpoints: CheckpointStore, mark: WorkMark, code: str, message: str
+) -> None:
+    """Note on ``mark`` that a worker left its run as it is (``code``, ``message``); a mark
+    that is gone or was noted already is left alone."""
+    record = await checkpoints.load(WORK_NAMESPACE, mark.key)
+    if record is None or not isinstance(record.value, dict):
+        return
+    value = {**record.value, "refused": {"code": code, "message": message}}
+    try:
+        await checkpoints.save(
+            WORK_NAMESPACE,
+            mark.key,
+            value,
+            version=record.version + 1,
+            expected_version=record.version,
+        )
+    except CheckpointConflictError:
+        # Another worker noted it first.
+        return
+
+
+async def read_refusal(
+    checkpoints: CheckpointStore, run_id: str, version: int
+) -> WorkRefusal | None:
+    """What a worker noted when it left ``run_id`` as it is at checkpoint ``version``, if
+    it did."""
+    record = await checkpoints.load(WORK_NAMESPACE, f"{run_id}@{version}")
+    noted = (
+        record.value.get("refused")
+        if record is not None and isinstance(record.value, dict)
+        else None
+    )
+    if not isinstance(noted, dict):
+        return None
+    code, message = noted.get("code"), noted.get("message")
+    if not isinstance(code, str) or not isinstance(message, str):
+        return None
+    return WorkRefusal(code=code, message=message)

@@ -38,7 +38,7 @@ from ._listing import (
     list_agent_runs,
     summarize_run,
 )
-from ._observe import ObservedEvent, observation_point, observe_agent_run
+from ._observe import ObservedEvent, RunLeftError, observation_point, observe_agent_run
 from ._resolver import call_resolve_agent
 from ._restore import CheckpointRestoreContext
 from ._signal import ResumeAbortedError
@@ -62,6 +62,7 @@ __all__ = (
     "ObservedEvent",
     "PendingCallView",
     "ResumeAbortedError",
+    "RunLeftError",
     "ResumeEventStream",
     "ResumeInput",
     "RunDecision",

@@ -6,17 +6,21 @@ watching only. :func:`observe_agent_run` yields the run's progress as events reb
 is stored, each with an id a client can resume after (``Last-Event-ID``):
 
 - each entry the run appended to its session, in append order: an assistant message as
-  ``message_finished`` (with its tool calls), a tool result as ``tool_execution_finished``;
-  id ``"<n>"``, the entry's position among the run's entries (1-based);
+  ``message_finished`` (with its tool calls), a tool result as ``tool_execution_finished``,
+  or as ``tool_execution_blocked`` when its error's code says the call never ran (a guard, a
+  rejection, an unknown or invalid call: :data:`BLOCK_CODES`); id ``"<n>"``, the entry's
+  position among the run's entries (1-based);
 - the run's stop, once its checkpoint records one: ``agent_suspended``, ``agent_finished``,
   ``agent_denied`` or ``error`` (failed, aborted); id ``"<n>.v<version>"`` (``n`` entries
   before it, at checkpoint ``version``). The observation ends there.
 
-Resuming after an id replays what followed it from the stores, so nothing is missed and
-nothing is repeated. While the run is ``running`` the observer reads the stores again after a
-pause that starts short and grows (to ``max_poll_ms``); a checkpoint that moved wakes it the
-next time it looks. It reads; it must not write or run anything.
-"""
+Resuming after an id replays what followed it from the stores, so nothing is missed and nothing
+is repeated. A run a worker left as it is (it could not continue it, and noted why on the run's
+work mark) ends the observation with :class:`RunLeftError`, carrying the worker's refusal code:
+nothing will move the run until someone decides again. While the run is ``running`` the
+observer reads the stores again after a pause that starts short and grows (to ``max_poll_ms``);
+a checkpoint that moved wakes it the next time it looks. It reads; it must not write or run
+anything."""
 
 from __future__ import annotations
 
@@ -29,7 +33,8 @@ import attrs
 
 from ..content import ErrorInfo, ToolResult, ToolResultContent
 from ..durable._checkpoints import CheckpointStore
-from ..errors import AgentRunNotFoundError
+from ..durable._work import read_refusal
+from ..errors import AgentRunNotFoundError, AgentRunStateError
 from ..events import (
     AgentDeniedEvent,
     AgentEvent,
@@ -37,16 +42,43 @@ from ..events import (
     AgentSuspendedEvent,
     ErrorEvent,
     MessageFinishedEvent,
+    ToolExecutionBlockedEvent,
     ToolExecutionFinishedEvent,
 )
 from ..records._entries import SessionEntry
 from ..records._run_tail import read_branch_and_run_tail
 from ._checks import AgentRunStatus, load_agent_run_state, not_found
 
-__all__ = ("ObservedEvent", "observation_point", "observe_agent_run", "parse_event_id")
+__all__ = (
+    "BLOCK_CODES",
+    "ObservedEvent",
+    "RunLeftError",
+    "observation_point",
+    "observe_agent_run",
+    "parse_event_id",
+)
 
+#: The error codes of a stored tool result whose call never ran (the reasons the run loop
+#: gives ``tool_execution_blocked``).
+BLOCK_CODES = frozenset(
+    {
+        "guardrail_blocked",
+        "approval_rejected",
+        "unknown_tool",
+        "tool_not_allowed",
+        "invalid_json_arguments",
+        "invalid_arguments",
+        "validation_failed",
+        "ERR_PRISM_TOOL_ARGUMENTS",
+    }
+)
 _ID = re.compile(r"(\d{1,9})(?:\.v(\d{1,18}))?")
 _FIRST_PAUSE = 0.02
+
+
+class RunLeftError(AgentRunStateError):
+    """A worker left the observed run as it is; ``code`` is the worker's refusal code (a
+    call in doubt, a restore hook that failed, an agent no longer served...)."""
 
 
 @attrs.frozen
@@ -77,6 +109,16 @@ def _entry_event(entry: SessionEntry, run_id: str) -> AgentEvent | None:
     if message.role == "tool":
         for block in message.content:
             if isinstance(block, ToolResultContent):
+                error = block.error
+                if error is not None and error.code in BLOCK_CODES:
+                    return ToolExecutionBlockedEvent(
+                        session_id=entry.session_id,
+                        run_id=run_id,
+                        tool_call_id=block.tool_call_id,
+                        name=block.name,
+                        reason=error.code or "",
+                        error=error,
+                    )
                 result = ToolResult(block.tool_call_id, block.name, block.value, block.error)
                 return ToolExecutionFinishedEvent(
                     session_id=entry.session_id,
@@ -169,5 +211,11 @@ async def observe_agent_run(
                 if stop_seen is None or status.version > stop_seen:
                     yield ObservedEvent(f"{seen}.v{status.version}", stop)
                 return
+        if status.state.status == "running":
+            refusal = await read_refusal(checkpoints, run_id, status.version)
+            if refusal is not None:
+                raise RunLeftError(
+                    f"a worker left run {run_id} as it is: {refusal.message}", code=refusal.code
+                )
         await anyio.sleep(pause)
         pause = min(pause * 2, max_poll_ms / 1000)

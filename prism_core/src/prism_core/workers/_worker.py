@@ -25,11 +25,12 @@ It must not decide anything: it only continues what was decided.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -37,9 +38,11 @@ import attrs
 
 from .._capability import capability
 from ..durable._checkpoints import CheckpointStore
+from ..durable._expiry import expire_agent_runs
 from ..durable._lease import lease_is_live, validate_lease_ms
+from ..durable._pair import StorePair
 from ..durable._wakeups import RunWakeups
-from ..durable._work import WorkMark, delete_work_mark, list_work_marks
+from ..durable._work import WorkMark, delete_work_mark, list_work_marks, note_refusal
 from ..errors import AgentRunError, AgentRunStateError, CheckpointConflictError, PrismError
 from ..resume import (
     AgentRunLifecycle,
@@ -104,34 +107,72 @@ def _unpack(answer: Any) -> tuple[Any, Any]:
     return answer, None
 
 
-def _on_sessions(resolver: Callable[..., Any], sessions: Any) -> Callable[..., Any]:
-    """``resolver``, with every agent it answers copied onto the worker's session store."""
+def _hosting(
+    resolver: Callable[..., Any], stores: StorePair, ownership: Mapping[str, str] | None
+) -> Callable[..., Any]:
+    """``resolver``, with every agent it answers hosted on the worker's stores for the run's
+    ``ownership`` (``Agent.hosted``; an agent without it is copied onto the session store)."""
 
     async def resolve(agent_id: str, revision: str | None = None) -> Any:
         answer = await call_resolve_agent(resolver, agent_id, revision=revision)
         agent, definition_revision = _unpack(answer)
         if agent is None:
             return None
-        evolve = getattr(agent, "evolve", None)
-        if sessions is not None and callable(evolve) and agent.store is not sessions:
-            agent = evolve(store=sessions)
+        hosted = getattr(agent, "hosted", None)
+        if callable(hosted) and isinstance(definition_revision, str):
+            agent = hosted(stores, definition_revision=definition_revision, ownership=ownership)
+        elif callable(getattr(agent, "evolve", None)) and agent.store is not stores.sessions:
+            agent = agent.evolve(store=stores.sessions)
         return (agent, definition_revision)
 
     return resolve
 
 
+async def _host_answer(hook: Callable[[Any], Any] | None, state: Any, absent: Any) -> Any:
+    """What the host's sync or async ``hook(state)`` answers (``absent`` without one)."""
+    if hook is None:
+        return absent
+    answer = hook(state)
+    return await answer if inspect.isawaitable(answer) else answer
+
+
 @attrs.define
 class _Worker:
-    checkpoints: CheckpointStore
-    lifecycle: AgentRunLifecycle
+    stores: StorePair
+    resolver: Callable[..., Any]
     lease_ms: int
     concurrency: int
+    restore_hooks: tuple[Any, ...] = ()
+    #: The host's ``guardrail_packs(state)`` and ``guardrails(state)``: what a resume of a
+    #: run must be handed again (``None``: nothing).
+    guardrail_packs: Callable[[Any], Any] | None = None
+    guardrails: Callable[[Any], Any] | None = None
     in_flight: set[str] = attrs.Factory(set)
     #: Runs left as they are: run id → the checkpoint version they were refused at.
     refused: dict[str, int] = attrs.Factory(dict)
     #: Marks claimed once at their own version (run id → that version): from then on the
     #: run is read before it takes a slot.
     tried: dict[str, int] = attrs.Factory(dict)
+
+    @property
+    def checkpoints(self) -> CheckpointStore:
+        """The store the runs and their marks live in."""
+        return self.stores.checkpoints
+
+    @property
+    def hands_over(self) -> bool:
+        """Whether the host hands packs or guards over again (then every run is read
+        before it is claimed: the host's answer depends on its state)."""
+        return self.guardrail_packs is not None or self.guardrails is not None
+
+    def lifecycle(self, ownership: Mapping[str, str] | None) -> AgentRunLifecycle:
+        """The lifecycle that continues runs of ``ownership``: the host's agents hosted for
+        it, the host's restore hooks."""
+        return create_agent_run_lifecycle(
+            checkpoints=self.checkpoints,
+            resolve_agent=_hosting(self.resolver, self.stores, ownership),
+            restore_hooks=self.restore_hooks,
+        )
 
     async def candidates(self, *, expired: bool) -> list[_Candidate]:
         """The marked runs, then (with ``expired``) the unowned runs whose lease expired."""
@@ -174,7 +215,8 @@ class _Worker:
             if run_id in self.in_flight:
                 continue
             status: AgentRunStatus | None = None
-            if mark is None or mark.version in (self.tried.get(run_id), self.refused.get(run_id)):
+            seen = (self.tried.get(run_id), self.refused.get(run_id))
+            if mark is None or mark.version in seen or self.hands_over:
                 status = await self.claimable(candidate)
                 if status is None:
                     continue
@@ -209,10 +251,13 @@ class _Worker:
         finally:
             self.in_flight.discard(candidate.run_id)
 
-    def _leave(self, run_id: str, version: int, refusal: _Refusal) -> None:
-        """Leave ``run_id`` as it is until its checkpoint moves past ``version``; say so
-        once."""
+    async def _leave(self, candidate: _Candidate, version: int, refusal: _Refusal) -> None:
+        """Leave the run as it is until its checkpoint moves past ``version``; say so once,
+        in the log and on its mark (where whoever waits for the run reads it)."""
+        run_id = candidate.run_id
         self.refused[run_id] = version
+        if candidate.mark is not None and candidate.mark.version == version:
+            await note_refusal(self.checkpoints, candidate.mark, refusal.code, refusal.message)
         logger.warning(
             "run %s: left as it is at version %d (%s): %s",
             run_id,
@@ -224,7 +269,7 @@ class _Worker:
         )
 
     async def _work(self, candidate: _Candidate, status: AgentRunStatus | None) -> None:
-        run_id, mark = candidate.run_id, candidate.mark
+        mark = candidate.mark
         if status is None and mark is not None:
             # Claimed at the mark's version, unread: a run that moved on since is refused
             # before anything is written, and is read (and handled) below.
@@ -236,25 +281,31 @@ class _Worker:
                 return
             if status.version == mark.version:
                 # Refused for what the run is, not because it moved on.
-                self._leave(run_id, status.version, refused)
+                await self._leave(candidate, status.version, refused)
                 return
         if status is None:
             return
-        refused = await self._continue(candidate, status.version)
+        refused = await self._continue(candidate, status.version, status)
         if refused is not None:
-            self._leave(run_id, status.version, refused)
+            await self._leave(candidate, status.version, refused)
 
-    async def _continue(self, candidate: _Candidate, version: int) -> _Refusal | None:
+    async def _continue(
+        self, candidate: _Candidate, version: int, status: AgentRunStatus | None = None
+    ) -> _Refusal | None:
         """Continue the run from ``version`` to its next stop (dropping its mark); the
-        refusal when it was not continued, ``None`` otherwise (another worker's run too)."""
+        refusal when it was not continued, ``None`` otherwise (another worker's run too).
+        ``status`` (the run as read) is what the host's hand-over hooks are asked about."""
         run_id = candidate.run_id
         logger.info("run %s: continuing from version %d", run_id, version)
         try:
-            result = await self.lifecycle.resume(
+            state = status.state if status is not None else None
+            result = await self.lifecycle(candidate.ownership).resume(
                 {"run_id": run_id},
                 {"expected_version": version, "decision": "continue"},
                 ownership=candidate.ownership,
                 lease_ms=self.lease_ms,
+                guardrail_packs=await _host_answer(self.guardrail_packs, state, ()),
+                guardrails=await _host_answer(self.guardrails, state, None),
             )
             outcome = result.status
         except AgentRunError as exc:
@@ -281,23 +332,38 @@ async def run_worker(
     poll_ms: int = 500,
     concurrency: int = 4,
     stop: anyio.Event | None = None,
+    restore_hooks: Sequence[Any] = (),
+    guardrail_packs: Callable[[Any], Any] | None = None,
+    guardrails: Callable[[Any], Any] | None = None,
 ) -> None:
     """Run decided and abandoned runs until ``stop`` is set (see the module docstring).
 
     ``resolve_agent`` is a resolver (``(agent_id[, revision=]) -> (agent, revision)``, sync
     or async) or an async context manager factory yielding one, entered once for the
     worker's life. Each run is claimed with a ``continue`` under a ``lease_ms`` lease (the
-    run's own when it has one), at most ``concurrency`` at once, on ``sessions`` (the agents
-    the resolver answers are copied onto it). Raises :class:`WorkerConfigError` for a
-    malformed option before it reads anything.
+    run's own when it has one), at most ``concurrency`` at once, with the agent hosted on
+    ``checkpoints`` and ``sessions`` for the run's ownership (``Agent.hosted``). Every sweep
+    that lists expired runs first expires overdue decisions (``expire_agent_runs``).
+    ``restore_hooks`` run on every claim; ``guardrail_packs(state)`` and
+    ``guardrails(state)`` (sync or async) hand back what a run recorded by identity, as for
+    ``prism_server.create_app``. Raises :class:`WorkerConfigError` for a malformed option
+    before it reads anything.
     """
     _check_options(lease_ms, poll_ms, concurrency, stop)
+    for name, hook in (("guardrail_packs", guardrail_packs), ("guardrails", guardrails)):
+        if hook is not None and not callable(hook):
+            raise WorkerConfigError(f"{name} must be callable(state)")
     wakeups = capability(checkpoints, RunWakeups)
     async with entered_resolver(resolve_agent) as resolver:
-        lifecycle = create_agent_run_lifecycle(
-            checkpoints=checkpoints, resolve_agent=_on_sessions(resolver, sessions)
+        worker = _Worker(
+            StorePair(checkpoints, sessions),
+            resolver,
+            lease_ms,
+            concurrency,
+            restore_hooks=tuple(restore_hooks),
+            guardrail_packs=guardrail_packs,
+            guardrails=guardrails,
         )
-        worker = _Worker(checkpoints, lifecycle, lease_ms, concurrency)
         async with anyio.create_task_group() as group:
             if stop is not None:
 
@@ -323,6 +389,8 @@ async def _poll(worker: _Worker, group: anyio.abc.TaskGroup, every: float, watch
         now = time.monotonic()
         expired = not woken or now - listed_expired >= every
         try:
+            if expired:
+                await expire_agent_runs(worker.checkpoints)
             await worker.sweep(group, expired=expired)
             if expired:
                 listed_expired = now
