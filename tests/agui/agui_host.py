@@ -87,9 +87,10 @@ def confirm(args: dict[str, Any], context: Any) -> str:
 
 
 async def wait(args: dict[str, Any], context: Any) -> str:
-    """Start, then wait a minute before finishing: a run the client aborts meanwhile."""
+    """Start, then wait (a minute, or ``seconds``) before finishing: a run the client leaves
+    or the server is killed in meanwhile."""
     _record(context, "wait-started", args)
-    await anyio.sleep(60)
+    await anyio.sleep(args.get("seconds", 60))
     _record(context, "wait-finished", args)
     return "waited"
 
@@ -136,6 +137,8 @@ class ScriptedModel:
             yield provider_tool_call_delta(0, arguments_text=json.dumps(rest[0]) + "}")
         elif command == "slow":
             yield provider_tool_call(tool_call_content(f"call-{turn}-0", "wait", {}))
+        elif command == "briefly":
+            yield provider_tool_call(tool_call_content(f"call-{turn}-0", "wait", {"seconds": 2}))
         elif command == "fail":
             yield provider_error(ErrorInfo("the model is unavailable", code="model_down"))
             return

@@ -5,6 +5,7 @@ Everything a host calls is importable from here; see the project's API reference
 
 from . import codec, hookspecs
 from ._agent_config import AgentConfig
+from ._detached import Detached, start_detached
 from ._principal import InvalidPrincipalError, Principal, coerce_principal
 from .agents import Agent, create_agent, create_agent_session, create_secure_agent
 from .content import (
@@ -294,6 +295,7 @@ __all__ = (
     "ContentBlock",
     "ContextMeter",
     "DecisionRecord",
+    "Detached",
     "DecisionScope",
     "ErrorEvent",
     "ErrorInfo",
@@ -437,6 +439,7 @@ __all__ = (
     "provider_usage",
     "resume_agent_run",
     "run_worker",
+    "start_detached",
     "resume_agent_run_stream",
     "tool",
     "tool_call_content",

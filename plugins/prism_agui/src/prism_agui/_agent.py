@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from prism_core import AgentRunStateError, Principal, StorePair
+from prism_web import FaceWorkers
 
 from ._errors import AccessDenied
 from ._threads import thread_claims
@@ -20,10 +21,21 @@ _HOSTED_OWNER = "ERR_PRISM_HOSTED_OWNER"
 class AgentFactory:
     """Copies of the host's agent, hosted for each caller on the app's stores."""
 
-    def __init__(self, agent: Any, *, stores: StorePair, revision: str) -> None:
+    def __init__(
+        self,
+        agent: Any,
+        *,
+        stores: StorePair,
+        revision: str,
+        workers: int = 1,
+        lease_ms: int = 30000,
+    ) -> None:
         if not isinstance(revision, str) or not revision.strip():
             raise ValueError("definition_revision must be a non-empty string")
         self.agent = agent
+        self.lease_ms = lease_ms
+        #: The app's workers (decided runs) and its background runs (new ones).
+        self.workers = FaceWorkers(stores, self.resolve, workers=workers, lease_ms=lease_ms)
         self.stores = stores
         self.checkpoints = stores.checkpoints
         self.sessions = stores.sessions
@@ -41,13 +53,23 @@ class AgentFactory:
         """A copy of the agent hosted for ``caller``; :class:`AccessDenied` when the agent's
         own ``run_state`` names another owner."""
         try:
+            # A lease: a run this app started is continued by a worker if the app dies.
             return self.agent.hosted(
-                self.stores, definition_revision=self.revision, ownership=caller.scope
+                self.stores,
+                definition_revision=self.revision,
+                ownership=caller.scope,
+                lease_ms=self.lease_ms,
             )
         except AgentRunStateError as exc:
             if exc.code == _HOSTED_OWNER:
                 raise AccessDenied("this agent runs for another owner") from None
             raise
+
+    def resolve(self, agent_id: str) -> tuple[Any, str] | None:
+        """The workers' resolver: this app's agent and revision (``None`` for another)."""
+        if agent_id != (self.agent.id or self.agent.name):
+            return None
+        return self.agent, self.revision
 
     @property
     def redactor(self) -> Any:

@@ -36,6 +36,8 @@ def create_agui_app(
     sessions: Any = None,
     authorize: Authorize | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    workers: int = 1,
+    lease_ms: int = 30000,
 ) -> Starlette:
     """A Starlette app serving ``agent`` over AG-UI 1.0 at ``POST /``.
 
@@ -56,16 +58,24 @@ def create_agui_app(
     The default accepts ``Authorization: Bearer`` with the token in ``PRISM_AGUI_TOKEN`` and,
     without one, this machine only. A body larger than ``max_body_bytes`` (1 MiB) is refused
     (413).
+
+    The requests only decide and watch: a new run runs in a task of the app's own, a decision
+    arriving as ``resume`` is recorded and run by the app's ``workers`` (started with its
+    first request; ``0``: none, any other worker on the same stores runs it), each claim
+    under a ``lease_ms`` lease. A client that goes away stops watching; the run goes on.
     """
     if authorize is not None and not callable(authorize):
         raise TypeError("authorize must be callable(request)")
     check_max_body_bytes(max_body_bytes)
     pair = store_pair(stores, checkpoints=checkpoints, sessions=sessions)
-    factory = AgentFactory(agent, stores=pair, revision=definition_revision)
+    factory = AgentFactory(
+        agent, stores=pair, revision=definition_revision, workers=workers, lease_ms=lease_ms
+    )
     check_caller = authorize or agui_authorize(token_from_environment())
 
     async def run_agent(request: Request) -> Response:
         try:
+            factory.workers.ensure_started()
             caller = await authorized(check_caller, request, channel=CHANNEL)
             hosted = factory.for_caller(caller)
             run_input = await read_run_input(request, max_body_bytes)

@@ -1,22 +1,33 @@
-"""Opening the Prism run an AG-UI input asks for: a new run on the thread, or a resume.
+"""Opening the Prism run an AG-UI input asks for: a new run on the thread, or a decision.
 
-Both return the run's event stream with its first event already read, so a refusal (a busy
+A new run is started in a task of the app's own (:class:`prism_web.FaceWorkers`), not in the
+request: the request watches it through a subscription to its session, so a client that goes
+away stops watching and the run goes on to its next stop. A decision (``resume``) is recorded
+(:func:`prism_core.decide_agent_run`: one audited compare-and-swap write, nothing run here)
+and run by a worker (the app's own, or any other on the same stores); the request watches it
+from the stores (:func:`prism_core.observe_agent_run`).
+
+Both return the events to forward with the first one already read, so a refusal (a busy
 thread, a bad decision batch) is raised here, before any AG-UI event but the opening one.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import attrs
 from ag_ui.core import RunAgentInput
 
 from prism_core import (
-    AbortSignal,
     AgentDecisionError,
     Principal,
+    PrismError,
+    decide_agent_run,
     load_agent_run_state,
-    resume_agent_run_stream,
+    observation_point,
+    observe_agent_run,
 )
 
 from ._agent import AgentFactory
@@ -24,45 +35,27 @@ from ._decisions import decisions_for
 from ._errors import InterruptPending, RunActive, ThreadUnavailable
 from ._input import user_text
 
-__all__ = ("OpenedRun", "open_run")
+__all__ = ("QUEUED_EVENTS", "OpenedRun", "open_run")
+
+#: Events a watching request may fall behind a new run by before it is told it lost some.
+QUEUED_EVENTS = 4096
 
 
 @attrs.frozen
 class OpenedRun:
-    """A started or resumed run: its stream, the event already read from it, its ids, and
-    what aborts it (the session of a new run, the signal of a resume)."""
+    """The events of a started or decided run to forward, the first already read, and its
+    ids. Closing it stops the watching only: the run is not the request's."""
 
-    stream: Any = attrs.field(eq=False)
+    events: AsyncIterator[Any] = attrs.field(eq=False)
     first: Any = attrs.field(eq=False)
     run_id: str
     session_id: str
-    session: Any = attrs.field(default=None, eq=False)
-    signal: AbortSignal | None = attrs.field(default=None, eq=False)
-
-    def abort(self, reason: str) -> None:
-        """Abort the run through the core (which records it ``aborted``); its stream then
-        ends with the abort."""
-        if self.session is not None:
-            self.session.abort(reason)
-        if self.signal is not None:
-            self.signal.abort(reason)
 
     async def aclose(self) -> None:
-        """Leave the stream (aborting a run still going) and close the session."""
-        try:
-            await self.stream.aclose()
-        finally:
-            if self.session is not None:
-                await self.session.close()
-
-
-async def _first(stream: Any) -> Any:
-    try:
-        first = await anext(stream)
-    except BaseException:
-        await stream.aclose()
-        raise
-    return first
+        """Stop watching the run."""
+        closer = getattr(self.events, "aclose", None)
+        if closer is not None:
+            await closer()
 
 
 async def _start(
@@ -84,15 +77,31 @@ async def _start(
         if status == "running":
             raise RunActive("the thread's last run has not finished")
     session = agent.create_session(id=thread_id)
+    await session.checkout()
+    watching = session.subscribe(max_queued_events=QUEUED_EVENTS)
+
+    async def run() -> None:
+        try:
+            # The run names its starter: the caller's actor.
+            await session.run(text, actor=caller.actor)
+        except PrismError:
+            pass  # a failed or aborted run ends with its own events
+        finally:
+            await session.close()
+
+    task = factory.workers.start_run(run)
     try:
-        await session.checkout()
-        # The run names its starter: the caller's actor.
-        stream = session.stream(text, actor=caller.actor)
-        first = await _first(stream)
+        first = await anext(watching)
+    except StopAsyncIteration:
+        # Refused before its first event (invalid options, a busy session): say why.
+        await task.wait()
+        raise PrismError(
+            "the run ended before it started", code="ERR_PRISM_AGUI_INTERNAL"
+        ) from None
     except BaseException:
-        await session.close()
+        watching.close()
         raise
-    opened = OpenedRun(stream, first, first.run_id, thread_id, session)
+    opened = OpenedRun(_subscription_events(watching), first, first.run_id, thread_id)
     try:
         await factory.threads.move(claim, first.run_id, scope)
     except BaseException:
@@ -101,7 +110,15 @@ async def _start(
     return opened
 
 
-async def _resume(
+async def _subscription_events(watching: Any) -> AsyncIterator[Any]:
+    try:
+        async for event in watching:
+            yield event
+    finally:
+        watching.close()
+
+
+async def _decide(
     factory: AgentFactory, run_input: RunAgentInput, caller: Principal, agent: Any
 ) -> OpenedRun:
     resume = run_input.resume or []
@@ -123,8 +140,10 @@ async def _resume(
     state = found.state
     pending = state.interruption.pending_decisions if state.interruption is not None else ()
     decisions = decisions_for(resume, {d.approval_id: d.kind for d in pending})
-    signal = AbortSignal()
-    stream = resume_agent_run_stream(
+    point = await observation_point(
+        factory.checkpoints, factory.sessions, state.run_id, ownership=scope
+    )
+    await decide_agent_run(
         agent,
         {"run_id": state.run_id, "session_id": state.session_id},
         {
@@ -137,17 +156,32 @@ async def _resume(
         checkpoints=factory.checkpoints,
         definition_revision=factory.revision,
         ownership=scope,
-        signal=signal,
     )
-    first = await _first(stream)
-    return OpenedRun(stream, first, state.run_id, state.session_id, signal=signal)
+    factory.workers.ensure_started()
+    observed = _observed_events(
+        observe_agent_run(
+            factory.checkpoints, factory.sessions, state.run_id, ownership=scope, after=point
+        )
+    )
+    try:
+        first = await anext(observed)
+    except BaseException:
+        await observed.aclose()
+        raise
+    return OpenedRun(observed, first, state.run_id, state.session_id)
+
+
+async def _observed_events(observed: Any) -> AsyncGenerator[Any, None]:
+    async with contextlib.aclosing(observed):
+        async for item in observed:
+            yield item.event
 
 
 async def open_run(
     factory: AgentFactory, run_input: RunAgentInput, caller: Principal, agent: Any
 ) -> OpenedRun:
-    """The run ``run_input`` asks for, with ``agent`` hosted for ``caller``: a resume when it
-    carries ``resume`` entries, else a new run of its last user message on the thread."""
+    """The run ``run_input`` asks for, with ``agent`` hosted for ``caller``: a decision when
+    it carries ``resume`` entries, else a new run of its last user message on the thread."""
     if run_input.resume:
-        return await _resume(factory, run_input, caller, agent)
+        return await _decide(factory, run_input, caller, agent)
     return await _start(factory, run_input, caller, agent)

@@ -1,10 +1,11 @@
 """One AG-UI run as server-sent events: ``RUN_STARTED``, the run's events, and its end.
 
-The run is opened and consumed in the task that handles the request (a resumed run's task
-group lives there), while a second task listens for the client going away: when it does,
-the run is aborted through the core (recorded ``aborted``; a tool that was running is
-cancelled). A refusal is a ``RUN_ERROR`` with the refusal's ``code``; an unexpected failure
-is a generic ``RUN_ERROR`` and is then raised again for the server to log.
+The request only watches: a new run runs in a task of the app's own, a decided one in a
+worker (see :mod:`._runs`). A second task listens for the client going away; when it does,
+the watching stops and the run goes on to its next stop (nothing is aborted: an abort while
+a side-effecting call runs would leave an effect nobody recorded). A refusal is a
+``RUN_ERROR`` with the refusal's ``code``; an unexpected failure is a generic ``RUN_ERROR``
+and is then raised again for the server to log.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _started(run_input: RunAgentInput, prism_run_id: str | None) -> RunStartedEv
 
 @attrs.define
 class _Relay:
-    """Opens the run, sends its events through ``emit``, and aborts it if the client leaves."""
+    """Opens the run and sends its events through ``emit``."""
 
     factory: AgentFactory
     run_input: RunAgentInput
@@ -57,14 +58,6 @@ class _Relay:
     emit: Emit
     translator: EventTranslator
     opened: OpenedRun | None = None
-    gone: bool = False
-
-    def client_left(self) -> None:
-        """The client went away: abort the run (now, or as soon as it is open)."""
-        self.gone = True
-        logger.info("AG-UI run %s: %s; the run is aborted", self.run_input.run_id, CLIENT_LEFT)
-        if self.opened is not None:
-            self.opened.abort(CLIENT_LEFT)
 
     async def _send(self, events: list[BaseEvent]) -> None:
         for event in events:
@@ -81,16 +74,11 @@ class _Relay:
             await self._send(self.translator.error(str(exc), exc.code))
             return
         try:
-            if self.gone:
-                opened.abort(CLIENT_LEFT)
             await self.emit(_started(self.run_input, opened.run_id))
             event = opened.first
-            while event is not None:
-                # Read to the stream's end even after the AG-UI run's last event: leaving a
-                # run's stream early aborts it, and the run settles its state after its end.
-                if not self.translator.finished:
-                    await self._send(await self._translate(event))
-                event = await anext(opened.stream, None)
+            while event is not None and not self.translator.finished:
+                await self._send(await self._translate(event))
+                event = await anext(opened.events, None)
             if not self.translator.finished:
                 await self._send(
                     self.translator.error("the run ended without an outcome", INTERNAL_ERROR)
@@ -155,7 +143,9 @@ class AguiEventStream:
             async def watch_disconnect() -> None:
                 while (await receive())["type"] != "http.disconnect":
                     pass
-                relay.client_left()
+                # The client went away: stop watching; the run is not this request's.
+                logger.info("AG-UI run %s: %s", self._input.run_id, CLIENT_LEFT)
+                group.cancel_scope.cancel()
 
             group.start_soon(watch_disconnect)
             try:

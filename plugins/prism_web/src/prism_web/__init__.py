@@ -5,7 +5,8 @@ Each face turns its caller into a :class:`~prism_core.Principal` with :func:`aut
 machine only), reads bodies with :func:`read_json_object` (declared JSON, at most
 ``max_body_bytes``, one object with no repeated key at any depth), answers every refusal from
 one table (:data:`REFUSALS`: 400 401 403 413 415 421) and claims the sessions callers name
-with :class:`SessionClaims`. The faces keep only what their protocol needs.
+with :class:`SessionClaims`, and runs decided runs and the runs it starts outside its
+requests with :class:`FaceWorkers`. The faces keep only what their protocol needs.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ._errors import (
 )
 from ._hosts import client_is_loopback, host_name, is_loopback, require_loopback_host
 from ._stores import store_pair
+from ._workers import FaceWorkers
 
 __all__ = (
     "DEFAULT_MAX_BODY_BYTES",
@@ -44,6 +46,7 @@ __all__ = (
     "REFUSALS",
     "Authorize",
     "BadRequest",
+    "FaceWorkers",
     "Forbidden",
     "Misdirected",
     "NotAuthenticated",

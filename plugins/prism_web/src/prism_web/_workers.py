@@ -1,0 +1,84 @@
+"""The workers a face runs, and the runs it starts for its callers, beside its requests.
+
+A face's requests only decide and watch: a decision is recorded (``decide_agent_run``) and run
+by a worker, a new run is started in a task of the face's own, never in the request, so a
+client that goes away only stops watching. :class:`FaceWorkers` holds both. It needs no
+lifespan (a face is often mounted inside a host's app, whose lifespan never reaches it): the
+workers start with the face's first request, as tasks of the server's event loop
+(``prism_core.start_detached``), and stop when :meth:`FaceWorkers.aclose` is called (the
+face's own lifespan, when it has one) or with the event loop. A worker stopped that way
+leaves its runs ``running``; the next worker continues them once their lease has expired.
+
+It must not read requests or speak a protocol: the faces do.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from prism_core import Detached, StorePair, run_worker, start_detached
+
+__all__ = ("FaceWorkers",)
+
+
+class FaceWorkers:
+    """``workers`` run claims (0: none) over ``stores`` with ``resolve_agent``, each under a
+    ``lease_ms`` lease; and the background runs a face starts."""
+
+    def __init__(
+        self,
+        stores: StorePair,
+        resolve_agent: Callable[..., Any],
+        *,
+        workers: int,
+        lease_ms: int,
+    ) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+            raise ValueError(f"workers must be 0 or more, got {workers!r}")
+        self.stores = stores
+        self.resolve_agent = resolve_agent
+        self.workers = workers
+        self.lease_ms = lease_ms
+        self._stop: anyio.Event | None = None
+        self._task: Detached | None = None
+        self._runs: set[Detached] = set()
+
+    def ensure_started(self) -> None:
+        """Start the workers (once; a no-op with ``workers=0``), on this event loop."""
+        if self._task is not None or self.workers == 0:
+            return
+        self._stop = anyio.Event()
+        self._task = start_detached(
+            functools.partial(
+                run_worker,
+                checkpoints=self.stores.checkpoints,
+                sessions=self.stores.sessions,
+                resolve_agent=self.resolve_agent,
+                lease_ms=self.lease_ms,
+                concurrency=self.workers,
+                stop=self._stop,
+            )
+        )
+
+    def start_run(self, run: Callable[[], Awaitable[Any]]) -> Detached:
+        """Run ``run()`` in a task of the face's own, not of the request that asked for it."""
+        self._runs = {task for task in self._runs if not task.done}
+        task = start_detached(run)
+        self._runs.add(task)
+        return task
+
+    async def aclose(self) -> None:
+        """Stop the workers (runs in flight stay ``running`` for the next worker) and wait
+        for the background runs this face started."""
+        if self._stop is not None:
+            self._stop.set()
+        if self._task is not None:
+            await self._task.wait()
+        for task in tuple(self._runs):
+            task.cancel()
+            await task.wait()
+        self._runs.clear()
