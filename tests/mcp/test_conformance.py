@@ -98,7 +98,8 @@ def test_every_required_client_scenario_passes(suite: None, revision: str, tmp_p
             revision,
             cwd=tmp_path,
         )
-        summary = re.search(r"Passed: (\d+)/(\d+), (\d+) failed", done.stdout)
+        # The suite prints its summary on stderr.
+        summary = re.search(r"Passed: (\d+)/(\d+), (\d+) failed", done.stdout + done.stderr)
         if done.returncode == 0 and summary and summary.group(3) == "0":
             results[scenario] = "passed"
         else:
