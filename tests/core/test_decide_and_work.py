@@ -305,3 +305,34 @@ async def test_malformed_worker_options_are_refused_before_any_read(options: Any
 def test_the_run_namespace_and_the_work_namespace_differ() -> None:
     """Marks never share a namespace with run records (a listing of runs never sees them)."""
     assert WORK_NAMESPACE != AGENT_RUN_NAMESPACE
+
+
+@pytest.mark.anyio
+async def test_a_recorded_edit_runs_with_the_edited_arguments() -> None:
+    """A decision that edits the call's arguments is recorded; the worker's continue checks
+    the call against the edited arguments' hash and runs it with them, once."""
+    fixture = Fixture()
+    run_id, version = await fixture.suspended()
+    status = await load_agent_run_state(fixture.world.checkpoints, {"run_id": run_id})
+    assert status is not None and status.state.interruption is not None
+    (pending,) = status.state.interruption.pending_decisions
+    await fixture.decide(
+        run_id,
+        {
+            "expected_version": version,
+            "decisions": [
+                {
+                    "approval_id": pending.approval_id,
+                    "outcome": "allow_once",
+                    "modified_arguments": {"order": "A-9"},
+                }
+            ],
+        },
+    )
+    assert fixture.log == []
+    async with worker(fixture, poll_ms=10):
+
+        async def ran() -> bool:
+            return fixture.log == ["A-9"]
+
+        await until(ran)
