@@ -314,7 +314,8 @@ async def test_a_recorded_edit_runs_with_the_edited_arguments() -> None:
     fixture = Fixture()
     run_id, version = await fixture.suspended()
     status = await load_agent_run_state(fixture.world.checkpoints, {"run_id": run_id})
-    assert status is not None and status.state.interruption is not None
+    assert status is not None
+    assert status.state.interruption is not None
     (pending,) = status.state.interruption.pending_decisions
     await fixture.decide(
         run_id,
