@@ -17,10 +17,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from ._error_base import PrismError
+
 __all__ = (
     "NOTIFICATION_EVENTS",
     "Notification",
     "Notifier",
+    "NotifierConfigError",
+    "check_notifiers",
     "check_events",
     "notification_id",
     "notifier_keys",
@@ -150,6 +154,32 @@ class Notifier(Protocol):
     async def deliver(self, notification: Notification) -> None:
         """Send ``notification``; raise to have it retried."""
         ...
+
+
+class NotifierConfigError(PrismError, ValueError):
+    """A notifier or a notifier option is malformed (raised before anything is sent)."""
+
+    code = "ERR_PRISM_NOTIFIER_CONFIG"
+
+
+def check_notifiers(notifiers: Any) -> tuple[Any, ...]:
+    """``notifiers`` as a tuple, each with a callable ``deliver``; anything else is a
+    :class:`NotifierConfigError`."""
+    if notifiers is None:
+        return ()
+    if isinstance(notifiers, str | bytes) or not isinstance(notifiers, Sequence):
+        raise NotifierConfigError("notifiers must be a sequence of notifiers")
+    for notifier in notifiers:
+        if not callable(getattr(notifier, "deliver", None)):
+            kind = type(notifier).__name__
+            raise NotifierConfigError(
+                f"a notifier must have an async deliver(notification), got {kind}"
+            )
+        try:
+            check_events(getattr(notifier, "events", None))
+        except ValueError as exc:
+            raise NotifierConfigError(f"{type(notifier).__name__}.events: {exc}") from None
+    return tuple(notifiers)
 
 
 def notifier_keys(notifiers: Sequence[Any]) -> list[str]:

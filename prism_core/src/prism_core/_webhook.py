@@ -27,7 +27,7 @@ import anyio
 import anyio.to_thread
 
 from ._error_base import PrismError
-from ._notification import Notification, check_events
+from ._notification import Notification, NotifierConfigError, check_events
 from .codec import dumps
 
 __all__ = (
@@ -42,12 +42,6 @@ __all__ = (
 MAX_ANSWER_BYTES = 65536
 #: Longest ``timeout_ms``.
 MAX_TIMEOUT_MS = 600_000
-
-
-class NotifierConfigError(PrismError, ValueError):
-    """A notifier option is malformed (raised when the notifier is made, before any send)."""
-
-    code = "ERR_PRISM_NOTIFIER_CONFIG"
 
 
 class WebhookDeliveryError(PrismError):
