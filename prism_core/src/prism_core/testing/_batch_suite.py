@@ -47,7 +47,8 @@ class CheckpointBatchConformance:
         assert [(r.key, r.version) for r in tx.records] == [(run, 2), (note, 1)]
         assert tx.entries == ()
         first, second = await checkpoint_store.load(ns, run), await checkpoint_store.load(ns, note)
-        assert first is not None and second is not None
+        assert first is not None
+        assert second is not None
         assert (first.version, first.value) == (2, {"v": 2})
         assert (second.version, second.value) == (1, {"status": "pending"})
 
@@ -93,7 +94,8 @@ class CheckpointBatchConformance:
             with pytest.raises(InvalidCheckpointError):
                 tx.append(entry)
         record = await checkpoint_store.load(ns, run)
-        assert record is not None and record.value == {"v": 1}
+        assert record is not None
+        assert record.value == {"v": 1}
 
     @pytest.mark.anyio
     async def test_an_exception_in_the_block_writes_nothing(
