@@ -236,6 +236,7 @@ from .workers import (
     WorkerConfigError,
     deliver_notifications,
     entered_resolver,
+    run_deliverer,
     run_worker,
 )
 
@@ -250,6 +251,7 @@ __all__ = (
     "WebhookNotifier",
     "WebhookTransport",
     "deliver_notifications",
+    "run_deliverer",
     "AgentRunDetail",
     "InDoubtCallView",
     "PendingCallView",

@@ -289,7 +289,9 @@ def read_entry(record: CheckpointRecord) -> OutboxEntry | None:
         if not isinstance(delivered, list) or not all(isinstance(k, str) for k in delivered):
             raise ValueError("delivered_to is not a list of names")
         error = value.get("last_error")
-        notification = Notification.from_json(value.get("notification"), attempt=attempts + 1)
+        # A claimed record's attempt is the one its claim counted; a pending one's is next.
+        attempt = attempts if status == DELIVERING else attempts + 1
+        notification = Notification.from_json(value.get("notification"), attempt=max(attempt, 1))
     except ValueError as exc:
         logger.warning(
             "outbox record %r is not a notification (%s); left as it is", record.key, exc

@@ -5,7 +5,7 @@ above ``resume/``: a worker continues runs through the public resume API. It onl
 its public names; it must not hold behaviour.
 """
 
-from ._delivery import deliver_notifications
+from ._delivery import deliver_notifications, run_deliverer
 from ._resolver import ResolverError, entered_resolver, is_resolver_factory
 from ._worker import WorkerConfigError, run_worker
 
@@ -15,5 +15,6 @@ __all__ = (
     "deliver_notifications",
     "entered_resolver",
     "is_resolver_factory",
+    "run_deliverer",
     "run_worker",
 )

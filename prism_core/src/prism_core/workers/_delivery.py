@@ -50,8 +50,8 @@ __all__ = (
     "DEFAULT_BACKOFF_MS",
     "DEFAULT_MAX_ATTEMPTS",
     "DELIVER_TIMEOUT_S",
-    "deliver_forever",
     "deliver_notifications",
+    "run_deliverer",
 )
 
 logger = logging.getLogger("prism_core.workers")
@@ -302,15 +302,40 @@ async def _deliver_one(
     )
 
 
-async def deliver_forever(
-    checkpoints: CheckpointStore, notifiers: Sequence[Any], *, every: float
+async def run_deliverer(
+    *,
+    checkpoints: CheckpointStore,
+    notifiers: Sequence[Any],
+    poll_ms: int = 500,
+    stop: anyio.Event | None = None,
 ) -> None:
-    """Deliver the outbox every ``every`` seconds until cancelled; a pass that fails (a store
-    down for a moment) is logged and tried again at the next."""
+    """Deliver the outbox of ``checkpoints`` to ``notifiers`` every ``poll_ms`` until
+    ``stop`` is set (or the task is cancelled): what a process that runs no worker (a face
+    with ``workers=0``, say) runs to deliver. A pass that fails (a store down for a moment)
+    is logged and tried again at the next. Raises
+    :class:`~prism_core.NotifierConfigError` for a malformed notifier before it reads."""
     chosen = check_notifiers(notifiers)
+    if isinstance(poll_ms, bool) or not isinstance(poll_ms, int) or poll_ms < 1:
+        raise ValueError(f"poll_ms must be a positive integer, got {poll_ms!r}")
+    if stop is None:
+        await _deliver_forever(checkpoints, chosen, poll_ms / 1000)
+        return
+    async with anyio.create_task_group() as group:
+
+        async def stopping() -> None:
+            await stop.wait()
+            group.cancel_scope.cancel()
+
+        group.start_soon(stopping)
+        await _deliver_forever(checkpoints, chosen, poll_ms / 1000)
+
+
+async def _deliver_forever(
+    checkpoints: CheckpointStore, notifiers: Sequence[Any], every: float
+) -> None:
     while True:
         try:
-            await deliver_notifications(checkpoints, chosen)
+            await deliver_notifications(checkpoints, notifiers)
         except PrismError as exc:
             logger.warning("notification delivery failed (%s): %s", exc.code, exc.message)
         await anyio.sleep(every)

@@ -61,7 +61,7 @@ from ..resume import (
     list_agent_runs,
     load_agent_run_state,
 )
-from ._delivery import deliver_forever
+from ._delivery import run_deliverer
 from ._resolver import entered_resolver
 
 __all__ = ("WorkerConfigError", "run_worker")
@@ -422,7 +422,7 @@ async def run_worker(
             if chosen:
                 group.start_soon(
                     functools.partial(
-                        deliver_forever, checkpoints, chosen, every=_every(poll_ms / 1000)
+                        run_deliverer, checkpoints=checkpoints, notifiers=chosen, poll_ms=poll_ms
                     )
                 )
             if stop is not None:
@@ -439,12 +439,8 @@ async def run_worker(
                     await _poll(worker, group, poll_ms / 1000, watch)
 
 
-def _every(seconds: float) -> float:
-    return seconds if math.isfinite(seconds) else 3600.0
-
-
 async def _poll(worker: _Worker, group: anyio.abc.TaskGroup, every: float, watch: Any) -> None:
-    every = _every(every)
+    every = every if math.isfinite(every) else 3600.0
     # The runs whose lease expired are listed at least every ``every`` seconds; a wake-up
     # (a decision, which left a mark) lists the marks alone.
     listed_expired = -math.inf
