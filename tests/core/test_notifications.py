@@ -33,7 +33,7 @@ from prism_core.durable._outbox import OUTBOX_NAMESPACE
 from prism_core.hookspecs import hookimpl
 from prism_core.plugins import PluginHost
 
-from .durable_support import REVISION, by_history, rewrite_as_in_doubt
+from .durable_support import REVISION, CountingStore, by_history, rewrite_as_in_doubt
 from .helpers import text_turn, tool_turn
 
 SCRIPT = [tool_turn(("r1", "refund", {"amount": 900, "order": "A-3"})), text_turn("done")]
@@ -418,6 +418,38 @@ async def test_a_claim_left_by_a_dead_deliverer_is_taken_again_with_the_same_id(
     (got,) = collect.got
     assert got.id == record.key == record.value["notification"]["id"]
     assert got.attempt == 2
+
+
+@pytest.mark.anyio
+async def test_a_store_without_the_batch_or_the_index_still_notifies() -> None:
+    """A third-party store with neither ``checkpoint_transaction`` nor a status index: the
+    notification is written right after its checkpoint (one save more), and delivered from a
+    plain listing that reads past the dead records."""
+    desk = Desk()
+    store = CountingStore(desk.checkpoints)
+    desk.checkpoints = store  # type: ignore[assignment]
+    dead = {"status": "dead", "attempts": 8, "due_at": 0.0}
+    for n in range(150):
+        body = {
+            "id": f"ntf_dead{n:03d}",
+            "event": "finished",
+            "run_id": "gone",
+            "session_id": "s",
+            "agent_id": "a",
+            "status": "succeeded",
+            "version": 1,
+            "occurred_at": 0.0,
+        }
+        await store.inner.save(
+            OUTBOX_NAMESPACE, f"ntf_0dead{n:03d}", {**dead, "notification": body}, version=1
+        )
+    before = store.saves
+    run = await desk.suspend()
+    assert store.saves == before + 2  # the suspension, then its notification
+    collect = Collect()
+    assert await deliver_notifications(store, [collect]) == 1
+    (got,) = collect.got
+    assert (got.event, got.run_id) == ("suspended", run.run_id)
 
 
 class PagerPlugin:

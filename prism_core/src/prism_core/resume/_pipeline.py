@@ -468,7 +468,10 @@ async def _settle_partial(
 
 def _host_notifies(agent: ResumableAgent) -> bool:
     """Whether the agent is hosted with notifiers (its ``run_state`` has ``notify``)."""
-    return getattr(agent.config.run_state, "notify", False) is True
+    run_state = agent.config.run_state
+    if isinstance(run_state, Mapping):
+        return run_state.get("notify") is True
+    return getattr(run_state, "notify", False) is True
 
 
 def _publish(session: ResumedSession, writer: CheckpointWriter, event: AgentEvent) -> None:

@@ -67,6 +67,8 @@ DELIVER_TIMEOUT_S = 60.0
 _RUNS_AT_ONCE = 8
 #: Most records one pass reads per status.
 _PAGE = 100
+#: Pages one pass reads from a store without a status index.
+_UNINDEXED_PAGES = 10
 #: Longest error text a record keeps.
 _MAX_ERROR_CHARS = 500
 
@@ -93,8 +95,14 @@ async def _due(checkpoints: CheckpointStore, now: float) -> list[OutboxEntry]:
             page = await index.list_by_status(OUTBOX_NAMESPACE, status, limit=_PAGE)
             records.extend(page.records)
     else:
-        page = await checkpoints.list(OUTBOX_NAMESPACE, limit=_PAGE)
-        records.extend(page.records)
+        # Without an index the dead records are listed too: read on past them, a few pages.
+        cursor: str | None = None
+        for _ in range(_UNINDEXED_PAGES):
+            page = await checkpoints.list(OUTBOX_NAMESPACE, limit=_PAGE, cursor=cursor)
+            records.extend(page.records)
+            cursor = page.cursor
+            if cursor is None:
+                break
     due: list[OutboxEntry] = []
     for record in records:
         entry = read_entry(record)
