@@ -20,6 +20,10 @@ matching session store) under both checkpoint policies, with
   batch (on the development machine SQLite's ``fsync`` took 0.25 ms back to back and 0.53 ms
   after 3 ms of other work), so this is the plain driver at the run's own cadence; the targets
   stay on the back-to-back write;
+- notifications: the same every-turn run with ``notify=True`` (its state changes go to the
+  outbox; this one's only event is its end, ``finished``, which rides its last commit),
+  interleaved with the run without it: its wall time over the plain run's, per repeat (the
+  median; target: at most 1.05), and its commits against the plain run's (target: the same);
 - checkpoint bytes (canonical JSON of the saved value) at turn 1 and at turn 40 and their
   difference (target: within 512 B), from a wrapper that records every saved value;
 - checkpoint writes per turn (target: exactly 1 under every-turn, 0 under decision);
@@ -101,6 +105,10 @@ from prism_core.records import read_branch_and_run_tail
 from prism_core.stores import SaveRequest
 
 STORES = ("memory", "sqlite", "postgres", "redis")
+#: A notifying run's wall time over the same run without notifications, at most.
+NOTIFY_TARGET = 1.05
+#: The store calls that commit (a save or a shared commit, or an append on its own).
+COMMITS = ("checkpoint.save", "session.append")
 #: Cost per turn over one raw durable write: a read-only tool turn (one commit), and a
 #: side-effecting tool turn (two commits: the dispatched mark, then the turn checkpoint).
 OVERHEAD_TARGETS = {"sqlite": 1.5, "postgres": 1.5, "redis": 2.0}
@@ -227,6 +235,11 @@ class RecordingCheckpoints:
         begin = getattr(self.inner, "shared_transaction", None)
         inner = begin(getattr(sessions, "inner", sessions)) if callable(begin) else None
         return None if inner is None else RecordingTransaction(inner, self.trace)
+
+    def checkpoint_transaction(self) -> Any:
+        """The wrapped store's commit of several saves (a notifying run's checkpoint and
+        outbox records), recorded like a save."""
+        return RecordingTransaction(self.inner.checkpoint_transaction(), self.trace)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -385,6 +398,8 @@ class RunOutcome:
     calls: list[float]
     saves: list[Save]
     elapsed: float = 0.0
+    #: Store commits the run made (checkpoint saves and shared commits, lone appends).
+    commits: int = 0
 
     @property
     def intervals(self) -> list[float]:
@@ -412,8 +427,8 @@ class Bench:
             provider=provider,
         )
 
-    def options(self, policy: str) -> RunStateOptions:
-        return RunStateOptions(self.checkpoints, REVISION, checkpoint_policy=policy)
+    def options(self, policy: str, *, notify: bool = False) -> RunStateOptions:
+        return RunStateOptions(self.checkpoints, REVISION, checkpoint_policy=policy, notify=notify)
 
     async def investigate(
         self, policy: str, turns: int | None = None, raw_write: Callable[[], None] | None = None
@@ -438,14 +453,19 @@ class Bench:
         else:
             effect = None if policy == "every-turn-effect" else "read"
             session = self.agent(provider, effect=effect).create_session(id=session_id)
-            start = time.perf_counter()
-            result = await session.run(
-                QUESTION, run_state=self.options(policy.removesuffix("-effect"))
+            notify = policy.endswith("-notify")
+            options = self.options(
+                policy.removesuffix("-effect").removesuffix("-notify"), notify=notify
             )
+            start = time.perf_counter()
+            result = await session.run(QUESTION, run_state=options)
         elapsed = time.perf_counter() - start
         if result.status != "succeeded":
             raise RuntimeError(f"the investigation ended {result.status}")
-        return RunOutcome(session_id, list(provider.calls), list(self.trace.saves), elapsed)
+        commits = sum(1 for name, _, _ in self.trace.calls if name in COMMITS)
+        return RunOutcome(
+            session_id, list(provider.calls), list(self.trace.saves), elapsed, commits
+        )
 
     async def crash(self) -> tuple[str, str, int]:
         """An every-turn investigation whose worker dies at the provider call after its last
@@ -526,6 +546,12 @@ class StoreResult:
     transcript_bytes: int = 0
     resumes: list[ResumeSample] = field(default_factory=list)
     seconds: float = 0.0
+    #: Per repeat: the notifying run's wall time over the plain every-turn run's.
+    notify_ratios: list[float] = field(default_factory=list)
+    notify_runs: list[float] = field(default_factory=list)
+    #: Commits of the plain every-turn run and of the notifying one.
+    every_commits: int = 0
+    notify_commits: int = 0
 
 
 async def measure_store(name: str, args: argparse.Namespace, prefix: str) -> StoreResult:
@@ -579,7 +605,13 @@ async def measure_store(name: str, args: argparse.Namespace, prefix: str) -> Sto
             raw.write("run", raw_value)
 
         every: RunOutcome | None = None
-        steps: tuple[str, ...] = ("none", "every-turn", "every-turn-effect", "raw-batch")
+        steps: tuple[str, ...] = (
+            "none",
+            "every-turn",
+            "every-turn-notify",
+            "every-turn-effect",
+            "raw-batch",
+        )
         if raw is not None:
             steps += ("raw",)
         for rep in range(args.repeats):
@@ -600,9 +632,14 @@ async def measure_store(name: str, args: argparse.Namespace, prefix: str) -> Sto
                     out.every_runs.append(outcome.elapsed)
                     out.every_turns += outcome.intervals
                     out.in_run_saves += [s.end - s.start for s in outcome.saves]
+                    out.every_commits = outcome.commits
                     every = outcome
+                elif step == "every-turn-notify":
+                    out.notify_runs.append(outcome.elapsed)
+                    out.notify_commits = outcome.commits
             out.pair_costs.append((pair["every-turn"] - pair["none"]) / args.turns)
             out.effect_costs.append((pair["every-turn-effect"] - pair["none"]) / args.turns)
+            out.notify_ratios.append(pair["every-turn-notify"] / pair["every-turn"])
             if "raw" in pair:
                 out.raw_run_costs.append((pair["raw"] - pair["none"]) / args.turns)
         assert every is not None
@@ -730,6 +767,31 @@ def report(results: Sequence[StoreResult], turns: int) -> tuple[str, list[str]]:
         ),
     )
     row("cost per turn / raw write (side-effecting tool)", "see cell", effect_ratio_cell)
+    row(
+        "run with notifications (notify=True), every-turn (median ms)",
+        "-",
+        lambda r: f"{median_ms(r.notify_runs):.1f}",
+    )
+    row(
+        "  its wall time / the same run without (median of the pairs)",
+        f"<= {NOTIFY_TARGET}",
+        lambda r: gated(
+            r,
+            f"{statistics.median(r.notify_ratios):.3f}",
+            statistics.median(r.notify_ratios) <= NOTIFY_TARGET,
+            "notifying run / plain run",
+        ),
+    )
+    row(
+        "  its commits / the same run without",
+        "equal",
+        lambda r: gated(
+            r,
+            f"{r.notify_commits} / {r.every_commits}",
+            r.notify_commits == r.every_commits,
+            "notifying run's commits",
+        ),
+    )
     row("checkpoint bytes at turn 1", "-", lambda r: str(r.bytes_turn1))
     row(f"checkpoint bytes at turn {turns}", "-", lambda r: str(r.bytes_turn_n))
     row(

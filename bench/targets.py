@@ -17,6 +17,9 @@ with different bytes every time (never Prism's own code path):
   persistence, per turn) ≤ 2x one raw durable write for an idempotent tool and ≤ 3x for a
   side-effecting one; checkpoint bytes flat from the first to the last turn (within 512 B);
   the memory store's cost per turn is shown for comparison with earlier runs;
+- a run with notifications (``notify=True``, its end written to the outbox in its last
+  commit) against the same run without, interleaved run by run (``bench/durable.py``): wall
+  time per turn ≤ 1.05x, and not one commit more (SQLite, PostgreSQL);
 - decide → dispatch (``bench/dispatch.py``): a decision recorded in this process starts its
   tool in an idle worker in another process with p50 ≤ 10 ms and p99 ≤ 50 ms on SQLite,
   PostgreSQL and Redis (absolute targets: the figure is the percentile itself).
@@ -79,6 +82,7 @@ CONCURRENT_TARGET = 0.5
 IDEMPOTENT_TARGET = 2.0
 EFFECT_TARGET = 3.0
 BYTES_GROWTH_TARGET = 512
+NOTIFY_TARGET = 1.05
 DISPATCH_P50_MS = 10.0
 DISPATCH_P99_MS = 50.0
 
@@ -347,6 +351,15 @@ async def one_run(args: argparse.Namespace, targets: dict[str, Target], pg: str 
             targets[f"effect rows {store}"].runs.append(
                 Figure(effect_cost, rows, effect_cost / rows)
             )
+        per_turn = statistics.median(result.notify_runs) * 1000 / dargs.turns
+        plain = statistics.median(result.every_runs) * 1000 / dargs.turns
+        targets[f"notify {store}"].runs.append(
+            Figure(per_turn, plain, statistics.median(result.notify_ratios))
+        )
+        extra = float(result.notify_commits - result.every_commits)
+        targets[f"notify commits {store}"].runs.append(
+            Figure(float(result.notify_commits), float(result.every_commits), extra)
+        )
         growth = float(abs(result.bytes_turn_n - result.bytes_turn1))
         targets[f"bytes {store}"].runs.append(
             Figure(float(result.bytes_turn_n), float(result.bytes_turn1), growth)
@@ -431,6 +444,12 @@ def make_targets(args: argparse.Namespace) -> dict[str, Target]:
         t[f"bytes {store}"] = Target(
             f"checkpoint bytes, {label}: |last turn - first turn|", BYTES_GROWTH_TARGET, "B"
         )
+        t[f"notify {store}"] = Target(
+            f"turn with notifications, {label}: wall time / without", NOTIFY_TARGET, "ms"
+        )
+        t[f"notify commits {store}"] = Target(
+            f"  commits of that run, {label}: extra over the run without", 0.0, "commits"
+        )
     t["memory"] = Target("memory store: cost per turn (ms, no target)", float("inf"), "ms")
     for name, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL"), ("redis", "Redis")):
         for key, limit in (("p50", DISPATCH_P50_MS), ("p99", DISPATCH_P99_MS)):
@@ -459,7 +478,7 @@ def report(targets: dict[str, Target]) -> tuple[str, list[str]]:
             if not ok:
                 failed.append(target.name)
             limit = f"{'>=' if target.at_least else '<='} {target.limit:g}"
-        fmt = "{:.0f}" if target.unit in ("turns/s", "B") else "{:.3f}"
+        fmt = "{:.0f}" if target.unit in ("turns/s", "B", "commits") else "{:.3f}"
         rows.append(
             [
                 target.name,

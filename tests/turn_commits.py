@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from prism_core import RunStateOptions, create_agent, create_mock_provider
+from prism_core.durable._outbox import OUTBOX_NAMESPACE
 from tests.core.helpers import echo_tool, text_turn, tool_turn
 
 __all__ = ("TURNS", "commits_per_turn")
@@ -24,9 +25,10 @@ TURNS = ("read-only", "idempotent", "side-effecting", "answer")
 
 
 async def commits_per_turn(
-    checkpoints: Any, sessions: Any, commits: Callable[[], int]
+    checkpoints: Any, sessions: Any, commits: Callable[[], int], *, notify: bool = False
 ) -> dict[str, int]:
-    """Run the four-turn workload on the two stores; the commits of each turn, by name."""
+    """Run the four-turn workload on the two stores; the commits of each turn, by name.
+    ``notify``: the run writes its notifications to the outbox (its end: ``finished``)."""
     marks: list[int] = []
     log: list[Any] = []
     provider = create_mock_provider(
@@ -51,9 +53,17 @@ async def commits_per_turn(
     )
     session = agent.create_session(id=f"s-{uuid.uuid4().hex[:12]}")
     result = await session.run(
-        "go", run_state=RunStateOptions(checkpoints, "rev-1", checkpoint_policy="every-turn")
+        "go",
+        run_state=RunStateOptions(
+            checkpoints, "rev-1", checkpoint_policy="every-turn", notify=notify
+        ),
     )
     assert result.status == "succeeded"
     assert len(log) == 3
     ends = [*marks[1:], commits()]
-    return {name: end - start for name, start, end in zip(TURNS, marks, ends, strict=True)}
+    per_turn = {name: end - start for name, start, end in zip(TURNS, marks, ends, strict=True)}
+    # The outbox holds the run's end when it notifies, else nothing at all.
+    page = await checkpoints.list(OUTBOX_NAMESPACE)
+    mine = [r.value for r in page.records if r.value["notification"]["run_id"] == result.run_id]
+    assert [v["notification"]["event"] for v in mine] == (["finished"] if notify else [])
+    return per_turn

@@ -24,6 +24,7 @@ HOOKS = [
     "prism_loop_strategies",
     "prism_restore_hooks",
     "prism_middleware",
+    "prism_notifiers",
 ]
 
 

@@ -18,7 +18,11 @@ from prism_core.durable import (
 )
 from prism_core.errors import CheckpointConflictError
 from prism_core.records import SessionStore, create_memory_session_store
-from prism_core.testing import CheckpointStoreConformance, SharedCommitConformance
+from prism_core.testing import (
+    CheckpointBatchConformance,
+    CheckpointStoreConformance,
+    SharedCommitConformance,
+)
 
 
 class TestMemoryCheckpointStore(CheckpointStoreConformance):
@@ -45,6 +49,15 @@ class TestMemorySharedCommit(SharedCommitConformance):
     def shared_stores(self) -> tuple[CheckpointStore, SessionStore]:
         """A fresh pair of memory stores."""
         return create_memory_checkpoint_store(), create_memory_session_store()
+
+
+class TestMemoryCheckpointBatch(CheckpointBatchConformance):
+    """A memory checkpoint store commits several of its saves together."""
+
+    @pytest.fixture
+    def checkpoint_store(self) -> CheckpointStore:
+        """A fresh memory store."""
+        return create_memory_checkpoint_store()
 
 
 def test_memory_store_satisfies_the_protocol() -> None:

@@ -82,6 +82,9 @@ class CountingCheckpoints(MemoryCheckpointStore):
         inner = super().shared_transaction(sessions)
         return None if inner is None else CountedTransaction(inner, self.commits)
 
+    def checkpoint_transaction(self) -> Any:
+        return CountedTransaction(super().checkpoint_transaction(), self.commits)
+
 
 class CountingSessions(MemorySessionStore):
     """A memory session store counting its appends (each one a commit of its own)."""
@@ -104,6 +107,21 @@ async def test_one_commit_per_read_only_turn_two_per_side_effecting_turn() -> No
     commits = Commits()
     per_turn = await commits_per_turn(
         CountingCheckpoints(commits), CountingSessions(commits), lambda: commits.count
+    )
+    assert per_turn == {"read-only": 1, "idempotent": 1, "side-effecting": 2, "answer": 1}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("notify", [False, True], ids=["quiet", "notifying"])
+async def test_notifications_add_no_commit_to_a_turn(notify: bool) -> None:
+    """A run that notifies nobody writes no outbox record; one that does writes its
+    ``finished`` notification in its last commit: the same commits per turn either way."""
+    commits = Commits()
+    per_turn = await commits_per_turn(
+        CountingCheckpoints(commits),
+        CountingSessions(commits),
+        lambda: commits.count,
+        notify=notify,
     )
     assert per_turn == {"read-only": 1, "idempotent": 1, "side-effecting": 2, "answer": 1}
 

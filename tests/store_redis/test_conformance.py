@@ -9,6 +9,7 @@ import redis.asyncio as aioredis
 
 from prism_core.durable import shared_transaction
 from prism_core.testing import (
+    CheckpointBatchConformance,
     CheckpointStoreConformance,
     SessionStoreConformance,
     SharedCommitConformance,
@@ -38,6 +39,18 @@ class TestRedisCheckpointStore(CheckpointStoreConformance):
     def checkpoint_store_factory(self, prefix: str) -> Callable[[], RedisCheckpointStore]:
         """Another store with its own client, under the same prefix."""
         return lambda: create_redis_checkpoint_store(REDIS_URL, prefix=prefix)
+
+
+class TestRedisCheckpointBatch(CheckpointBatchConformance):
+    """Several saves in one script on a store that opens its own client from a URL."""
+
+    @pytest.fixture
+    async def checkpoint_store(
+        self, redis_client: aioredis.Redis, prefix: str
+    ) -> AsyncIterator[RedisCheckpointStore]:
+        """A fresh store under the test's private prefix."""
+        async with create_redis_checkpoint_store(REDIS_URL, prefix=prefix) as store:
+            yield store
 
 
 class TestRedisCheckpointStoreDecodingClient(CheckpointStoreConformance):

@@ -55,6 +55,20 @@ async def test_one_script_per_read_only_turn(redis_client: aioredis.Redis, prefi
 
 
 @pytest.mark.anyio
+async def test_notifications_add_no_script_to_a_turn(
+    redis_client: aioredis.Redis, prefix: str
+) -> None:
+    """A notifying run on Redis: the same script calls per turn (its ``finished``
+    notification rides its last one)."""
+    async with open_redis_stores(REDIS_URL, prefix=prefix) as stores:
+        count = count_writes(stores.checkpoints.client, (stores.checkpoints, stores.sessions))
+        per_turn = await commits_per_turn(
+            stores.checkpoints, stores.sessions, lambda: count[0], notify=True
+        )
+    assert per_turn == {"read-only": 1, "idempotent": 1, "side-effecting": 2, "answer": 1}
+
+
+@pytest.mark.anyio
 async def test_redis_url_opened_as_a_pair_commits_a_turn_once(
     redis_client: aioredis.Redis, prefix: str
 ) -> None:

@@ -9,6 +9,7 @@ import pytest
 from prism_core.durable import CheckpointStore
 from prism_core.records import SessionStore
 from prism_core.testing import (
+    CheckpointBatchConformance,
     CheckpointStampConformance,
     CheckpointStatusIndexConformance,
     CheckpointStoreConformance,
@@ -204,6 +205,44 @@ class TestAiosqliteStatusIndex(CheckpointStatusIndexConformance):
 
 class TestPostgresStatusIndex(CheckpointStatusIndexConformance):
     """The status index on PostgreSQL (this session's table prefix)."""
+
+    @pytest.fixture
+    async def checkpoint_store(
+        self, postgres_server: PostgresServer
+    ) -> AsyncIterator[CheckpointStore]:
+        """A store on the session's tables; every suite test uses its own namespace."""
+        target = postgres_server.shared()
+        async with create_sql_checkpoint_store(target.url, table_prefix=target.prefix) as store:
+            yield store
+
+
+class TestSqliteCheckpointBatch(CheckpointBatchConformance):
+    """Several saves in one commit on a SQLite file (thread-driven), on asyncio and trio."""
+
+    @pytest.fixture
+    def anyio_backend(self, both_backends: str) -> str:
+        """Both anyio backends."""
+        return both_backends
+
+    @pytest.fixture
+    async def checkpoint_store(self, sqlite_target: Target) -> AsyncIterator[CheckpointStore]:
+        """A store on this test's own SQLite file."""
+        async with create_sql_checkpoint_store(sqlite_target.url) as store:
+            yield store
+
+
+class TestAiosqliteCheckpointBatch(CheckpointBatchConformance):
+    """Several saves in one commit on a SQLite file through SQLAlchemy."""
+
+    @pytest.fixture
+    async def checkpoint_store(self, sqlite_target: Target) -> AsyncIterator[CheckpointStore]:
+        """A store on this test's own SQLite file, through an engine."""
+        async with create_sql_checkpoint_store(aiosqlite_url(sqlite_target.url)) as store:
+            yield store
+
+
+class TestPostgresCheckpointBatch(CheckpointBatchConformance):
+    """Several saves in one commit on PostgreSQL (this session's table prefix)."""
 
     @pytest.fixture
     async def checkpoint_store(

@@ -17,10 +17,19 @@ import pytest
 import sqlalchemy as sa
 
 import prism_store_sql
-from prism_core import open_stores
+from prism_core import (
+    RunStateOptions,
+    ToolDefinition,
+    create_agent,
+    create_mock_provider,
+    decide_agent_run,
+    open_stores,
+)
+from prism_core.durable._outbox import OUTBOX_NAMESPACE
 from prism_core.errors import CheckpointConflictError
 from prism_core.records import SessionConflictError, SessionEntryNotFoundError, create_session_entry
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
+from tests.core.helpers import text_turn, tool_turn
 from tests.turn_commits import commits_per_turn
 
 from .conftest import PostgresServer, Target, counted_commits, sent_statements
@@ -52,6 +61,75 @@ async def test_sqlite_one_commit_per_read_only_turn(sqlite_target: Target) -> No
         count = count_sqlite_commits(connection)
         per_turn = await commits_per_turn(stores.checkpoints, stores.sessions, lambda: count[0])
     assert per_turn == SHARED
+
+
+@pytest.mark.anyio
+async def test_sqlite_notifications_add_no_commit_to_a_turn(sqlite_target: Target) -> None:
+    """A notifying run on SQLite: the same commits per turn (its ``finished`` notification
+    rides its last commit)."""
+    async with open_sql_stores(sqlite_target.url) as stores:
+        await stores.checkpoints.load("warm", "up")
+        connection = stores.checkpoints.database._connection  # type: ignore[attr-defined]
+        count = count_sqlite_commits(connection)
+        per_turn = await commits_per_turn(
+            stores.checkpoints, stores.sessions, lambda: count[0], notify=True
+        )
+    assert per_turn == SHARED
+
+
+@pytest.mark.anyio
+async def test_postgres_notifications_add_no_commit_to_a_turn(
+    postgres_server: PostgresServer,
+) -> None:
+    """A notifying run on PostgreSQL: the same commits per turn."""
+    target = postgres_server.shared()
+    async with open_sql_stores(target.url, table_prefix=target.prefix) as stores:
+        with counted_commits(stores.checkpoints.engine) as commits:
+            per_turn = await commits_per_turn(
+                stores.checkpoints, stores.sessions, commits, notify=True
+            )
+    assert per_turn == SHARED
+
+
+async def _decision_commits(stores: Any, count: list[int], *, notify: bool) -> tuple[int, int]:
+    """Suspend a refund run and approve it with ``decide_agent_run``: the commits the
+    decision cost, and the outbox records it wrote."""
+    agent = create_agent(
+        id="desk",
+        model={"provider": "mock", "model": "m"},
+        provider=create_mock_provider(
+            turns=[tool_turn(("r1", "refund", {"amount": 9})), text_turn("ok")]
+        ),
+        store=stores.sessions,
+        tools=[ToolDefinition("refund", lambda args, ctx: "ok", needs_approval=True)],
+    )
+    result = await agent.create_session(id=f"s-{uuid.uuid4().hex[:8]}").run(
+        "go", run_state=RunStateOptions(stores.checkpoints, "rev-1", notify=notify)
+    )
+    assert result.status == "suspended"
+    before = (await stores.checkpoints.list(OUTBOX_NAMESPACE)).records
+    start = count[0]
+    await decide_agent_run(
+        agent,
+        {"run_id": result.run_id},
+        {"expected_version": result.run_state.version, "decision": "approve", "actor": "ann"},
+        checkpoints=stores.checkpoints,
+        definition_revision="rev-1",
+    )
+    after = (await stores.checkpoints.list(OUTBOX_NAMESPACE)).records
+    return count[0] - start, len(after) - len(before)
+
+
+@pytest.mark.anyio
+async def test_sqlite_a_decision_commits_its_notification_with_it(sqlite_target: Target) -> None:
+    """``decide_agent_run`` on SQLite: the decision's compare-and-swap write and its work mark
+    are two commits, with or without the ``decided`` notification, which rides the first."""
+    async with open_sql_stores(sqlite_target.url) as stores:
+        await stores.checkpoints.load("warm", "up")
+        connection = stores.checkpoints.database._connection  # type: ignore[attr-defined]
+        count = count_sqlite_commits(connection)
+        assert await _decision_commits(stores, count, notify=False) == (2, 0)
+        assert await _decision_commits(stores, count, notify=True) == (2, 1)
 
 
 @pytest.mark.anyio

@@ -6,7 +6,14 @@ Everything a host calls is importable from here; see the project's API reference
 from . import codec, hookspecs
 from ._agent_config import AgentConfig
 from ._detached import Detached, start_detached
+from ._notification import (
+    NOTIFICATION_EVENTS,
+    Notification,
+    Notifier,
+    NotifierConfigError,
+)
 from ._principal import InvalidPrincipalError, Principal, coerce_principal
+from ._webhook import WebhookDeliveryError, WebhookNotifier, WebhookTransport
 from .agents import Agent, create_agent, create_agent_session, create_secure_agent
 from .content import (
     ContentBlock,
@@ -224,11 +231,27 @@ from .tools import (
     dispatch_tool_call,
 )
 from .typed_tools import ToolArgumentsError, tool
-from .workers import ResolverError, WorkerConfigError, entered_resolver, run_worker
+from .workers import (
+    ResolverError,
+    WorkerConfigError,
+    deliver_notifications,
+    entered_resolver,
+    run_deliverer,
+    run_worker,
+)
 
 __version__ = "0.1.0"
 
 __all__ = (
+    "NOTIFICATION_EVENTS",
+    "Notification",
+    "Notifier",
+    "NotifierConfigError",
+    "WebhookDeliveryError",
+    "WebhookNotifier",
+    "WebhookTransport",
+    "deliver_notifications",
+    "run_deliverer",
     "AgentRunDetail",
     "InDoubtCallView",
     "PendingCallView",

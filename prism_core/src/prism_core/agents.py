@@ -379,6 +379,7 @@ class Agent:
         lease_ms: int | None = None,
         interrupt_before_tool: bool = False,
         checkpoint_metadata: Any = None,
+        notify: bool = False,
     ) -> Agent:
         """A copy of this agent that a host runs durably on ``stores`` (a
         :class:`~prism_core.StorePair`: sessions on ``stores.sessions``, checkpoints on
@@ -386,8 +387,10 @@ class Agent:
 
         The host owns the stores, the revision, the checkpoint policy, the ownership, the
         fencing token and the lease it gives; the agent keeps the rest of its ``run_state``
-        (``interrupt_before_tool``, which a host may only turn on, session state, skill
-        bodies, the state bound, its metadata with the host's added). An agent whose own
+        (``interrupt_before_tool`` and ``notify``, which a host may only turn on, session
+        state, skill bodies, the state bound, its metadata with the host's added); a host
+        with notifiers passes ``notify=True`` so the runs it starts write their state
+        changes to the outbox (``RunStateOptions.notify``). An agent whose own
         ``run_state`` names another owner is refused (:class:`~prism_core.AgentRunStateError`,
         code ``ERR_PRISM_HOSTED_OWNER``). The agent itself is unchanged.
         """
@@ -404,6 +407,7 @@ class Agent:
             lease_ms=lease_ms,
             interrupt_before_tool=interrupt_before_tool,
             checkpoint_metadata=checkpoint_metadata,
+            notify=notify,
         )
         return self.evolve(store=sessions, run_state=run_state)
 

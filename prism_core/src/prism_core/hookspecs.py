@@ -125,3 +125,17 @@ def prism_middleware() -> Sequence[object] | None:
     ``checkpoint_written``, see :mod:`prism_core.middleware`); they run after the agent's own
     ``middleware`` in plugin registration order. ``None`` declares none.
     """
+
+
+@hookspec
+def prism_notifiers() -> Sequence[Any] | None:
+    """Declare notifiers: where a durable run's notifications go besides the host's own.
+
+    Called once per host that delivers notifications from the plugins it is given (``prism
+    serve`` and ``prism worker`` ask the plugins installed under the entry-point group
+    ``prism.notifiers``; a host asks ``PluginHost(plugins).notifiers()`` and passes them as
+    ``notifiers=``). Receives nothing. Return a sequence of notifier objects, each with an
+    ``async deliver(notification)`` that raises to have the notification retried (and, if it
+    wants, ``events`` and a stable ``name``; see ``prism_core.Notifier``); ``None`` declares
+    none.
+    """

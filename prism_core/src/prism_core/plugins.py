@@ -31,6 +31,7 @@ __all__ = (
     "PluginError",
     "PluginHost",
     "create_plugin_manager",
+    "NOTIFIER_GROUP",
     "STORE_SCHEME_GROUP",
     "discover_plugins",
     "discover_store_plugins",
@@ -115,6 +116,9 @@ def create_plugin_manager(*plugins: object) -> pluggy.PluginManager:
 #: named after a scheme (``sqlite``, ``postgresql``, ``redis``) and points at the plugin
 #: object that opens it, so a URL's plugin is found from metadata without importing others.
 STORE_SCHEME_GROUP = "prism.stores"
+#: The entry-point group of the plugins that answer ``prism_notifiers`` (``prism serve`` and
+#: ``prism worker`` load these, and no other plugin, to deliver notifications).
+NOTIFIER_GROUP = "prism.notifiers"
 
 
 def discover_store_plugins(url: str, group: str = STORE_SCHEME_GROUP) -> list[object]:
@@ -212,6 +216,11 @@ class PluginHost:
     def middleware(self) -> list[object]:
         """Every middleware object the plugins declare, in registration order."""
         return self._flatten(self.manager.hook.prism_middleware(), "prism_middleware")
+
+    def notifiers(self) -> list[Any]:
+        """Every notifier the plugins declare, in registration order (checked by whoever
+        delivers: each needs an async ``deliver``)."""
+        return self._flatten(self.manager.hook.prism_notifiers(), "prism_notifiers")
 
     def provider(self, model: ModelConfig) -> AIProvider | None:
         """The first plugin provider for ``model``, or ``None``."""

@@ -277,6 +277,11 @@ class RedisCheckpointStore(CheckpointStoreBase):
             return RedisTransaction(self, sessions)
         return None
 
+    def checkpoint_transaction(self) -> RedisTransaction:
+        """One ``EVALSHA`` over several saves of this store (see
+        :class:`prism_core.stores.CheckpointBatchStore`)."""
+        return RedisTransaction(self, None)
+
     async def renew_lease(
         self,
         namespace: str,

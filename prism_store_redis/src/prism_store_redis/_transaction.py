@@ -58,8 +58,9 @@ class RedisSessions(Protocol):
 class RedisTransaction(QueuedTransaction):
     """Queued writes of one shared commit on Redis (one script, one round trip)."""
 
-    def __init__(self, checkpoints: RedisCheckpoints, sessions: RedisSessions) -> None:
-        super().__init__()
+    def __init__(self, checkpoints: RedisCheckpoints, sessions: RedisSessions | None) -> None:
+        # Without ``sessions``: the checkpoint store's saves alone (appends are refused).
+        super().__init__(takes_entries=sessions is not None)
         self._checkpoints = checkpoints
         self._sessions = sessions
 
@@ -68,6 +69,7 @@ class RedisTransaction(QueuedTransaction):
     ) -> tuple[list[str | bytes], list[str | bytes]]:
         """The append's script keys (always four) and arguments; ``TypeError`` for an
         ``expected_leaf_id`` that is neither an id nor ``None``."""
+        assert self._sessions is not None  # the base refuses appends without one
         keys, args = self._sessions._append_call(entry, expected_leaf_id)
         if len(keys) == 3:
             keys.append(keys[0])  # no parent: the script still takes four keys

@@ -176,6 +176,11 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
             return EngineTransaction(self, sessions)
         return None
 
+    def checkpoint_transaction(self) -> EngineTransaction:
+        """One transaction over several saves of this store (see
+        :class:`prism_core.stores.CheckpointBatchStore`)."""
+        return EngineTransaction(self, None)
+
     async def save_request(self, request: SaveRequest) -> CheckpointRecord:
         """Write the record in one conditional statement or raise ``CheckpointConflictError``.
 

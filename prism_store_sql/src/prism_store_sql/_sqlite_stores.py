@@ -155,6 +155,11 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
             return SqliteTransaction(self, sessions)
         return None
 
+    def checkpoint_transaction(self) -> SqliteTransaction:
+        """One transaction over several saves of this store (one hand-off, one commit; see
+        :class:`prism_core.stores.CheckpointBatchStore`)."""
+        return SqliteTransaction(self, None)
+
     async def load(
         self, namespace: str, key: str, *, ownership: Mapping[str, str] | None = None
     ) -> CheckpointRecord | None:

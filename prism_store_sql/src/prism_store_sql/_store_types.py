@@ -74,6 +74,11 @@ class SqlCheckpointStore(_SqlStore, CheckpointStoreBase):
         SQL session store on the same connection (or engine) and table prefix."""
 
     @abc.abstractmethod
+    def checkpoint_transaction(self) -> SqlTransaction:
+        """One transaction over several saves of this store (see
+        :class:`prism_core.stores.CheckpointBatchStore`)."""
+
+    @abc.abstractmethod
     async def list_by_status(
         self,
         namespace: str,

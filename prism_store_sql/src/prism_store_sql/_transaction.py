@@ -97,10 +97,11 @@ class SqliteSessions(Protocol):
 
 
 class SqliteTransaction(SqlTransaction):
-    """A shared commit on the thread-driven SQLite stores: one hand-off, one commit."""
+    """A shared commit on the thread-driven SQLite stores: one hand-off, one commit
+    (``sessions`` ``None``: the checkpoint store's saves alone)."""
 
-    def __init__(self, checkpoints: SqliteCheckpoints, sessions: SqliteSessions) -> None:
-        super().__init__()
+    def __init__(self, checkpoints: SqliteCheckpoints, sessions: SqliteSessions | None) -> None:
+        super().__init__(takes_entries=sessions is not None)
         self._checkpoints = checkpoints
         self._sessions = sessions
 
@@ -123,6 +124,7 @@ class SqliteTransaction(SqlTransaction):
             created: list[float] = []
             for op, statement, values in zip(queue, statements, saves, strict=True):
                 if isinstance(op, QueuedAppend):
+                    assert sessions is not None  # appends are refused without one
                     sessions.append_in(connection, op.entry, op.expected_leaf_id, dict(op.prepared))
                     continue
                 assert statement is not None
@@ -186,11 +188,12 @@ class EngineTransaction(SqlTransaction):
 
     On PostgreSQL a turn's commit (one save, then appends to one session without a head
     check) is one statement in autocommit (:mod:`._pg_commit`); anything else runs statement
-    by statement in one transaction.
+    by statement in one transaction (``sessions`` ``None``: the checkpoint store's saves
+    alone).
     """
 
-    def __init__(self, checkpoints: EngineCheckpoints, sessions: EngineSessions) -> None:
-        super().__init__()
+    def __init__(self, checkpoints: EngineCheckpoints, sessions: EngineSessions | None) -> None:
+        super().__init__(takes_entries=sessions is not None)
         self._checkpoints = checkpoints
         self._sessions = sessions
 
@@ -249,6 +252,7 @@ class EngineTransaction(SqlTransaction):
         async with self._checkpoints._transaction(action) as connection:
             for op in queue:
                 if isinstance(op, QueuedAppend):
+                    assert self._sessions is not None  # appends are refused without one
                     await self._sessions.append_on(
                         connection, op.entry, op.expected_leaf_id, dict(op.prepared)
                     )

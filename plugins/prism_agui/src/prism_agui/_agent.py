@@ -4,6 +4,7 @@ ownership; the agent keeps the rest of its ``run_state``, ``interrupt_before_too
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from prism_core import AgentRunStateError, Principal, StorePair
@@ -29,13 +30,18 @@ class AgentFactory:
         revision: str,
         workers: int = 1,
         lease_ms: int = 30000,
+        notifiers: Sequence[Any] = (),
     ) -> None:
         if not isinstance(revision, str) or not revision.strip():
             raise ValueError("definition_revision must be a non-empty string")
         self.agent = agent
         self.lease_ms = lease_ms
         #: The app's workers (decided runs) and its background runs (new ones).
-        self.workers = FaceWorkers(stores, self.resolve, workers=workers, lease_ms=lease_ms)
+        self.workers = FaceWorkers(
+            stores, self.resolve, workers=workers, lease_ms=lease_ms, notifiers=notifiers
+        )
+        #: Whether the runs this app starts and decides write their notifications.
+        self.notify = bool(self.workers.notifiers)
         self.stores = stores
         self.checkpoints = stores.checkpoints
         self.sessions = stores.sessions
@@ -59,6 +65,7 @@ class AgentFactory:
                 definition_revision=self.revision,
                 ownership=caller.scope,
                 lease_ms=self.lease_ms,
+                notify=self.notify,
             )
         except AgentRunStateError as exc:
             if exc.code == _HOSTED_OWNER:

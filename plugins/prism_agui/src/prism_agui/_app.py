@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -38,6 +39,7 @@ def create_agui_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     workers: int = 1,
     lease_ms: int = 30000,
+    notifiers: Sequence[Any] = (),
 ) -> Starlette:
     """A Starlette app serving ``agent`` over AG-UI 1.0 at ``POST /``.
 
@@ -63,13 +65,23 @@ def create_agui_app(
     arriving as ``resume`` is recorded and run by the app's ``workers`` (started with its
     first request; ``0``: none, any other worker on the same stores runs it), each claim
     under a ``lease_ms`` lease. A client that goes away stops watching; the run goes on.
+
+    ``notifiers`` (e.g. :class:`~prism_core.WebhookNotifier`): the runs the app starts and
+    decides notify (suspended, decided, expired, in doubt, finished), and the app's workers
+    (or, with ``workers=0``, a deliverer of the app's own) deliver the stores' notifications
+    to them.
     """
     if authorize is not None and not callable(authorize):
         raise TypeError("authorize must be callable(request)")
     check_max_body_bytes(max_body_bytes)
     pair = store_pair(stores, checkpoints=checkpoints, sessions=sessions)
     factory = AgentFactory(
-        agent, stores=pair, revision=definition_revision, workers=workers, lease_ms=lease_ms
+        agent,
+        stores=pair,
+        revision=definition_revision,
+        workers=workers,
+        lease_ms=lease_ms,
+        notifiers=notifiers,
     )
     check_caller = authorize or agui_authorize(token_from_environment())
 

@@ -12,7 +12,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from prism_core import PrismError, StorePair, entered_resolver, list_agent_runs, run_worker
+from prism_core import (
+    NotifierConfigError,
+    PrismError,
+    StorePair,
+    entered_resolver,
+    list_agent_runs,
+    run_deliverer,
+    run_worker,
+)
 from prism_core.workers import is_resolver_factory
 from prism_web import DEFAULT_MAX_BODY_BYTES, check_max_body_bytes, store_pair
 
@@ -93,6 +101,7 @@ def create_app(
     guardrails: Callable[[Any], Any] | None = None,
     workers: int = 1,
     lease_ms: int = 30000,
+    notifiers: Sequence[Any] = (),
 ) -> Starlette:
     """The approval API and console over ``stores`` (a :class:`~prism_core.StorePair`; the
     ``checkpoints=`` and ``sessions=`` keywords are still taken instead).
@@ -119,6 +128,11 @@ def create_app(
     each claim under a ``lease_ms`` lease. ``resolve_agent`` may also be an async context
     manager factory yielding the resolver (``prism_core.entered_resolver``): the lifespan
     enters it once and leaves it on shutdown.
+
+    ``notifiers`` (e.g. :class:`~prism_core.WebhookNotifier`): the runs the server decides
+    notify (suspended, decided, expired, in doubt, finished), and the app's workers (with
+    ``workers=0``, a deliverer of the app's own) deliver the stores' notifications to them
+    while the app is served.
     """
     if not callable(resolve_agent):
         raise TypeError("resolve_agent must be callable(agent_id)")
@@ -131,6 +145,10 @@ def create_app(
     check_max_body_bytes(max_body_bytes)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise TypeError("workers must be a whole number of in-process workers (0: none)")
+    if isinstance(notifiers, str | bytes) or not all(
+        callable(getattr(notifier, "deliver", None)) for notifier in notifiers
+    ):
+        raise NotifierConfigError("notifiers must each have an async deliver(notification)")
     pair = store_pair(stores, checkpoints=checkpoints, sessions=sessions)
     ctx = ServerContext(
         stores=pair,
@@ -143,6 +161,7 @@ def create_app(
         default_auth=authorize is None,
         guardrail_packs=guardrail_packs,
         guardrails=guardrails,
+        notifiers=notifiers,
     )
     app = Starlette(
         routes=[*api_routes(ctx), *console_routes(ctx)],
@@ -163,8 +182,9 @@ def _not_entered(agent_id: str) -> Any:
 def _lifespan(
     ctx: ServerContext, resolve_agent: Any, *, workers: int, lease_ms: int
 ) -> Callable[[Any], Any]:
-    """While the app is served: the host's resolver entered (when it is a factory) and the
-    app's own workers running decided runs with it."""
+    """While the app is served: the host's resolver entered (when it is a factory), the
+    app's own workers running decided runs with it and delivering notifications (or a
+    deliverer alone, without workers)."""
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
@@ -184,6 +204,13 @@ def _lifespan(
                             restore_hooks=ctx.restore_hooks,
                             guardrail_packs=ctx.guardrail_packs,
                             guardrails=ctx.guardrails,
+                            notifiers=ctx.notifiers,
+                        )
+                    )
+                elif ctx.notifiers:
+                    group.start_soon(
+                        lambda: run_deliverer(
+                            checkpoints=ctx.checkpoints, notifiers=ctx.notifiers, stop=stop
                         )
                     )
                 try:

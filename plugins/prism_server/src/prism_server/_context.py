@@ -52,8 +52,12 @@ class ServerContext:
         default_auth: bool,
         guardrail_packs: Callable[[Any], Any] | None = None,
         guardrails: Callable[[Any], Any] | None = None,
+        notifiers: Sequence[Any] = (),
     ) -> None:
         self.stores = stores
+        #: Where the stores' notifications go (the app's workers deliver them); with any,
+        #: the runs the server decides notify.
+        self.notifiers = tuple(notifiers)
         self.checkpoints = stores.checkpoints
         self.sessions = stores.sessions
         self.guardrail_packs = guardrail_packs
@@ -82,7 +86,10 @@ class ServerContext:
             agent, revision = resolved
             if agent is None or not isinstance(revision, str):
                 return agent, revision
-            hosted = agent.hosted(self.stores, definition_revision=revision, ownership=caller.scope)
+            options: dict[str, Any] = {"ownership": caller.scope}
+            if self.notifiers:
+                options["notify"] = True
+            hosted = agent.hosted(self.stores, definition_revision=revision, **options)
             return hosted, revision
 
         return create_agent_run_lifecycle(

@@ -49,7 +49,7 @@ def load_app(spec: str) -> Callable[..., Any]:
 
 class ServeCommand:
     """``prism serve --store URL --app MODULE:ATTR [--host 127.0.0.1] [--port 8000]
-    [--workers 1]``."""
+    [--workers 1] [--notify URL]…``."""
 
     help = "serve the approval API and console over a store (prism-runtime[server])"
 
@@ -70,6 +70,14 @@ class ServeCommand:
             metavar="N",
             help="decided runs run at once by the server's own workers (1; 0: none, leave "
             "them to prism worker processes)",
+        )
+        parser.add_argument(
+            "--notify",
+            action="append",
+            default=[],
+            metavar="URL",
+            help="POST the runs' notifications to this webhook, signed with the secret in "
+            "PRISM_NOTIFY_SECRET (repeatable)",
         )
 
     def run(self, args: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ workers start with the face's first request, as tasks of the server's event loop
 (``prism_core.start_detached``), and stop when :meth:`FaceWorkers.aclose` is called (the
 face's own lifespan, when it has one) or with the event loop. A worker stopped that way
 leaves its runs ``running``; the next worker continues them once their lease has expired.
+With ``notifiers``, the workers also deliver the stores' notifications (with ``workers=0``, a
+deliverer of its own does, so a face that runs no worker still notifies).
 
 It must not read requests or speak a protocol: the faces do.
 """
@@ -15,19 +17,27 @@ It must not read requests or speak a protocol: the faces do.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
 
-from prism_core import Detached, StorePair, run_worker, start_detached
+from prism_core import (
+    Detached,
+    NotifierConfigError,
+    StorePair,
+    run_deliverer,
+    run_worker,
+    start_detached,
+)
 
 __all__ = ("FaceWorkers",)
 
 
 class FaceWorkers:
     """``workers`` run claims (0: none) over ``stores`` with ``resolve_agent``, each under a
-    ``lease_ms`` lease; and the background runs a face starts."""
+    ``lease_ms`` lease, delivering the stores' notifications to ``notifiers``; and the
+    background runs a face starts."""
 
     def __init__(
         self,
@@ -36,6 +46,7 @@ class FaceWorkers:
         *,
         workers: int,
         lease_ms: int,
+        notifiers: Sequence[Any] = (),
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers must be 0 or more, got {workers!r}")
@@ -43,15 +54,32 @@ class FaceWorkers:
         self.resolve_agent = resolve_agent
         self.workers = workers
         self.lease_ms = lease_ms
+        if isinstance(notifiers, str | bytes) or not all(
+            callable(getattr(notifier, "deliver", None)) for notifier in notifiers
+        ):
+            # Checked now: the workers run detached, where a refusal would come too late.
+            raise NotifierConfigError("notifiers must each have an async deliver(notification)")
+        self.notifiers = tuple(notifiers)
         self._stop: anyio.Event | None = None
         self._task: Detached | None = None
         self._runs: set[Detached] = set()
 
     def ensure_started(self) -> None:
-        """Start the workers (once; a no-op with ``workers=0``), on this event loop."""
-        if self._task is not None or self.workers == 0:
+        """Start the workers (once; a no-op with ``workers=0`` and no notifiers), on this
+        event loop."""
+        if self._task is not None or (self.workers == 0 and not self.notifiers):
             return
         self._stop = anyio.Event()
+        if self.workers == 0:
+            self._task = start_detached(
+                functools.partial(
+                    run_deliverer,
+                    checkpoints=self.stores.checkpoints,
+                    notifiers=self.notifiers,
+                    stop=self._stop,
+                )
+            )
+            return
         self._task = start_detached(
             functools.partial(
                 run_worker,
@@ -61,6 +89,7 @@ class FaceWorkers:
                 lease_ms=self.lease_ms,
                 concurrency=self.workers,
                 stop=self._stop,
+                notifiers=self.notifiers,
             )
         )
 

@@ -7,6 +7,9 @@ protocol when the answer is ``None``, so a store without any of them keeps worki
 - :class:`SharedCommitStore`: session entries and a checkpoint save in one transaction
   (``shared_transaction(sessions)`` gives a :class:`StoreTransaction`); an ``every-turn`` run
   then makes one commit per turn. :func:`shared_transaction` asks for it with both stores.
+- :class:`CheckpointBatchStore`: several checkpoint saves in one transaction, without a
+  session store (``checkpoint_transaction()`` gives a :class:`StoreTransaction` that takes
+  saves only): a run's checkpoint and the outbox records it reports commit together.
 - :class:`CheckpointStatusIndex`: one page of the records of one status
   (``list_agent_runs`` reads only the runs of the status asked for).
 - :class:`LeaseRenewalStore`: a leased run's value rewritten at its current version (else a
@@ -56,6 +59,7 @@ from ._checkpoints import CheckpointPage, CheckpointRecord
 __all__ = (
     "BranchAndRunTailReader",
     "CheckpointAndBranchLoader",
+    "CheckpointBatchStore",
     "CheckpointStamp",
     "CheckpointStampReader",
     "CheckpointStatusIndex",
@@ -111,6 +115,20 @@ class SharedCommitStore(Protocol):
     ) -> AbstractAsyncContextManager[StoreTransaction] | None:
         """A transaction over this store and ``sessions``, or ``None`` when ``sessions`` is
         not in the same database (the caller then writes separately)."""
+        ...
+
+
+@runtime_checkable
+class CheckpointBatchStore(Protocol):
+    """A checkpoint store that commits several of its own saves together.
+
+    The transaction keeps the rules of the shared commit (see the module) for saves; its
+    ``append`` raises :class:`~prism_core.InvalidCheckpointError` (there is no session store
+    in it). ``prism_core.testing.CheckpointBatchConformance`` checks it.
+    """
+
+    def checkpoint_transaction(self) -> AbstractAsyncContextManager[StoreTransaction]:
+        """A transaction over this store's records alone."""
         ...
 
 

@@ -235,6 +235,7 @@ async def _expire_run(
         fencing_token=record.fencing_token,
         version=record.version,
         metadata=read_sidecar(record),
+        base=state,
     )
     await writer.save(expired)
     logger.info(

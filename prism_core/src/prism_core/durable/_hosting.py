@@ -3,11 +3,11 @@
 One rule for every host (the HTTP faces, the Celery tasks, the workers). The **host owns**
 where and for whom the run lives: the checkpoint store, the definition revision, the
 checkpoint policy, the ownership, the fencing token (never carried over) and the lease when it
-gives one. The **agent keeps** how its runs behave: ``interrupt_before_tool`` (a host may turn
-it on, never off), ``persist_session_state``, ``include_skill_bodies``, ``max_state_bytes``,
-its lease when the host gives none, and its ``checkpoint_metadata`` (the host's entries are
-added, and win a shared key). An agent whose own ``run_state`` names an owner is served for
-that owner only: hosting it for another is refused (:data:`HOSTED_OWNER_CODE`).
+gives one. The **agent keeps** how its runs behave: ``interrupt_before_tool`` and ``notify`` (a
+host may turn them on, never off), ``persist_session_state``, ``include_skill_bodies``,
+``max_state_bytes``, its lease when the host gives none, and its ``checkpoint_metadata`` (the
+host's entries are added, and win a shared key). An agent whose own ``run_state`` names an
+owner is served for that owner only: hosting it for another is refused (:data:`HOSTED_OWNER_CODE`).
 
 It validates configuration only: it must not read or write a store (``Agent.hosted`` in
 ``agents`` applies it to a copy of the agent).
@@ -98,6 +98,7 @@ def hosted_run_state(
     lease_ms: int | None = None,
     interrupt_before_tool: bool = False,
     checkpoint_metadata: CheckpointMetadataSource = None,
+    notify: bool = False,
 ) -> RunStateOptions:
     """The durable options of an agent whose own ``run_state`` is ``configured`` (``None``, a
     mapping without the host-owned keys, or ``RunStateOptions``) when a host runs it on
@@ -121,10 +122,11 @@ def hosted_run_state(
     )
     if lease_ms is not None:
         options["lease_ms"] = lease_ms
-    if interrupt_before_tool is True:
-        options["interrupt_before_tool"] = True
-    elif not isinstance(interrupt_before_tool, bool):
-        raise AgentRunStateError("interrupt_before_tool must be a bool")
+    for flag, value in (("interrupt_before_tool", interrupt_before_tool), ("notify", notify)):
+        if value is True:
+            options[flag] = True
+        elif not isinstance(value, bool):
+            raise AgentRunStateError(f"{flag} must be a bool")
     options["checkpoint_metadata"] = _merged_metadata(
         options.get("checkpoint_metadata"), checkpoint_metadata
     )

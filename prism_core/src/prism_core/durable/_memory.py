@@ -285,6 +285,11 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             return None
         return MemoryTransaction(self, sessions)
 
+    def checkpoint_transaction(self) -> MemoryTransaction:
+        """One commit of several saves of this store (see
+        :class:`~prism_core.stores.CheckpointBatchStore`)."""
+        return MemoryTransaction(self, None)
+
     async def aclose(self) -> None:
         """Nothing to release; idempotent."""
 

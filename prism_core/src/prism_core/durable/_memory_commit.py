@@ -25,10 +25,10 @@ class MemoryTransaction(QueuedTransaction):
     """The writes of one shared commit over a memory checkpoint store and a memory session
     store (see :class:`prism_core.stores.StoreTransaction`)."""
 
-    def __init__(self, checkpoints: Any, sessions: MemorySessionStore) -> None:
+    def __init__(self, checkpoints: Any, sessions: MemorySessionStore | None) -> None:
         # ``checkpoints`` is the MemoryCheckpointStore that opens this transaction (not named
-        # here: that module imports this one).
-        super().__init__()
+        # here: that module imports this one); without ``sessions`` it takes saves only.
+        super().__init__(takes_entries=sessions is not None)
         self._checkpoints = checkpoints
         self._sessions = sessions
 
@@ -51,11 +51,13 @@ class MemoryTransaction(QueuedTransaction):
                     undo.append((slot, before))
                     records.append(stored.to_record())
                 else:
+                    assert sessions is not None  # appends are refused without one
                     sessions._append_now(op.entry, op.expected_leaf_id)
                     undo.append(op.entry.id)
         except BaseException:
             for step in reversed(undo):
                 if isinstance(step, str):
+                    assert sessions is not None
                     sessions._forget(step)
                 elif step[1] is None:
                     del checkpoints._records[step[0]]

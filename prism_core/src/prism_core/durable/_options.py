@@ -72,6 +72,11 @@ class RunStateOptions:
     #: How long a decision of this run may wait before ``expire_agent_runs`` expires it (a
     #: tool's own ``approval_timeout_ms`` wins); ``None``: decisions wait until decided.
     approval_timeout_ms: int | None = attrs.field(default=None, kw_only=True)
+    #: Write the run's state changes (suspended, decided, expired, in doubt, finished) to the
+    #: outbox, in the commits that make them, for the notifiers of whichever worker or
+    #: server holds the stores (``prism_core.durable._outbox``); the flag rides the run's
+    #: checkpoints, so every later writer of the run (a decision, an expiry) reports too.
+    notify: bool = attrs.field(default=False, kw_only=True)
 
 
 def _fail(message: str) -> AgentRunStateError:
@@ -184,7 +189,12 @@ def coerce_run_state_options(value: Any) -> RunStateOptions | None:
             f"max_state_bytes must be an integer in 1..{HARD_MAX_AGENT_RUN_STATE_BYTES}, "
             f"got {echo(size)}"
         )
-    for flag in ("interrupt_before_tool", "persist_session_state", "include_skill_bodies"):
+    for flag in (
+        "interrupt_before_tool",
+        "persist_session_state",
+        "include_skill_bodies",
+        "notify",
+    ):
         if not isinstance(data.get(flag, False), bool):
             raise _fail(f"run_state.{flag} must be a bool, got {echo(data.get(flag))}")
     ownership = data.get("ownership")

@@ -333,6 +333,7 @@ class DurableRun:
             output=execution.output_json if status == "succeeded" else None,
             started_by=execution.started_by,
             approval_timeout_ms=self.options.approval_timeout_ms,
+            notify=self.options.notify,
         )
 
     def _limits_data(self) -> dict[str, Any]:
@@ -416,8 +417,13 @@ class DurableRun:
                 ),
             )
         self.pending_calls = list(calls.values())
+        # The calls' arguments ride a notifying run's ``suspended`` notification (redacted).
+        arguments = (
+            {gate.call.id: gate.call.arguments for gate in gates} if self.options.notify else None
+        )
         await self._write(
-            self.state("suspended", interruption=interruption, pending_input=pending_input)
+            self.state("suspended", interruption=interruption, pending_input=pending_input),
+            arguments,
         )
         return interruption
 
@@ -551,15 +557,18 @@ class DurableRun:
                 self.held.committed(1)
         self.release_held()
 
-    async def _write(self, state: AgentRunState) -> None:
-        """Save ``state``, committing the entries the session holds with it."""
+    async def _write(
+        self, state: AgentRunState, arguments: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> None:
+        """Save ``state``, committing the entries the session holds with it (``arguments``:
+        those of the calls a suspension waits on, by call id)."""
         held = self.held
         if held is None:
-            await self.writer.save(state)
+            await self.writer.save(state, arguments=arguments)
             return
         entries = tuple(held.entries)
         try:
-            await self.writer.save(state, entries)
+            await self.writer.save(state, entries, arguments=arguments)
         except BaseException:
             # Not committed (or not known to be): the session goes back to what its store
             # holds, and the run appends directly from here on.

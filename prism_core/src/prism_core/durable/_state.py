@@ -299,6 +299,9 @@ class AgentRunState:
     #: The run's ``approval_timeout_ms`` (``RunStateOptions``), so a resumed run's later
     #: decisions expire as its first ones did; left out of the JSON form while ``None``.
     approval_timeout_ms: int | None = None
+    #: Whether the run's state changes are written to the outbox for the notifiers
+    #: (``durable/_outbox.py``); left out of the JSON form while ``False``.
+    notify: bool = False
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -336,8 +339,8 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
     for a run with an ``output_type``, a pending call's ``child_run_id``/``child_resume`` only
     for a call waiting on a sub-agent, ``audit`` only once a decision was made,
     ``audit_omitted`` only when not ``0``, ``fingerprint_parts``, ``started_by`` and
-    ``approval_timeout_ms`` only when recorded, a pending decision's approvers and deadline
-    and a pending call's ``dispatched_by`` only when set)."""
+    ``approval_timeout_ms`` only when recorded, ``notify`` only when set, a pending
+    decision's approvers and deadline and a pending call's ``dispatched_by`` only when set)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
@@ -360,6 +363,8 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
         data.pop("audit", None)
     if not data.get("audit_omitted"):
         data.pop("audit_omitted", None)
+    if not data.get("notify"):
+        data.pop("notify", None)
     for row in data.get("run_guardrails", ()):
         if row.get("revision") is None:
             row.pop("revision", None)

@@ -5,7 +5,10 @@ subclasses it and only writes. The base owns the rules every store keeps alike:
 
 - states: *new* until ``async with`` enters it, *open* inside the block, *done* after; queueing
   in any other state, or entering it twice, raises :class:`~prism_core.InvalidCheckpointError`;
-- ``append`` refuses a value that is not a ``SessionEntry`` (``TypeError``); ``save`` checks its
+- ``append`` refuses a value that is not a ``SessionEntry`` (``TypeError``), and any entry on a
+  transaction over checkpoints alone (``takes_entries=False``, a
+  :class:`~prism_core.durable._capabilities.CheckpointBatchStore`'s:
+  ``InvalidCheckpointError``); ``save`` checks its
   arguments with ``validate_save``; a record is saved at most once per transaction
   (``InvalidCheckpointError``: queue the last state only). All before any I/O; a refused
   write is not queued and the block may go on;
@@ -69,7 +72,8 @@ class QueuedTransaction(abc.ABC):
     :meth:`prepare_save` to check or encode a write when it is queued.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, takes_entries: bool = True) -> None:
+        self._takes_entries = takes_entries
         self._queue: list[QueuedWrite] = []
         self._saved: set[tuple[str, str]] = set()
         self._state = "new"
@@ -97,6 +101,11 @@ class QueuedTransaction(abc.ABC):
         """Queue a session append (checked now, written when the block ends); leave
         ``expected_leaf_id`` out for an append without a head check."""
         self._check_open()
+        if not self._takes_entries:
+            raise InvalidCheckpointError(
+                "this transaction commits checkpoint saves only; session entries go in a "
+                "shared transaction (shared_transaction(sessions))"
+            )
         if not isinstance(entry, SessionEntry):
             raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
         prepared = self.prepare_append(entry, expected_leaf_id)

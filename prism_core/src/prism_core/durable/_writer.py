@@ -10,6 +10,13 @@ checkpoint store can commit together with the session store (``SharedCommitStore
 entries and the checkpoint are one transaction; otherwise the entries are appended first, one
 by one, as a store without the capability always did.
 
+A run that notifies (its state's ``notify`` flag) gets its outbox records (:mod:`._outbox`)
+in the same commit as the checkpoint whose change they report: with the entries in the shared
+commit, else in a :class:`CheckpointBatchStore` transaction; a store with neither gets them
+written right after the checkpoint (a crash between the two loses them, so the built-in
+stores all commit them together). A write that reports nothing, and every write of a run
+that does not notify, commits exactly what it did before.
+
 Middleware sees each write twice: ``checkpoint_metadata`` may extend the sidecar map before
 the save, and ``checkpoint_written`` observes the save (version, bytes, duration) after it.
 
@@ -31,6 +38,7 @@ from ..errors import AgentRunStateError, CanonicalJsonError, CheckpointConflictE
 from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
 from ..redaction import Redactor, redact_value
 from ._capabilities import (
+    CheckpointBatchStore,
     CheckpointStampReader,
     LeaseRenewalStore,
     SharedCommitStore,
@@ -51,6 +59,7 @@ from ._options import (
     CheckpointMetadataSource,
     read_string_map,
 )
+from ._outbox import Note, outbox_notes, write_notes
 from ._state import AgentRunState, check_state_bounds, state_to_json
 from ._store_base import save_checkpoint
 from ._transaction import queue_save
@@ -144,17 +153,29 @@ class CheckpointWriter:
     _shared: Any = attrs.field(default=_UNASKED, init=False, eq=False, repr=False)
     #: The store as a :class:`CheckpointStampReader`, or ``None`` (asked for once, likewise).
     _stamps: Any = attrs.field(default=_UNASKED, init=False, eq=False, repr=False)
+    #: The store as a :class:`CheckpointBatchStore`, or ``None`` (asked for once, likewise).
+    _batch: Any = attrs.field(default=_UNASKED, init=False, eq=False, repr=False)
+    #: The state the record held when this writer took it over (a loaded record), which the
+    #: first save's outbox records are worked out against; then :attr:`last_state`.
+    base: AgentRunState | None = attrs.field(default=None, eq=False, repr=False)
 
-    async def save(self, state: AgentRunState, entries: Sequence[Any] = ()) -> int:
+    async def save(
+        self,
+        state: AgentRunState,
+        entries: Sequence[Any] = (),
+        *,
+        arguments: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> int:
         """Write ``state`` as the next version, with the session ``entries`` it follows from;
-        return that version.
+        return that version. ``arguments`` (by tool call id) are the arguments of the calls a
+        suspension waits on, for a notifying run's ``suspended`` notification.
 
         The state is redacted and bounded before any I/O; a lost compare-and-swap raises
         :class:`~prism_core.CheckpointConflictError` and leaves ``version`` unchanged (and,
         on a shared commit, writes none of the entries).
         """
         async with self._lock:
-            return await self._save(state, tuple(entries))
+            return await self._save(state, tuple(entries), arguments)
 
     async def renew(self) -> bool:
         """Write the last running state again with a fresh lease expiry; ``False`` when there
@@ -240,26 +261,56 @@ class CheckpointWriter:
         return attrs.evolve(state, lease_ms=self.lease_ms, lease_expires_at=expires)
 
     async def _commit(
-        self, entries: tuple[Any, ...], request: SaveRequest, data: Any
-    ) -> CheckpointRecord:
-        """``entries`` and the save ``request`` (of ``data``) in one shared commit, or one
-        after the other when the stores cannot commit together."""
-        if self._shared is _UNASKED:
-            self._shared = capability(self.store, SharedCommitStore)
-        shared = self._shared
-        transaction = None if shared is None else shared.shared_transaction(self.sessions)
+        self,
+        entries: tuple[Any, ...],
+        request: SaveRequest,
+        data: Any,
+        notes: tuple[Note, ...] = (),
+    ) -> tuple[CheckpointRecord, bool]:
+        """``entries``, the save ``request`` (of ``data``) and the outbox ``notes`` in one
+        commit where the stores can; else the entries one by one first. Also answers whether
+        the notes were committed with the save."""
+        transaction = None
+        if entries:
+            if self._shared is _UNASKED:
+                self._shared = capability(self.store, SharedCommitStore)
+            shared = self._shared
+            transaction = None if shared is None else shared.shared_transaction(self.sessions)
+            if transaction is None:
+                for entry in entries:
+                    await self.sessions.append(entry)
+                entries = ()
+        if transaction is None and notes:
+            if self._batch is _UNASKED:
+                self._batch = capability(self.store, CheckpointBatchStore)
+            if self._batch is not None:
+                transaction = self._batch.checkpoint_transaction()
         if transaction is None:
-            for entry in entries:
-                await self.sessions.append(entry)
-            return await save_checkpoint(self.store, request, data)
+            return await save_checkpoint(self.store, request, data), False
         async with transaction as tx:
             # The save first: a commit that already landed (its answer lost) is refused by
             # the compare-and-swap, which the caller then recognises as its own write.
             queue_save(tx, request, data)
             for entry in entries:
                 tx.append(entry)
+            for note in notes:
+                queue_save(tx, note.request, note.value)
         record: CheckpointRecord = tx.records[0]
-        return record
+        return record, True
+
+    async def _notes_after(self, notes: tuple[Note, ...]) -> None:
+        """Write ``notes`` after their checkpoint (a store that cannot commit them with it);
+        a store that stays unreachable loses them, which is said at ``ERROR``."""
+        try:
+            await write_notes(self.store, notes)
+        except Exception:
+            logger.exception(
+                "run %s: %d notification(s) of checkpoint version %d could not be written",
+                self.run_id,
+                len(notes),
+                self.version,
+                extra={"prism_run_id": self.run_id, "prism_version": self.version},
+            )
 
     def _log_save(
         self, version: int, status: str, size: int, duration_ms: float, entries: int
@@ -292,7 +343,12 @@ class CheckpointWriter:
                 },
             )
 
-    async def _save(self, state: AgentRunState, entries: tuple[Any, ...] = ()) -> int:
+    async def _save(
+        self,
+        state: AgentRunState,
+        entries: tuple[Any, ...] = (),
+        arguments: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> int:
         if self.lost is not None:
             raise self.lost
         state = self._stamp(state)
@@ -326,10 +382,23 @@ class CheckpointWriter:
             encoded=encoded,
         )
 
+        notes: tuple[Note, ...] = ()
+        if state.notify:
+            notes = outbox_notes(
+                self.last_state or self.base,
+                state,
+                version,
+                arguments=arguments,
+                redactor=self.redactor,
+            )
+        #: Whether the notes were committed with the save (set by the attempt that did).
+        together = [False]
+
         async def attempt() -> CheckpointRecord:
             try:
-                if entries:
-                    return await self._commit(entries, request, data)
+                if entries or notes:
+                    committed, together[0] = await self._commit(entries, request, data, notes)
+                    return committed
                 return await save_checkpoint(self.store, request, data)
             except CheckpointConflictError:
                 # An earlier attempt (ours, or a driver's own reconnect-and-retry) may have
@@ -360,6 +429,8 @@ class CheckpointWriter:
         self.version = record.version
         self.writes += 1
         self.last_state = state
+        if notes and not together[0]:
+            await self._notes_after(notes)
         if logger.isEnabledFor(logging.DEBUG):
             self._log_save(record.version, state.status, len(encoded), duration_ms, len(entries))
         if (

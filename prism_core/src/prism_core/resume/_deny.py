@@ -112,6 +112,7 @@ async def deny_recorded(
         version=record.version,
         metadata=read_sidecar(record),
         lease_ms=state.lease_ms,
+        base=state,
     )
     await writer.save(denied_state(state, denial_records(state, plan, version=record.version)))
     event = redact_value(

@@ -17,12 +17,12 @@ It must not import ``agents`` or ``sessions/_session``: it reads them through ``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..content import Message
+from ..content import Message, ToolCallContent
 from ..durable._faults import retry_transient
 from ..durable._fencing import claim_token
 from ..durable._gates import interruption_for
@@ -154,6 +154,9 @@ async def prepare_resume(
     state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES)
     if state.run_id != run_ref.run_id:
         raise AgentRunNotFoundError(not_found(run_ref.run_id))
+    if not state.notify and _host_notifies(agent):
+        # A host with notifiers reports every run it decides or continues from now on.
+        state = attrs.evolve(state, notify=True)
     if run_ref.session_id is not None and state.session_id != run_ref.session_id:
         # The caller may see the run (it is in its owner scope): say what did not match.
         raise AgentRunStateError(SESSION_MISMATCH)
@@ -207,6 +210,7 @@ async def prepare_resume(
         ),
         # A recorded decision leaves the run for a worker: it must hold no lease.
         lease_ms=None if record_only else state.lease_ms or request.lease_ms,
+        base=loaded,
     )
 
     check_signal(signal, "the decisions")
@@ -249,7 +253,7 @@ async def prepare_resume(
                 session, state, writer, reason=decided.input_rejected, audit=records
             )
         if decided.remaining:
-            return await _settle_partial(session, state, writer, decided, records)
+            return await _settle_partial(session, state, writer, decided, records, calls)
 
     if decided is not None and not decided.input_approved:
         pending_input: tuple[Message, ...] = ()
@@ -412,6 +416,7 @@ async def _settle_partial(
     writer: CheckpointWriter,
     decided: Decided,
     audit: Sequence[DecisionRecord],
+    calls: Mapping[str, ToolCallContent],
 ) -> Settled:
     assert state.interruption is not None
     for child in decided.child_writes:
@@ -435,7 +440,9 @@ async def _settle_partial(
         pending_calls=tuple(decided.pending_calls),
         sticky_decisions=tuple(decided.sticky),
     )
-    await writer.save(resuspended)
+    # The calls' arguments ride a notifying run's notification of what it still waits on.
+    arguments = {call_id: call.arguments for call_id, call in calls.items()}
+    await writer.save(resuspended, arguments=arguments)
     event = redact_value(
         AgentSuspendedEvent(
             session_id=state.session_id,
@@ -457,6 +464,14 @@ async def _settle_partial(
         ),
     )
     return Settled(events=(event,), result=result, session=session)
+
+
+def _host_notifies(agent: ResumableAgent) -> bool:
+    """Whether the agent is hosted with notifiers (its ``run_state`` has ``notify``)."""
+    run_state = agent.config.run_state
+    if isinstance(run_state, Mapping):
+        return run_state.get("notify") is True
+    return getattr(run_state, "notify", False) is True
 
 
 def _publish(session: ResumedSession, writer: CheckpointWriter, event: AgentEvent) -> None:

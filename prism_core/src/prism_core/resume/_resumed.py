@@ -174,6 +174,7 @@ def attach_durable(
             fencing_token=writer.fencing_token,
             lease_ms=writer.lease_ms,
             approval_timeout_ms=state.approval_timeout_ms,
+            notify=claimed.notify,
         ),
         fingerprint=state.fingerprint,
         fingerprint_parts=state.fingerprint_parts,

@@ -19,6 +19,7 @@ from .._capability import capability
 from .._echo import echo
 from ..durable._capabilities import (
     CheckpointAndBranchLoader,
+    CheckpointBatchStore,
     CheckpointStamp,
     CheckpointStampReader,
     CheckpointStatusIndex,
@@ -92,6 +93,7 @@ __all__ = (
     "BranchAndRunTail",
     "BranchAndRunTailReader",
     "CheckpointAndBranchLoader",
+    "CheckpointBatchStore",
     "CheckpointConflictError",
     "CheckpointLimitError",
     "CheckpointPage",

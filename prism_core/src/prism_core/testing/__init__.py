@@ -18,7 +18,9 @@ module) so pytest rewrites the suites' assertions, then subclass the suites::
 
 ``SharedCommitConformance`` is for checkpoint stores that offer the optional shared commit
 (``prism_core.stores.shared_transaction``); its fixture ``shared_stores`` yields
-``(checkpoints, sessions)``. ``LeaseRenewalConformance`` is for checkpoint stores that renew
+``(checkpoints, sessions)``. ``CheckpointBatchConformance`` is for checkpoint stores that
+commit several of their own saves together (``prism_core.stores.CheckpointBatchStore``), with
+a ``checkpoint_store`` fixture. ``LeaseRenewalConformance`` is for checkpoint stores that renew
 a lease in place (``prism_core.stores.LeaseRenewalStore``), with a ``checkpoint_store`` fixture;
 ``CheckpointStampConformance`` for those that read a record's version and fencing token alone
 (``prism_core.stores.CheckpointStampReader``), likewise. ``RunWakeupsConformance`` is for
@@ -38,6 +40,7 @@ import pytest
 
 # Registered before the suites are imported so pytest can still rewrite their assertions.
 pytest.register_assert_rewrite(
+    "prism_core.testing._batch_suite",
     "prism_core.testing._checkpoint_suite",
     "prism_core.testing._commit_suite",
     "prism_core.testing._lease_suite",
@@ -49,6 +52,7 @@ pytest.register_assert_rewrite(
     "prism_core.testing._wakeups_suite",
 )
 
+from ._batch_suite import CheckpointBatchConformance  # noqa: E402
 from ._checkpoint_suite import CheckpointStoreConformance  # noqa: E402
 from ._commit_suite import SharedCommitConformance  # noqa: E402
 from ._lease_suite import LeaseRenewalConformance  # noqa: E402
@@ -58,6 +62,7 @@ from ._status_index_suite import CheckpointStatusIndexConformance  # noqa: E402
 from ._wakeups_suite import RunWakeupsConformance  # noqa: E402
 
 __all__ = (
+    "CheckpointBatchConformance",
     "CheckpointStampConformance",
     "CheckpointStatusIndexConformance",
     "CheckpointStoreConformance",

@@ -5,13 +5,16 @@ above ``resume/``: a worker continues runs through the public resume API. It onl
 its public names; it must not hold behaviour.
 """
 
+from ._delivery import deliver_notifications, run_deliverer
 from ._resolver import ResolverError, entered_resolver, is_resolver_factory
 from ._worker import WorkerConfigError, run_worker
 
 __all__ = (
     "ResolverError",
     "WorkerConfigError",
+    "deliver_notifications",
     "entered_resolver",
     "is_resolver_factory",
+    "run_deliverer",
     "run_worker",
 )

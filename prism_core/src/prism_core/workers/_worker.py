@@ -16,6 +16,11 @@ decision reaches its tool through one read (the marks), the continue's own load,
 and, for a side-effecting tool, the ``dispatched`` mark; every other candidate is read before
 it takes a slot, so runs another worker holds do not crowd out those this one may claim.
 
+Notifications: a worker given ``notifiers`` delivers the outbox of its stores
+(``workers/_delivery.py``) every ``poll_ms``, hosts the agents of the runs it continues with
+``notify``, and, when it leaves a run because a call of it is in doubt, writes that run's
+``in_doubt`` notification (once per version, whoever finds it).
+
 Stopping: ``stop`` ends the sweeps and cancels the runs in flight without writing anything
 for them (as a killed process would); they stay ``running`` and the next worker continues
 them once their lease has expired.
@@ -25,6 +30,7 @@ It must not decide anything: it only continues what was decided.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import math
@@ -37,9 +43,12 @@ import anyio
 import attrs
 
 from .._capability import capability
+from .._notification import Notification, NotifierConfigError, check_notifiers, notification_id
 from ..durable._checkpoints import CheckpointStore
 from ..durable._expiry import expire_agent_runs
+from ..durable._in_doubt import IN_DOUBT_CODE
 from ..durable._lease import lease_is_live, validate_lease_ms
+from ..durable._outbox import note_request, write_notes
 from ..durable._pair import StorePair
 from ..durable._wakeups import RunWakeups
 from ..durable._work import WorkMark, delete_work_mark, list_work_marks, note_refusal
@@ -52,6 +61,7 @@ from ..resume import (
     list_agent_runs,
     load_agent_run_state,
 )
+from ._delivery import run_deliverer
 from ._resolver import entered_resolver
 
 __all__ = ("WorkerConfigError", "run_worker")
@@ -108,10 +118,14 @@ def _unpack(answer: Any) -> tuple[Any, Any]:
 
 
 def _hosting(
-    resolver: Callable[..., Any], stores: StorePair, ownership: Mapping[str, str] | None
+    resolver: Callable[..., Any],
+    stores: StorePair,
+    ownership: Mapping[str, str] | None,
+    notify: bool = False,
 ) -> Callable[..., Any]:
     """``resolver``, with every agent it answers hosted on the worker's stores for the run's
-    ``ownership`` (``Agent.hosted``; an agent without it is copied onto the session store)."""
+    ``ownership`` (``Agent.hosted``, with ``notify`` for a worker with notifiers; an agent
+    without it is copied onto the session store)."""
 
     async def resolve(agent_id: str, revision: str | None = None) -> Any:
         answer = await call_resolve_agent(resolver, agent_id, revision=revision)
@@ -120,7 +134,10 @@ def _hosting(
             return None
         hosted = getattr(agent, "hosted", None)
         if callable(hosted) and isinstance(definition_revision, str):
-            agent = hosted(stores, definition_revision=definition_revision, ownership=ownership)
+            options: dict[str, Any] = {"ownership": ownership}
+            if notify:
+                options["notify"] = True
+            agent = hosted(stores, definition_revision=definition_revision, **options)
         elif callable(getattr(agent, "evolve", None)) and agent.store is not stores.sessions:
             agent = agent.evolve(store=stores.sessions)
         return (agent, definition_revision)
@@ -147,6 +164,8 @@ class _Worker:
     #: run must be handed again (``None``: nothing).
     guardrail_packs: Callable[[Any], Any] | None = None
     guardrails: Callable[[Any], Any] | None = None
+    #: Whether the worker has notifiers (its runs are hosted with ``notify``).
+    notify: bool = False
     in_flight: set[str] = attrs.Factory(set)
     #: Runs left as they are: run id → the checkpoint version they were refused at.
     refused: dict[str, int] = attrs.Factory(dict)
@@ -170,7 +189,7 @@ class _Worker:
         it, the host's restore hooks."""
         return create_agent_run_lifecycle(
             checkpoints=self.checkpoints,
-            resolve_agent=_hosting(self.resolver, self.stores, ownership),
+            resolve_agent=_hosting(self.resolver, self.stores, ownership, self.notify),
             restore_hooks=self.restore_hooks,
         )
 
@@ -251,13 +270,22 @@ class _Worker:
         finally:
             self.in_flight.discard(candidate.run_id)
 
-    async def _leave(self, candidate: _Candidate, version: int, refusal: _Refusal) -> None:
+    async def _leave(
+        self,
+        candidate: _Candidate,
+        version: int,
+        refusal: _Refusal,
+        status: AgentRunStatus | None = None,
+    ) -> None:
         """Leave the run as it is until its checkpoint moves past ``version``; say so once,
-        in the log and on its mark (where whoever waits for the run reads it)."""
+        in the log and on its mark (where whoever waits for the run reads it), and, for a
+        call in doubt of a run that notifies, in its ``in_doubt`` notification."""
         run_id = candidate.run_id
         self.refused[run_id] = version
         if candidate.mark is not None and candidate.mark.version == version:
             await note_refusal(self.checkpoints, candidate.mark, refusal.code, refusal.message)
+        if refusal.code == IN_DOUBT_CODE and status is not None and status.version == version:
+            await self._in_doubt(status)
         logger.warning(
             "run %s: left as it is at version %d (%s): %s",
             run_id,
@@ -267,6 +295,24 @@ class _Worker:
             exc_info=refusal.error,
             extra={"prism_run_id": run_id, "prism_error_code": refusal.code},
         )
+
+    async def _in_doubt(self, status: AgentRunStatus) -> None:
+        """Write the ``in_doubt`` notification of a run left in doubt at its version (once:
+        its id is the run's and the version's), when the run notifies or this worker does."""
+        state = status.state
+        if not (state.notify or self.notify):
+            return
+        notification = Notification(
+            id=notification_id(state.run_id, status.version, "in_doubt"),
+            event="in_doubt",
+            run_id=state.run_id,
+            session_id=state.session_id,
+            agent_id=state.agent_id,
+            status=state.status,
+            version=status.version,
+            occurred_at=time.time(),
+        )
+        await write_notes(self.checkpoints, [note_request(notification)])
 
     async def _work(self, candidate: _Candidate, status: AgentRunStatus | None) -> None:
         mark = candidate.mark
@@ -281,13 +327,13 @@ class _Worker:
                 return
             if status.version == mark.version:
                 # Refused for what the run is, not because it moved on.
-                await self._leave(candidate, status.version, refused)
+                await self._leave(candidate, status.version, refused, status)
                 return
         if status is None:
             return
         refused = await self._continue(candidate, status.version, status)
         if refused is not None:
-            await self._leave(candidate, status.version, refused)
+            await self._leave(candidate, status.version, refused, status)
 
     async def _continue(
         self, candidate: _Candidate, version: int, status: AgentRunStatus | None = None
@@ -335,6 +381,7 @@ async def run_worker(
     restore_hooks: Sequence[Any] = (),
     guardrail_packs: Callable[[Any], Any] | None = None,
     guardrails: Callable[[Any], Any] | None = None,
+    notifiers: Sequence[Any] = (),
 ) -> None:
     """Run decided and abandoned runs until ``stop`` is set (see the module docstring).
 
@@ -346,13 +393,19 @@ async def run_worker(
     that lists expired runs first expires overdue decisions (``expire_agent_runs``).
     ``restore_hooks`` run on every claim; ``guardrail_packs(state)`` and
     ``guardrails(state)`` (sync or async) hand back what a run recorded by identity, as for
-    ``prism_server.create_app``. Raises :class:`WorkerConfigError` for a malformed option
-    before it reads anything.
+    ``prism_server.create_app``. ``notifiers`` (each with an async ``deliver(notification)``,
+    such as :class:`~prism_core.WebhookNotifier`) get the outbox of the stores, delivered
+    every ``poll_ms``, and the runs the worker continues notify. Raises
+    :class:`WorkerConfigError` for a malformed option before it reads anything.
     """
     _check_options(lease_ms, poll_ms, concurrency, stop)
     for name, hook in (("guardrail_packs", guardrail_packs), ("guardrails", guardrails)):
         if hook is not None and not callable(hook):
             raise WorkerConfigError(f"{name} must be callable(state)")
+    try:
+        chosen = check_notifiers(notifiers)
+    except NotifierConfigError as exc:
+        raise WorkerConfigError(exc.message) from None
     wakeups = capability(checkpoints, RunWakeups)
     async with entered_resolver(resolve_agent) as resolver:
         worker = _Worker(
@@ -363,8 +416,15 @@ async def run_worker(
             restore_hooks=tuple(restore_hooks),
             guardrail_packs=guardrail_packs,
             guardrails=guardrails,
+            notify=bool(chosen),
         )
         async with anyio.create_task_group() as group:
+            if chosen:
+                group.start_soon(
+                    functools.partial(
+                        run_deliverer, checkpoints=checkpoints, notifiers=chosen, poll_ms=poll_ms
+                    )
+                )
             if stop is not None:
 
                 async def stopping() -> None:
