@@ -87,7 +87,6 @@ def create_agui_app(
 
     async def run_agent(request: Request) -> Response:
         try:
-            factory.workers.ensure_started()
             caller = await authorized(check_caller, request, channel=CHANNEL)
             hosted = factory.for_caller(caller)
             run_input = await read_run_input(request, max_body_bytes)

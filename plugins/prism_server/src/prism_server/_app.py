@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -18,11 +17,9 @@ from prism_core import (
     StorePair,
     entered_resolver,
     list_agent_runs,
-    run_deliverer,
-    run_worker,
 )
 from prism_core.workers import is_resolver_factory
-from prism_web import DEFAULT_MAX_BODY_BYTES, check_max_body_bytes, store_pair
+from prism_web import DEFAULT_MAX_BODY_BYTES, FaceWorkers, check_max_body_bytes, store_pair
 
 from ._auth import Authorize, server_authorize, token_from_environment
 from ._console import console_routes
@@ -163,9 +160,23 @@ def create_app(
         guardrails=guardrails,
         notifiers=notifiers,
     )
+    ctx.workers = FaceWorkers(
+        pair,
+        ctx.worker_resolver(),
+        workers=workers,
+        lease_ms=lease_ms,
+        notifiers=notifiers,
+        restore_hooks=ctx.restore_hooks,
+        guardrail_packs=guardrail_packs,
+        guardrails=guardrails,
+    )
+    # A factory resolver is entered by the lifespan, which starts the workers with it; any
+    # other starts them with the first request too (an app mounted in another never sees its
+    # own lifespan).
+    ctx.start_workers_lazily = not is_resolver_factory(resolve_agent)
     app = Starlette(
         routes=[*api_routes(ctx), *console_routes(ctx)],
-        lifespan=_lifespan(ctx, resolve_agent, workers=workers, lease_ms=lease_ms),
+        lifespan=_lifespan(ctx, resolve_agent),
     )
     app.state.prism = ctx
     return app
@@ -179,43 +190,20 @@ def _not_entered(agent_id: str) -> Any:
     )
 
 
-def _lifespan(
-    ctx: ServerContext, resolve_agent: Any, *, workers: int, lease_ms: int
-) -> Callable[[Any], Any]:
-    """While the app is served: the host's resolver entered (when it is a factory), the
-    app's own workers running decided runs with it and delivering notifications (or a
-    deliverer alone, without workers)."""
+def _lifespan(ctx: ServerContext, resolve_agent: Any) -> Callable[[Any], Any]:
+    """While the app is served with its lifespan: the host's resolver entered when it is a
+    factory (its workers then start at once, with it), the workers stopped on shutdown. An
+    app mounted in another (whose lifespan never reaches it) starts its workers with its
+    first request instead."""
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         async with entered_resolver(resolve_agent) as resolver:
             ctx.resolve_host_agent = resolver
-            stop = anyio.Event()
-            async with anyio.create_task_group() as group:
-                if workers:
-                    group.start_soon(
-                        lambda: run_worker(
-                            checkpoints=ctx.checkpoints,
-                            sessions=ctx.sessions,
-                            resolve_agent=ctx.worker_resolver(),
-                            lease_ms=lease_ms,
-                            concurrency=workers,
-                            stop=stop,
-                            restore_hooks=ctx.restore_hooks,
-                            guardrail_packs=ctx.guardrail_packs,
-                            guardrails=ctx.guardrails,
-                            notifiers=ctx.notifiers,
-                        )
-                    )
-                elif ctx.notifiers:
-                    group.start_soon(
-                        lambda: run_deliverer(
-                            checkpoints=ctx.checkpoints, notifiers=ctx.notifiers, stop=stop
-                        )
-                    )
-                try:
-                    yield
-                finally:
-                    stop.set()
+            ctx.workers.ensure_started()
+            try:
+                yield
+            finally:
+                await ctx.workers.aclose()
 
     return lifespan

@@ -70,10 +70,19 @@ class ServerContext:
         self.default_auth = default_auth
         # Status reads only: a resume goes through the caller's own lifecycle.
         self.lifecycle = self.lifecycle_for(Principal())
+        #: The app's workers (set by ``create_app``), and whether a request starts them.
+        self.workers: Any = None
+        self.start_workers_lazily = False
 
     async def caller(self, request: Request, channel: str) -> Principal:
         """The caller of ``request`` on ``channel`` (``"api"`` or ``"console"``)."""
         return await authorized(self.authorize, request, channel=channel)
+
+    def decided(self) -> None:
+        """A decision was recorded here: make sure the app's workers run (an app served with
+        its lifespan started them already; a mounted one starts them now)."""
+        if self.start_workers_lazily and self.workers is not None:
+            self.workers.ensure_started()
 
     def lifecycle_for(self, caller: Principal) -> AgentRunLifecycle:
         """The lifecycle that resumes runs for ``caller``: the host's agents hosted on the

@@ -74,6 +74,7 @@ async def _record(ctx: ServerContext, request: Request, channel: str) -> _Record
     await ctx.lifecycle_for(caller).decide(
         ref, resume, ownership=scope, guardrail_packs=packs, guardrails=guards
     )
+    ctx.decided()
     return _Recorded(run_id, scope, point)
 
 

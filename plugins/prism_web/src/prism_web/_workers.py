@@ -36,8 +36,8 @@ __all__ = ("FaceWorkers",)
 
 class FaceWorkers:
     """``workers`` run claims (0: none) over ``stores`` with ``resolve_agent``, each under a
-    ``lease_ms`` lease, delivering the stores' notifications to ``notifiers``; and the
-    background runs a face starts."""
+    ``lease_ms`` lease, delivering the stores' notifications to ``notifiers`` (more of
+    ``run_worker``'s options in ``worker_options``); and the background runs a face starts."""
 
     def __init__(
         self,
@@ -47,6 +47,7 @@ class FaceWorkers:
         workers: int,
         lease_ms: int,
         notifiers: Sequence[Any] = (),
+        **worker_options: Any,
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers must be 0 or more, got {workers!r}")
@@ -60,6 +61,8 @@ class FaceWorkers:
             # Checked now: the workers run detached, where a refusal would come too late.
             raise NotifierConfigError("notifiers must each have an async deliver(notification)")
         self.notifiers = tuple(notifiers)
+        #: More of ``run_worker``'s options (restore hooks, hand-over hooks).
+        self.worker_options = worker_options
         self._stop: anyio.Event | None = None
         self._task: Detached | None = None
         self._runs: set[Detached] = set()
@@ -90,11 +93,14 @@ class FaceWorkers:
                 concurrency=self.workers,
                 stop=self._stop,
                 notifiers=self.notifiers,
+                **self.worker_options,
             )
         )
 
     def start_run(self, run: Callable[[], Awaitable[Any]]) -> Detached:
-        """Run ``run()`` in a task of the face's own, not of the request that asked for it."""
+        """Run ``run()`` in a task of the face's own, not of the request that asked for it
+        (the workers start with it: they deliver what the run notifies)."""
+        self.ensure_started()
         self._runs = {task for task in self._runs if not task.done}
         task = start_detached(run)
         self._runs.add(task)
