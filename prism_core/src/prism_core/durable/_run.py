@@ -22,7 +22,7 @@ import anyio
 import attrs
 
 from ..codec import dumps
-from ..content import ErrorInfo, Message, ToolCallContent
+from ..content import ErrorInfo, Message, ToolCallContent, ToolResult
 from ..errors import (
     AgentDecisionError,
     AgentLoopStateError,
@@ -32,10 +32,12 @@ from ..errors import (
 from ..guardrails._pack_identity import checkpoint_rows
 from ..limits import DEFAULT_MAX_OUTPUT_RETRIES
 from ..records._held import HeldEntries
+from ..redaction import redact_value
 from ._capabilities import shared_transaction
 from ._checkpoints import CheckpointStoreUnavailableError
 from ._gates import Gate, interruption_for, pending_decision
 from ._host import HostRun
+from ._ledger import RunLedger
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._receipts import ReceiptBook, process_actor
 from ._state import (
@@ -155,6 +157,14 @@ class DurableRun:
         )
         #: The run's limits and their JSON form, made once (the limits are frozen).
         self._limits: tuple[Any, dict[str, Any]] | None = None
+        #: The effect records of this run's calls, carried by its next checkpoint write.
+        self.ledger = RunLedger(
+            run_id=execution.run_id,
+            session_id=execution.session_id,
+            agent_id=self.agent_id,
+            parent_run_id=execution.parent_run_id,
+            ownership=options.ownership,
+        )
         #: The session's held entries, when this run commits them with its checkpoints.
         self.held: HeldEntries | None = None
         sessions = execution.session.store
@@ -333,6 +343,7 @@ class DurableRun:
             output=execution.output_json if status == "succeeded" else None,
             started_by=execution.started_by,
             approval_timeout_ms=self.options.approval_timeout_ms,
+            parent_run_id=execution.parent_run_id,
         )
 
     def _limits_data(self) -> dict[str, Any]:
@@ -466,6 +477,25 @@ class DurableRun:
             reason=reason,
         )
 
+    def effect_started(self, call: ToolCallContent, effect: str | None) -> None:
+        """Record that ``call`` (of a tool whose ``effect`` is that) is being dispatched: its
+        effect record, unless the tool is read-only. The next write carries it (for a
+        side-effecting call, its ``dispatched`` mark)."""
+        if effect == "read":
+            return
+        self.ledger.dispatched(
+            call,
+            fencing_token=self.fencing_token,
+            approvals=self.approvals_for(call.id, call.name),
+        )
+
+    def effect_finished(self, call: ToolCallContent, result: ToolResult, *, failed: bool) -> None:
+        """Record ``call``'s outcome in its effect record (none for a read-only tool): the
+        hash of ``result`` as the tool answered it, redacted."""
+        if call.id in self.ledger.records:
+            redacted = redact_value(result, self.execution.redactor)
+            self.ledger.finished(call.id, redacted, failed=failed)
+
     def settle_pending(self, tool_call_id: str) -> None:
         """Forget a pending call once its result is in the session store."""
         self.pending_calls = [c for c in self.pending_calls if c.tool_call_id != tool_call_id]
@@ -552,20 +582,24 @@ class DurableRun:
         self.release_held()
 
     async def _write(self, state: AgentRunState) -> None:
-        """Save ``state``, committing the entries the session holds with it."""
+        """Save ``state``, committing the entries the session holds and the pending effect
+        records with it."""
         held = self.held
+        effects = self.ledger.pending()
         if held is None:
-            await self.writer.save(state)
+            await self.writer.save(state, effects=effects)
+            self.ledger.written(effects)
             return
         entries = tuple(held.entries)
         try:
-            await self.writer.save(state, entries)
+            await self.writer.save(state, entries, effects)
         except BaseException:
             # Not committed (or not known to be): the session goes back to what its store
             # holds, and the run appends directly from here on.
             self.release_held()
             raise
         held.committed(len(entries))
+        self.ledger.written(effects)
 
     def release_held(self) -> None:
         """Stop holding session entries; those still held were never committed, so the

@@ -299,6 +299,9 @@ class AgentRunState:
     #: The run's ``approval_timeout_ms`` (``RunStateOptions``), so a resumed run's later
     #: decisions expire as its first ones did; left out of the JSON form while ``None``.
     approval_timeout_ms: int | None = None
+    #: The run whose sub-agent call started this run (``None`` for a top-level run); left out
+    #: of the JSON form while ``None``.
+    parent_run_id: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -335,9 +338,9 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
     when the guard has one, ``output_schema``/``output`` and ``counters.output_retries`` only
     for a run with an ``output_type``, a pending call's ``child_run_id``/``child_resume`` only
     for a call waiting on a sub-agent, ``audit`` only once a decision was made,
-    ``audit_omitted`` only when not ``0``, ``fingerprint_parts``, ``started_by`` and
-    ``approval_timeout_ms`` only when recorded, a pending decision's approvers and deadline
-    and a pending call's ``dispatched_by`` only when set)."""
+    ``audit_omitted`` only when not ``0``, ``fingerprint_parts``, ``started_by``,
+    ``approval_timeout_ms`` and ``parent_run_id`` only when recorded, a pending decision's
+    approvers and deadline and a pending call's ``dispatched_by`` only when set)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
@@ -353,6 +356,7 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
         "fingerprint_parts",
         "started_by",
         "approval_timeout_ms",
+        "parent_run_id",
     ):
         if data.get(key) is None:
             data.pop(key, None)

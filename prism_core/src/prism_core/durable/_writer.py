@@ -45,6 +45,7 @@ from ._checkpoints import (
 )
 from ._faults import retry_transient
 from ._lease import now_ms
+from ._ledger import ledger_write
 from ._options import (
     AGENT_RUN_NAMESPACE,
     MAX_AGENT_RUN_METADATA_BYTES,
@@ -52,6 +53,7 @@ from ._options import (
     read_string_map,
 )
 from ._state import AgentRunState, check_state_bounds, state_to_json
+from .._effect_record import EffectRecord
 from ._store_base import save_checkpoint
 from ._transaction import queue_save
 
@@ -144,17 +146,26 @@ class CheckpointWriter:
     _shared: Any = attrs.field(default=_UNASKED, init=False, eq=False, repr=False)
     #: The store as a :class:`CheckpointStampReader`, or ``None`` (asked for once, likewise).
     _stamps: Any = attrs.field(default=_UNASKED, init=False, eq=False, repr=False)
+    #: How many of the run's decision records its store's ledger holds (see ``_ledger``):
+    #: a save carries the audit's records past it.
+    decisions_written: int = 0
 
-    async def save(self, state: AgentRunState, entries: Sequence[Any] = ()) -> int:
-        """Write ``state`` as the next version, with the session ``entries`` it follows from;
-        return that version.
+    async def save(
+        self,
+        state: AgentRunState,
+        entries: Sequence[Any] = (),
+        effects: Sequence[EffectRecord] = (),
+    ) -> int:
+        """Write ``state`` as the next version, with the session ``entries`` it follows from
+        and the ledger rows of ``effects`` and of the audit's new decisions; return that
+        version.
 
         The state is redacted and bounded before any I/O; a lost compare-and-swap raises
         :class:`~prism_core.CheckpointConflictError` and leaves ``version`` unchanged (and,
         on a shared commit, writes none of the entries).
         """
         async with self._lock:
-            return await self._save(state, tuple(entries))
+            return await self._save(state, tuple(entries), tuple(effects))
 
     async def renew(self) -> bool:
         """Write the last running state again with a fresh lease expiry; ``False`` when there
@@ -292,12 +303,24 @@ class CheckpointWriter:
                 },
             )
 
-    async def _save(self, state: AgentRunState, entries: tuple[Any, ...] = ()) -> int:
+    async def _save(
+        self,
+        state: AgentRunState,
+        entries: tuple[Any, ...] = (),
+        effects: tuple[EffectRecord, ...] = (),
+    ) -> int:
         if self.lost is not None:
             raise self.lost
         state = self._stamp(state)
         data = redact_value(state_to_json(state), self.redactor)
         encoded = check_state_bounds(data, self.max_state_bytes)
+        ledger, decisions = ledger_write(
+            data,
+            effects,
+            decisions_written=self.decisions_written,
+            redactor=self.redactor,
+            ownership=self.ownership,
+        )
         metadata = self.metadata
         if self.metadata_source is not None:
             metadata = resolve_metadata(self.metadata_source, self.redactor)
@@ -324,6 +347,7 @@ class CheckpointWriter:
             metadata=metadata,
             category="agent-run",
             encoded=encoded,
+            ledger=ledger,
         )
 
         async def attempt() -> CheckpointRecord:
@@ -360,6 +384,7 @@ class CheckpointWriter:
         self.version = record.version
         self.writes += 1
         self.last_state = state
+        self.decisions_written = decisions
         if logger.isEnabledFor(logging.DEBUG):
             self._log_save(record.version, state.status, len(encoded), duration_ms, len(entries))
         if (

@@ -290,6 +290,7 @@ class SubAgentTool:
             to_messages(text if isinstance(text, str) else ""),
             coerce_run_options(options),
             run_id=child_id,
+            parent_run_id=parent.run_id,
         )
         session.run_slot.claim(execution)
         return _Stretch(RunDriver(execution), before)

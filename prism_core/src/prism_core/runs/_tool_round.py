@@ -236,6 +236,8 @@ async def tool_call(
         and run.durable.has_record
         and (checked.needs_dispatch_mark or delegate is not None)
     )
+    if run.durable is not None:
+        run.durable.effect_started(call, checked.effect)
     if marked:
         assert run.durable is not None
         await run.durable.mark_dispatched(call)
@@ -269,6 +271,8 @@ async def tool_call(
         failed = outcome.status != "executed"
         code = outcome.result.error.code if outcome.result.error is not None else None
         run.durable.add_receipt(call, EXECUTION_FAILED if failed else EXECUTED, code)
+    if run.durable is not None:
+        run.durable.effect_finished(call, outcome.result, failed=outcome.status == "failed")
     for event in run.deferred:
         yield event
     run.deferred.clear()
