@@ -13,7 +13,7 @@ import hashlib
 import os
 import socket
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 import attrs
 
@@ -167,7 +167,7 @@ def effect_from_json(data: Any, *, status: str | None = None) -> EffectRecord:
         fencing_token=token,
         arguments=data.get("arguments"),
         arguments_hash=_text(data, "arguments_hash"),
-        status=chosen,
+        status=cast(EffectStatus, chosen),
         result_hash=_text(data, "result_hash", optional=True),
         started_at=_number(data, "started_at"),
         finished_at=_number(data, "finished_at", optional=True),

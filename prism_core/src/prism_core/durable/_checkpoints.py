@@ -428,8 +428,8 @@ def validate_save(
     ``encoded``, when given, is ``value``'s canonical JSON as the caller already made it
     (``prism_core.codec.dumps(value)``, e.g. to check a size bound): it is used as is instead
     of encoding the value again. ``ledger``: the ledger rows the save carries (the durable
-    writer's; ``None`` or an empty one for none). Raises :class:`InvalidCheckpointError` for malformed
-    arguments and :class:`CheckpointLimitError` when the canonical value exceeds
+    writer's; ``None`` or an empty one for none). Raises :class:`InvalidCheckpointError` for
+    malformed arguments and :class:`CheckpointLimitError` when the canonical value exceeds
     ``max_value_bytes``.
     """
     from ..codec import dumps

@@ -3,9 +3,9 @@
 A store that keeps a ledger offers :class:`EffectLedger` (asked for with ``capability()``).
 It writes the rows a save carries (:attr:`~prism_core.stores.SaveRequest.ledger`, a
 ``LedgerWrite`` of ``_ledger_rows``) in the same transaction and commit as the checkpoint, and
-only when the checkpoint is written; a refused save writes none of them. Rows outlive the run's record:
-deleting a checkpoint deletes no row. Rules (``prism_core.testing.EffectLedgerConformance``
-checks them):
+only when the checkpoint is written; a refused save writes none of them. Rows outlive the
+run's record: deleting a checkpoint deletes no row. Rules
+(``prism_core.testing.EffectLedgerConformance`` checks them):
 
 - An effect row is keyed by ``(run_id, tool_call_id)``; a later write of the same call replaces
   the whole record (status, hashes, times) but keeps its place in the order: rows are listed

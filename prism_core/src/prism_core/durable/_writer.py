@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._effect_record import EffectRecord
 from ..codec import dumps
 from ..errors import AgentRunStateError, CanonicalJsonError, CheckpointConflictError
 from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
@@ -53,7 +54,6 @@ from ._options import (
     read_string_map,
 )
 from ._state import AgentRunState, check_state_bounds, state_to_json
-from .._effect_record import EffectRecord
 from ._store_base import save_checkpoint
 from ._transaction import queue_save
 
