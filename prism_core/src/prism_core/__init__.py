@@ -6,6 +6,7 @@ Everything a host calls is importable from here; see the project's API reference
 from . import codec, hookspecs
 from ._agent_config import AgentConfig
 from ._detached import Detached, start_detached
+from ._effect_record import EFFECT_STATUSES, EffectPage, EffectRecord, EffectStatus
 from ._principal import InvalidPrincipalError, Principal, coerce_principal
 from .agents import Agent, create_agent, create_agent_session, create_secure_agent
 from .content import (
@@ -49,6 +50,7 @@ from .durable import (
     expire_agent_runs,
     nested_approval_id,
 )
+from .durable._effects import EffectLedgerUnsupportedError, export_audit, list_effects
 from .errors import (
     AgentConfigError,
     AgentDecisionError,
@@ -170,16 +172,23 @@ from .resume import (
     ResumeAbortedError,
     ResumeEventStream,
     ResumeInput,
+    ResumePreview,
     RunDecision,
     RunLeftError,
+    SessionActiveError,
+    SessionDeletionUnsupportedError,
+    SessionErasure,
     call_resolve_agent,
     create_agent_run_lifecycle,
     decide_agent_run,
+    erase_session,
     inspect_agent_run,
     list_agent_runs,
     load_agent_run_state,
     observation_point,
     observe_agent_run,
+    preview_resume,
+    purge_agent_runs,
     resume_agent_run,
     resume_agent_run_stream,
 )
@@ -229,6 +238,20 @@ from .workers import ResolverError, WorkerConfigError, entered_resolver, run_wor
 __version__ = "0.1.0"
 
 __all__ = (
+    "EFFECT_STATUSES",
+    "EffectLedgerUnsupportedError",
+    "EffectPage",
+    "EffectRecord",
+    "EffectStatus",
+    "ResumePreview",
+    "SessionActiveError",
+    "SessionDeletionUnsupportedError",
+    "SessionErasure",
+    "erase_session",
+    "export_audit",
+    "list_effects",
+    "preview_resume",
+    "purge_agent_runs",
     "AgentRunDetail",
     "InDoubtCallView",
     "PendingCallView",

@@ -50,6 +50,7 @@ __all__ = (
     "EffectLedger",
     "EffectLedgerUnsupportedError",
     "EffectQuery",
+    "FreedSpaceScrubber",
     "decode_ledger_cursor",
     "encode_ledger_cursor",
     "export_audit",
@@ -350,3 +351,14 @@ async def export_audit(
         if effect_page.cursor is None:
             break
         effects = attrs.evolve(effects, after=decode_ledger_cursor("e", effect_page.cursor))
+
+
+@runtime_checkable
+class FreedSpaceScrubber(Protocol):
+    """A store capability: rewrite its storage so that what was deleted or overwritten is no
+    longer in its files' free space (SQLite: ``VACUUM`` and a truncating WAL checkpoint).
+    :func:`~prism_core.erase_session` asks for it after an erasure."""
+
+    async def scrub_freed_space(self) -> None:
+        """Rewrite the storage; data deleted or overwritten before the call is gone."""
+        ...
