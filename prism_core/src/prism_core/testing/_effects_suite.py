@@ -32,6 +32,12 @@ def _ids() -> tuple[str, dict[str, str]]:
     return f"prism.ledger.{hex_}", {"tenant_id": f"t-{hex_}"}
 
 
+def _runs(count: int) -> list[str]:
+    """Run ids no other test uses (a ledger row is keyed by its run and call)."""
+    hex_ = uuid.uuid4().hex[:12]
+    return [f"run-{hex_}-{index}" for index in range(1, count + 1)]
+
+
 def effect(
     run_id: str,
     call_id: str,
@@ -145,13 +151,14 @@ class EffectLedgerConformance:
         self, checkpoint_store: Any
     ) -> None:
         """A save writes its rows; a later write of a call replaces it in its first place."""
+        (run1,) = _runs(1)
         ns, owner = _ids()
-        first = effect("r1", "c1", owner=owner, arguments={"order": "A-3", "note": "é\u2028"})
-        await save_with(checkpoint_store, ns, "r1", 1, owner=owner, effects=[first])
-        second = effect("r1", "c2", owner=owner)
-        await save_with(checkpoint_store, ns, "r1", 2, owner=owner, effects=[second])
+        first = effect(run1, "c1", owner=owner, arguments={"order": "A-3", "note": "é\u2028"})
+        await save_with(checkpoint_store, ns, run1, 1, owner=owner, effects=[first])
+        second = effect(run1, "c2", owner=owner)
+        await save_with(checkpoint_store, ns, run1, 2, owner=owner, effects=[second])
         done = attrs.evolve(first, status="completed", result_hash="c" * 64, finished_at=5.0)
-        await save_with(checkpoint_store, ns, "r1", 3, owner=owner, effects=[done])
+        await save_with(checkpoint_store, ns, run1, 3, owner=owner, effects=[done])
         page = await list_effects(checkpoint_store, ownership=owner)
         assert page.effects == (done, second)
         assert page.cursor is None
@@ -159,18 +166,19 @@ class EffectLedgerConformance:
     @pytest.mark.anyio
     async def test_a_refused_save_writes_no_row(self, checkpoint_store: Any) -> None:
         """A save that loses its compare-and-swap writes none of its rows."""
+        (run1,) = _runs(1)
         ns, owner = _ids()
-        await save_with(checkpoint_store, ns, "r1", 1, owner=owner)
+        await save_with(checkpoint_store, ns, run1, 1, owner=owner)
         with pytest.raises(CheckpointConflictError):
             await save_with(
                 checkpoint_store,
                 ns,
-                "r1",
+                run1,
                 2,
                 owner=owner,
                 expected_version=7,
-                effects=[effect("r1", "c1", owner=owner)],
-                decisions=[decision("r1", 0, owner=owner, at=1.0)],
+                effects=[effect(run1, "c1", owner=owner)],
+                decisions=[decision(run1, 0, owner=owner, at=1.0)],
             )
         assert (await list_effects(checkpoint_store, ownership=owner)).effects == ()
         rows = await checkpoint_store.query_decisions(DecisionQuery.of(ownership=owner))
@@ -179,11 +187,12 @@ class EffectLedgerConformance:
     @pytest.mark.anyio
     async def test_every_filter(self, checkpoint_store: Any) -> None:
         """Tool, approver, argument values, key, run, status and time each narrow the list."""
+        run1, run2 = _runs(2)
         ns, owner = _ids()
         rows = [
-            effect("r1", "c1", owner=owner, tool="refund", approved=["ana", "bo"], started_at=10),
+            effect(run1, "c1", owner=owner, tool="refund", approved=["ana", "bo"], started_at=10),
             effect(
-                "r1",
+                run1,
                 "c2",
                 owner=owner,
                 tool="charge",
@@ -192,7 +201,7 @@ class EffectLedgerConformance:
                 started_at=20,
             ),
             effect(
-                "r2",
+                run2,
                 "c1",
                 owner=owner,
                 tool="refund",
@@ -202,56 +211,57 @@ class EffectLedgerConformance:
                 started_at=30,
             ),
         ]
-        await save_with(checkpoint_store, ns, "r1", 1, owner=owner, effects=rows[:2])
-        await save_with(checkpoint_store, ns, "r2", 1, owner=owner, effects=rows[2:])
+        await save_with(checkpoint_store, ns, run1, 1, owner=owner, effects=rows[:2])
+        await save_with(checkpoint_store, ns, run2, 1, owner=owner, effects=rows[2:])
 
         async def calls(**filters: Any) -> list[tuple[str, str]]:
             page = await list_effects(checkpoint_store, ownership=owner, **filters)
             return [(r.run_id, r.tool_call_id) for r in page.effects]
 
-        assert await calls() == [("r1", "c1"), ("r1", "c2"), ("r2", "c1")]
-        assert await calls(tool_name="refund") == [("r1", "c1"), ("r2", "c1")]
-        assert await calls(actor="ana") == [("r1", "c1")]
-        assert await calls(actor="bo") == [("r1", "c1"), ("r2", "c1")]
+        assert await calls() == [(run1, "c1"), (run1, "c2"), (run2, "c1")]
+        assert await calls(tool_name="refund") == [(run1, "c1"), (run2, "c1")]
+        assert await calls(actor="ana") == [(run1, "c1")]
+        assert await calls(actor="bo") == [(run1, "c1"), (run2, "c1")]
         assert await calls(actor="nobody") == []
-        assert await calls(arguments={"order": "A-3"}) == [("r1", "c1"), ("r2", "c1")]
-        assert await calls(arguments={"order": "A-3", "amount": 12}) == [("r1", "c1")]
-        assert await calls(arguments={"amount": 12}) == [("r1", "c1"), ("r1", "c2")]
+        assert await calls(arguments={"order": "A-3"}) == [(run1, "c1"), (run2, "c1")]
+        assert await calls(arguments={"order": "A-3", "amount": 12}) == [(run1, "c1")]
+        assert await calls(arguments={"amount": 12}) == [(run1, "c1"), (run1, "c2")]
         assert await calls(arguments={"amount": "12"}) == []
-        assert await calls(idempotency_key="idem-r2-c1") == [("r2", "c1")]
-        assert await calls(run_id="r1") == [("r1", "c1"), ("r1", "c2")]
-        assert await calls(status="in_doubt") == [("r2", "c1")]
+        assert await calls(idempotency_key=f"idem-{run2}-c1") == [(run2, "c1")]
+        assert await calls(run_id=run1) == [(run1, "c1"), (run1, "c2")]
+        assert await calls(status="in_doubt") == [(run2, "c1")]
         assert await calls(status="failed") == []
-        assert await calls(since=20) == [("r1", "c2"), ("r2", "c1")]
-        assert await calls(until=20) == [("r1", "c1")]
-        assert await calls(since=15, until=25) == [("r1", "c2")]
-        assert await calls(tool_name="refund", actor="bo", status="dispatched") == [("r1", "c1")]
+        assert await calls(since=20) == [(run1, "c2"), (run2, "c1")]
+        assert await calls(until=20) == [(run1, "c1")]
+        assert await calls(since=15, until=25) == [(run1, "c2")]
+        assert await calls(tool_name="refund", actor="bo", status="dispatched") == [(run1, "c1")]
 
     @pytest.mark.anyio
     async def test_ownership_is_matched_exactly(self, checkpoint_store: Any) -> None:
         """Other owners' rows are never listed, marked or erased; unowned is its own scope."""
+        mine, theirs = _runs(2)
         ns, owner = _ids()
         other = {"tenant_id": owner["tenant_id"], "user_id": "u2"}
         await save_with(
             checkpoint_store,
             ns,
-            "mine",
+            mine,
             1,
             owner=owner,
-            effects=[effect("mine", "c1", owner=owner)],
+            effects=[effect(mine, "c1", owner=owner)],
         )
         await save_with(
             checkpoint_store,
             ns,
-            "theirs",
+            theirs,
             1,
             owner=other,
-            effects=[effect("theirs", "c1", owner=other)],
+            effects=[effect(theirs, "c1", owner=other)],
         )
         assert _calls(await list_effects(checkpoint_store, ownership=owner)) == ["c1"]
         page = await list_effects(checkpoint_store, ownership=other)
-        assert [r.run_id for r in page.effects] == ["theirs"]
-        assert await checkpoint_store.mark_in_doubt("theirs", ["c1"], ownership=owner) == 0
+        assert [r.run_id for r in page.effects] == [theirs]
+        assert await checkpoint_store.mark_in_doubt(theirs, ["c1"], ownership=owner) == 0
         assert await checkpoint_store.erase_session("s1", ownership={"tenant_id": "nobody"}) == 0
         assert (await list_effects(checkpoint_store, ownership=other)).effects[0].status == (
             "dispatched"
@@ -260,9 +270,10 @@ class EffectLedgerConformance:
     @pytest.mark.anyio
     async def test_pages_follow_the_cursor(self, checkpoint_store: Any) -> None:
         """Pages of ``limit`` rows, each cursor leading to the next; bad cursors refused."""
+        (run1,) = _runs(1)
         ns, owner = _ids()
-        rows = [effect("r1", f"c{index}", owner=owner) for index in range(7)]
-        await save_with(checkpoint_store, ns, "r1", 1, owner=owner, effects=rows)
+        rows = [effect(run1, f"c{index}", owner=owner) for index in range(7)]
+        await save_with(checkpoint_store, ns, run1, 1, owner=owner, effects=rows)
         seen: list[str] = []
         cursor = None
         for _ in range(10):
@@ -280,11 +291,12 @@ class EffectLedgerConformance:
     @pytest.mark.anyio
     async def test_deleting_the_checkpoint_keeps_the_rows(self, checkpoint_store: Any) -> None:
         """The ledger outlives the run's record."""
+        (run1,) = _runs(1)
         ns, owner = _ids()
         await save_with(
-            checkpoint_store, ns, "r1", 1, owner=owner, effects=[effect("r1", "c1", owner=owner)]
+            checkpoint_store, ns, run1, 1, owner=owner, effects=[effect(run1, "c1", owner=owner)]
         )
-        assert await checkpoint_store.delete(ns, "r1", ownership=owner)
+        assert await checkpoint_store.delete(ns, run1, ownership=owner)
         assert _calls(await list_effects(checkpoint_store, ownership=owner)) == ["c1"]
 
     @pytest.mark.anyio
@@ -292,27 +304,28 @@ class EffectLedgerConformance:
         self, checkpoint_store: Any
     ) -> None:
         """A decision row is kept once per position; ``since`` and paging read them."""
+        (run1,) = _runs(1)
         ns, owner = _ids()
         await save_with(
             checkpoint_store,
             ns,
-            "r1",
+            run1,
             1,
             owner=owner,
             decisions=[
-                decision("r1", 0, owner=owner, at=10.0, reason="first"),
-                decision("r1", 1, owner=owner, at=20.0),
+                decision(run1, 0, owner=owner, at=10.0, reason="first"),
+                decision(run1, 1, owner=owner, at=20.0),
             ],
         )
         await save_with(
             checkpoint_store,
             ns,
-            "r1",
+            run1,
             2,
             owner=owner,
             decisions=[
-                decision("r1", 1, owner=owner, at=20.0, reason="rewritten"),
-                decision("r1", 2, owner=owner, at=30.0),
+                decision(run1, 1, owner=owner, at=20.0, reason="rewritten"),
+                decision(run1, 2, owner=owner, at=30.0),
             ],
         )
         page = await checkpoint_store.query_decisions(DecisionQuery.of(ownership=owner))
@@ -335,19 +348,20 @@ class EffectLedgerConformance:
     @pytest.mark.anyio
     async def test_mark_in_doubt_moves_only_dispatched_rows(self, checkpoint_store: Any) -> None:
         """``dispatched`` becomes ``in_doubt``; a settled call keeps its status."""
+        (run1,) = _runs(1)
         ns, owner = _ids()
         await save_with(
             checkpoint_store,
             ns,
-            "r1",
+            run1,
             1,
             owner=owner,
             effects=[
-                effect("r1", "c1", owner=owner),
-                effect("r1", "c2", owner=owner, status="completed"),
+                effect(run1, "c1", owner=owner),
+                effect(run1, "c2", owner=owner, status="completed"),
             ],
         )
-        moved = await checkpoint_store.mark_in_doubt("r1", ["c1", "c2", "c9"], ownership=owner)
+        moved = await checkpoint_store.mark_in_doubt(run1, ["c1", "c2", "c9"], ownership=owner)
         assert moved == 1
         page = await list_effects(checkpoint_store, ownership=owner)
         assert [(r.tool_call_id, r.status) for r in page.effects] == [
@@ -357,23 +371,24 @@ class EffectLedgerConformance:
         assert _calls(await list_effects(checkpoint_store, ownership=owner, status="in_doubt")) == [
             "c1"
         ]
-        assert await checkpoint_store.mark_in_doubt("r1", ["c1"], ownership=owner) == 0
+        assert await checkpoint_store.mark_in_doubt(run1, ["c1"], ownership=owner) == 0
 
     @pytest.mark.anyio
     async def test_erasing_a_session_keeps_only_hashes(self, checkpoint_store: Any) -> None:
         """Arguments and reasons become hashes; the call is no longer found by its arguments;
         other sessions' rows are untouched."""
+        run1, run2 = _runs(2)
         ns, owner = _ids()
-        gone = effect("r1", "c1", owner=owner, approved=["ana"], session_id="s1")
-        kept = effect("r2", "c1", owner=owner, session_id="s2")
+        gone = effect(run1, "c1", owner=owner, approved=["ana"], session_id="s1")
+        kept = effect(run2, "c1", owner=owner, session_id="s2")
         await save_with(
             checkpoint_store,
             ns,
-            "r1",
+            run1,
             1,
             owner=owner,
             effects=[gone, kept],
-            decisions=[decision("r1", 0, owner=owner, at=1.0, reason="customer asked")],
+            decisions=[decision(run1, 0, owner=owner, at=1.0, reason="customer asked")],
         )
         changed = await checkpoint_store.erase_session("s1", ownership=owner)
         assert changed == 2
@@ -383,7 +398,7 @@ class EffectLedgerConformance:
         assert erased.approved_by == ("ana",)
         assert page.effects[1] == kept
         found = await list_effects(checkpoint_store, ownership=owner, arguments={"order": "A-3"})
-        assert [(r.run_id, r.tool_call_id) for r in found.effects] == [("r2", "c1")]
+        assert [(r.run_id, r.tool_call_id) for r in found.effects] == [(run2, "c1")]
         assert _calls(await list_effects(checkpoint_store, ownership=owner, actor="ana")) == ["c1"]
         rows = await checkpoint_store.query_decisions(DecisionQuery.of(ownership=owner))
         (row,) = rows.decisions
@@ -399,21 +414,22 @@ class SharedCommitLedgerConformance:
     @pytest.mark.anyio
     async def test_rows_commit_with_the_transaction(self, shared_stores: Any) -> None:
         """A committed block writes the rows of its save; a refused one writes none."""
+        (run1,) = _runs(1)
         checkpoints, sessions = shared_stores
         ns, owner = _ids()
         session = f"s-{uuid.uuid4().hex}"
-        ledger = LedgerWrite(effects=(LedgerEffect.of(effect("r1", "c1", owner=owner)),))
+        ledger = LedgerWrite(effects=(LedgerEffect.of(effect(run1, "c1", owner=owner)),))
         tx: Any = shared_transaction(checkpoints, sessions)
         assert tx is not None
         async with tx as batch:
             batch.save_request(
                 validate_save(
-                    ns, "r1", {"status": "running"}, version=1, ownership=owner, ledger=ledger
+                    ns, run1, {"status": "running"}, version=1, ownership=owner, ledger=ledger
                 )
             )
             batch.append(create_session_entry(session_id=session, kind="label", label="x"))
         assert _calls(await list_effects(checkpoints, ownership=owner)) == ["c1"]
-        refused = LedgerWrite(effects=(LedgerEffect.of(effect("r1", "c2", owner=owner)),))
+        refused = LedgerWrite(effects=(LedgerEffect.of(effect(run1, "c2", owner=owner)),))
         tx = shared_transaction(checkpoints, sessions)
         assert tx is not None
         with pytest.raises(CheckpointConflictError):
@@ -421,7 +437,7 @@ class SharedCommitLedgerConformance:
                 batch.save_request(
                     validate_save(
                         ns,
-                        "r1",
+                        run1,
                         {"status": "running"},
                         version=2,
                         expected_version=9,
