@@ -402,7 +402,8 @@ class EffectLedgerConformance:
         assert _calls(await list_effects(checkpoint_store, ownership=owner, actor="ana")) == ["c1"]
         rows = await checkpoint_store.query_decisions(DecisionQuery.of(ownership=owner))
         (row,) = rows.decisions
-        assert row["reason"].startswith("sha256:") and "customer" not in row["reason"]
+        assert row["reason"].startswith("sha256:")
+        assert "customer" not in row["reason"]
 
 
 class SharedCommitLedgerConformance:
@@ -432,7 +433,8 @@ class SharedCommitLedgerConformance:
         refused = LedgerWrite(effects=(LedgerEffect.of(effect(run1, "c2", owner=owner)),))
         tx = shared_transaction(checkpoints, sessions)
         assert tx is not None
-        with pytest.raises(CheckpointConflictError):
+
+        async def refused_commit() -> None:
             async with tx as batch:
                 batch.save_request(
                     validate_save(
@@ -446,6 +448,9 @@ class SharedCommitLedgerConformance:
                     )
                 )
                 batch.append(create_session_entry(session_id=session, kind="label", label="y"))
+
+        with pytest.raises(CheckpointConflictError):
+            await refused_commit()
         assert _calls(await list_effects(checkpoints, ownership=owner)) == ["c1"]
 
 
