@@ -19,6 +19,7 @@ from prism_store_redis import (
     open_redis_stores,
 )
 from tests.conftest import REDIS_URL
+from tests.core.test_ledger_runs import SCENARIOS
 
 
 class TestRedisEffectLedger(EffectLedgerConformance):
@@ -66,3 +67,11 @@ class TestRedisSessionDeletion(SessionDeletionConformance):
         """A fresh session store under the test's private prefix."""
         async with create_redis_session_store(REDIS_URL, prefix=prefix) as store:
             yield store
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
+async def test_ledger_scenarios(scenario: Any, redis_client: aioredis.Redis, prefix: str) -> None:
+    """Each ledger scenario of real runs holds on the Redis stores (opened as a pair)."""
+    async with open_redis_stores(REDIS_URL, prefix=prefix) as stores:
+        await scenario(stores.checkpoints, stores.sessions)

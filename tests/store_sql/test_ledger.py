@@ -15,6 +15,8 @@ from prism_core.testing import (
 )
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
 
+from tests.core.test_ledger_runs import SCENARIOS
+
 from .conftest import PostgresServer, Target, aiosqlite_url
 
 
@@ -72,3 +74,13 @@ class TestSqlSessionDeletion(SessionDeletionConformance):
         url, prefix = ledger_url
         async with create_sql_session_store(url, table_prefix=prefix) as store:
             yield store
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
+async def test_ledger_scenarios(scenario: Any, ledger_url: tuple[str, str]) -> None:
+    """Each ledger scenario of real runs holds on every SQL backend (stores opened as a pair,
+    as a host opens them)."""
+    url, prefix = ledger_url
+    async with open_sql_stores(url, table_prefix=prefix) as stores:
+        await scenario(stores.checkpoints, stores.sessions)
