@@ -169,12 +169,13 @@ class PendingCall:
 @attrs.frozen(kw_only=True)
 class ResolutionRecord:
     """The audit of how one in-doubt call was settled: ``outcome``, who settled it
-    (``source``: ``operator``, ``reconcile`` or ``idempotent``) and when (``at``, Unix
-    seconds). The result itself is not kept here, only in the session."""
+    (``source``: ``operator``, ``reconcile``, ``idempotent``, or ``sub_agent`` for a sub-agent
+    call whose child run the continue continues) and when (``at``, Unix seconds). The result
+    itself is not kept here, only in the session."""
 
     tool_call_id: str
     outcome: Literal["completed", "not_started", "failed"]
-    source: Literal["operator", "reconcile", "idempotent"]
+    source: Literal["operator", "reconcile", "idempotent", "sub_agent"]
     at: float
 
 

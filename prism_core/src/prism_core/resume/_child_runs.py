@@ -203,6 +203,7 @@ class SubAgentTool:
                     for r in handed.resolutions
                 ]
             force = handed.force
+            resume.update(handed.who)
         else:
             pending = next((c for c in durable.pending_calls if c.tool_call_id == call.id), None)
             recorded = pending.child_resume if pending is not None else None

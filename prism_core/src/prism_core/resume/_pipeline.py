@@ -67,6 +67,7 @@ from ._nested import (
     decide_with_children,
     deny_children,
     split_resolutions,
+    who_decides,
 )
 from ._ports import ResumableAgent, ResumedSession
 from ._restore import CheckpointRestoreContext, compensate_all, run_restore_hooks
@@ -300,7 +301,7 @@ async def _pipeline(
             }
             rerun = {key: call for key, call in calls.items() if key not in settled}
             children = await check_children_continue(
-                agent, state, rerun, theirs, request, version=record.version
+                agent, state, rerun, theirs, request, version=record.version, who=who_decides(plan)
             )
         except AgentRunStateError as exc:
             if exc.code == IN_DOUBT_CODE and not until_claim:

@@ -91,7 +91,9 @@ async def preview_resume(
         return ResumePreview(in_doubt=in_doubt)
     dispatch = [call.tool_call_id for call in claimed.pending_calls if call.status == "approved"]
     dispatch.extend(call.id for call in planned.fresh)
-    repeat = {r.tool_call_id for r in planned.resolutions if r.source == "idempotent"}
+    repeat = {
+        r.tool_call_id for r in planned.resolutions if r.source in ("idempotent", "sub_agent")
+    }
     return ResumePreview(
         would_dispatch=tuple(dict.fromkeys(dispatch)),
         would_repeat=tuple(call_id for call_id in dispatch if call_id in repeat),
