@@ -25,8 +25,8 @@ import attrs
 from ..content import Message
 from ..durable._faults import retry_transient
 from ..durable._fencing import claim_token
-from ..durable._in_doubt import IN_DOUBT_CODE
 from ..durable._gates import interruption_for
+from ..durable._in_doubt import IN_DOUBT_CODE
 from ..durable._lease import check_lease
 from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
 from ..durable._receipts import continue_receipts
