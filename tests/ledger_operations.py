@@ -27,7 +27,7 @@ from prism_core import (
     resume_agent_run,
 )
 from tests.core.helpers import text_turn, tool_turn
-from tests.ledger_scenarios import PAY_SCRIPT, WorkerDied, _crash, by_history, owner
+from tests.ledger_scenarios import PAY_SCRIPT, WorkerDied, _crash, by_history, crash_team, owner
 
 __all__ = (
     "ERASED_ARGUMENT",
@@ -109,13 +109,6 @@ async def a_preview_writes_nothing(checkpoints: Any, sessions: Any, snapshot: An
         store=sessions,
         tools=[ToolDefinition("pay", lambda a, c: {"paid": a["amount"]})],
     )
-    repeat = create_agent(
-        id="payer",
-        model={"provider": "mock", "model": "m"},
-        provider=by_history(PAY_SCRIPT),
-        store=sessions,
-        tools=[ToolDefinition("pay", lambda a, c: {"paid": a["amount"]}, idempotent=True)],
-    )
     resume = {"expected_version": crashed[2], "decision": "continue"}
     options = {"checkpoints": checkpoints, "definition_revision": REVISION, "ownership": me}
     before = await snapshot()
@@ -123,12 +116,6 @@ async def a_preview_writes_nothing(checkpoints: Any, sessions: Any, snapshot: An
     assert refused.in_doubt == ("c0",)
     assert refused.refusal is not None
     assert refused.refusal.code == "ERR_PRISM_TOOL_IN_DOUBT"
-    again = await preview_resume(repeat, crashed_ref, resume, **options)
-    assert (again.would_dispatch, again.would_repeat, again.refusal) == (
-        ("c0", "c1"),
-        ("c0",),
-        None,
-    )
     resolved = await preview_resume(
         plain,
         crashed_ref,
@@ -137,10 +124,34 @@ async def a_preview_writes_nothing(checkpoints: Any, sessions: Any, snapshot: An
     )
     assert (resolved.would_dispatch, resolved.refusal) == (("c1",), None)
     assert await snapshot() == before
+    # A sub-agent call in doubt runs again (it continues its child run): a repeat.
+    crew = owner()
+    lead, lead_ref, lead_version = await crash_team(checkpoints, sessions, crew)
+    options = {**options, "ownership": crew}
+    child_resolved = await preview_resume(
+        lead,
+        lead_ref,
+        {
+            "expected_version": lead_version,
+            "decision": "continue",
+            "resolutions": [{"tool_call_id": "k1", "outcome": "not_started"}],
+        },
+        **options,
+    )
+    assert (child_resolved.would_dispatch, child_resolved.would_repeat) == (("p1",), ("p1",))
+    assert (child_resolved.in_doubt, child_resolved.refusal) == (("p1",), None)
+    before = await snapshot()
+    child_refused = await preview_resume(
+        lead, lead_ref, {"expected_version": lead_version, "decision": "continue"}, **options
+    )
+    assert child_refused.refusal is not None
+    assert child_refused.refusal.code == "ERR_PRISM_TOOL_IN_DOUBT"
+    assert await snapshot() == before
     # The resume itself, unlike its preview, records the doubt.
+    options = {**options, "ownership": me}
     with pytest.raises(AgentRunStateError):
         await resume_agent_run(plain, crashed_ref, resume, **options)
-    page = await list_effects(checkpoints, ownership=me)
+    page = await list_effects(checkpoints, ownership=me, run_id=crashed[0])
     assert [e.status for e in page.effects] == ["in_doubt"]
 
 

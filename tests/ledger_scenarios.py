@@ -40,6 +40,8 @@ __all__ = (
     "SECRET",
     "a_crash_inside_a_tool_is_in_doubt_then_resolved",
     "a_runs_effects_and_every_filter",
+    "crash_team",
+    "team",
     "reconcile_settles_as_the_kernel",
     "sub_agent_effects_name_their_parent",
 )
@@ -341,3 +343,41 @@ async def sub_agent_effects_name_their_parent(checkpoints: Any, sessions: Any) -
     assert children.runs[0].parent_run_id == result.run_id
     nested = await list_agent_runs(checkpoints, ownership=me, top_level=False)
     assert [r.run_id for r in nested.runs] == [effects["k1"].run_id]
+
+
+def team(sessions: Any, die: dict[str, bool]) -> Any:
+    """A lead whose ``researcher`` sub-agent charges once (dying inside while ``die``)."""
+
+    def charge(args: dict[str, Any], context: Any) -> Any:
+        if die["on"]:
+            raise WorkerDied()
+        return {"ok": True}
+
+    child = create_agent(
+        id="researcher",
+        model={"provider": "mock", "model": "m"},
+        provider=by_history([tool_turn(("k1", "charge", {"amount": 3})), text_turn("charged")]),
+        tools=[ToolDefinition("charge", charge)],
+    )
+    return create_agent(
+        id="lead",
+        model={"provider": "mock", "model": "m"},
+        provider=by_history([tool_turn(("p1", "researcher", {"input": "go"})), text_turn("ok")]),
+        store=sessions,
+        tools=[child.as_tool()],
+    )
+
+
+async def crash_team(
+    checkpoints: Any, sessions: Any, me: dict[str, str]
+) -> tuple[Any, dict[str, str], int]:
+    """A lead run whose worker died inside its sub-agent's ``charge`` (``k1``): a lead agent
+    that charges without dying, the lead run's ref and its version."""
+    die = {"on": True}
+    session_id = f"s-{uuid.uuid4().hex[:12]}"
+    options = RunStateOptions(checkpoints, REVISION, checkpoint_policy="every-turn", ownership=me)
+    with pytest.raises(WorkerDied):
+        await team(sessions, die).create_session(id=session_id).run("go", run_state=options)
+    (lead,) = (await list_agent_runs(checkpoints, ownership=me, top_level=True)).runs
+    die["on"] = False
+    return team(sessions, die), {"run_id": lead.run_id, "session_id": session_id}, lead.version

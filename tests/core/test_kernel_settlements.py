@@ -4,8 +4,6 @@ run whose agent definition is no longer served."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from prism_core import (
@@ -22,32 +20,9 @@ from prism_core import (
     resume_agent_run,
 )
 from tests.core.helpers import text_turn, tool_turn
-from tests.ledger_scenarios import WorkerDied, by_history
+from tests.ledger_scenarios import WorkerDied, by_history, team
 
 MODEL = {"provider": "mock", "model": "m"}
-
-
-def team(sessions: Any, die: dict[str, bool]) -> Any:
-    """A lead whose ``researcher`` sub-agent charges once (dying inside while ``die``)."""
-
-    def charge(args: dict[str, Any], context: Any) -> Any:
-        if die["on"]:
-            raise WorkerDied()
-        return {"ok": True}
-
-    child = create_agent(
-        id="researcher",
-        model=MODEL,
-        provider=by_history([tool_turn(("k1", "charge", {"amount": 3})), text_turn("charged")]),
-        tools=[ToolDefinition("charge", charge)],
-    )
-    return create_agent(
-        id="lead",
-        model=MODEL,
-        provider=by_history([tool_turn(("p1", "researcher", {"input": "go"})), text_turn("ok")]),
-        store=sessions,
-        tools=[child.as_tool()],
-    )
 
 
 @pytest.mark.anyio
