@@ -165,6 +165,7 @@ from .resume import (
     AgentRunRef,
     AgentRunStatus,
     AgentRunSummary,
+    CallView,
     CheckpointRestoreContext,
     InDoubtCallView,
     ObservedEvent,
@@ -238,6 +239,7 @@ from .workers import ResolverError, WorkerConfigError, entered_resolver, run_wor
 __version__ = "0.1.0"
 
 __all__ = (
+    "CallView",
     "EFFECT_STATUSES",
     "EffectLedgerUnsupportedError",
     "EffectPage",

@@ -29,7 +29,13 @@ from ._input import (
     coerce_run_ref,
     validate_resume_input,
 )
-from ._inspect import AgentRunDetail, InDoubtCallView, PendingCallView, inspect_agent_run
+from ._inspect import (
+    AgentRunDetail,
+    CallView,
+    InDoubtCallView,
+    PendingCallView,
+    inspect_agent_run,
+)
 from ._listing import (
     AgentRunPage,
     AgentRunSummary,
@@ -63,6 +69,7 @@ __all__ = (
     "AgentRunRef",
     "AgentRunStatus",
     "AgentRunSummary",
+    "CallView",
     "CheckpointRestoreContext",
     "DecisionOutcome",
     "InDoubtCallView",
