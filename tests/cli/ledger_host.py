@@ -19,7 +19,7 @@ import anyio
 
 from prism_core import RunStateOptions, open_stores
 
-__all__ = ("HOST_SOURCE", "install", "seed")
+__all__ = ("HOST_SOURCE", "install", "seed", "seed_async")
 
 HOST_SOURCE = '''
 """The host application of the ledger tests (test fixture)."""
@@ -113,20 +113,19 @@ def install(folder: Path) -> Any:
         sys.path.remove(str(folder))
 
 
-def seed(url: str, host: Any, session_id: str) -> tuple[str, int]:
+async def seed_async(url: str, host: Any, session_id: str) -> tuple[str, int]:
     """A run of ``bank`` on ``url``, suspended before its refund; its run id and version."""
+    from tests.cli.runs_support import _plugins
 
-    async def run() -> tuple[str, int]:
-        from tests.cli.runs_support import _plugins
+    async with open_stores(url, plugins=_plugins()) as stores:
+        agent = host.build_agent(store=stores.sessions)
+        options = RunStateOptions(stores.checkpoints, host.REVISION, checkpoint_policy="every-turn")
+        result = await agent.create_session(id=session_id).run("refund A-3", run_state=options)
+        assert result.status == "suspended"
+        assert result.run_state is not None
+        return result.run_id, result.run_state.version
 
-        async with open_stores(url, plugins=_plugins()) as stores:
-            agent = host.build_agent(store=stores.sessions)
-            options = RunStateOptions(
-                stores.checkpoints, host.REVISION, checkpoint_policy="every-turn"
-            )
-            result = await agent.create_session(id=session_id).run("refund A-3", run_state=options)
-            assert result.status == "suspended"
-            assert result.run_state is not None
-            return result.run_id, result.run_state.version
 
-    return anyio.run(run)
+def seed(url: str, host: Any, session_id: str) -> tuple[str, int]:
+    """:func:`seed_async` on an event loop of its own."""
+    return anyio.run(seed_async, url, host, session_id)
