@@ -100,10 +100,11 @@ class RedisLedger:
         self._erase = client.register_script(_ledger_scripts.LEDGER_ERASE)
 
     async def _rows(
-        self, sets: list[str], *, rows: str, field: str, query: Any, limit: int
+        self, sets: list[str], *, rows: str, field: str, query: Any, limit: int, times: str
     ) -> tuple[list[tuple[str, str, str]], str | None]:
         """Up to ``limit + 1`` matching rows (number, status, record) after ``query.after``
-        and the row where the scan stopped short (``None``: it reached the end)."""
+        and the row where the scan stopped short (``None``: it reached the end); ``times``
+        is the owner's time set of these rows."""
         args = [
             f"{self.base}{rows}:",
             "" if query.after is None else str(query.after),
@@ -112,6 +113,7 @@ class RedisLedger:
             field,
             "" if query.since is None else repr(query.since),
             "" if getattr(query, "until", None) is None else repr(query.until),
+            times,
             *sets,
         ]
         with self._connection.guard("list ledger rows"):
@@ -149,7 +151,12 @@ class RedisLedger:
         if not sets:
             sets.append(_index(self.base, owner, "all", ""))
         found, stopped = await self._rows(
-            sets, rows="ef", field="started", query=query, limit=query.limit
+            sets,
+            rows="ef",
+            field="started",
+            query=query,
+            limit=query.limit,
+            times=_index(self.base, owner, "time", ""),
         )
         records = []
         for seq, status, record in found[: query.limit]:
@@ -166,7 +173,12 @@ class RedisLedger:
         if query.session_id is not None:
             sets.append(_index(self.base, owner, "dsession", query.session_id))
         found, stopped = await self._rows(
-            sets, rows="d", field="decided", query=query, limit=query.limit
+            sets,
+            rows="d",
+            field="decided",
+            query=query,
+            limit=query.limit,
+            times=_index(self.base, owner, "dtime", ""),
         )
         decoded = []
         for seq, _, record in found[: query.limit]:

@@ -52,6 +52,7 @@ local function ledger_write(base, payload)
       end
     end
     if write then
+      redis.call('ZADD', ledger_index(base, owner, 'time', ''), e[8], seq)
       redis.call('ZADD', ledger_index(base, owner, 'status', status), seq, seq)
       local terms = e[10]
       local stored = redis.call('HGET', base .. 'ef:' .. seq, 'terms')
@@ -79,6 +80,7 @@ local function ledger_write(base, payload)
       redis.call('HSET', base .. 'd:' .. seq, 'session', d[3], 'owner', d[4], 'decided', d[5],
         'record', d[6])
       redis.call('ZADD', ledger_index(base, d[4], 'dall', ''), seq, seq)
+      redis.call('ZADD', ledger_index(base, d[4], 'dtime', ''), d[5], seq)
       redis.call('ZADD', ledger_index(base, d[4], 'dsession', d[3]), seq, seq)
     end
   end
@@ -90,23 +92,66 @@ end
 #: ARGV: 1 row key base (``<prefix>:ef:`` or ``<prefix>:d:``), 2 after row number ('' from
 #: the start), 3 how many rows to return at most (the caller asks one more than its page),
 #: 4 how many rows to examine at most, 5 the time field ('started' or 'decided'), 6 since
-#: ('' none), 7 until ('' none), 8… the index sets every row must be in.
+#: ('' none), 7 until ('' none), 8 the owner's time set (scored by that time), 9… the index
+#: sets every row must be in.
 #: Returns {last row examined when the budget ran out ('' when the scan ended), row number,
 #: status, record, …} (status is '' for decisions).
+#:
+#: With a time bound whose window holds fewer rows than the smallest set (and at most
+#: ``WINDOW`` rows), the window's rows are read from the time set and walked in row order;
+#: otherwise the smallest set is walked from the cursor on, at most the budget's rows.
 LEDGER_QUERY = """
-local sets = {unpack(ARGV, 8)}
+local WINDOW = 20000
+local sets = {unpack(ARGV, 9)}
 local smallest, size = nil, nil
 for i, set in ipairs(sets) do
   local n = redis.call('ZCARD', set)
   if n == 0 then return {''} end
   if size == nil or n < size then smallest, size = i, n end
 end
-local first = sets[smallest]
 local wanted, budget = tonumber(ARGV[3]), tonumber(ARGV[4])
 local since, until_ = tonumber(ARGV[6]), tonumber(ARGV[7])
-local low = ARGV[2] == '' and '-inf' or '(' .. ARGV[2]
+local after = tonumber(ARGV[2])
 local out = {''}
 local found = 0
+
+local function take(seq, skip)
+  for i, set in ipairs(sets) do
+    if i ~= skip and not redis.call('ZSCORE', set, seq) then return false end
+  end
+  local row = redis.call('HMGET', ARGV[1] .. seq, ARGV[5], 'status', 'record')
+  local at = tonumber(row[1])
+  if row[3] == false or at == nil then return false end
+  if (since and at < since) or (until_ and at >= until_) then return false end
+  found = found + 1
+  out[#out + 1] = seq
+  out[#out + 1] = row[2] or ''
+  out[#out + 1] = row[3]
+  return true
+end
+
+if since or until_ then
+  -- The bounds as given (exact decimal text): tostring would round them to 14 digits.
+  local low = since and ARGV[6] or '-inf'
+  local high = until_ and ('(' .. ARGV[7]) or '+inf'
+  local window = redis.call('ZCOUNT', ARGV[8], low, high)
+  if window <= WINDOW and window < size then
+    local seqs = {}
+    for _, seq in ipairs(redis.call('ZRANGEBYSCORE', ARGV[8], low, high)) do
+      local n = tonumber(seq)
+      if after == nil or n > after then seqs[#seqs + 1] = n end
+    end
+    table.sort(seqs)
+    for _, n in ipairs(seqs) do
+      if found >= wanted then break end
+      take(tostring(n), 0)
+    end
+    return out
+  end
+end
+
+local first = sets[smallest]
+local low = ARGV[2] == '' and '-inf' or '(' .. ARGV[2]
 while found < wanted do
   local batch = math.min(500, budget)
   if batch <= 0 then
@@ -118,27 +163,8 @@ while found < wanted do
   for _, seq in ipairs(members) do
     budget = budget - 1
     low = '(' .. seq
-    local keep = true
-    for i, set in ipairs(sets) do
-      if keep and i ~= smallest and not redis.call('ZSCORE', set, seq) then keep = false end
-    end
-    local row = nil
-    if keep then
-      row = redis.call('HMGET', ARGV[1] .. seq, ARGV[5], 'status', 'record')
-      local at = tonumber(row[1])
-      if row[3] == false or at == nil then
-        keep = false
-      elseif (since and at < since) or (until_ and at >= until_) then
-        keep = false
-      end
-    end
-    if keep then
-      found = found + 1
-      out[#out + 1] = seq
-      out[#out + 1] = row[2] or ''
-      out[#out + 1] = row[3]
-      if found >= wanted then break end
-    end
+    take(seq, smallest)
+    if found >= wanted then break end
   end
   if found < wanted and budget <= 0 then
     out[1] = string.sub(low, 2)

@@ -190,7 +190,7 @@ class EffectQuery:
             after=decode_ledger_cursor("e", cursor),
         )
 
-    def matches(self, record: EffectRecord, terms: Sequence[str] = ()) -> bool:
+    def matches(self, record: EffectRecord, terms: Sequence[str] | frozenset[str] = ()) -> bool:
         """Whether ``record`` (indexed under ``terms``; computed when not given) is one this
         query lists, ``owner`` and row order aside: the reference every store agrees with."""
         if self.tool_name is not None and record.tool_name != self.tool_name:
@@ -208,7 +208,7 @@ class EffectQuery:
         if self.until is not None and record.started_at >= self.until:
             return False
         if self.terms:
-            have = set(terms or effect_terms(record))
+            have = terms if isinstance(terms, frozenset) else set(terms or effect_terms(record))
             if not all(term in have for term in self.terms):
                 return False
         return True

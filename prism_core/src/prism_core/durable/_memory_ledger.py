@@ -26,8 +26,11 @@ class _EffectRow:
     text: str
     status: str
     terms: frozenset[str]
+    #: The record as last written (matched against; callers get a fresh copy).
+    kept: EffectRecord
 
     def record(self) -> EffectRecord:
+        """A fresh copy of the record (nothing the store holds is shared)."""
         return effect_from_json(loads(self.text), status=self.status)
 
 
@@ -66,6 +69,7 @@ class MemoryLedger:
                 text=effect.text,
                 status=record.status,
                 terms=frozenset(effect.terms) | (current.terms if current is not None else set()),
+                kept=record,
             )
         for decision in write.decisions:
             key = (decision.run_id, decision.position)
@@ -84,15 +88,15 @@ class MemoryLedger:
         owner = owner_key(query.owner)
         found: list[EffectRecord] = []
         last: int | None = None
-        for row in sorted(self._effects.values(), key=lambda r: r.seq):
+        # A rewritten row keeps its place in the dict: the dict's order is the rows' order.
+        for row in self._effects.values():
             if row.owner != owner or (query.after is not None and row.seq <= query.after):
                 continue
-            record = row.record()
-            if not query.matches(record, tuple(row.terms)):
+            if not query.matches(row.kept, row.terms):
                 continue
             if len(found) == query.limit:
                 return EffectPage(tuple(found), encode_ledger_cursor("e", last or 0))
-            found.append(record)
+            found.append(row.record())
             last = row.seq
         return EffectPage(tuple(found))
 
@@ -120,7 +124,9 @@ class MemoryLedger:
         for call_id in dict.fromkeys(tool_call_ids):
             row = self._effects.get((run_id, call_id))
             if row is not None and row.owner == owner and row.status == "dispatched":
-                self._effects[(run_id, call_id)] = attrs.evolve(row, status="in_doubt")
+                self._effects[(run_id, call_id)] = attrs.evolve(
+                    row, status="in_doubt", kept=attrs.evolve(row.kept, status="in_doubt")
+                )
                 moved += 1
         return moved
 
@@ -129,11 +135,13 @@ class MemoryLedger:
         owner = owner_key(ownership)
         changed = 0
         for slot, row in list(self._effects.items()):
-            if row.owner != owner or row.record().session_id != session_id:
+            if row.owner != owner or row.kept.session_id != session_id:
                 continue
             text = erased_effect(row.text)
-            kept = effect_terms(effect_from_json(loads(text), status=row.status))
-            self._effects[slot] = attrs.evolve(row, text=text, terms=frozenset(kept))
+            erased = effect_from_json(loads(text), status=row.status)
+            self._effects[slot] = attrs.evolve(
+                row, text=text, terms=frozenset(effect_terms(erased)), kept=erased
+            )
             changed += 1
         for key, decision in list(self._decisions.items()):
             if decision.owner == owner and decision.session_id == session_id:
