@@ -14,6 +14,10 @@ below is timed (one page of at most 100 records, what an operator's first look r
 - ``amount+tool``: ``arguments={"amount": 7}, tool_name=<one tool>`` (~20 records);
 - ``last hour``: ``since=<an hour ago>`` on a store whose records span a day (first page).
 
+On PostgreSQL the ledger's tables are analysed after the fill (``--no-analyze`` skips it): a
+server running autovacuum does that itself after a bulk load, and without statistics the
+planner may join an argument's index rows to every effect row instead of starting from them.
+
 It prints, per backend and query, the median and p95 over ``--repeats`` rounds of
 ``--iterations`` calls, and the raw figures: each round's median (ms). A backend whose
 service is unreachable prints a ``skipped`` row. Run it as::
@@ -142,8 +146,28 @@ async def measure(
     return samples, rounds, found
 
 
-async def bench_backend(name: str, opener: Any, args: argparse.Namespace) -> list[list[str]]:
-    """The table rows of one backend."""
+async def analyze_sql_tables(url: str, prefix: str) -> None:
+    """``ANALYZE`` the ledger's tables under ``prefix`` at the PostgreSQL ``url`` (what
+    autovacuum does after a bulk load on a server that runs it; the planner needs the
+    statistics to start from the most selective index)."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from prism_store_sql._engine import async_url
+
+    engine = create_async_engine(async_url(url))
+    try:
+        async with engine.begin() as connection:
+            for table in ("effects", "effect_terms", "decisions"):
+                await connection.execute(text(f'ANALYZE "{prefix}{table}"'))
+    finally:
+        await engine.dispose()
+
+
+async def bench_backend(
+    name: str, opener: Any, args: argparse.Namespace, after_fill: Any = None
+) -> list[list[str]]:
+    """The table rows of one backend (``after_fill``: awaited once the store is filled)."""
     owner = {"tenant_id": "bench"}
     now = time.time()
     rows = records(args.effects, owner, now)
@@ -152,6 +176,8 @@ async def bench_backend(name: str, opener: Any, args: argparse.Namespace) -> lis
         checkpoints = pair.checkpoints
         took = await fill(checkpoints, rows, args.batch, owner)
         out.append([name, f"fill {len(rows)}", f"{took:.1f} s", "", "", ""])
+        if after_fill is not None:
+            await after_fill()
         for label, filters in queries(rows, now).items():
             samples, rounds, found = await measure(
                 checkpoints, filters, owner, args.iterations, args.repeats
@@ -203,6 +229,9 @@ async def run(args: argparse.Namespace) -> int:
                         "postgresql",
                         lambda: open_sql_stores(args.postgres_url, table_prefix=prefix),
                         args,
+                        None
+                        if args.no_analyze
+                        else lambda: analyze_sql_tables(args.postgres_url, prefix),
                     )
                 finally:
                     await drop_sql_tables_at(args.postgres_url, prefix)
@@ -216,7 +245,11 @@ async def run(args: argparse.Namespace) -> int:
                 key_prefix = prefix.rstrip("_")
                 try:
                     table += await bench_backend(
-                        "redis", lambda: open_redis_stores(args.redis_url, prefix=key_prefix), args
+                        "redis",
+                        lambda key_prefix=key_prefix: open_redis_stores(
+                            args.redis_url, prefix=key_prefix
+                        ),
+                        args,
                     )
                 finally:
                     client = aioredis.Redis.from_url(args.redis_url)
@@ -227,7 +260,8 @@ async def run(args: argparse.Namespace) -> int:
                 return 2
     print(
         f"list_effects on {args.effects} effect records (page of at most 100), "
-        f"{args.repeats} rounds of {args.iterations} calls; Python {platform.python_version()}"
+        f"{args.repeats} rounds of {args.iterations} calls; Python {platform.python_version()}; "
+        f"PostgreSQL {'not ' if args.no_analyze else ''}analysed after the fill"
     )
     headers = ["backend", "query", "median ms", "p95 ms", "found", "rounds' medians (ms)"]
     print(format_table(headers, table))
@@ -243,6 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--backends", default="sqlite,postgresql,redis")
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="query PostgreSQL without ANALYZE after the fill (no planner statistics)",
+    )
     parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
     return anyio.run(run, parser.parse_args(argv))
 

@@ -106,15 +106,30 @@ class EngineLedger(EngineStoreBase):
             raise conflict(request.namespace, request.key)
         return saved_record(request, float(created), now)
 
+    async def _query_rows(
+        self, action: str, statement: sa.Executable, params: Mapping[str, Any]
+    ) -> list[Sequence[Any]]:
+        """Every row of a ledger query. On PostgreSQL the query is planned for its values
+        (``plan_cache_mode`` for its transaction only): a connection of these stores runs its
+        turn statements on generic plans, and a generic plan of a filter cannot know that
+        ``in_doubt`` is rare or that an hour is a short window."""
+        if not self._switch_to_autocommit:
+            return await self._all_rows(action, statement, params)
+        async with self._transaction(action) as connection:
+            if (connection.dialect.server_version_info or (0,)) >= (12,):
+                await connection.execute(sa.text("SET LOCAL plan_cache_mode = force_custom_plan"))
+            return list((await connection.execute(statement, params)).all())
+
     async def query_effects(self, query: EffectQuery) -> EffectPage:
         """The effect rows ``query`` matches (see :class:`~prism_core.stores.EffectLedger`)."""
         statement, params = effect_query(self._tables, query)
-        return effect_page(await self._all_rows("list effects", statement, params), query.limit)
+        rows = await self._query_rows("list effects", statement, params)
+        return effect_page(rows, query.limit)
 
     async def query_decisions(self, query: DecisionQuery) -> DecisionPage:
         """The decision rows ``query`` matches, in the order they were written."""
         statement, params = decision_query(self._tables, query)
-        rows = await self._all_rows("list decisions", statement, params)
+        rows = await self._query_rows("list decisions", statement, params)
         return decision_page(rows, query.limit)
 
     async def mark_in_doubt(

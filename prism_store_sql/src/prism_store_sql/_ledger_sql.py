@@ -207,7 +207,16 @@ def _effect_query(tables: Tables, shape: tuple[Any, ...]) -> sa.Select[Any]:
     for name in equalities:
         conditions.append(e[name] == p(f"eq_{name}"))
     if since:
+        # The rows that start inside the window come after the first of them (by seq) that
+        # does: that seq, read from the started index, makes the rows in order one range of
+        # the seq index rather than a filter over every older row (a recent window is the
+        # common one). ``seq + 0``: an aggregate the planner cannot turn into a seq walk.
+        w = effects.alias("w").c
+        first_seq = sa.select(sa.func.min(w.seq + sa.literal_column("0"))).where(
+            w.owner == p("owner"), w.started_at >= p("since")
+        )
         conditions.append(e.started_at >= p("since"))
+        conditions.append(order >= first_seq.scalar_subquery())
     if until:
         conditions.append(e.started_at < p("until"))
     return (

@@ -7,7 +7,7 @@ It must not know about runs beyond the rows it is handed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
@@ -49,6 +49,8 @@ class MemoryLedger:
     def __init__(self) -> None:
         self._effects: dict[tuple[str, str], _EffectRow] = {}
         self._decisions: dict[tuple[str, int], _DecisionRow] = {}
+        #: The rows each term indexes (a query by approver or argument reads only those).
+        self._by_term: dict[str, set[tuple[str, str]]] = {}
         self._seq = 0
 
     def _next(self) -> int:
@@ -63,13 +65,16 @@ class MemoryLedger:
             record = effect.record
             slot = (record.run_id, record.tool_call_id)
             current = self._effects.get(slot)
-            self._effects[slot] = _EffectRow(
-                seq=current.seq if current is not None else self._next(),
-                owner=owner_key(record.ownership),
-                text=effect.text,
-                status=record.status,
-                terms=frozenset(effect.terms) | (current.terms if current is not None else set()),
-                kept=record,
+            self._set_effect(
+                slot,
+                _EffectRow(
+                    seq=current.seq if current is not None else self._next(),
+                    owner=owner_key(record.ownership),
+                    text=effect.text,
+                    status=record.status,
+                    terms=frozenset(effect.terms) | (current.terms if current else frozenset()),
+                    kept=record,
+                ),
             )
         for decision in write.decisions:
             key = (decision.run_id, decision.position)
@@ -83,13 +88,25 @@ class MemoryLedger:
                 text=decision.text,
             )
 
+    def _set_effect(self, slot: tuple[str, str], row: _EffectRow) -> None:
+        current = self._effects.get(slot)
+        for term in current.terms - row.terms if current is not None else ():
+            self._by_term[term].discard(slot)
+        for term in row.terms:
+            self._by_term.setdefault(term, set()).add(slot)
+        self._effects[slot] = row
+
     def query_effects(self, query: EffectQuery) -> EffectPage:
         """The effect rows ``query`` matches (see :class:`~._effects.EffectLedger`)."""
         owner = owner_key(query.owner)
         found: list[EffectRecord] = []
         last: int | None = None
         # A rewritten row keeps its place in the dict: the dict's order is the rows' order.
-        for row in self._effects.values():
+        rows: Iterable[_EffectRow] = self._effects.values()
+        if query.terms:
+            slots = self._by_term.get(query.terms[0], set())
+            rows = sorted((self._effects[slot] for slot in slots), key=lambda r: r.seq)
+        for row in rows:
             if row.owner != owner or (query.after is not None and row.seq <= query.after):
                 continue
             if not query.matches(row.kept, row.terms):
@@ -139,9 +156,8 @@ class MemoryLedger:
                 continue
             text = erased_effect(row.text)
             erased = effect_from_json(loads(text), status=row.status)
-            self._effects[slot] = attrs.evolve(
-                row, text=text, terms=frozenset(effect_terms(erased)), kept=erased
-            )
+            terms = frozenset(effect_terms(erased))
+            self._set_effect(slot, attrs.evolve(row, text=text, terms=terms, kept=erased))
             changed += 1
         for key, decision in list(self._decisions.items()):
             if decision.owner == owner and decision.session_id == session_id:

@@ -289,6 +289,36 @@ class EffectLedgerConformance:
                 await list_effects(checkpoint_store, ownership=owner, cursor=bad)  # type: ignore[arg-type]
 
     @pytest.mark.anyio
+    async def test_a_window_holds_rows_written_out_of_start_order(
+        self, checkpoint_store: Any
+    ) -> None:
+        """A row written before another but started after it is still inside a window that
+        starts after the other; pages of a window follow the cursor in write order."""
+        (run1,) = _runs(1)
+        ns, owner = _ids()
+        starts = [50.0, 10.0, 40.0, 20.0, 60.0, 5.0, 45.0]
+        rows = [
+            effect(run1, f"c{index}", owner=owner, started_at=start)
+            for index, start in enumerate(starts)
+        ]
+        await save_with(checkpoint_store, ns, run1, 1, owner=owner, effects=rows)
+        inside = [f"c{index}" for index, start in enumerate(starts) if start >= 30]
+        for filters in ({}, {"arguments": {"order": "A-3"}}, {"tool_name": "charge"}):
+            seen: list[str] = []
+            cursor = None
+            for _ in range(10):
+                page = await list_effects(
+                    checkpoint_store, ownership=owner, since=30, limit=2, cursor=cursor, **filters
+                )
+                seen.extend(_calls(page))
+                cursor = page.cursor
+                if cursor is None:
+                    break
+            assert seen == inside
+        until = await list_effects(checkpoint_store, ownership=owner, until=30)
+        assert _calls(until) == [f"c{i}" for i, start in enumerate(starts) if start < 30]
+
+    @pytest.mark.anyio
     async def test_deleting_the_checkpoint_keeps_the_rows(self, checkpoint_store: Any) -> None:
         """The ledger outlives the run's record."""
         (run1,) = _runs(1)
