@@ -32,8 +32,8 @@ from prism_core import (
     load_agent_run_state,
     resume_agent_run,
 )
-from prism_core._effect_record import process_identity
 from prism_core.codec import dumps
+from prism_core.durable._receipts import process_actor
 from tests.core.helpers import text_turn, tool_turn
 
 __all__ = (
@@ -162,7 +162,7 @@ async def a_runs_effects_and_every_filter(checkpoints: Any, sessions: Any) -> No
         assert (effect.tool_name, effect.status, effect.arguments) == (name, status, arguments)
         assert effect.approved_by == approved
         assert (effect.idempotency_key, effect.fencing_token) == (key, token)
-        assert effect.executed_by == process_identity()
+        assert effect.executed_by == process_actor()
         assert effect.parent_run_id is None
         assert effect.ownership == me
         assert effect.finished_at is not None
@@ -190,8 +190,10 @@ async def a_runs_effects_and_every_filter(checkpoints: Any, sessions: Any) -> No
     assert page.cursor is not None
     rows = [row async for row in export_audit(checkpoints, ownership=me)]
     decisions = [row for row in rows if row["kind"] == "decision"]
+    # The decision, then the receipt of the allowed call that ran.
     assert [(d["tool_call_id"], d["outcome"], d["actor"], d["channel"]) for d in decisions] == [
-        ("c3", "allow_once", "ana@bank.test", "cli")
+        ("c3", "allow_once", "ana@bank.test", "cli"),
+        ("c3", "executed", process_actor(), "worker"),
     ]
     assert decisions[0]["reason"] == "customer called"
     assert [row["tool_call_id"] for row in rows if row["kind"] == "effect"] == ["c2", "c3", "c4"]

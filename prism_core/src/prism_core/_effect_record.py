@@ -10,8 +10,6 @@ store.
 from __future__ import annotations
 
 import hashlib
-import os
-import socket
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias, cast, get_args
 
@@ -23,7 +21,6 @@ __all__ = (
     "EffectRecord",
     "EffectStatus",
     "effect_from_json",
-    "process_identity",
     "text_hash",
 )
 
@@ -43,11 +40,6 @@ EFFECT_STATUSES: tuple[str, ...] = get_args(EffectStatus)
 def text_hash(data: bytes) -> str:
     """sha256 hex of ``data`` (the form of every hash the ledger keeps)."""
     return hashlib.sha256(data).hexdigest()
-
-
-def process_identity() -> str:
-    """This process as the ledger names the executor of a call: ``"<hostname>:<pid>"``."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @attrs.frozen(kw_only=True)

@@ -14,35 +14,28 @@ It must not decide when a run writes (``_run`` does) and must not read a store.
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 import attrs
 
 from .._decision_record import DecisionRecord
-from .._effect_record import EffectRecord, effect_from_json, process_identity, text_hash
+from .._effect_record import EffectRecord, effect_from_json, text_hash
 from ..codec import dumps
 from ..content import ToolCallContent, ToolResult
 from ..redaction import Redactor, redact_value
 from ..tools import idempotency_key
 from ._ledger_rows import LedgerDecision, LedgerEffect, LedgerWrite
+from ._receipts import process_actor
 from ._state import arguments_hash
 
 __all__ = (
     "RunLedger",
     "approvers",
-    "executor",
     "ledger_write",
     "result_hash",
 )
-
-
-@functools.cache
-def executor() -> str:
-    """This process, as an effect record's ``executed_by`` names it (``"host:pid"``)."""
-    return process_identity()
 
 
 def result_hash(result: ToolResult) -> str:
@@ -55,8 +48,27 @@ def approvers(records: Iterable[DecisionRecord]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(r.actor for r in records if r.actor))
 
 
+class LedgerRun(Protocol):
+    """What :meth:`RunLedger.of_run` reads of a durable run (``_run.DurableRun``)."""
+
+    execution: Any
+    options: Any
+    agent_id: str
+
+    @property
+    def fencing_token(self) -> int:
+        """The run's fencing token now."""
+
+    def approvals_for(self, tool_call_id: str, tool_name: str) -> tuple[DecisionRecord, ...]:
+        """The audit records that allowed a call."""
+
+
 class RunLedger:
-    """The effect records of one run's calls that its next checkpoint write carries."""
+    """The effect records of one run's calls that its next checkpoint write carries.
+
+    ``fencing_token`` and ``approvals`` are the run's: its token now, and the audit records
+    that allowed a call (``DurableRun.approvals_for``); ``redactor`` is the run's redactor,
+    applied to a result before it is hashed."""
 
     def __init__(
         self,
@@ -66,25 +78,44 @@ class RunLedger:
         agent_id: str,
         parent_run_id: str | None,
         ownership: Mapping[str, str] | None,
+        fencing_token: Callable[[], int] = lambda: 0,
+        approvals: Callable[[str, str], Sequence[DecisionRecord]] = lambda _id, _name: (),
+        redactor: Redactor | None = None,
     ) -> None:
         self.run_id = run_id
         self.session_id = session_id
         self.agent_id = agent_id
         self.parent_run_id = parent_run_id
         self.ownership = dict(ownership) if ownership else None
+        self._fencing_token = fencing_token
+        self._approvals = approvals
+        self._redactor = redactor
         #: Records by tool call id, as this run last made them.
         self.records: dict[str, EffectRecord] = {}
         #: The ids of records changed since the last write that carried them.
         self._dirty: dict[str, None] = {}
 
-    def dispatched(
-        self,
-        call: ToolCallContent,
-        *,
-        fencing_token: int,
-        approvals: Sequence[DecisionRecord],
-    ) -> None:
-        """``call`` is about to start: its record, status ``dispatched``."""
+    @classmethod
+    def of_run(cls, run: LedgerRun) -> RunLedger:
+        """The ledger of ``run``, bound to its fencing token, audit and redactor."""
+        execution = run.execution
+        return cls(
+            run_id=execution.run_id,
+            session_id=execution.session_id,
+            agent_id=run.agent_id,
+            parent_run_id=execution.parent_run_id,
+            ownership=run.options.ownership,
+            fencing_token=lambda: run.fencing_token,
+            approvals=run.approvals_for,
+            redactor=execution.redactor,
+        )
+
+    def started(self, call: ToolCallContent, effect: str | None) -> None:
+        """``call``, of a tool whose ``effect`` is that, is about to start: its record, status
+        ``dispatched`` (none for a read-only tool). The run's next write carries it (for a
+        side-effecting call, its ``dispatched`` mark)."""
+        if effect == "read":
+            return
         self.put(
             EffectRecord(
                 run_id=self.run_id,
@@ -94,19 +125,20 @@ class RunLedger:
                 tool_name=call.name,
                 tool_call_id=call.id,
                 idempotency_key=idempotency_key(self.run_id, call.id),
-                fencing_token=fencing_token,
+                fencing_token=self._fencing_token(),
                 arguments=dict(call.arguments),
                 arguments_hash=arguments_hash(call.arguments),
                 status="dispatched",
                 started_at=time.time(),
-                executed_by=executor(),
-                approved_by=approvers(approvals),
+                executed_by=process_actor(),
+                approved_by=approvers(self._approvals(call.id, call.name)),
                 ownership=self.ownership,
             )
         )
 
     def finished(self, call_id: str, result: ToolResult, *, failed: bool) -> None:
-        """The dispatched call ``call_id`` answered ``result`` (``failed``: an error)."""
+        """The dispatched call ``call_id`` answered ``result`` (``failed``: an error); its
+        record (if it has one) keeps the hash of the result as redacted for the session."""
         record = self.records.get(call_id)
         if record is None:
             return
@@ -114,7 +146,7 @@ class RunLedger:
             attrs.evolve(
                 record,
                 status="failed" if failed else "completed",
-                result_hash=result_hash(result),
+                result_hash=result_hash(redact_value(result, self._redactor)),
                 finished_at=time.time(),
             )
         )

@@ -22,7 +22,7 @@ import anyio
 import attrs
 
 from ..codec import dumps
-from ..content import ErrorInfo, Message, ToolCallContent, ToolResult
+from ..content import ErrorInfo, Message, ToolCallContent
 from ..errors import (
     AgentDecisionError,
     AgentLoopStateError,
@@ -32,7 +32,6 @@ from ..errors import (
 from ..guardrails._pack_identity import checkpoint_rows
 from ..limits import DEFAULT_MAX_OUTPUT_RETRIES
 from ..records._held import HeldEntries
-from ..redaction import redact_value
 from ._capabilities import shared_transaction
 from ._checkpoints import CheckpointStoreUnavailableError
 from ._gates import Gate, interruption_for, pending_decision
@@ -158,13 +157,7 @@ class DurableRun:
         #: The run's limits and their JSON form, made once (the limits are frozen).
         self._limits: tuple[Any, dict[str, Any]] | None = None
         #: The effect records of this run's calls, carried by its next checkpoint write.
-        self.ledger = RunLedger(
-            run_id=execution.run_id,
-            session_id=execution.session_id,
-            agent_id=self.agent_id,
-            parent_run_id=execution.parent_run_id,
-            ownership=options.ownership,
-        )
+        self.ledger = RunLedger.of_run(self)
         #: The session's held entries, when this run commits them with its checkpoints.
         self.held: HeldEntries | None = None
         sessions = execution.session.store
@@ -476,25 +469,6 @@ class DurableRun:
             arguments_hash=arguments_hash(call.arguments),
             reason=reason,
         )
-
-    def effect_started(self, call: ToolCallContent, effect: str | None) -> None:
-        """Record that ``call`` (of a tool whose ``effect`` is that) is being dispatched: its
-        effect record, unless the tool is read-only. The next write carries it (for a
-        side-effecting call, its ``dispatched`` mark)."""
-        if effect == "read":
-            return
-        self.ledger.dispatched(
-            call,
-            fencing_token=self.fencing_token,
-            approvals=self.approvals_for(call.id, call.name),
-        )
-
-    def effect_finished(self, call: ToolCallContent, result: ToolResult, *, failed: bool) -> None:
-        """Record ``call``'s outcome in its effect record (none for a read-only tool): the
-        hash of ``result`` as the tool answered it, redacted."""
-        if call.id in self.ledger.records:
-            redacted = redact_value(result, self.execution.redactor)
-            self.ledger.finished(call.id, redacted, failed=failed)
 
     def settle_pending(self, tool_call_id: str) -> None:
         """Forget a pending call once its result is in the session store."""

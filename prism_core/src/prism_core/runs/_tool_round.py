@@ -237,7 +237,7 @@ async def tool_call(
         and (checked.needs_dispatch_mark or delegate is not None)
     )
     if run.durable is not None:
-        run.durable.effect_started(call, checked.effect)
+        run.durable.ledger.started(call, checked.effect)
     if marked:
         assert run.durable is not None
         await run.durable.mark_dispatched(call)
@@ -272,7 +272,7 @@ async def tool_call(
         code = outcome.result.error.code if outcome.result.error is not None else None
         run.durable.add_receipt(call, EXECUTION_FAILED if failed else EXECUTED, code)
     if run.durable is not None:
-        run.durable.effect_finished(call, outcome.result, failed=outcome.status == "failed")
+        run.durable.ledger.finished(call.id, outcome.result, failed=outcome.status == "failed")
     for event in run.deferred:
         yield event
     run.deferred.clear()
