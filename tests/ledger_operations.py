@@ -26,6 +26,7 @@ from prism_core import (
     purge_agent_runs,
     resume_agent_run,
 )
+from prism_core.durable._receipts import process_actor
 from tests.core.helpers import text_turn, tool_turn
 from tests.ledger_scenarios import PAY_SCRIPT, WorkerDied, _crash, by_history, crash_team, owner
 
@@ -199,7 +200,11 @@ async def finished_runs_are_purged(checkpoints: Any, sessions: Any) -> None:
         ("c1", "completed", ("ana",))
     ]
     rows = [row async for row in export_audit(checkpoints, ownership=old.owner)]
-    assert [(r["kind"], r.get("actor")) for r in rows] == [("decision", "ana"), ("effect", None)]
+    assert [(r["kind"], r.get("actor"), r.get("outcome")) for r in rows] == [
+        ("decision", "ana", "allow_once"),
+        ("decision", process_actor(), "executed"),
+        ("effect", None, None),
+    ]
 
 
 async def a_session_is_erased(

@@ -163,9 +163,14 @@ def test_effects_list_filters_and_the_audit_export(tmp_path: Path, host: Any, an
 
     rows = lines_of(prism(tmp_path, "audit", "export", *store))
     decisions = [r for r in rows if r["kind"] == "decision"]
+    # The decision, then the receipt of the allowed call, by the process that ran it.
     assert [
         (d["tool_call_id"], d["outcome"], d["actor"], d["channel"], d["reason"]) for d in decisions
-    ] == [("c1", "allow_once", "ana", "cli", "customer called")]
+    ] == [
+        ("c1", "allow_once", "ana", "cli", "customer called"),
+        ("c1", "executed", decisions[1]["actor"], "worker", None),
+    ]
+    assert decisions[1]["actor"].rsplit(":", 1)[1].isdigit()
     assert sorted(r["tool_call_id"] for r in rows if r["kind"] == "effect") == ["c1", "c2", "k2"]
     assert ok(prism(tmp_path, "audit", "export", *store, "--since", later)) == ""
 
