@@ -153,7 +153,16 @@ def test_every_declared_command_names_a_module_of_its_distribution() -> None:
             assert attribute, f"{path}: {value} names no object"
             source = path.parent / "src" / Path(*module.split("."))
             assert source.with_suffix(".py").exists() or (source / "__init__.py").exists(), value
-    assert set(declared["prism-runtime-cli"]) == {"chat", "demo", "plugins", "runs", "worker"}
+    assert set(declared["prism-runtime-cli"]) == {
+        "audit",
+        "chat",
+        "demo",
+        "effects",
+        "plugins",
+        "runs",
+        "sessions",
+        "worker",
+    }
     assert declared["prism-runtime-server"] == {"serve": "prism_server._serve_cli:command"}
 
 

@@ -6,6 +6,9 @@ call that starts it and the one that starts the next turn (or the end of the run
 assistant message, dispatched marks and tool results, and the turn checkpoint after it.
 Each backend's test counts commits its own way (a wrapped store, a trace callback, an
 engine event, a wrapped client) and hands :func:`commits_per_turn` a reader of that count.
+When the checkpoint store keeps an effect ledger, the run's effect records must be there
+after it (written in those same commits): the idempotent and the side-effecting call,
+completed, and no record of the read-only one.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from prism_core import RunStateOptions, create_agent, create_mock_provider
+from prism_core import RunStateOptions, create_agent, create_mock_provider, list_effects
 from prism_core.durable._outbox import OUTBOX_NAMESPACE
+from prism_core.stores import EffectLedger, capability
 from tests.core.helpers import echo_tool, text_turn, tool_turn
 
 __all__ = ("TURNS", "commits_per_turn")
@@ -66,4 +70,10 @@ async def commits_per_turn(
     page = await checkpoints.list(OUTBOX_NAMESPACE)
     mine = [r.value for r in page.records if r.value["notification"]["run_id"] == result.run_id]
     assert [v["notification"]["event"] for v in mine] == (["finished"] if notify else [])
+    if capability(checkpoints, EffectLedger) is not None:
+        effects = await list_effects(checkpoints, run_id=result.run_id)
+        assert [(e.tool_name, e.status) for e in effects.effects] == [
+            ("ensure", "completed"),
+            ("charge", "completed"),
+        ]
     return per_turn

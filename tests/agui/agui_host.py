@@ -7,7 +7,8 @@ Two agents over one SQLite file (``PRISM_AGUI_TEST_DB``), each behind ``create_a
   ``confirm`` with one ``confirm`` call (an elicitation: a person answers it).
 - ``/assistant``: its tools run at once. Its model answers ``hello`` with streamed text,
   ``lookup A-1`` with a ``lookup`` call, ``slow`` with a ``wait`` call that waits a minute,
-  and ``fail`` with a provider error.
+  ``research A-1`` with a call of its ``researcher`` sub-agent (which looks the order up
+  and answers), and ``fail`` with a provider error.
 
 After a tool round either model says ``Done:`` and what each call returned. Every real tool
 effect is one JSON line ``[tool, arguments]`` in ``PRISM_AGUI_TEST_EFFECTS/<thread>.jsonl``,
@@ -135,6 +136,9 @@ class ScriptedModel:
             yield provider_tool_call_delta(0, id=f"call-{turn}-0", name="lookup")
             yield provider_tool_call_delta(0, arguments_text='{"order": ')
             yield provider_tool_call_delta(0, arguments_text=json.dumps(rest[0]) + "}")
+        elif command == "research":
+            call = tool_call_content(f"call-{turn}-0", "researcher", {"input": f"lookup {rest[0]}"})
+            yield provider_tool_call(call)
         elif command == "slow":
             yield provider_tool_call(tool_call_content(f"call-{turn}-0", "wait", {}))
         elif command == "briefly":
@@ -174,6 +178,14 @@ billing = create_agent(
     ],
     run_state={"interrupt_before_tool": True},
 )
+researcher = create_agent(
+    id="researcher",
+    model={"provider": "mock", "model": "scripted"},
+    provider=ScriptedModel(),
+    tools=[
+        ToolDefinition("lookup", lookup, description="Look an order up", parameters=ORDER_SCHEMA),
+    ],
+)
 assistant = create_agent(
     id="assistant",
     model={"provider": "mock", "model": "scripted"},
@@ -181,6 +193,7 @@ assistant = create_agent(
     tools=[
         ToolDefinition("lookup", lookup, description="Look an order up", parameters=ORDER_SCHEMA),
         ToolDefinition("wait", wait, description="Wait a while", parameters={"type": "object"}),
+        researcher.as_tool(),
     ],
 )
 

@@ -33,6 +33,7 @@ SUMMARY_KEYS = {
     "in_doubt",
     "lease_expires_at",
     "started_by",
+    "parent_run_id",
 }
 
 

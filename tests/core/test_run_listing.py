@@ -130,6 +130,7 @@ async def test_summaries_say_what_each_run_waits_for() -> None:
         "in_doubt": ["c1"],
         "lease_expires_at": None,
         "started_by": None,
+        "parent_run_id": None,
     }
     assert [s.run_id for s in page.runs] == sorted(found)
 

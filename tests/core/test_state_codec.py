@@ -227,6 +227,7 @@ def test_unstructure_equals_the_converter(state: AgentRunState) -> None:
             "fingerprint_parts",
             "started_by",
             "approval_timeout_ms",
+            "parent_run_id",
         )
     }
     if not expected["audit"]:

@@ -46,6 +46,9 @@ class CountedTransaction:
     def save(self, *args: Any, **kw: Any) -> None:
         self.inner.save(*args, **kw)
 
+    def save_request(self, request: Any) -> None:
+        self.inner.save_request(request)
+
     @property
     def entries(self) -> Any:
         return self.inner.entries
@@ -73,8 +76,9 @@ class CountingCheckpoints(MemoryCheckpointStore):
         super().__init__()
         self.commits = commits
 
-    async def save(self, *args: Any, **kw: Any) -> Any:
-        record = await super().save(*args, **kw)
+    async def save_request(self, request: Any) -> Any:
+        # Every save reaches the store here (the keyword ``save`` of the base calls it too).
+        record = await super().save_request(request)
         self.commits.count += 1
         return record
 

@@ -110,7 +110,7 @@ async def test_migration_2_backfills_the_status_of_existing_rows(
         with pytest.raises(SqlStoreSchemaError, match="are at schema version 1"):
             await store.load("runs", "a")
     monkeypatch.setattr(sql_migrations, "BACKFILL_BATCH", 3)
-    assert await migrate(fresh_target.url, table_prefix=prefix) == SCHEMA_VERSION == 2
+    assert await migrate(fresh_target.url, table_prefix=prefix) == SCHEMA_VERSION == 3
     assert await _statuses(fresh_target) == {key: status for key, _, _, status in V1_ROWS}
     async with create_sql_checkpoint_store(
         fresh_target.url, table_prefix=prefix, create_schema=False

@@ -6,6 +6,7 @@ Everything a host calls is importable from here; see the project's API reference
 from . import codec, hookspecs
 from ._agent_config import AgentConfig
 from ._detached import Detached, start_detached
+from ._effect_record import EFFECT_STATUSES, EffectPage, EffectRecord, EffectStatus
 from ._notification import (
     NOTIFICATION_EVENTS,
     Notification,
@@ -56,6 +57,7 @@ from .durable import (
     expire_agent_runs,
     nested_approval_id,
 )
+from .durable._effects import EffectLedgerUnsupportedError, export_audit, list_effects
 from .errors import (
     AgentConfigError,
     AgentDecisionError,
@@ -170,6 +172,7 @@ from .resume import (
     AgentRunRef,
     AgentRunStatus,
     AgentRunSummary,
+    CallView,
     CheckpointRestoreContext,
     InDoubtCallView,
     ObservedEvent,
@@ -177,16 +180,23 @@ from .resume import (
     ResumeAbortedError,
     ResumeEventStream,
     ResumeInput,
+    ResumePreview,
     RunDecision,
     RunLeftError,
+    SessionActiveError,
+    SessionDeletionUnsupportedError,
+    SessionErasure,
     call_resolve_agent,
     create_agent_run_lifecycle,
     decide_agent_run,
+    erase_session,
     inspect_agent_run,
     list_agent_runs,
     load_agent_run_state,
     observation_point,
     observe_agent_run,
+    preview_resume,
+    purge_agent_runs,
     resume_agent_run,
     resume_agent_run_stream,
 )
@@ -252,6 +262,21 @@ __all__ = (
     "WebhookTransport",
     "deliver_notifications",
     "run_deliverer",
+    "CallView",
+    "EFFECT_STATUSES",
+    "EffectLedgerUnsupportedError",
+    "EffectPage",
+    "EffectRecord",
+    "EffectStatus",
+    "ResumePreview",
+    "SessionActiveError",
+    "SessionDeletionUnsupportedError",
+    "SessionErasure",
+    "erase_session",
+    "export_audit",
+    "list_effects",
+    "preview_resume",
+    "purge_agent_runs",
     "AgentRunDetail",
     "InDoubtCallView",
     "PendingCallView",

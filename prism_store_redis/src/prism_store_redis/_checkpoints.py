@@ -28,6 +28,10 @@ from prism_core.stores import (
     CheckpointRecord,
     CheckpointStamp,
     CheckpointStoreBase,
+    DecisionPage,
+    DecisionQuery,
+    EffectPage,
+    EffectQuery,
     InvalidCheckpointError,
     RunWatch,
     SaveRequest,
@@ -49,6 +53,7 @@ from prism_core.stores import (
 from . import _scripts
 from ._client import RedisConnection, run_script, text
 from ._keys import CheckpointKeys, decode_cursor, encode_cursor, index_member, member_name
+from ._ledger import RedisLedger, ledger_payload
 from ._save_call import SaveCall
 from ._sessions import RedisSessionStore
 from ._transaction import RedisTransaction
@@ -175,6 +180,8 @@ class RedisCheckpointStore(CheckpointStoreBase):
         self._list = client.register_script(_scripts.CHECKPOINT_LIST)
         self._list_status = client.register_script(_scripts.CHECKPOINT_LIST_STATUS)
         self._commit = client.register_script(_scripts.SHARED_COMMIT)
+        #: The effect ledger (see :class:`~prism_core.stores.EffectLedger`).
+        self._ledger = RedisLedger(connection, prefix)
 
     @property
     def prefix(self) -> str:
@@ -256,6 +263,8 @@ class RedisCheckpointStore(CheckpointStoreBase):
             self._max_records_arg,
             status or "",
             self._keys.status_base,
+            self._ledger.base,
+            ledger_payload(request.ledger),
         ]
         keys: list[str | bytes] = [
             record_key,
@@ -408,6 +417,24 @@ class RedisCheckpointStore(CheckpointStoreBase):
     def watch_runs(self) -> AbstractAsyncContextManager[RunWatch]:
         """Watch this prefix's run notifications on a subscribed connection of its own."""
         return RedisWakeups(self._connection, self.prefix).watch_runs()
+
+    async def query_effects(self, query: EffectQuery) -> EffectPage:
+        """The effect rows ``query`` matches (see :class:`~prism_core.stores.EffectLedger`)."""
+        return await self._ledger.query_effects(query)
+
+    async def query_decisions(self, query: DecisionQuery) -> DecisionPage:
+        """The decision rows ``query`` matches, in the order they were written."""
+        return await self._ledger.query_decisions(query)
+
+    async def mark_in_doubt(
+        self, run_id: str, tool_call_ids: Sequence[str], *, ownership: Mapping[str, str] | None
+    ) -> int:
+        """Move the named calls of ``run_id`` from ``dispatched`` to ``in_doubt``."""
+        return await self._ledger.mark_in_doubt(run_id, tool_call_ids, ownership)
+
+    async def erase_session(self, session_id: str, *, ownership: Mapping[str, str] | None) -> int:
+        """Rewrite the session's effect and decision rows in their erased form."""
+        return await self._ledger.erase_session(session_id, ownership)
 
     async def aclose(self) -> None:
         """Close the Redis client if this store created it; idempotent."""

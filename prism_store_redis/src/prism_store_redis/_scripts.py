@@ -10,6 +10,8 @@ values above 2**53 keep their exact order (Lua numbers are doubles).
 
 from __future__ import annotations
 
+from ._ledger_scripts import LEDGER_FUNCTIONS
+
 __all__ = (
     "CHECKPOINT_DELETE",
     "CHECKPOINT_LIST",
@@ -127,7 +129,8 @@ end
 #: 5 fencing token ('' = none), 6 value JSON, 7 metadata JSON ('' = none), 8 category,
 #: 9 '1' when there is a category, 10 namespace, 11 key, 12 TTL seconds ('' = none),
 #: 13 max records ('' = unlimited), 14 the value's indexed status ('' = none), 15 the status
-#: index key base ('<prefix>:cpst:').
+#: index key base ('<prefix>:cpst:'), 16 the ledger's key base ('<prefix>:'), 17 the ledger
+#: rows the save carries (JSON, '' = none; see :mod:`._ledger_scripts`), written after it.
 #: Returns 'ok <created_at> <updated_at>', 'conflict' or 'limit' (one bulk string, the
 #: cheapest reply to parse).
 #:
@@ -143,10 +146,13 @@ end
 CHECKPOINT_SAVE = (
     _DECIMAL_LESS
     + _SAVE_FUNCTIONS
+    + LEDGER_FUNCTIONS
     + """
 local refusal, state = save_check(KEYS, ARGV)
 if refusal then return refusal end
-return save_write(KEYS, ARGV, state)
+local reply = save_write(KEYS, ARGV, state)
+ledger_write(ARGV[16], ARGV[17])
+return reply
 """
 )
 
@@ -155,7 +161,7 @@ return save_write(KEYS, ARGV, state)
 #: KEYS, per operation in queue order: a save's three keys (as ``CHECKPOINT_SAVE``) or an
 #: append's four (as ``SESSION_APPEND``, with the entry's own key again when it has no
 #: parent).
-#: ARGV, per operation: 's' and the save's 15 arguments, or 'a' and the append's 6.
+#: ARGV, per operation: 's' and the save's 17 arguments, or 'a' and the append's 6.
 #: Returns {'ok', the reply of each save in order} or {refusal, index of the operation}:
 #: a save's 'conflict' or 'limit', an append's 'moved', 'duplicate' or 'parent'. Every
 #: operation is checked (an append against the appends queued before it, too) before the
@@ -163,13 +169,14 @@ return save_write(KEYS, ARGV, state)
 SHARED_COMMIT = (
     _DECIMAL_LESS
     + _SAVE_FUNCTIONS
+    + LEDGER_FUNCTIONS
     + """
 local ops = {}
 local k, a = 1, 1
 while a <= #ARGV do
   if ARGV[a] == 's' then
-    ops[#ops + 1] = {'s', {KEYS[k], KEYS[k + 1], KEYS[k + 2]}, {unpack(ARGV, a + 1, a + 15)}}
-    k, a = k + 3, a + 16
+    ops[#ops + 1] = {'s', {KEYS[k], KEYS[k + 1], KEYS[k + 2]}, {unpack(ARGV, a + 1, a + 17)}}
+    k, a = k + 3, a + 18
   else
     ops[#ops + 1] = {'a', {KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]},
       {unpack(ARGV, a + 1, a + 6)}}
@@ -203,6 +210,7 @@ for i, op in ipairs(ops) do
   local K, A = op[2], op[3]
   if op[1] == 's' then
     out[#out + 1] = save_write(K, A, states[i])
+    ledger_write(A[16], A[17])
   else
     if A[6] ~= '' then
       redis.call('HSET', K[1], 'entry', A[1], 'session_id', A[3], 'parent_id', A[6])

@@ -17,7 +17,7 @@ from prism_core.stores import (
     echo,
 )
 
-from . import _scripts
+from . import _ledger_scripts, _scripts
 from ._client import RedisConnection, run_script, text
 from ._keys import SessionKeys
 from ._refusals import append_refusal
@@ -67,6 +67,7 @@ class RedisSessionStore:
         self._list = client.register_script(_scripts.SESSION_LIST)
         self._branch = client.register_script(_scripts.SESSION_BRANCH)
         self._run_tail = client.register_script(_scripts.SESSION_RUN_TAIL)
+        self._delete = client.register_script(_ledger_scripts.SESSION_DELETE)
 
     @property
     def prefix(self) -> str:
@@ -178,6 +179,14 @@ class RedisSessionStore:
         later = (loads(data) for data in reply[split:])
         tail = [decode_session_entry(data) for data in later if data.get("run_id") == run_id]
         return BranchAndRunTail(path=path, tail=tail)
+
+    async def delete_session(self, session_id: str) -> int:
+        """Delete every entry of ``session_id``, its order list and head (one script); the
+        number of entries deleted (see :class:`~prism_core.stores.SessionDeleter`)."""
+        keys = [self._keys.order(session_id), self._keys.head(session_id)]
+        with self._connection.guard("delete a session"):
+            deleted = await run_script(self._delete, keys=keys, args=[self._keys.entry_base])
+        return int(deleted)
 
     async def aclose(self) -> None:
         """Close the Redis client if this store created it; idempotent."""

@@ -49,6 +49,8 @@ from ._checkpoint_rows import (
     saved_record,
 )
 from ._engine import EngineHandle
+from ._engine_ledger import EngineLedger
+from ._ledger_sql import ledger_statements
 from ._pg_commit import turn_statement
 from ._pg_group import GroupCommit, GroupedLoad, GroupedWrite, save_op
 from ._schema import Tables
@@ -71,8 +73,9 @@ __all__ = ("EngineCheckpointStore", "EngineSessionStore")
 logger = logging.getLogger(__package__ or __name__)
 
 
-class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
-    """A :class:`~prism_store_sql.SqlCheckpointStore` on a SQLAlchemy engine (asyncio)."""
+class EngineCheckpointStore(EngineLedger, SqlCheckpointStore):
+    """A :class:`~prism_store_sql.SqlCheckpointStore` on a SQLAlchemy engine (asyncio), with
+    its effect ledger (:class:`~._engine_ledger.EngineLedger`)."""
 
     def __init__(
         self,
@@ -129,7 +132,9 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
     def _turn_statement(self, request: SaveRequest) -> sa.Executable:
         """The one-statement commit of ``request`` and a turn's appends (PostgreSQL; built
         once per kind of save and prefix in a process, so each is compiled once)."""
-        return turn_statement(self._save_statement(request), self._tables)
+        return turn_statement(
+            self._save_statement(request), self._tables, ledger=bool(request.ledger)
+        )
 
     async def _write_row(
         self,
@@ -148,7 +153,8 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
         alone. With ``refuse_integrity`` a constraint violation raises
         :class:`~._direct.IntegrityRefused`."""
         group = self._group
-        if group is None:
+        if group is None or request.ledger:
+            # A group's statement carries no ledger rows: such a write goes alone.
             return await self._first_row(
                 action, statement, params, write=True, refuse_integrity=refuse_integrity
             )
@@ -188,6 +194,8 @@ class EngineCheckpointStore(EngineStoreBase, SqlCheckpointStore):
         cannot hold (before any I/O) and :class:`~prism_core.stores.CheckpointStoreError`
         when the database fails; a failed save writes nothing.
         """
+        if request.ledger:
+            return await self._save_with_ledger(request)
         check_range(request)
         now = time.time()
         params = save_params(request, now)
@@ -349,6 +357,16 @@ class EngineSessionStore(EngineStoreBase, SqlSessionStore):
         async with self._read("list session entries") as connection:
             rows = (await connection.execute(self._sql.list, {"session": session_id})).all()
         return [decode_entry(row) for row in rows]
+
+    async def delete_session(self, session_id: str) -> int:
+        """Delete every entry of ``session_id`` and its head, in one transaction; the number
+        of entries deleted (see :class:`~prism_core.stores.SessionDeleter`)."""
+        sql = ledger_statements(self._tables, self._handle.backend)
+        params = {"session": session_id}
+        async with self._transaction("delete a session") as connection:
+            deleted = (await connection.execute(sql.delete_entries, params)).rowcount
+            await connection.execute(sql.delete_head, params)
+        return max(deleted, 0)
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         """One entry by id, or ``None``."""

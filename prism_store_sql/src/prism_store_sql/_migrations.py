@@ -142,10 +142,16 @@ def _add_status_v2(connection: sa.Connection, tables: Tables) -> None:
     index.create(connection)
 
 
+def _add_ledger_v3(connection: sa.Connection, tables: Tables) -> None:
+    for table in tables.ledger_tables:
+        table.create(connection)
+
+
 #: Every step, in order. Append new steps; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "checkpoints, session entries and session heads", _create_v1),
     Migration(2, "checkpoint status column and index", _add_status_v2),
+    Migration(3, "the effect ledger: effects, their index terms, decisions", _add_ledger_v3),
 )
 
 #: The schema version this release reads and writes.

@@ -14,7 +14,8 @@ in autocommit: one round trip and one commit, and all or nothing because it is o
   fails with an integrity error and writes nothing, and the caller names the refusal by
   running the writes one by one.
 
-The statement returns the save's ``created_at`` (``NULL``: refused, nothing written).
+The statement returns the save's ``created_at`` (``NULL``: refused, nothing written). A save
+that carries ledger rows writes them in the same statement (:mod:`._pg_ledger`).
 """
 
 from __future__ import annotations
@@ -25,15 +26,18 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from ._pg_ledger import with_ledger
 from ._schema import Tables
 
 __all__ = ("turn_statement", "turn_params")
 
 
 @functools.lru_cache(maxsize=256)
-def turn_statement(save: sa.Executable, tables: Tables) -> sa.Executable:
+def turn_statement(save: sa.Executable, tables: Tables, ledger: bool = False) -> sa.Executable:
     """The one-statement commit of ``save`` (a save statement ``RETURNING created_at``) and
-    the appends bound by :func:`turn_params`; one per save statement in a process."""
+    the appends bound by :func:`turn_params`, with the save's ledger rows when ``ledger``
+    (bound by :func:`~._pg_ledger.ledger_params`); one of each per save statement in a
+    process."""
     entries, heads = tables.session_entries, tables.session_heads
     e, h = entries.c, heads.c
     session = sa.bindparam("session", type_=e.session_id.type)
@@ -88,10 +92,11 @@ def turn_statement(save: sa.Executable, tables: Tables) -> sa.Executable:
         .returning(e.id)
         .cte("ins")
     )
-    return sa.select(
+    statement = sa.select(
         sa.select(cp.c.created_at).scalar_subquery().label("created_at"),
         sa.select(sa.func.count()).select_from(ins).scalar_subquery().label("inserted"),
     )
+    return with_ledger(statement, cp, tables) if ledger else statement
 
 
 def turn_params(save: dict[str, Any], appends: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The tables the SQL stores use, built per ``table_prefix``.
 
-``<prefix>checkpoints``, ``<prefix>session_entries``, ``<prefix>session_heads`` and the
+``<prefix>checkpoints``, ``<prefix>session_entries``, ``<prefix>session_heads``, the effect
+ledger (``<prefix>effects``, ``<prefix>effect_terms``, ``<prefix>decisions``, since v3) and the
 migration log ``<prefix>schema_version``. Names and keys use the ``"C"`` collation on
 PostgreSQL so that ``(namespace, key)`` order is code point order on every backend, like
 SQLite's and Python's.
@@ -68,11 +69,26 @@ class Tables:
     session_entries: sa.Table
     session_heads: sa.Table
     schema_version: sa.Table
+    effects: sa.Table
+    effect_terms: sa.Table
+    decisions: sa.Table
 
     @property
     def data_tables(self) -> tuple[sa.Table, ...]:
         """The tables that hold store data (everything but the migration log)."""
-        return (self.checkpoints, self.session_entries, self.session_heads)
+        return (
+            self.checkpoints,
+            self.session_entries,
+            self.session_heads,
+            self.effects,
+            self.effect_terms,
+            self.decisions,
+        )
+
+    @property
+    def ledger_tables(self) -> tuple[sa.Table, ...]:
+        """The effect ledger's tables (created by schema version 3)."""
+        return (self.effects, self.effect_terms, self.decisions)
 
 
 def build_tables(prefix: str = DEFAULT_TABLE_PREFIX) -> Tables:
@@ -145,6 +161,7 @@ def _tables_for(prefix: str) -> Tables:
         sa.Column("description", sa.Text(), nullable=False),
         sa.Column("applied_at", sa.Double(), nullable=False),
     )
+    effects, effect_terms, decisions = _ledger_tables(prefix, metadata)
     return Tables(
         prefix=prefix,
         metadata=metadata,
@@ -152,4 +169,64 @@ def _tables_for(prefix: str) -> Tables:
         session_entries=session_entries,
         session_heads=session_heads,
         schema_version=schema_version,
+        effects=effects,
+        effect_terms=effect_terms,
+        decisions=decisions,
     )
+
+
+def _row_id() -> sa.types.TypeEngine[int]:
+    # A 64-bit id everywhere; on SQLite an INTEGER PRIMARY KEY (the rowid), which numbers
+    # new rows by itself.
+    return sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def _ledger_tables(prefix: str, metadata: sa.MetaData) -> tuple[sa.Table, sa.Table, sa.Table]:
+    """The effect ledger: one row per call (``seq`` numbers rows in the order they were first
+    written), the hashed terms that index approvers and argument values, one row per
+    decision. ``record`` is the row's canonical JSON; ``status`` beside it is the one read."""
+    effects = sa.Table(
+        f"{prefix}effects",
+        metadata,
+        sa.Column("seq", _row_id(), primary_key=True, autoincrement=True),
+        sa.Column("run_id", name_type(), nullable=False),
+        sa.Column("call_id", name_type(), nullable=False),
+        sa.Column("session_id", name_type(), nullable=False),
+        sa.Column("owner", name_type(), nullable=False),
+        sa.Column("tool_name", name_type(), nullable=False),
+        sa.Column("idempotency_key", name_type(), nullable=False),
+        sa.Column("status", sa.Text(), nullable=False),
+        sa.Column("started_at", sa.Double(), nullable=False),
+        sa.Column("record", sa.Text(), nullable=False),
+    )
+    c = effects.c
+    sa.Index(f"{prefix}effects_call", c.run_id, c.call_id, unique=True)
+    sa.Index(f"{prefix}effects_owner", c.owner, c.seq)
+    sa.Index(f"{prefix}effects_tool", c.owner, c.tool_name, c.seq)
+    sa.Index(f"{prefix}effects_status", c.owner, c.status, c.seq)
+    sa.Index(f"{prefix}effects_run", c.owner, c.run_id, c.seq)
+    sa.Index(f"{prefix}effects_key", c.owner, c.idempotency_key, c.seq)
+    sa.Index(f"{prefix}effects_started", c.owner, c.started_at, c.seq)
+    sa.Index(f"{prefix}effects_session", c.session_id)
+    effect_terms = sa.Table(
+        f"{prefix}effect_terms",
+        metadata,
+        sa.Column("term", name_type(), primary_key=True),
+        sa.Column("seq", sa.BigInteger(), primary_key=True),
+    )
+    decisions = sa.Table(
+        f"{prefix}decisions",
+        metadata,
+        sa.Column("seq", _row_id(), primary_key=True, autoincrement=True),
+        sa.Column("run_id", name_type(), nullable=False),
+        sa.Column("position", sa.BigInteger(), nullable=False),
+        sa.Column("session_id", name_type(), nullable=False),
+        sa.Column("owner", name_type(), nullable=False),
+        sa.Column("decided_at", sa.Double(), nullable=False),
+        sa.Column("record", sa.Text(), nullable=False),
+    )
+    d = decisions.c
+    sa.Index(f"{prefix}decisions_run", d.run_id, d.position, unique=True)
+    sa.Index(f"{prefix}decisions_owner", d.owner, d.seq)
+    sa.Index(f"{prefix}decisions_session", d.session_id)
+    return effects, effect_terms, decisions

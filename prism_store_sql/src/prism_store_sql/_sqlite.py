@@ -30,47 +30,46 @@ the WAL again from its beginning. A WAL that is rewritten in place costs each co
 file's new size): 0.18 against 0.37 ms per turn commit measured on the development machine.
 So the WAL is never left to grow past the threshold (a checkpoint beside the commits, on
 another connection, rarely catches up with a busy writer, and the WAL then grows).
+
+This module is the database: its connections' lifetime and the hand-offs (``run``, ``read``,
+``write``). Its other rooms: opening the connections (:mod:`._sqlite_connection`), the
+statements' text (:mod:`._sqlite_statements`), the commit batch (:mod:`._sqlite_batch`) and
+the worker thread (:mod:`._sqlite_worker`); the names other modules use are re-exported here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import os
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import sqlalchemy as sa
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.pool import StaticPool
 
-from prism_core.stores import CheckpointStoreError, CheckpointStoreUnavailableError, echo
+from prism_core.stores import CheckpointStoreError, echo
 
-from ._engine import (
-    BUSY_TIMEOUT_MS,
-    DEFAULT_TIMEOUT_MS,
-    check_timeout_ms,
-    is_transient,
-    sqlite_file,
-    use_wal,
-)
+from ._engine import DEFAULT_TIMEOUT_MS, check_timeout_ms
 from ._errors import SqlStoreConfigError
-from ._migrations import (
-    SCHEMA_VERSION,
-    check_sqlite_directory,
-    check_sqlite_file_directory,
-    migrate_connection,
-    schema_missing_error,
-)
 from ._schema import Tables, build_tables, check_table_prefix
+from ._sqlite_batch import alone, commit_group, fail_all
+from ._sqlite_connection import (
+    SYNCHRONOUS_MODES,
+    WAIT_CODES,
+    WAL_CHECKPOINT_PAGES,
+    Row,
+    busy_timeout_ms,
+    open_inline,
+    open_reader,
+    open_writer,
+    read_sqlite_version,
+    sqlite_error,
+)
+from ._sqlite_statements import CompiledStatement, compile_sqlite
 from ._sqlite_worker import Worker, Write, running_loop
 
 __all__ = (
@@ -83,93 +82,16 @@ __all__ = (
     "busy_timeout_ms",
     "compile_sqlite",
     "read_sqlite_version",
+    "sqlite_error",
     "sqlite_path",
 )
 
 T = TypeVar("T")
 
-#: The writer's automatic WAL checkpoint threshold, in pages (see the module's docstring).
-WAL_CHECKPOINT_PAGES = 1000
-
 #: How many queued writes one commit takes at most by default (``group_commit=``).
 DEFAULT_GROUP_COMMIT = 64
 #: The largest ``group_commit=`` accepted.
 MAX_GROUP_COMMIT = 1024
-
-#: The values ``synchronous=`` accepts (SQLite's ``PRAGMA synchronous``).
-SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-_DIALECT = sqlite_dialect.dialect(paramstyle="named")
-
-#: SQLite's primary result codes for "another connection holds a lock" (SQLITE_BUSY,
-#: SQLITE_LOCKED): an inline read that meets one is handed to the worker thread to wait.
-_WAIT_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-
-def busy_timeout_ms(timeout_ms: int) -> int:
-    """SQLite's busy timeout for a store call bound of ``timeout_ms``: the store's own bound
-    when the host set one, else :data:`~prism_store_sql._engine.BUSY_TIMEOUT_MS` (the same
-    rule as the ``sqlite+aiosqlite`` engines)."""
-    return BUSY_TIMEOUT_MS if timeout_ms == DEFAULT_TIMEOUT_MS else timeout_ms
-
-
-def sqlite_error(action: str, error: sqlite3.Error) -> CheckpointStoreError:
-    """``error`` as the store's typed error: :class:`~prism_core.CheckpointStoreUnavailableError`
-    for a lock wait past the busy timeout (transient), else ``CheckpointStoreError``."""
-    kind = CheckpointStoreUnavailableError if is_transient(error) else CheckpointStoreError
-    return kind(f"SQL store failed to {action}: {type(error).__name__}: {error}")
-
-
-class CompiledStatement:
-    """A SQLAlchemy statement compiled to SQLite text with ``:name`` parameters, once, on
-    first use: a store builds all its statements when it is made, and a short-lived process
-    (a cold resume) uses only a few of them."""
-
-    __slots__ = ("_defaults", "_statement", "_text")
-
-    def __init__(self, statement: sa.Executable | None) -> None:
-        self._statement = statement
-        self._text: str | None = None
-        self._defaults: dict[str, Any] = {}
-
-    @classmethod
-    def from_text(cls, text: str, defaults: Mapping[str, Any]) -> CompiledStatement:
-        """A statement already compiled: its text and literal parameters (see
-        :mod:`prism_store_sql._sqlite_text`)."""
-        compiled = cls(None)
-        compiled._defaults = dict(defaults)
-        compiled._text = text
-        return compiled
-
-    @property
-    def text(self) -> str:
-        """The statement's SQLite text."""
-        text = self._text
-        if text is None:
-            assert self._statement is not None
-            compiled = self._statement.compile(  # type: ignore[attr-defined]
-                dialect=_DIALECT, compile_kwargs={"render_postcompile": True}
-            )
-            # Literal values in the statement (e.g. a CTE's depth 0) are parameters too.
-            self._defaults = {
-                name: value for name, value in compiled.params.items() if value is not None
-            }
-            # Set last: a thread that sees the text sees the defaults too (two threads
-            # compiling at once both compute the same values).
-            text = self._text = compiled.string
-        return text
-
-    @property
-    def defaults(self) -> dict[str, Any]:
-        """The statement's literal parameters, by name."""
-        if self._text is None:
-            self.text  # noqa: B018 - compiles
-        return self._defaults
-
-    def params(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        """``values`` plus the statement's literal parameters."""
-        defaults = self.defaults
-        return {**defaults, **values} if defaults else dict(values)
 
 
 def sqlite_path(url_or_engine: object) -> tuple[str, URL | str] | None:
@@ -192,27 +114,6 @@ def sqlite_path(url_or_engine: object) -> tuple[str, URL | str] | None:
     if url.drivername.lower() != "sqlite":
         return None
     return (url.database or ":memory:"), url
-
-
-@functools.lru_cache(maxsize=1024)
-def compile_sqlite(statement: sa.Executable) -> CompiledStatement:
-    """``statement`` as SQLite text (see :class:`CompiledStatement`): one per statement in a
-    process, so stores sharing a statement (one prefix's, see
-    :func:`~prism_store_sql._schema.build_tables`) compile it once."""
-    return CompiledStatement(statement)
-
-
-class _Row(tuple[Any, ...]):
-    """A result row whose columns are also attributes (like SQLAlchemy's ``Row``)."""
-
-    __slots__ = ()
-    _names: dict[str, int] = {}  # noqa: RUF012 - replaced per result shape
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[self._names[name]]
-        except KeyError:
-            raise AttributeError(name) from None
 
 
 class SqliteDatabase:
@@ -265,7 +166,7 @@ class SqliteDatabase:
         self._users = 0
         self._closed = False
         # Row types by result shape, made under the connection lock.
-        self._row_classes: dict[tuple[str, ...], type[_Row]] = {}
+        self._row_classes: dict[tuple[str, ...], type[Row]] = {}
         self.group_commit = group_commit
         self._worker = Worker(batch=self._commit_group, max_batch=group_commit)
         self._writes_in_flight = 0  # writes queued or committing (counted by the callers)
@@ -289,6 +190,16 @@ class SqliteDatabase:
         if isinstance(url, str):
             url = self._url = make_url(url)
         return url
+
+    @property
+    def given_url(self) -> URL | str:
+        """The URL as the store was given it (a plain ``sqlite:///`` string, or parsed)."""
+        return self._url
+
+    @property
+    def create_schema(self) -> bool:
+        """Whether the writing connection creates or upgrades the tables."""
+        return self._create_schema
 
     @property
     def tables(self) -> Tables:
@@ -362,7 +273,7 @@ class SqliteDatabase:
             self._writes_in_flight += 1
             try:
                 value = await self.run(
-                    action, body if single else (lambda connection: _alone(connection, body))
+                    action, body if single else (lambda connection: alone(connection, body))
                 )
             finally:
                 self._writes_in_flight -= 1
@@ -409,7 +320,7 @@ class SqliteDatabase:
             connection = self._reader
             try:
                 if connection is None:
-                    connection = self._reader = self._open_reader()
+                    connection = self._reader = open_reader(self)
                 # The reading connection rests at a zero busy timeout (the inline reads);
                 # here, off the loop, a read waits as long as any call would.
                 connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
@@ -425,7 +336,8 @@ class SqliteDatabase:
                 raise
 
     def _commit_group(self, group: list[Write]) -> list[tuple[bool, Any]]:
-        """Run ``group``'s bodies in one transaction and commit it (the writer thread)."""
+        """Run ``group``'s bodies in one transaction and commit it (the writer thread; see
+        :mod:`._sqlite_batch`)."""
         with self._lock:
             if self._closed:
                 return [
@@ -438,74 +350,10 @@ class SqliteDatabase:
             connection = self._connection
             try:
                 if connection is None:
-                    connection = self._connection = self._open()
-                if len(group) == 1 and group[0].single:
-                    # One statement alone: its own transaction (autocommit), one commit.
-                    return [(True, group[0].body(connection))]
-                connection.execute("BEGIN IMMEDIATE")
+                    connection = self._connection = open_writer(self)
             except BaseException as error:
-                return _fail_all(group, connection, error)
-            if len(group) > 1:
-                # First without savepoints (two statements fewer per write): refusals are
-                # rare. When a write fails, everything is rolled back and the group runs
-                # again with a savepoint per write, so each failure stays its own.
-                outcomes = self._run_group(connection, group, isolated=False)
-                if outcomes is None:
-                    try:
-                        connection.execute("BEGIN IMMEDIATE")
-                    except BaseException as error:
-                        return _fail_all(group, connection, error)
-                    outcomes = self._run_group(connection, group, isolated=True)
-            else:
-                outcomes = self._run_group(connection, group, isolated=True)
-            assert outcomes is not None
-        return outcomes
-
-    def _run_group(
-        self, connection: sqlite3.Connection, group: list[Write], *, isolated: bool
-    ) -> list[tuple[bool, Any]] | None:
-        """Each write's outcome, the transaction begun on ``connection`` committed (or rolled
-        back when nothing is left to write). Not ``isolated`` (no savepoints): ``None`` when
-        a write failed, everything rolled back."""
-        outcomes: list[tuple[bool, Any]] = []
-        savepoints = isolated and len(group) > 1
-        written = 0
-        for write in group:
-            try:
-                if savepoints:
-                    connection.execute("SAVEPOINT prism_write")
-                value = write.body(connection)
-                if savepoints:
-                    connection.execute("RELEASE prism_write")
-            except BaseException as error:
-                if not connection.in_transaction:
-                    # SQLite ended the transaction itself (I/O error, disk full): the
-                    # writes before this one are gone too.
-                    return _fail_all(group, connection, error)
-                try:
-                    if savepoints:
-                        connection.execute("ROLLBACK TO prism_write")
-                        connection.execute("RELEASE prism_write")
-                    else:
-                        connection.rollback()
-                except BaseException as undo:  # pragma: no cover - rollback failing
-                    return _fail_all(group, connection, undo)
-                if not isolated:
-                    return None
-                outcomes.append((False, _typed(write.action, error)))
-                continue
-            outcomes.append((True, value))
-            written += 1
-        if not connection.in_transaction:
-            return outcomes  # one write alone, rolled back
-        try:
-            if written:
-                connection.execute("COMMIT")
-            else:
-                connection.rollback()
-        except BaseException as error:
-            return _fail_all(group, connection, error)
-        return outcomes
+                return fail_all(group, connection, error)
+            return commit_group(connection, group)
 
     async def read(self, action: str, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run a short read (``operation`` must only read, and only a bounded amount) on the
@@ -565,7 +413,7 @@ class SqliteDatabase:
                 connection = self._reader
                 if connection is None and not self._closed:
                     try:
-                        connection = self._reader = self._open_reader()
+                        connection = self._reader = open_reader(self)
                     except sqlite3.Error:
                         connection = None  # the hand-off below meets it again
                 if connection is not None and not connection.in_transaction:
@@ -579,58 +427,14 @@ class SqliteDatabase:
 
     def _open_inline(self) -> None:
         """Open the writing connection on the calling thread when that needs no wait and no
-        migration: the file is in WAL mode, SQLite answers without a lock wait (busy timeout
-        zero) and the schema is current. Otherwise leave it to the first hand-off, which
-        waits, switches to WAL, migrates or refuses as usual. A short-lived process (a cold
-        ``continue``) then makes its first read with no thread hop."""
+        migration (see :func:`~._sqlite_connection.open_inline`)."""
         if not self._lock.acquire(blocking=False):
             return
-        connection: sqlite3.Connection | None = None
         try:
-            if self._connection is not None or self._closed:
-                return
-            if not os.path.exists(self.path):
-                # sqlite3 would create the file: creating it (or refusing to, under
-                # create=False) is the hand-off's job.
-                return
-            if isinstance(self._url, str):
-                check_sqlite_file_directory(self.path)
-            else:
-                check_sqlite_directory(self._url)
-            connection = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, cached_statements=64
-            )
-            connection.execute("PRAGMA busy_timeout=0")
-            mode = connection.execute("PRAGMA journal_mode").fetchone()
-            if mode is None or str(mode[0]).lower() != "wal":
-                return
-            connection.execute(f"PRAGMA synchronous={self.synchronous}")
-            connection.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
-            if _recorded_version(connection, f"{self.prefix}schema_version") != SCHEMA_VERSION:
-                return
-            connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
-            connection.row_factory = self._row
-            self._connection, connection = connection, None
-        except (sqlite3.Error, CheckpointStoreError):
-            return  # the hand-off meets it again, and reports it
+            if self._connection is None and not self._closed:
+                self._connection = open_inline(self)
         finally:
-            if connection is not None:
-                connection.close()
             self._lock.release()
-
-    def _open_reader(self) -> sqlite3.Connection:
-        """The reading connection (opened after the writer's, which checked the schema)."""
-        connection = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, cached_statements=64
-        )
-        try:
-            connection.execute("PRAGMA busy_timeout=0")
-            connection.execute("PRAGMA query_only=1")
-        except BaseException:
-            connection.close()
-            raise
-        connection.row_factory = self._row
-        return connection
 
     def _read_now(
         self,
@@ -654,7 +458,7 @@ class SqliteDatabase:
         except sqlite3.Error as error:
             if connection.in_transaction:
                 connection.rollback()
-            if getattr(error, "sqlite_errorcode", 0) & 0xFF in _WAIT_CODES:
+            if getattr(error, "sqlite_errorcode", 0) & 0xFF in WAIT_CODES:
                 return False, None
             raise sqlite_error(action, error) from error
 
@@ -665,7 +469,7 @@ class SqliteDatabase:
             connection = self._connection
             try:
                 if connection is None:
-                    connection = self._connection = self._open()
+                    connection = self._connection = open_writer(self)
                 return operation(connection)
             except BaseException as error:
                 if connection is not None and connection.in_transaction:
@@ -674,60 +478,15 @@ class SqliteDatabase:
                     raise sqlite_error(action, error) from error
                 raise
 
-    def _open(self) -> sqlite3.Connection:
-        if not self._create_schema:
-            # Without create_schema the store writes nothing until its tables are found:
-            # neither a file that is not there nor, before the check, the switch to WAL.
-            path = sqlite_file(self.url)
-            if path is not None and not path.exists():
-                raise schema_missing_error(self.url, self.tables, 0)
-        if isinstance(self._url, str):
-            check_sqlite_file_directory(self.path)
-        else:
-            check_sqlite_directory(self._url)
-        connection = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, cached_statements=64
-        )
-        try:
-            # The busy timeout first: switching a fresh file to WAL needs a lock too.
-            connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
-            if not self._create_schema:
-                self._check_schema(connection)
-            use_wal(
-                lambda sql: connection.execute(sql).fetchall(), self.busy_timeout_ms, time.sleep
-            )
-            connection.execute(f"PRAGMA synchronous={self.synchronous}")
-            connection.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
-            if self._create_schema:
-                self._check_schema(connection)
-        except BaseException:
-            connection.close()
-            raise
-        connection.row_factory = self._row
-        return connection
-
-    def _row(self, cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> _Row:
+    def row(self, cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Row:
+        """The connections' row factory: a tuple whose columns are also attributes."""
         names = tuple(column[0] for column in cursor.description)
         cls = self._row_classes.get(names)
         if cls is None:
             positions = {name: i for i, name in enumerate(names)}
-            cls = type("Row", (_Row,), {"__slots__": (), "_names": positions})
+            cls = type("Row", (Row,), {"__slots__": (), "_names": positions})
             self._row_classes[names] = cls
         return cls(row)
-
-    def _check_schema(self, connection: sqlite3.Connection) -> None:
-        # One read of the version row (its primary key), nothing from sqlite_master: a
-        # version recorded by a newer release must be refused even when no table changed.
-        found = _recorded_version(connection, f"{self.prefix}schema_version")
-        if found == SCHEMA_VERSION:
-            return
-        if not self._create_schema or found > SCHEMA_VERSION:
-            raise schema_missing_error(self.url, self.tables, found)
-        # The same runner as the async engines, on this very connection (a ``:memory:``
-        # database exists only there).
-        engine = sa.create_engine("sqlite://", creator=lambda: connection, poolclass=StaticPool)
-        with engine.connect() as sa_connection:
-            migrate_connection(sa_connection, self.tables, self.url)
 
     async def release(self) -> None:
         """One store on this connection closed; the last one closes the connection."""
@@ -749,71 +508,3 @@ class SqliteDatabase:
             if self._reader is not None:
                 self._reader.close()
                 self._reader = None
-
-
-def _typed(action: str, error: BaseException) -> BaseException:
-    return sqlite_error(action, error) if isinstance(error, sqlite3.Error) else error
-
-
-def _alone(connection: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
-    """``body`` in a transaction of its own (:meth:`SqliteDatabase.run` rolls back on
-    failure)."""
-    connection.execute("BEGIN IMMEDIATE")
-    value = body(connection)
-    connection.execute("COMMIT")
-    return value
-
-
-def _fail_all(
-    group: list[Write], connection: sqlite3.Connection | None, error: BaseException
-) -> list[tuple[bool, Any]]:
-    """Every write of ``group`` failed with ``error`` (typed, one exception each), the
-    transaction rolled back: none of them is written."""
-    if connection is not None and connection.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            connection.rollback()
-    outcomes: list[tuple[bool, Any]] = []
-    for write in group:
-        if isinstance(error, sqlite3.Error):
-            typed: BaseException = sqlite_error(write.action, error)
-            typed.__cause__ = error
-        elif isinstance(error, CheckpointStoreError) and len(group) > 1:
-            typed = type(error)(str(error))
-            typed.__cause__ = error
-        else:
-            typed = error
-        outcomes.append((False, typed))
-    return outcomes
-
-
-def _recorded_version(connection: sqlite3.Connection, name: str) -> int:
-    # The version table read directly (no look through sqlite_master): missing means 0.
-    try:
-        row = connection.execute(f'SELECT max(version) FROM "{name}"').fetchone()
-    except sqlite3.OperationalError as error:
-        if "no such table" in str(error):
-            return 0
-        raise
-    return int(row[0]) if row is not None and row[0] is not None else 0
-
-
-async def read_sqlite_version(
-    path: str, tables: Tables, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
-) -> int:
-    """The schema version recorded in the SQLite file at ``path`` (``0``: no tables), read on
-    a short-lived connection in a worker thread."""
-
-    def read() -> int:
-        try:
-            connection = sqlite3.connect(path, isolation_level=None)
-        except sqlite3.Error as error:
-            raise sqlite_error("read the schema version", error) from error
-        try:
-            connection.execute(f"PRAGMA busy_timeout={busy_timeout_ms(timeout_ms)}")
-            return _recorded_version(connection, tables.schema_version.name)
-        except sqlite3.Error as error:
-            raise sqlite_error("read the schema version", error) from error
-        finally:
-            connection.close()
-
-    return await anyio.to_thread.run_sync(read)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -26,6 +26,11 @@ from prism_core.stores import (
     CheckpointPage,
     CheckpointRecord,
     CheckpointStamp,
+    DecisionPage,
+    DecisionQuery,
+    EffectPage,
+    EffectQuery,
+    LedgerWrite,
     PrefetchedBranchAndRunTail,
     RunWatch,
     SaveRequest,
@@ -58,6 +63,7 @@ from ._session_rows import (
 )
 from ._sqlite import CompiledStatement, SqliteDatabase, compile_sqlite
 from ._sqlite_branch import BranchTailStatements, decode_rows, read_rows, tuple_cursor
+from ._sqlite_ledger import SqliteLedger
 from ._sqlite_text import stored_statement
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqliteTransaction
@@ -136,12 +142,40 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         self._delete = stored_statement(prefix, "checkpoints.delete")
         self._lists: dict[tuple[bool, bool], CompiledStatement] = {}
         self._by_status: dict[bool, CompiledStatement] = {}
+        self._ledger = SqliteLedger(database)
 
     def save_statement(self, expected_version: int | None) -> CompiledStatement:
         """The compiled save statement for ``expected_version`` (``None``, ``0`` or ``n``)."""
         if expected_version is None:
             return self._upsert
         return self._create if expected_version == 0 else self._update
+
+    def write_ledger_in(self, connection: sqlite3.Connection, ledger: LedgerWrite | None) -> None:
+        """Write a save's ledger rows inside the transaction open on ``connection``."""
+        self._ledger.write_in(connection, ledger)
+
+    async def query_effects(self, query: EffectQuery) -> EffectPage:
+        """The effect rows ``query`` matches (see :class:`~prism_core.stores.EffectLedger`)."""
+        return await self._ledger.query_effects(query)
+
+    async def query_decisions(self, query: DecisionQuery) -> DecisionPage:
+        """The decision rows ``query`` matches, in the order they were written."""
+        return await self._ledger.query_decisions(query)
+
+    async def mark_in_doubt(
+        self, run_id: str, tool_call_ids: Sequence[str], *, ownership: Mapping[str, str] | None
+    ) -> int:
+        """Move the named calls of ``run_id`` from ``dispatched`` to ``in_doubt``."""
+        return await self._ledger.mark_in_doubt(run_id, tool_call_ids, ownership)
+
+    async def erase_session(self, session_id: str, *, ownership: Mapping[str, str] | None) -> int:
+        """Rewrite the session's effect and decision rows in their erased form."""
+        return await self._ledger.erase_session(session_id, ownership)
+
+    async def scrub_freed_space(self) -> None:
+        """Rewrite the database file and truncate its WAL (see
+        :class:`~prism_core.stores.FreedSpaceScrubber`)."""
+        await self._ledger.scrub()
 
     def shared_transaction(self, sessions: object) -> SqliteTransaction | None:
         """One transaction over this store and ``sessions`` (one hand-off, one commit; see
@@ -251,13 +285,17 @@ class SqliteCheckpointStore(_SqliteStore, SqlCheckpointStore):
         now = time.time()
         compiled = self.save_statement(request.expected_version)
         text, values = compiled.text, compiled.params(save_params(request, now))
+        ledger = request.ledger
 
         def save(connection: sqlite3.Connection) -> Any:
             # fetchall: the statement (and so its autocommit) completes inside the hand-off.
             rows = connection.execute(text, values).fetchall()
+            if rows and ledger:
+                self._ledger.write_in(connection, ledger)
             return rows[0][0] if rows else None
 
-        created_at = await self._db.write("save a checkpoint", save, single=True)
+        # A save with ledger rows is several statements: one transaction, still one commit.
+        created_at = await self._db.write("save a checkpoint", save, single=not ledger)
         if created_at is None:
             raise conflict(request.namespace, request.key)
         return saved_record(request, created_at, now)
@@ -422,6 +460,11 @@ class SqliteSessionStore(_SqliteStore, SqlSessionStore):
         self._get = stored_statement(prefix, "sessions.get")
         self._branch = stored_statement(prefix, "sessions.branch")
         self._branch_tail = BranchTailStatements.for_prefix(prefix)
+        self._ledger = SqliteLedger(database)
+
+    async def delete_session(self, session_id: str) -> int:
+        """Delete every entry of ``session_id`` (see :class:`~prism_core.stores.SessionDeleter`)."""
+        return await self._ledger.delete_session(session_id)
 
     def append_in(
         self,

@@ -37,6 +37,7 @@ def statement_builders(prefix: str) -> dict[str, Callable[[], sa.Executable]]:
     """Every stored statement by name, as a function building it for ``prefix``."""
     from ._branch_rows import branch_tail_statements
     from ._checkpoint_rows import checkpoint_statements
+    from ._ledger_sql import ledger_statements
     from ._schema import build_tables
     from ._session_rows import session_statements
 
@@ -48,6 +49,9 @@ def statement_builders(prefix: str) -> dict[str, Callable[[], sa.Executable]]:
 
     def branch_tail() -> dict[str, sa.Executable]:
         return branch_tail_statements(build_tables(prefix))
+
+    def ledger() -> Any:
+        return ledger_statements(build_tables(prefix), "sqlite")
 
     builders: dict[str, Callable[[], sa.Executable]] = {}
     for name in ("load", "stamp", "create", "update", "upsert", "renew", "delete"):
@@ -65,6 +69,8 @@ def statement_builders(prefix: str) -> dict[str, Callable[[], sa.Executable]]:
         builders[f"sessions.{name}"] = lambda name=name: getattr(sessions(), name)  # type: ignore[misc]
     for name in ("leaf_seq", "from_leaf", "after"):
         builders[f"branch_tail.{name}"] = lambda name=name: branch_tail()[name]  # type: ignore[misc]
+    for name in ("upsert_effect", "add_term", "add_decision"):
+        builders[f"ledger.{name}"] = lambda name=name: getattr(ledger(), name)  # type: ignore[misc]
     return builders
 
 

@@ -49,6 +49,18 @@ TEXTS: dict[str, tuple[str, dict[str, Any]]] = {
         'INSERT INTO prismsqltextprefix0_checkpoints (namespace, "key", owner, version, fencing_token, category, value, metadata, created_at, updated_at, status) VALUES (:ns, :k, :owner_scope, :new_version, :token, :cat, :val, :meta, :now, :now, :st) ON CONFLICT (namespace, "key") DO UPDATE SET version = excluded.version, fencing_token = excluded.fencing_token, category = excluded.category, value = excluded.value, metadata = excluded.metadata, updated_at = excluded.updated_at, status = excluded.status WHERE prismsqltextprefix0_checkpoints.owner = excluded.owner AND prismsqltextprefix0_checkpoints.version < excluded.version AND (prismsqltextprefix0_checkpoints.fencing_token IS NULL OR prismsqltextprefix0_checkpoints.fencing_token <= excluded.fencing_token) RETURNING created_at',
         {},
     ),
+    "ledger.add_decision": (
+        "INSERT INTO prismsqltextprefix0_decisions (run_id, position, session_id, owner, decided_at, record) VALUES (:d_run, :d_position, :d_session, :d_owner, :d_decided, :d_record) ON CONFLICT (run_id, position) DO NOTHING",
+        {},
+    ),
+    "ledger.add_term": (
+        "INSERT INTO prismsqltextprefix0_effect_terms (term, seq) SELECT :t_term AS anon_1, prismsqltextprefix0_effects.seq \nFROM prismsqltextprefix0_effects \nWHERE prismsqltextprefix0_effects.run_id = :e_run AND prismsqltextprefix0_effects.call_id = :e_call AND prismsqltextprefix0_effects.owner = :e_owner ON CONFLICT (term, seq) DO NOTHING",
+        {},
+    ),
+    "ledger.upsert_effect": (
+        "INSERT INTO prismsqltextprefix0_effects (run_id, call_id, session_id, owner, tool_name, idempotency_key, status, started_at, record) VALUES (:e_run, :e_call, :e_session, :e_owner, :e_tool, :e_key, :e_status, :e_started, :e_record) ON CONFLICT (run_id, call_id) DO UPDATE SET session_id = excluded.session_id, tool_name = excluded.tool_name, idempotency_key = excluded.idempotency_key, status = excluded.status, started_at = excluded.started_at, record = excluded.record WHERE prismsqltextprefix0_effects.owner = excluded.owner",
+        {},
+    ),
     "sessions.branch": (
         "WITH RECURSIVE branch(id, parent_id, depth) AS \n(SELECT prismsqltextprefix0_session_entries.id AS id, prismsqltextprefix0_session_entries.parent_id AS parent_id, :param_1 AS depth \nFROM prismsqltextprefix0_session_entries \nWHERE prismsqltextprefix0_session_entries.id = :leaf AND prismsqltextprefix0_session_entries.session_id = :session UNION ALL SELECT branch.parent_id AS parent_id, (SELECT parent.parent_id \nFROM prismsqltextprefix0_session_entries AS parent \nWHERE parent.id = branch.parent_id) AS anon_1, branch.depth + :depth_1 AS anon_2 \nFROM branch \nWHERE branch.parent_id IS NOT NULL)\n SELECT prismsqltextprefix0_session_entries.id, prismsqltextprefix0_session_entries.session_id, prismsqltextprefix0_session_entries.parent_id, prismsqltextprefix0_session_entries.seq, prismsqltextprefix0_session_entries.kind, prismsqltextprefix0_session_entries.payload, prismsqltextprefix0_session_entries.run_id, prismsqltextprefix0_session_entries.timestamp \nFROM prismsqltextprefix0_session_entries JOIN branch ON prismsqltextprefix0_session_entries.id = branch.id \nWHERE prismsqltextprefix0_session_entries.session_id = :session ORDER BY branch.depth DESC",
         {"param_1": 0, "depth_1": 1},

@@ -27,6 +27,7 @@ from prism_core.stores import (
     UNSET,
     CheckpointRecord,
     CheckpointStoreError,
+    LedgerWrite,
     QueuedAppend,
     QueuedSave,
     QueuedTransaction,
@@ -39,6 +40,7 @@ from prism_core.stores import (
 from ._checkpoint_rows import check_range, save_params, saved_record
 from ._direct import IntegrityRefused
 from ._pg_commit import turn_params
+from ._pg_ledger import ledger_params
 from ._session_rows import append_params
 from ._sqlite import CompiledStatement, SqliteDatabase
 
@@ -79,6 +81,10 @@ class SqliteCheckpoints(Protocol):
 
     def save_statement(self, expected_version: int | None) -> CompiledStatement:
         """The compiled save statement for ``expected_version``."""
+        ...
+
+    def write_ledger_in(self, connection: sqlite3.Connection, ledger: LedgerWrite | None) -> None:
+        """Write a save's ledger rows inside the transaction open on ``connection``."""
         ...
 
 
@@ -132,6 +138,7 @@ class SqliteTransaction(SqlTransaction):
                 rows = connection.execute(statement.text, values).fetchall()
                 if not rows:
                     raise conflict(op.request.namespace, op.request.key)
+                checkpoints.write_ledger_in(connection, op.request.ledger)
                 created.append(rows[0][0])
             return created
 
@@ -162,6 +169,10 @@ class EngineCheckpoints(Protocol):
     ) -> Sequence[Any] | None: ...
 
     def _transaction(self, action: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
+
+    async def _write_ledger_on(
+        self, connection: AsyncConnection, ledger: LedgerWrite | None
+    ) -> None: ...
 
 
 class EngineSessions(Protocol):
@@ -223,6 +234,8 @@ class EngineTransaction(SqlTransaction):
         saved = save_params(save.request, now)
         prepared = [op.prepared for op in appends]
         params = turn_params(saved, prepared)
+        if save.request.ledger:
+            params.update(ledger_params(save.request.ledger))
         # One statement in autocommit: atomic on its own, one round trip; or part of a group
         # commit with other runs' turns (see EngineCheckpointStore._write_row).
         try:
@@ -261,5 +274,6 @@ class EngineTransaction(SqlTransaction):
                 row = (await connection.execute(statement, save_params(op.request, now))).first()
                 if row is None:
                     raise conflict(op.request.namespace, op.request.key)
+                await self._checkpoints._write_ledger_on(connection, op.request.ledger)
                 created.append(row.created_at)
         return created

@@ -6,6 +6,11 @@ as ``TOOL_CALL_START``/``ARGS``/``END`` under that id (``parentMessageId``), eve
 them closed when the message is complete, before any call runs and before the run ends on
 a suspension. A call's result (or the reason it was blocked) is ``TOOL_CALL_RESULT``.
 Thinking, turn, guardrail and retry events have no AG-UI counterpart and are not sent.
+
+A sub-agent's events (``subagent_event``) are forwarded under the parent's run: each child
+run is a ``STEP_STARTED``/``STEP_FINISHED`` pair named after it, its messages and tool calls
+translated as the parent's are, its tool call ids prefixed with its run id (``<run>/<call>``)
+so they never collide with the parent's; its own ending closes its step, never the run.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
+    StepFinishedEvent,
+    StepStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -82,10 +89,16 @@ class EventTranslator:
     #: The arguments of every call this run's messages made, by call id.
     arguments: dict[str, Any] = attrs.field(factory=dict)
     finished: bool = False
+    #: What this translator's tool call ids are prefixed with (a sub-agent run's id).
+    id_prefix: str = ""
+    #: The translators of the sub-agent runs whose step is open, by child run id.
+    children: dict[str, EventTranslator] = attrs.field(factory=dict)
 
     def translate(self, event: Any) -> list[BaseEvent]:
         """The AG-UI events for ``event`` (a suspension is :meth:`suspended`'s)."""
         kind = event.type
+        if kind == "subagent_event":
+            return self._child(event)
         if kind == "message_started":
             self._begin_message()
             return []
@@ -109,6 +122,31 @@ class EventTranslator:
             )
         return []
 
+    def _child(self, event: Any) -> list[BaseEvent]:
+        """A sub-agent's event, under this run (see the module docstring)."""
+        child_id = str(event.child_run_id)
+        inner = event.event
+        events: list[BaseEvent] = []
+        child = self.children.get(child_id)
+        if child is None:
+            child = EventTranslator(
+                thread_id=self.thread_id, run_id=self.run_id, id_prefix=f"{child_id}/"
+            )
+            self.children[child_id] = child
+            events.append(StepStartedEvent(step_name=f"sub-agent run {child_id}"))
+        if inner.type in ("agent_finished", "agent_denied", "agent_suspended", "error"):
+            events.extend(child._close_message())
+            for grandchild in list(child.children):
+                events.append(StepFinishedEvent(step_name=f"sub-agent run {grandchild}"))
+            events.append(StepFinishedEvent(step_name=f"sub-agent run {child_id}"))
+            del self.children[child_id]
+            return events
+        events.extend(child.translate(inner))
+        return events
+
+    def _id(self, call_id: str) -> str:
+        return f"{self.id_prefix}{call_id}"
+
     def suspended(self, interrupts: Sequence[Interrupt]) -> list[BaseEvent]:
         """The end of a run that suspended: ``RUN_FINISHED`` with the interrupt outcome."""
         return self._end(RunFinishedInterruptOutcome(interrupts=list(interrupts)))
@@ -120,6 +158,9 @@ class EventTranslator:
 
     def _end(self, outcome: Any) -> list[BaseEvent]:
         events = self._close_message()
+        for child_id in list(self.children):
+            events.extend(self.children.pop(child_id)._close_message())
+            events.append(StepFinishedEvent(step_name=f"sub-agent run {child_id}"))
         events.append(
             RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome)
         )
@@ -157,14 +198,14 @@ class EventTranslator:
             call.started = True
         if call.started and call.buffered:
             assert call.id is not None
-            events.append(ToolCallArgsEvent(tool_call_id=call.id, delta=call.buffered))
+            events.append(ToolCallArgsEvent(tool_call_id=self._id(call.id), delta=call.buffered))
             call.buffered = ""
         return events
 
     def _start_call(self, call_id: str, name: str) -> ToolCallStartEvent:
-        self.open_calls.append(call_id)
+        self.open_calls.append(self._id(call_id))
         return ToolCallStartEvent(
-            tool_call_id=call_id, tool_call_name=name, parent_message_id=self.message_id
+            tool_call_id=self._id(call_id), tool_call_name=name, parent_message_id=self.message_id
         )
 
     def _message_finished(self, message: Any) -> list[BaseEvent]:
@@ -187,7 +228,7 @@ class EventTranslator:
             if block.id not in started:
                 events.append(self._start_call(block.id, block.name))
                 arguments = json.dumps(block.arguments, ensure_ascii=False, default=str)
-                events.append(ToolCallArgsEvent(tool_call_id=block.id, delta=arguments))
+                events.append(ToolCallArgsEvent(tool_call_id=self._id(block.id), delta=arguments))
         events.extend(self._close_calls())
         self.message_id = None
         return events
@@ -208,5 +249,8 @@ class EventTranslator:
 
     def _result(self, call_id: str, content: str) -> ToolCallResultEvent:
         return ToolCallResultEvent(
-            message_id=_new_id("result"), tool_call_id=call_id, content=content, role="tool"
+            message_id=_new_id("result"),
+            tool_call_id=self._id(call_id),
+            content=content,
+            role="tool",
         )

@@ -4,7 +4,9 @@
 the decision through the host's ``resolve_agent(agent_id) -> (agent, definition_revision)``
 (named ``MODULE:ATTR`` with ``--app``), exactly as
 :meth:`~prism_core.AgentRunLifecycle.decide` does, and leave running it to a worker (or run it
-here with ``--here``, see :mod:`._runs_decide`). One ``--store`` URL opens both stores as a
+here with ``--here``, see :mod:`._runs_decide`; or only say what they would do with
+``--dry-run``, and ``purge`` deletes finished runs, see :mod:`._runs_ledger`). ``list`` shows
+top-level runs unless ``--all``. One ``--store`` URL opens both stores as a
 pair (:func:`prism_core.open_stores`): they share one connection and commit a resumed turn
 together. ``--actor`` (default: the OS user name) and ``--reason`` are kept in the run's
 decision audit, which ``show`` prints. Exit codes: 0 done, 1 refused (the error's code and
@@ -31,15 +33,15 @@ from prism_core import (
     PrismError,
     StorePair,
     call_resolve_agent,
-    discover_store_plugins,
     inspect_agent_run,
     list_agent_runs,
     load_agent_run_state,
-    open_stores,
 )
 
 from ._runs_decide import DEFAULT_WAIT_SECONDS, WaitTimeout, settle
 from ._runs_format import run_detail, show_text, summary_table
+from ._runs_ledger import add_purge_arguments, dry_run, purge
+from ._stores import open_operator_stores
 
 __all__ = (
     "RUN_STATUSES",
@@ -142,6 +144,11 @@ def add_runs_arguments(runs: argparse.ArgumentParser) -> None:
             action="store_true",
             help="run the decided run in this process instead of leaving it to a worker",
         )
+        where.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="say what the decision would dispatch, run again or refuse; write nothing",
+        )
 
     listing = actions.add_parser("list", help="the runs in the store, as a table or JSON lines")
     common(listing)
@@ -151,6 +158,15 @@ def add_runs_arguments(runs: argparse.ArgumentParser) -> None:
     )
     listing.add_argument("--limit", type=int, metavar="N", help="at most N runs (default: all)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    listing.add_argument(
+        "--all", action="store_true", help="sub-agent runs too (default: top-level runs only)"
+    )
+
+    retention = actions.add_parser(
+        "purge", help="delete finished runs and their transcripts (their ledger records stay)"
+    )
+    common(retention)
+    add_purge_arguments(retention)
 
     show = actions.add_parser("show", help="one run: status, counters, decisions, in-doubt calls")
     show.add_argument("run_id", metavar="RUN_ID")
@@ -241,12 +257,6 @@ def _on_sessions(resolve: Callable[..., Any], sessions: Any) -> Callable[..., An
     return resolve_agent
 
 
-def open_operator_stores(url: str) -> StorePair:
-    """The stores at ``url``, as one pair: they share a connection and commit together. An
-    operator command creates nothing: a database or tables that are not there are refused."""
-    return open_stores(url, plugins=discover_store_plugins(url), create=False)
-
-
 async def _find(stores: StorePair, run_id: str, owner: dict[str, str] | None) -> AgentRunStatus:
     found = await load_agent_run_state(stores.checkpoints, {"run_id": run_id}, ownership=owner)
     if found is None:
@@ -267,6 +277,7 @@ async def _list(stores: StorePair, args: argparse.Namespace, owner: dict[str, st
             status=args.status,
             ownership=owner,
             recoverable=True if args.recoverable else None,
+            top_level=None if args.all else True,
             limit=wanted,
             cursor=cursor,
         )
@@ -341,6 +352,8 @@ async def _resume(stores: StorePair, args: argparse.Namespace, owner: dict[str, 
     resume["channel"] = "cli"
     if args.reason is not None:
         resume["reason"] = args.reason
+    if args.dry_run:
+        return await dry_run(stores, args, owner, resume, resolve)
     if args.wait is not None and args.wait <= 0:
         raise _Usage("--wait SECONDS must be positive")
     return await settle(stores, args, owner, resume, resolve, _on_sessions)
@@ -354,6 +367,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
             return await _list(stores, args, owner)
         if args.runs_command == "show":
             return await _show(stores, args, owner)
+        if args.runs_command == "purge":
+            return await purge(stores, args, owner)
         return await _resume(stores, args, owner)
     finally:
         await stores.aclose()
@@ -375,9 +390,9 @@ def run_runs(args: argparse.Namespace) -> int:
 
 
 class RunsCommand:
-    """``prism runs list|show|approve|deny|continue``."""
+    """``prism runs list|show|approve|deny|continue|purge``."""
 
-    help = "list, inspect, approve, deny or continue durable runs"
+    help = "list, inspect, approve, deny, continue or purge durable runs"
 
     def configure(self, parser: argparse.ArgumentParser) -> None:
         """Add the ``runs`` subcommands (:func:`add_runs_arguments`)."""

@@ -1,21 +1,22 @@
 """How ``prism runs`` prints runs: the list table, ``show``'s report and their JSON forms.
 
-Every stored string (ids, reasons, actors, arguments, metadata) reaches the terminal through
-:func:`printable`: control characters, line and paragraph separators and invisible format
-characters are escaped (``\\n``, ``\\x1b``, ``\\u2028``), so no stored text can start a line
-of its own, move the cursor or hide what follows.
+Every stored string (ids, reasons, actors, arguments, results, metadata) reaches the terminal
+through :func:`printable` (:mod:`._escape`): control characters, line and paragraph
+separators and invisible format characters are escaped (``\\n``, ``\\x1b``, ``\\u2028``), so
+no stored text can start a line of its own, move the cursor or hide what follows.
 """
 
 from __future__ import annotations
 
 import json
 import time
-import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from prism_core import AgentRunDetail, AgentRunSummary
+
+from ._escape import printable
 
 __all__ = ("age", "printable", "run_detail", "show_text", "summary_table")
 
@@ -23,32 +24,6 @@ _COLUMNS = ("RUN", "AGENT", "STATUS", "VERSION", "AGE", "PENDING", "IN DOUBT")
 #: The outcomes of receipts: what became of a call a person allowed (``show`` lists them
 #: after the decisions).
 RECEIPTS = ("executed", "execution_failed", "in_doubt")
-
-
-#: The Unicode categories escaped: controls, format characters (bidirectional overrides,
-#: zero-width marks), line and paragraph separators, surrogates.
-_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escaped(char: str) -> str:
-    named = _NAMED.get(char)
-    if named is not None:
-        return named
-    if unicodedata.category(char) not in _ESCAPED_CATEGORIES:
-        return char
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def printable(text: str) -> str:
-    """``text`` with every character that could forge or hide a line escaped (see the
-    module): ``"ok\\nforged"`` prints as ``ok\\nforged`` on one line."""
-    if text.isprintable():
-        return text
-    return "".join(_escaped(char) for char in text)
 
 
 def age(updated_at: float, now: float | None = None) -> str:
@@ -140,6 +115,19 @@ def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
         }
         for call in detail.in_doubt
     ]
+    calls = [
+        {
+            "tool_call_id": call.tool_call_id,
+            "tool_name": call.tool_name,
+            "arguments": call.arguments,
+            "idempotency_key": call.idempotency_key,
+            "status": call.status,
+            "result": call.result,
+            "error": call.error,
+            "approved_by": list(call.approved_by),
+        }
+        for call in detail.calls
+    ]
     audit = [record.to_json() for record in detail.audit]
     return {
         **detail.summary.to_json(),
@@ -151,6 +139,8 @@ def run_detail(detail: AgentRunDetail) -> dict[str, Any]:
         },
         "decisions": decisions,
         "in_doubt_calls": in_doubt,
+        "calls": calls,
+        "children": [child.to_json() for child in detail.children],
         "audit": audit,
         "audit_omitted": detail.audit_omitted,
         "metadata": dict(detail.metadata or {}),
@@ -189,10 +179,27 @@ def _record(record: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _call_lines(call: dict[str, Any]) -> list[str]:
+    """One call of the run: tool, status, approvers, key, arguments, result."""
+    head = f"  {call['tool_call_id']}  {call['tool_name']}  {call['status'] or '-'}"
+    if call["approved_by"]:
+        head += f"  approved by {','.join(call['approved_by'])}"
+    lines = [
+        head,
+        f"    arguments: {_compact(call['arguments'])}",
+        f"    idempotency key: {call['idempotency_key'] or '-'}",
+    ]
+    if call["error"] is not None:
+        lines.append(f"    error: {call['error']}")
+    elif call["status"] is not None:
+        lines.append(f"    result: {_compact(call['result'])}")
+    return lines
+
+
 def show_text(detail: dict[str, Any], now: float | None = None) -> str:
     """``show``'s readable report of :func:`run_detail`: a pending decision's approvals
-    needed and given and its deadline, the decision audit, then the receipts of the calls
-    that ran; every line escaped (see :func:`printable`)."""
+    needed and given and its deadline, the run's calls and child runs, the decision audit,
+    then the receipts of the calls that ran; every line escaped (see :func:`printable`)."""
     counters = detail["counters"]
     lines = [
         f"run        {detail['run_id']}",
@@ -202,8 +209,11 @@ def show_text(detail: dict[str, Any], now: float | None = None) -> str:
         f"version    {detail['version']}",
         f"updated    {_moment(detail['updated_at'])} ({age(detail['updated_at'], now)} ago)",
         f"lease      {_moment(detail['lease_expires_at'])}",
+        f"started by {detail['started_by'] or '-'}",
         "counters   " + " ".join(f"{name}={value}" for name, value in counters.items()),
     ]
+    if detail["parent_run_id"] is not None:
+        lines.insert(3, f"parent     {detail['parent_run_id']}")
     if detail["error"] is not None:
         lines.append(f"error      {detail['error']['code']}: {detail['error']['message']}")
     lines.append(f"pending decisions: {len(detail['decisions'])}")
@@ -228,6 +238,15 @@ def show_text(detail: dict[str, Any], now: float | None = None) -> str:
         lines.append(f"  {call['tool_call_id']}  {call['name']}")
         lines.append(f"    arguments: {_compact(call['arguments'])}")
         lines.append(f"    idempotency key: {call['idempotency_key']}")
+    lines.append(f"calls: {len(detail['calls'])}")
+    for call in detail["calls"]:
+        lines.extend(_call_lines(call))
+    lines.append(f"child runs: {len(detail['children'])}")
+    for child in detail["children"]:
+        lines.append(
+            f"  {child['run_id']}  {child['agent_id']}  {child['status']}  "
+            f"(version {child['version']})"
+        )
     decided = [r for r in detail["audit"] if r["outcome"] not in RECEIPTS]
     receipts = [r for r in detail["audit"] if r["outcome"] in RECEIPTS]
     lines.append(f"audit: {len(decided)}")

@@ -1,4 +1,5 @@
-"""The console: server-rendered pages for the people who approve (``GET /``, ``/runs/{id}``).
+"""The console: server-rendered pages for the people who approve (``GET /``, ``/runs/{id}``,
+``/effects``).
 
 The pages read the same views as the API (and, for a run's conversation, the server's session
 store); the buttons post ordinary resume inputs to the console's own ``/runs/{id}/resume``
@@ -23,6 +24,7 @@ from prism_web import read_bounded
 
 from ._auth import TOKEN_COOKIE
 from ._console_assets import SCRIPT, STYLE
+from ._console_effects import effects_page, parse_effects_query
 from ._console_list import list_page, parse_query
 from ._console_run import run_body
 from ._errors import NotAuthenticated, PayloadTooLarge, status_for
@@ -50,6 +52,13 @@ def _security_headers(nonce: str) -> dict[str, str]:
     }
 
 
+#: The console's pages, linked from each page's header.
+_NAV = (
+    '<nav class="pages" aria-label="Console pages"><a href="/">Runs</a> '
+    '<a href="/effects">Effects</a></nav>'
+)
+
+
 def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     nonce = secrets.token_urlsafe(18)
     html = (
@@ -62,8 +71,8 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
 
 
 def console_routes(ctx: ServerContext) -> list[Route]:
-    """``/``, ``/runs/{run_id}``, the buttons' ``POST /runs/{run_id}/resume`` and, for the
-    default token, ``/login``."""
+    """``/``, ``/runs/{run_id}``, ``/effects``, the buttons' ``POST /runs/{run_id}/resume``
+    and, for the default token, ``/login``."""
 
     async def guarded(request: Request, render: Any) -> Response:
         try:
@@ -91,8 +100,21 @@ def console_routes(ctx: ServerContext) -> list[Route]:
         async def render(scope: dict[str, str] | None) -> Response:
             query = parse_query(request.query_params)
             listing = await list_page(ctx, scope, query)
-            body = f"<header><h1>{escape(ctx.title)}</h1></header><main>{listing}</main>"
+            body = f"<header><h1>{escape(ctx.title)}</h1>{_NAV}</header><main>{listing}</main>"
             return _page(ctx.title, body)
+
+        return await guarded(request, render)
+
+    async def effects(request: Request) -> Response:
+        async def render(scope: dict[str, str] | None) -> Response:
+            query = parse_effects_query(request.query_params)
+            listing = await effects_page(ctx, scope, query)
+            title = f"Effects - {ctx.title}"
+            body = (
+                f"<header><h1>{escape(ctx.title)}: effects</h1>{_NAV}</header>"
+                f"<main>{listing}</main>"
+            )
+            return _page(title, body)
 
         return await guarded(request, render)
 
@@ -132,6 +154,7 @@ def console_routes(ctx: ServerContext) -> list[Route]:
         Route("/", index, methods=["GET"]),
         Route("/runs/{run_id}", run_page, methods=["GET"]),
         Route("/runs/{run_id}/resume", resume_handler(ctx, "console"), methods=["POST"]),
+        Route("/effects", effects, methods=["GET"]),
     ]
     if ctx.default_auth:
         routes.append(Route("/login", login, methods=["GET", "POST"]))

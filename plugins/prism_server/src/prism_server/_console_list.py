@@ -1,9 +1,11 @@
 """The console's runs list (``GET /``): every run the caller may see, filtered and paged.
 
-Status and recoverable filter in the store (``list_agent_runs``); the agent filter keeps the
-matching runs of each store page the list reads, so a page the agent filter thins out reads
-further store pages, up to :data:`MAX_STORE_PAGES`, and then says how far it looked. A page
-never stops inside a store page, so its cursor is always one the store handed out.
+Only the runs no other run started are listed unless ``subagents=true`` (a sub-agent run is
+on its parent's page). Status and recoverable filter in the store (``list_agent_runs``); the
+agent filter keeps the matching runs of each store page the list reads, so a page the agent
+filter thins out reads further store pages, up to :data:`MAX_STORE_PAGES`, and then says how
+far it looked. A page never stops inside a store page, so its cursor is always one the store
+handed out.
 """
 
 from __future__ import annotations
@@ -41,10 +43,14 @@ class RunsQuery:
     recoverable: bool | None = None
     limit: int = DEFAULT_LIMIT
     cursor: str | None = None
+    #: Sub-agent runs listed too (by default only the runs no other run started).
+    subagents: bool = False
 
     def filters(self) -> dict[str, str]:
         """The filters as query parameters (the empty ones left out)."""
         found = {"status": self.status or "", "agent": self.agent or ""}
+        if self.subagents:
+            found["subagents"] = "true"
         if self.recoverable is not None:
             found["recoverable"] = "true" if self.recoverable else "false"
         if self.limit != DEFAULT_LIMIT:
@@ -66,12 +72,16 @@ def parse_query(params: Any) -> RunsQuery:
     limit_text = params.get("limit") or str(DEFAULT_LIMIT)
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
         raise BadRequest(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    subagents = params.get("subagents") or ""
+    if subagents not in ("", "true", "false"):
+        raise BadRequest("subagents must be true or false")
     return RunsQuery(
         status=status,
         agent=agent,
         recoverable=None if not recoverable_text else recoverable_text == "true",
         limit=int(limit_text),
         cursor=params.get("cursor") or None,
+        subagents=subagents == "true",
     )
 
 
@@ -112,6 +122,7 @@ async def _read(ctx: Any, scope: dict[str, str] | None, query: RunsQuery) -> _Fo
             recoverable=query.recoverable,
             limit=query.limit,
             cursor=cursor,
+            top_level=None if query.subagents else True,
         )
         runs.extend(run for run in page.runs if query.agent is None or run.agent_id == query.agent)
         unreadable.extend(page.unreadable)
@@ -158,6 +169,8 @@ def _filters_form(query: RunsQuery) -> str:
         f'value="{text(query.agent)}" maxlength="{MAX_AGENT_CHARS}" autocomplete="off"></div>'
         '<div class="field"><label for="f-recoverable">Can be continued</label>'
         f'<select id="f-recoverable" name="recoverable">{recoverable}</select></div>'
+        '<div class="field"><label><input type="checkbox" name="subagents" value="true"'
+        f"{' checked' if query.subagents else ''}> Runs started by other runs too</label></div>"
         f'<input type="hidden" name="limit" value="{query.limit}">'
         '<div class="field"><button type="submit">Show runs</button> <a href="/">Clear</a></div>'
         "</form></details>"

@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ._console_calls import calls_section, children_section
 from ._console_cards import deny_all_card, in_doubt_card, pending_card
 from ._console_conversation import read_conversation, redacted
 from ._console_html import (
@@ -204,7 +205,13 @@ async def run_body(ctx: Any, run_id: str, scope: dict[str, str] | None) -> tuple
         f"<dt>Updated</dt><dd>{stamp(detail['updated_at'])}</dd>"
         f"<dt>Version</dt><dd>{text(detail['version'])}</dd>"
         f"<dt>Session</dt><dd><code>{text(detail['session_id'])}</code></dd>"
-        f"<dt>Work so far</dt><dd>{text(counters['turns'])} turn(s), "
+        + (
+            f'<dt>Sub-agent of</dt><dd><a href="/runs/{text(detail["parent_run_id"])}">'
+            f"{text(detail['parent_run_id'])}</a></dd>"
+            if detail.get("parent_run_id")
+            else ""
+        )
+        + f"<dt>Work so far</dt><dd>{text(counters['turns'])} turn(s), "
         f"{text(counters['tool_calls'])} tool call(s)</dd></dl>"
     )
     where = _where(detail)
@@ -223,7 +230,8 @@ async def run_body(ctx: Any, run_id: str, scope: dict[str, str] | None) -> tuple
         '<section aria-labelledby="conv-h"><h2 id="conv-h">Conversation</h2>'
         f"{conversation.html}</section>"
     )
-    later = f"{audit}{talk}" if status in TERMINAL_STATUSES else f"{talk}{audit}"
+    work = calls_section(detail) + await children_section(ctx, detail, scope)
+    later = f"{audit}{work}{talk}" if status in TERMINAL_STATUSES else f"{talk}{work}{audit}"
     body = (
         f'<header><a href="/">&larr; {text(ctx.title)}</a>'
         f"<h1>Run <code>{rid}</code></h1></header>"

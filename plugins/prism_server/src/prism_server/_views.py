@@ -22,6 +22,7 @@ def summary_json(summary: AgentRunSummary) -> dict[str, Any]:
         "pending_decisions": summary.pending_decisions,
         "in_doubt": list(summary.in_doubt),
         "lease_expires_at": summary.lease_expires_at,
+        "parent_run_id": summary.parent_run_id,
     }
 
 
@@ -46,7 +47,9 @@ async def run_detail(
     """Status, version, counters, pending decisions (tool, redacted arguments, idempotency
     key, reason, guardrail, elicitation schema, the tool's parameter schema, approvers needed
     and given, deadline), in-doubt calls, the decision audit with the receipts of the calls
-    that ran (oldest first) and metadata; ``None`` when the caller cannot see the run."""
+    that ran (oldest first), every call of the run (arguments, key, status, result), the
+    sub-agent runs its calls started, and metadata; ``None`` when the caller cannot see the
+    run."""
     detail = await inspect_agent_run(
         checkpoints,
         sessions,
@@ -98,6 +101,20 @@ async def run_detail(
         "pending": pending,
         "in_doubt_calls": in_doubt,
         "audit": [record.to_json() for record in detail.audit],
+        "calls": [
+            {
+                "tool_call_id": call.tool_call_id,
+                "tool": call.tool_name,
+                "arguments": call.arguments,
+                "idempotency_key": call.idempotency_key,
+                "status": call.status,
+                "result": call.result,
+                "error": call.error,
+                "approved_by": list(call.approved_by),
+            }
+            for call in detail.calls
+        ],
+        "children": [summary_json(child) for child in detail.children],
         "audit_omitted": detail.audit_omitted,
         "metadata": dict(detail.metadata or {}),
         "stop_reason": state.stop_reason,

@@ -63,7 +63,7 @@ from ._children import (
 )
 from ._expiry import EXPIRED, expire_agent_runs, expired_reason
 from ._fingerprint import agent_fingerprint, fingerprint_parts
-from ._gates import Gate, new_approval_id, scope_for
+from ._gates import Gate, approvals_for, new_approval_id, scope_for
 from ._host import HostCounters, HostRun, HostSession
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
 from ._index import MAX_INDEXED_STATUS_CHARS, check_status, indexed_status
@@ -187,6 +187,7 @@ __all__ = (
     "DecisionScope",
     "DurableRun",
     "Gate",
+    "approvals_for",
     "HostCounters",
     "HostRun",
     "HostSession",

@@ -35,6 +35,7 @@ import attrs
 
 from .._echo import echo
 from ..errors import CheckpointConflictError, PrismError
+from ._ledger_rows import LedgerWrite
 
 T = TypeVar("T")
 
@@ -389,6 +390,9 @@ class SaveRequest:
     metadata: dict[str, str] | None
     category: str | None
     status: str | None = None
+    #: The ledger rows this save writes with the record (a store that keeps an effect ledger
+    #: writes them in the same commit, only when the record is written; others ignore them).
+    ledger: LedgerWrite | None = None
     value_bytes: int = attrs.field(
         default=attrs.Factory(lambda self: len(self.value_json.encode("utf-8")), takes_self=True)
     )
@@ -416,14 +420,16 @@ def validate_save(
     category: Any = None,
     max_value_bytes: int | None = None,
     encoded: bytes | None = None,
+    ledger: LedgerWrite | None = None,
 ) -> SaveRequest:
     """The :class:`SaveRequest` of ``save`` arguments, checked the same way in every store,
     before any I/O.
 
     ``encoded``, when given, is ``value``'s canonical JSON as the caller already made it
     (``prism_core.codec.dumps(value)``, e.g. to check a size bound): it is used as is instead
-    of encoding the value again. Raises :class:`InvalidCheckpointError` for malformed
-    arguments and :class:`CheckpointLimitError` when the canonical value exceeds
+    of encoding the value again. ``ledger``: the ledger rows the save carries (the durable
+    writer's; ``None`` or an empty one for none). Raises :class:`InvalidCheckpointError` for
+    malformed arguments and :class:`CheckpointLimitError` when the canonical value exceeds
     ``max_value_bytes``.
     """
     from ..codec import dumps
@@ -464,6 +470,7 @@ def validate_save(
         category=category,
         # A mapping's status is read as is; anything else (an attrs value) in its JSON form.
         status=indexed_status(value if isinstance(value, Mapping) else json.loads(encoded)),
+        ledger=ledger if ledger else None,
         value_bytes=len(encoded),
     )
     check_value_bytes(request, max_value_bytes)

@@ -18,13 +18,22 @@ from ..content import ToolCallContent
 from ..tools import ToolDefinition
 from ._state import (
     DecisionKind,
+    DecisionRecord,
     DecisionScope,
     Interruption,
     PendingDecision,
+    StickyDecision,
     arguments_hash,
 )
 
-__all__ = ("Gate", "interruption_for", "new_approval_id", "pending_decision", "scope_for")
+__all__ = (
+    "Gate",
+    "approvals_for",
+    "interruption_for",
+    "new_approval_id",
+    "pending_decision",
+    "scope_for",
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -122,4 +131,29 @@ def interruption_for(
         kind=kind or "tool_approval",
         reason=reason if reason is not None else several,
         pending_decisions=tuple(decisions),
+    )
+
+
+def approvals_for(
+    audit: Sequence[DecisionRecord],
+    sticky: Sequence[StickyDecision],
+    tool_call_id: str,
+    tool_name: str,
+) -> tuple[DecisionRecord, ...]:
+    """The audit records that allowed call ``tool_call_id``: its own ``allow_*`` records
+    (every approver's, oldest first), else, for a call a sticky ``allow_for_run`` let
+    through, the records that made that decision; ``()`` when none was needed."""
+    own = tuple(
+        record
+        for record in audit
+        if record.tool_call_id == tool_call_id and record.outcome.startswith("allow_")
+    )
+    if own:
+        return own
+    if not any(d.outcome == "allow_for_run" and d.scope.tool_name == tool_name for d in sticky):
+        return ()
+    return tuple(
+        record
+        for record in audit
+        if record.outcome == "allow_for_run" and record.tool_name == tool_name
     )

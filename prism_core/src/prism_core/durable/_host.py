@@ -171,6 +171,11 @@ class HostRun(Protocol):
         """Who started the run (the ``actor`` run option), if anyone was named."""
         ...
 
+    @property
+    def parent_run_id(self) -> str | None:
+        """The run whose sub-agent call started this run (``None`` for a top-level run)."""
+        ...
+
     def mw_context(self, point: str) -> MiddlewareContext:
         """The middleware context for ``point`` in this run."""
         ...

@@ -6,13 +6,14 @@ It is a store: it must not know about runs, sessions or the run loop beyond the 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import attrs
 
 from .._echo import echo
+from .._effect_record import EffectPage
 from ._capabilities import CheckpointStamp
 from ._checkpoints import (
     CheckpointLimitError,
@@ -29,8 +30,10 @@ from ._checkpoints import (
     normalise_ownership,
     validate_save,
 )
+from ._effects import DecisionPage, DecisionQuery, EffectQuery
 from ._index import check_status
 from ._memory_commit import MemoryTransaction
+from ._memory_ledger import MemoryLedger
 from ._store_base import CheckpointStoreBase
 from ._wakeups import LocalWakeups, RunWatch
 
@@ -91,6 +94,8 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         self.max_value_bytes = _check_limit(max_value_bytes, "max_value_bytes")
         self._records: dict[tuple[str, str], _Stored] = {}
         self._wakeups = LocalWakeups()
+        #: The effect ledger (see :class:`~prism_core.stores.EffectLedger`).
+        self._ledger = MemoryLedger()
 
     async def notify_runs(self) -> None:
         """Wake the workers watching this store (they share its process)."""
@@ -133,7 +138,9 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         this store would be exceeded (see :meth:`CheckpointStoreBase.save` for the keyword
         form)."""
         check_value_bytes(request, self.max_value_bytes)
-        return self._apply(request).to_record()
+        stored = self._apply(request)
+        self._ledger.apply(request.ledger)
+        return stored.to_record()
 
     def _apply(self, req: SaveRequest) -> _Stored:
         """Write a validated save now (no await: atomic), or raise a conflict or limit."""
@@ -274,6 +281,24 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         records = tuple(self._records[slot].to_record() for slot in page)
         next_cursor = encode_cursor(*page[-1]) if len(slots) > limit else None
         return CheckpointPage(records, next_cursor)
+
+    async def query_effects(self, query: EffectQuery) -> EffectPage:
+        """The effect rows ``query`` matches (see :class:`~prism_core.stores.EffectLedger`)."""
+        return self._ledger.query_effects(query)
+
+    async def query_decisions(self, query: DecisionQuery) -> DecisionPage:
+        """The decision rows ``query`` matches, in the order they were written."""
+        return self._ledger.query_decisions(query)
+
+    async def mark_in_doubt(
+        self, run_id: str, tool_call_ids: Sequence[str], *, ownership: Mapping[str, str] | None
+    ) -> int:
+        """Move the named calls of ``run_id`` from ``dispatched`` to ``in_doubt``."""
+        return self._ledger.mark_in_doubt(run_id, tool_call_ids, normalise_ownership(ownership))
+
+    async def erase_session(self, session_id: str, *, ownership: Mapping[str, str] | None) -> int:
+        """Rewrite the session's effect and decision rows in their erased form."""
+        return self._ledger.erase_session(session_id, normalise_ownership(ownership))
 
     def shared_transaction(self, sessions: object) -> MemoryTransaction | None:
         """One commit over this store and ``sessions`` (see

@@ -64,4 +64,8 @@ class MemoryTransaction(QueuedTransaction):
                 else:
                     checkpoints._records[step[0]] = step[1]
             raise
+        # Every write landed: the saves' ledger rows follow (no await: still atomic).
+        for op in queue:
+            if isinstance(op, QueuedSave):
+                checkpoints._ledger.apply(op.request.ledger)
         return records

@@ -36,6 +36,7 @@ from ._capabilities import shared_transaction
 from ._checkpoints import CheckpointStoreUnavailableError
 from ._gates import Gate, interruption_for, pending_decision
 from ._host import HostRun
+from ._ledger import RunLedger
 from ._options import DEFAULT_MAX_PENDING_DECISIONS, RunStateOptions
 from ._receipts import ReceiptBook, process_actor
 from ._state import (
@@ -155,6 +156,8 @@ class DurableRun:
         )
         #: The run's limits and their JSON form, made once (the limits are frozen).
         self._limits: tuple[Any, dict[str, Any]] | None = None
+        #: The effect records of this run's calls, carried by its next checkpoint write.
+        self.ledger = RunLedger.of_run(self)
         #: The session's held entries, when this run commits them with its checkpoints.
         self.held: HeldEntries | None = None
         sessions = execution.session.store
@@ -177,28 +180,6 @@ class DurableRun:
         """The run's current fencing token: what its last claim wrote (or the host gave), ``0``
         before any claim. An effect system fences a call's side effect on it."""
         return self.writer.fencing_token or 0
-
-    def approvals_for(self, tool_call_id: str, tool_name: str) -> tuple[DecisionRecord, ...]:
-        """The audit records that allowed call ``tool_call_id``: its own ``allow_*`` records
-        (every approver's, oldest first), else, for a call a sticky ``allow_for_run`` let
-        through, the records that made that decision; ``()`` when none was needed."""
-        own = tuple(
-            record
-            for record in self.audit
-            if record.tool_call_id == tool_call_id and record.outcome.startswith("allow_")
-        )
-        if own:
-            return own
-        if not any(
-            sticky.outcome == "allow_for_run" and sticky.scope.tool_name == tool_name
-            for sticky in self.sticky
-        ):
-            return ()
-        return tuple(
-            record
-            for record in self.audit
-            if record.outcome == "allow_for_run" and record.tool_name == tool_name
-        )
 
     def info(self, status: str) -> RunStateInfo:
         """The ``run_state`` a result reports."""
@@ -334,6 +315,7 @@ class DurableRun:
             started_by=execution.started_by,
             approval_timeout_ms=self.options.approval_timeout_ms,
             notify=self.options.notify,
+            parent_run_id=execution.parent_run_id,
         )
 
     def _limits_data(self) -> dict[str, Any]:
@@ -560,21 +542,25 @@ class DurableRun:
     async def _write(
         self, state: AgentRunState, arguments: Mapping[str, Mapping[str, Any]] | None = None
     ) -> None:
-        """Save ``state``, committing the entries the session holds with it (``arguments``:
-        those of the calls a suspension waits on, by call id)."""
+        """Save ``state``, committing the entries the session holds and the pending effect
+        records with it (``arguments``: those of the calls a suspension waits on, by call
+        id)."""
         held = self.held
+        effects = self.ledger.pending()
         if held is None:
-            await self.writer.save(state, arguments=arguments)
+            await self.writer.save(state, effects=effects, arguments=arguments)
+            self.ledger.written(effects)
             return
         entries = tuple(held.entries)
         try:
-            await self.writer.save(state, entries, arguments=arguments)
+            await self.writer.save(state, entries, effects, arguments=arguments)
         except BaseException:
             # Not committed (or not known to be): the session goes back to what its store
             # holds, and the run appends directly from here on.
             self.release_held()
             raise
         held.committed(len(entries))
+        self.ledger.written(effects)
 
     def release_held(self) -> None:
         """Stop holding session entries; those still held were never committed, so the

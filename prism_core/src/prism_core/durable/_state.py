@@ -169,12 +169,13 @@ class PendingCall:
 @attrs.frozen(kw_only=True)
 class ResolutionRecord:
     """The audit of how one in-doubt call was settled: ``outcome``, who settled it
-    (``source``: ``operator``, ``reconcile`` or ``idempotent``) and when (``at``, Unix
-    seconds). The result itself is not kept here, only in the session."""
+    (``source``: ``operator``, ``reconcile``, ``idempotent``, or ``sub_agent`` for a sub-agent
+    call whose child run the continue continues) and when (``at``, Unix seconds). The result
+    itself is not kept here, only in the session."""
 
     tool_call_id: str
     outcome: Literal["completed", "not_started", "failed"]
-    source: Literal["operator", "reconcile", "idempotent"]
+    source: Literal["operator", "reconcile", "idempotent", "sub_agent"]
     at: float
 
 
@@ -302,6 +303,9 @@ class AgentRunState:
     #: Whether the run's state changes are written to the outbox for the notifiers
     #: (``durable/_outbox.py``); left out of the JSON form while ``False``.
     notify: bool = False
+    #: The run whose sub-agent call started this run (``None`` for a top-level run); left out
+    #: of the JSON form while ``None``.
+    parent_run_id: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -338,9 +342,10 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
     when the guard has one, ``output_schema``/``output`` and ``counters.output_retries`` only
     for a run with an ``output_type``, a pending call's ``child_run_id``/``child_resume`` only
     for a call waiting on a sub-agent, ``audit`` only once a decision was made,
-    ``audit_omitted`` only when not ``0``, ``fingerprint_parts``, ``started_by`` and
-    ``approval_timeout_ms`` only when recorded, ``notify`` only when set, a pending
-    decision's approvers and deadline and a pending call's ``dispatched_by`` only when set)."""
+    ``audit_omitted`` only when not ``0``, ``fingerprint_parts``, ``started_by``,
+    ``approval_timeout_ms`` and ``parent_run_id`` only when recorded, ``notify`` only when
+    set, a pending decision's approvers and deadline and a pending call's ``dispatched_by``
+    only when set)."""
     data: dict[str, Any] = unstructure_known(state, _RECORDS)
     # Optional fields appear only when set, so records of runs that do not use them keep
     # their bytes.
@@ -356,6 +361,7 @@ def state_to_json(state: AgentRunState) -> dict[str, Any]:
         "fingerprint_parts",
         "started_by",
         "approval_timeout_ms",
+        "parent_run_id",
     ):
         if data.get(key) is None:
             data.pop(key, None)

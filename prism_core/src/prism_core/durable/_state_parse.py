@@ -179,6 +179,8 @@ def _check_fields(state: AgentRunState) -> None:
     _count(state.audit_omitted, "audit_omitted")
     if state.started_by is not None and not 1 <= len(state.started_by.encode()) <= 256:
         raise _malformed("started_by must be 1..256 UTF-8 bytes")
+    if state.parent_run_id is not None and not state.parent_run_id:
+        raise _malformed("parent_run_id must be a non-empty string")
     if counters.usage is not None:
         for name in ("input_tokens", "output_tokens", "total_tokens"):
             _count(getattr(counters.usage, name), f"counters.usage.{name}")

@@ -20,14 +20,42 @@ It must not decide what is written or when: the writer does.
 from __future__ import annotations
 
 import abc
+import logging
 import weakref
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
 
+from .._capability import capability
 from ._checkpoints import CheckpointPage, CheckpointRecord, SaveRequest, validate_save
+from ._effects import EffectLedger
 
-__all__ = ("CheckpointStoreBase", "save_checkpoint", "save_keywords", "takes_requests")
+__all__ = (
+    "CheckpointStoreBase",
+    "ledger_not_carried",
+    "save_checkpoint",
+    "save_keywords",
+    "takes_requests",
+)
+
+logger = logging.getLogger("prism_core.durable")
+
+#: The classes already warned about (once each) by :func:`ledger_not_carried`.
+_WARNED: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def ledger_not_carried(target: object, request: SaveRequest) -> None:
+    """Warn, once per class, that ``target``, a store that keeps an effect ledger, is saved
+    through its keyword ``save``, which cannot carry ``request``'s ledger rows: the ledger
+    misses them. A wrapper that forwards ``save_request`` carries them."""
+    cls = type(target)
+    if request.ledger and cls not in _WARNED and capability(target, EffectLedger) is not None:
+        _WARNED.add(cls)
+        logger.warning(
+            "%s is saved through save(), which carries no effect ledger rows: the ledger "
+            "misses the effects of these saves (implement or forward save_request)",
+            cls.__qualname__,
+        )
 
 
 def save_keywords(request: SaveRequest) -> dict[str, Any]:
@@ -163,6 +191,7 @@ async def save_checkpoint(store: Any, request: SaveRequest, value: Any) -> Check
     if takes_requests(type(store)):
         record: CheckpointRecord = await store.save_request(request)
         return record
+    ledger_not_carried(store, request)
     saved: CheckpointRecord = await store.save(
         request.namespace, request.key, value, **save_keywords(request)
     )

@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._effect_record import EffectRecord
 from ..codec import dumps
 from ..errors import AgentRunStateError, CanonicalJsonError, CheckpointConflictError
 from ..middleware import CheckpointWrite, MiddlewareChain, MiddlewareContext
@@ -53,6 +54,7 @@ from ._checkpoints import (
 )
 from ._faults import retry_transient
 from ._lease import now_ms
+from ._ledger import ledger_write
 from ._options import (
     AGENT_RUN_NAMESPACE,
     MAX_AGENT_RUN_METADATA_BYTES,
@@ -158,24 +160,29 @@ class CheckpointWriter:
     #: The state the record held when this writer took it over (a loaded record), which the
     #: first save's outbox records are worked out against; then :attr:`last_state`.
     base: AgentRunState | None = attrs.field(default=None, eq=False, repr=False)
+    #: How many of the run's decision records its store's ledger holds (see ``_ledger``):
+    #: a save carries the audit's records past it.
+    decisions_written: int = 0
 
     async def save(
         self,
         state: AgentRunState,
         entries: Sequence[Any] = (),
+        effects: Sequence[EffectRecord] = (),
         *,
         arguments: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> int:
-        """Write ``state`` as the next version, with the session ``entries`` it follows from;
-        return that version. ``arguments`` (by tool call id) are the arguments of the calls a
-        suspension waits on, for a notifying run's ``suspended`` notification.
+        """Write ``state`` as the next version, with the session ``entries`` it follows from
+        and the ledger rows of ``effects`` and of the audit's new decisions; return that
+        version. ``arguments`` (by tool call id) are the arguments of the calls a suspension
+        waits on, for a notifying run's ``suspended`` notification.
 
         The state is redacted and bounded before any I/O; a lost compare-and-swap raises
         :class:`~prism_core.CheckpointConflictError` and leaves ``version`` unchanged (and,
         on a shared commit, writes none of the entries).
         """
         async with self._lock:
-            return await self._save(state, tuple(entries), arguments)
+            return await self._save(state, tuple(entries), tuple(effects), arguments)
 
     async def renew(self) -> bool:
         """Write the last running state again with a fresh lease expiry; ``False`` when there
@@ -347,6 +354,7 @@ class CheckpointWriter:
         self,
         state: AgentRunState,
         entries: tuple[Any, ...] = (),
+        effects: tuple[EffectRecord, ...] = (),
         arguments: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> int:
         if self.lost is not None:
@@ -354,6 +362,13 @@ class CheckpointWriter:
         state = self._stamp(state)
         data = redact_value(state_to_json(state), self.redactor)
         encoded = check_state_bounds(data, self.max_state_bytes)
+        ledger, decisions = ledger_write(
+            data,
+            effects,
+            decisions_written=self.decisions_written,
+            redactor=self.redactor,
+            ownership=self.ownership,
+        )
         metadata = self.metadata
         if self.metadata_source is not None:
             metadata = resolve_metadata(self.metadata_source, self.redactor)
@@ -380,6 +395,7 @@ class CheckpointWriter:
             metadata=metadata,
             category="agent-run",
             encoded=encoded,
+            ledger=ledger,
         )
 
         notes: tuple[Note, ...] = ()
@@ -429,6 +445,7 @@ class CheckpointWriter:
         self.version = record.version
         self.writes += 1
         self.last_state = state
+        self.decisions_written = decisions
         if notes and not together[0]:
             await self._notes_after(notes)
         if logger.isEnabledFor(logging.DEBUG):

@@ -101,6 +101,14 @@ class MemorySessionStore:
         tail = [self._entries[i] for i in ids[start:] if self._entries[i].run_id == run_id]
         return BranchAndRunTail(path=path, tail=tail)
 
+    async def delete_session(self, session_id: str) -> int:
+        """Delete every entry of ``session_id``; the number deleted (see
+        :class:`~prism_core.stores.SessionDeleter`)."""
+        ids = self._by_session.pop(session_id, [])
+        for entry_id in ids:
+            del self._entries[entry_id]
+        return len(ids)
+
     async def aclose(self) -> None:
         """Nothing to release; idempotent."""
 

@@ -29,7 +29,13 @@ from ._input import (
     coerce_run_ref,
     validate_resume_input,
 )
-from ._inspect import AgentRunDetail, InDoubtCallView, PendingCallView, inspect_agent_run
+from ._inspect import (
+    AgentRunDetail,
+    CallView,
+    InDoubtCallView,
+    PendingCallView,
+    inspect_agent_run,
+)
 from ._listing import (
     AgentRunPage,
     AgentRunSummary,
@@ -39,8 +45,16 @@ from ._listing import (
     summarize_run,
 )
 from ._observe import ObservedEvent, RunLeftError, observation_point, observe_agent_run
+from ._preview import ResumePreview, preview_resume
 from ._resolver import call_resolve_agent
 from ._restore import CheckpointRestoreContext
+from ._retention import (
+    SessionActiveError,
+    SessionDeletionUnsupportedError,
+    SessionErasure,
+    erase_session,
+    purge_agent_runs,
+)
 from ._signal import ResumeAbortedError
 
 __all__ = (
@@ -55,6 +69,7 @@ __all__ = (
     "AgentRunRef",
     "AgentRunStatus",
     "AgentRunSummary",
+    "CallView",
     "CheckpointRestoreContext",
     "DecisionOutcome",
     "InDoubtCallView",
@@ -65,11 +80,16 @@ __all__ = (
     "RunLeftError",
     "ResumeEventStream",
     "ResumeInput",
+    "ResumePreview",
     "RunDecision",
+    "SessionActiveError",
+    "SessionDeletionUnsupportedError",
+    "SessionErasure",
     "coerce_run_ref",
     "call_resolve_agent",
     "create_agent_run_lifecycle",
     "decide_agent_run",
+    "erase_session",
     "inspect_agent_run",
     "is_recoverable",
     "lease_expires_at",
@@ -77,6 +97,8 @@ __all__ = (
     "observation_point",
     "observe_agent_run",
     "load_agent_run_state",
+    "preview_resume",
+    "purge_agent_runs",
     "resume_agent_run",
     "resume_agent_run_stream",
     "summarize_run",

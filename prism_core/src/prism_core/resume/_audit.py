@@ -21,10 +21,23 @@ from ..durable._state import (
 )
 from ._input import ResumeInput, RunDecision
 
-__all__ = ("HOST_CHANNEL", "decision_records", "denial_records", "resolution_records")
+__all__ = (
+    "HOST_CHANNEL",
+    "KERNEL_REASONS",
+    "decision_records",
+    "denial_records",
+    "resolution_records",
+)
 
 #: The channel a decision records when its resume input names none (a host calling the API).
 HOST_CHANNEL = "host"
+
+#: What a kernel settlement's record says happened, by its source.
+KERNEL_REASONS = {
+    "idempotent": "idempotent",
+    "reconcile": "reconcile",
+    "sub_agent": "sub-agent call: it runs again, continuing its child run",
+}
 
 
 def _channel(plan: ResumeInput) -> str:
@@ -103,9 +116,10 @@ def decision_records(
 
 
 def denial_records(
-    state: AgentRunState, plan: ResumeInput, *, version: int
+    state: AgentRunState, plan: ResumeInput, *, version: int, why: str | None = None
 ) -> list[DecisionRecord]:
-    """One ``"deny"`` record per pending decision of a denied run."""
+    """One ``"deny"`` record per pending decision of a denied run; its reason is the resume's,
+    else ``why`` (what made the deny one without the run's definition)."""
     if state.interruption is None:
         return []
     by_call = _calls(state.pending_calls)
@@ -116,7 +130,7 @@ def denial_records(
             by_call,
             outcome="deny",
             plan=plan,
-            reason=plan.reason,
+            reason=plan.reason if plan.reason is not None else why,
             decided_at=now,
             version=version,
         )
@@ -133,8 +147,8 @@ def resolution_records(
 ) -> list[DecisionRecord]:
     """The records of in-doubt resolutions: an operator's carries the resume's actor and
     reason (a ``failed`` resolution's own reason first) and channel; one the kernel made (an
-    idempotent tool, a tool's ``reconcile``) names actor ``"prism"`` on channel ``"kernel"``
-    and its source as the reason."""
+    idempotent tool, a tool's ``reconcile``, a sub-agent call) names actor ``"prism"`` on
+    channel ``"kernel"`` and says what it did as the reason (:data:`KERNEL_REASONS`)."""
     by_call = _calls(pending_calls)
     given = {r.tool_call_id: r for r in plan.resolutions or ()}
     records = []
@@ -146,7 +160,8 @@ def resolution_records(
             actor, reason = plan.actor, own_reason if own_reason is not None else plan.reason
             channel = _channel(plan)
         else:
-            actor, reason, channel = KERNEL_ACTOR, resolution.source, KERNEL_CHANNEL
+            actor, channel = KERNEL_ACTOR, KERNEL_CHANNEL
+            reason = KERNEL_REASONS.get(resolution.source, resolution.source)
         records.append(
             DecisionRecord(
                 approval_id=None,

@@ -203,6 +203,7 @@ class SubAgentTool:
                     for r in handed.resolutions
                 ]
             force = handed.force
+            resume.update(handed.who)
         else:
             pending = next((c for c in durable.pending_calls if c.tool_call_id == call.id), None)
             recorded = pending.child_resume if pending is not None else None
@@ -290,6 +291,7 @@ class SubAgentTool:
             to_messages(text if isinstance(text, str) else ""),
             coerce_run_options(options),
             run_id=child_id,
+            parent_run_id=parent.run_id,
         )
         session.run_slot.claim(execution)
         return _Stretch(RunDriver(execution), before)

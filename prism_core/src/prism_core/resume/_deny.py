@@ -33,7 +33,11 @@ from ._audit import denial_records
 from ._checks import ResumeRequest, check_version_and_status, not_found
 from ._input import ResumeInput
 
-__all__ = ("denied_state", "deny_recorded", "deny_run_id")
+__all__ = ("GONE", "MISMATCHED", "denied_state", "deny_recorded", "deny_run_id")
+
+#: What a deny without the run's definition records as its reason when the caller gave none.
+GONE = "denied without its agent definition: the agent is no longer served"
+MISMATCHED = "denied without its agent definition: the definition served now is another one"
 
 
 def denied_state(state: AgentRunState, audit: Iterable[DecisionRecord]) -> AgentRunState:
@@ -60,7 +64,7 @@ async def deny_run_id(
     if record is None:
         raise AgentRunNotFoundError(not_found(run_id))
     state = parse_state(record.value, max_bytes=HARD_MAX_AGENT_RUN_STATE_BYTES, run_id=run_id)
-    return await deny_recorded(record, state, plan, request, redactor=redactor)
+    return await deny_recorded(record, state, plan, request, redactor=redactor, why=GONE)
 
 
 async def deny_recorded(
@@ -70,10 +74,12 @@ async def deny_recorded(
     request: ResumeRequest,
     *,
     redactor: Redactor | None,
+    why: str = MISMATCHED,
 ) -> tuple[tuple[AgentEvent, ...], AgentRunResult]:
     """End the suspended run ``state`` (stored as ``record``) ``denied`` without its
     definition: its suspended sub-agent runs are denied first, then the run, with one
-    ``deny`` audit record per pending call; returns the run's ``agent_denied`` event (and its
+    ``deny`` audit record per pending call (named by the resume's actor and channel, its
+    reason the resume's, else ``why``); returns the run's ``agent_denied`` event (and its
     children's) and its result. Refuses like any deny: a stale version or another status, a
     live lease, a fencing token not above the stored one."""
     check_version_and_status(record, state, plan)
@@ -99,6 +105,7 @@ async def deny_recorded(
             attrs.evolve(plan, expected_version=child.version),
             attrs.evolve(request, fencing_token=None),
             redactor=redactor,
+            why=why,
         )
         events.extend(child_events)
     writer = CheckpointWriter(
@@ -114,7 +121,8 @@ async def deny_recorded(
         lease_ms=state.lease_ms,
         base=state,
     )
-    await writer.save(denied_state(state, denial_records(state, plan, version=record.version)))
+    audit = denial_records(state, plan, version=record.version, why=why)
+    await writer.save(denied_state(state, audit))
     event = redact_value(
         AgentDeniedEvent(
             session_id=state.session_id,

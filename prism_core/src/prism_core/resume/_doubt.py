@@ -3,7 +3,8 @@ their stored result, for ``continue``.
 
 Before the claim (reads only): each in-doubt call takes the operator's resolution if the
 resume carries one, else is cleared to run again when its tool is idempotent, else waits for
-its tool's ``reconcile`` after the claim; a call with none of these refuses the continue with
+its tool's ``reconcile`` after the claim (a sub-agent call runs again: it continues its child
+run); a call with none of these refuses the continue with
 ``ERR_PRISM_TOOL_IN_DOUBT`` and nothing is written. After the claim (so two racing continues
 cannot both act on one call): ``reconcile(call, context)`` is asked for the rest. Every
 settlement is audited in the state (:class:`ResolutionRecord`).
@@ -31,6 +32,7 @@ from ..durable._state import (
     state_to_json,
 )
 from ..errors import AgentDecisionError, AgentRunStateError
+from ..runs._delegation import delegate_of
 from ..tools import RECONCILE_NOT_STARTED, ToolExecutionContext
 from ._input import ResumeInput
 from ._ports import ResumableAgent
@@ -99,7 +101,9 @@ def settle_in_doubt(
             audits.append(_audit(call, resolution.outcome, "operator", now))
         elif tool is not None and tool.idempotent:
             pending.append(attrs.evolve(call, status="approved", resolution="not_started"))
-            audits.append(_audit(call, "not_started", "idempotent", now))
+            # A sub-agent call runs again by continuing its child run.
+            source = "sub_agent" if delegate_of(tool) is not None else "idempotent"
+            audits.append(_audit(call, "not_started", source, now))
         elif tool is not None and tool.reconcile is not None:
             pending.append(call)
             to_reconcile.append(call.tool_call_id)

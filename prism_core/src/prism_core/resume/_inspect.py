@@ -3,8 +3,10 @@
 :func:`inspect_agent_run` reads the run's checkpoint and the branch it points at, and pairs
 each pending decision and each in-doubt call with the call itself: its tool, its arguments as
 the session stored them (redacted when they were written, and again with the host's redactor
-when one is given) and its idempotency key. The server's API and console and ``prism runs
-show`` print this; they must not read the branch themselves. It reads; it must not write.
+when one is given) and its idempotency key; it adds every call the run made with its result
+and effect record, and the sub-agent runs its calls started (``_calls``). The server's API and
+console and ``prism runs show`` print this; they must not read the branch themselves. It
+reads; it must not write.
 """
 
 from __future__ import annotations
@@ -18,14 +20,22 @@ from ..durable._checkpoints import CheckpointStore
 from ..durable._in_doubt import in_doubt_calls
 from ..durable._options import AGENT_RUN_NAMESPACE
 from ..durable._state import AgentRunState, DecisionRecord, DecisionScope
+from ..records._entries import SessionEntry
 from ..records._store import SessionEntryNotFoundError, SessionStore
 from ..redaction import Redactor, redact_value
 from ..tools import idempotency_key
+from ._calls import CallView, child_runs, run_calls, run_effects
 from ._checks import load_agent_run_state
 from ._input import coerce_run_ref
 from ._listing import AgentRunSummary, summarize_run
 
-__all__ = ("AgentRunDetail", "InDoubtCallView", "PendingCallView", "inspect_agent_run")
+__all__ = (
+    "AgentRunDetail",
+    "CallView",
+    "InDoubtCallView",
+    "PendingCallView",
+    "inspect_agent_run",
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -72,6 +82,10 @@ class AgentRunDetail:
     metadata: Mapping[str, str] | None
     pending: tuple[PendingCallView, ...]
     in_doubt: tuple[InDoubtCallView, ...]
+    #: Every tool call the run made, in order, with its result and effect record.
+    calls: tuple[CallView, ...] = ()
+    #: The sub-agent runs its calls started, in call order.
+    children: tuple[AgentRunSummary, ...] = ()
 
     @property
     def audit(self) -> tuple[DecisionRecord, ...]:
@@ -86,14 +100,18 @@ class AgentRunDetail:
         return self.state.audit_omitted
 
 
-async def _branch_calls(sessions: SessionStore | None, state: AgentRunState) -> dict[str, Any]:
-    """The arguments of every tool call on the run's branch, by call id."""
+async def _branch(sessions: SessionStore | None, state: AgentRunState) -> list[SessionEntry]:
+    """The run's branch (empty without a session store, a leaf, or a branch it can read)."""
     if sessions is None or state.leaf_id is None:
-        return {}
+        return []
     try:
-        path = await sessions.read_branch_path(state.session_id, state.leaf_id)
+        return list(await sessions.read_branch_path(state.session_id, state.leaf_id))
     except SessionEntryNotFoundError:
-        return {}
+        return []
+
+
+def _branch_calls(path: list[SessionEntry]) -> dict[str, Any]:
+    """The arguments of every tool call on the branch, by call id."""
     found: dict[str, Any] = {}
     for entry in path:
         message = entry.message
@@ -125,7 +143,8 @@ async def inspect_agent_run(
     if found is None:
         return None
     state = found.state
-    arguments = await _branch_calls(sessions, state)
+    path = await _branch(sessions, state)
+    arguments = _branch_calls(path)
 
     def shown(call_id: str | None) -> Any:
         return redact_value(arguments.get(call_id or ""), redactor)
@@ -165,10 +184,18 @@ async def inspect_agent_run(
         for call in state.pending_calls
         if call.tool_call_id in doubt
     )
+    calls = run_calls(state.run_id, path, await run_effects(checkpoints, state.run_id, owner))
+    if redactor is not None:
+        calls = tuple(
+            attrs.evolve(call, arguments=redact_value(call.arguments, redactor)) for call in calls
+        )
+    children = await child_runs(checkpoints, state.run_id, [c.tool_call_id for c in calls], owner)
     return AgentRunDetail(
         summary=summarize_run(record),
         state=state,
         metadata=found.metadata,
         pending=tuple(pending),
         in_doubt=in_doubt,
+        calls=calls,
+        children=children,
     )

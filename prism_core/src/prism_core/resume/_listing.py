@@ -79,6 +79,8 @@ class AgentRunSummary:
     in_doubt: tuple[str, ...] = ()
     lease_expires_at: float | None = None
     started_by: str | None = None
+    #: The run whose sub-agent call started this run (``None`` for a top-level run).
+    parent_run_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The summary as a JSON object (one field per attribute)."""
@@ -93,6 +95,7 @@ class AgentRunSummary:
             "in_doubt": list(self.in_doubt),
             "lease_expires_at": self.lease_expires_at,
             "started_by": self.started_by,
+            "parent_run_id": self.parent_run_id,
         }
 
 
@@ -156,6 +159,7 @@ def summarize_run(record: CheckpointRecord) -> AgentRunSummary:
         in_doubt=in_doubt_calls(state),
         lease_expires_at=lease_expires_at(record),
         started_by=state.started_by,
+        parent_run_id=state.parent_run_id,
     )
 
 
@@ -199,13 +203,17 @@ async def list_agent_runs(
     recoverable: bool | None = None,
     limit: int = 100,
     cursor: str | None = None,
+    parent_run_id: str | None = None,
+    top_level: bool | None = None,
 ) -> AgentRunPage:
     """One page of the durable runs visible to ``ownership``, in run id order.
 
     ``status`` keeps runs of that status; ``recoverable=True`` keeps runs no worker holds
-    (see :func:`is_recoverable`), ``False`` the others. ``ownership`` is matched exactly, as
-    in every store call: other tenants' runs are never listed. Pass a page's ``cursor`` back
-    for the next page, with the same filters. Malformed arguments raise
+    (see :func:`is_recoverable`), ``False`` the others. ``parent_run_id`` keeps the sub-agent
+    runs that run's calls started; ``top_level=True`` keeps runs no other run started,
+    ``False`` only sub-agent runs. ``ownership`` is matched exactly, as in every store call:
+    other tenants' runs are never listed. Pass a page's ``cursor`` back for the next page,
+    with the same filters. Malformed arguments raise
     :class:`~prism_core.InvalidCheckpointError` before any store access.
     """
     check_store(checkpoints)
@@ -214,6 +222,10 @@ async def list_agent_runs(
         raise InvalidCheckpointError(f"status must be one of {', '.join(RUN_STATUSES)}")
     if recoverable is not None and not isinstance(recoverable, bool):
         raise InvalidCheckpointError("recoverable must be True, False or None")
+    if top_level is not None and not isinstance(top_level, bool):
+        raise InvalidCheckpointError("top_level must be True, False or None")
+    if parent_run_id is not None and (type(parent_run_id) is not str or not parent_run_id):
+        raise InvalidCheckpointError("parent_run_id must be a non-empty string")
     owner = normalise_ownership(ownership)
     wanted: str | None = status
     if recoverable is True:
@@ -223,7 +235,8 @@ async def list_agent_runs(
     by_status = capability(checkpoints, CheckpointStatusIndex) if wanted is not None else None
     indexed = by_status is not None
     store_cursor, after_key = (None, None) if cursor is None else _decode_cursor(cursor, indexed)
-    filtered = recoverable is not None or (wanted is not None and not indexed)
+    lineage = parent_run_id is not None or top_level is not None
+    filtered = recoverable is not None or lineage or (wanted is not None and not indexed)
     page_size = max(limit, _FILTERED_PAGE_SIZE) if filtered else limit
     page_size = min(page_size, MAX_CHECKPOINT_PAGE_SIZE)
     now = time.time()
@@ -263,6 +276,10 @@ async def list_agent_runs(
             if wanted is not None and summary.status != wanted:
                 continue
             if recoverable is not None and is_recoverable(summary, now=now) != recoverable:
+                continue
+            if parent_run_id is not None and summary.parent_run_id != parent_run_id:
+                continue
+            if top_level is not None and (summary.parent_run_id is None) != top_level:
                 continue
             runs.append(summary)
             if len(runs) == limit:

@@ -58,6 +58,7 @@ __all__ = (
     "decide_with_children",
     "deny_children",
     "split_resolutions",
+    "who_decides",
 )
 
 STALE_CHILD = "the sub-agent run no longer waits for the decisions its parent recorded"
@@ -83,6 +84,9 @@ class ChildContinue:
 
     resolutions: tuple[Resolution, ...] = ()
     force: bool = False
+    #: Who continues the parent (its resume's ``actor``, ``channel``, ``reason``): the child's
+    #: resume names them too, so its audit says who settled its calls.
+    who: Mapping[str, str] = attrs.field(factory=dict)
 
 
 def child_request(
@@ -246,7 +250,7 @@ async def _check_child_decisions(
         "decisions": [
             {k: v for k, v in attrs.asdict(entry).items() if v is not None} for entry in entries
         ],
-        **_who(plan),
+        **who_decides(plan),
     }
     child_plan = validate_resume_input(resume)
     view = tool.resumable(_store(agent))
@@ -260,7 +264,7 @@ async def _check_child_decisions(
     return resume, decided.remaining
 
 
-def _who(plan: ResumeInput | None) -> dict[str, str]:
+def who_decides(plan: ResumeInput | None) -> dict[str, str]:
     """The parent resume's ``actor``, ``channel`` and ``reason``, handed to a child's resume
     so the child's audit names them too."""
     if plan is None:
@@ -291,7 +295,7 @@ async def deny_children(
         settled = await prepare(
             tool.resumable(_store(agent)),
             {"run_id": child.run_id, "session_id": child.session_id},
-            {"expected_version": record.version, "decision": "deny", **_who(plan)},
+            {"expected_version": record.version, "decision": "deny", **who_decides(plan)},
             child_request(tool, request, guardrails=_parent_tool_guards(agent, session, request)),
         )
         for event in settled.events:
@@ -346,12 +350,15 @@ async def check_children_continue(
     request: ResumeRequest,
     *,
     version: int,
+    who: Mapping[str, str] | None = None,
 ) -> dict[str, ChildContinue]:
     """Check, for a parent's ``continue``, every running child its sub-agent calls will
     continue, and return what each child's ``continue`` is handed. Refuses (nothing written)
     what the child's own ``continue`` would refuse, an in-doubt child call at the parent's
     ``version``; a resolution that names no call of the run or of its children is refused."""
-    children, used = await _check_continue(agent, state, calls, resolutions, request, version)
+    children, used = await _check_continue(
+        agent, state, calls, resolutions, request, version, dict(who or {})
+    )
     if any(r.tool_call_id not in used for r in resolutions):
         raise AgentDecisionError(
             "resolutions name a tool call that neither the run nor its sub-agent runs owe",
@@ -367,6 +374,7 @@ async def _check_continue(
     resolutions: tuple[Resolution, ...],
     request: ResumeRequest,
     version: int,
+    who: dict[str, str],
 ) -> tuple[dict[str, ChildContinue], set[str]]:
     children: dict[str, ChildContinue] = {}
     used: set[str] = set()
@@ -401,11 +409,13 @@ async def _check_continue(
             raise in_doubt_error(exc.in_doubt, version=version) from None
         rest = tuple(r for r in free if r.tool_call_id not in rebuilt.calls)
         _, deeper = await _check_continue(
-            view, rebuilt.state, rebuilt.calls, rest, child_req, version
+            view, rebuilt.state, rebuilt.calls, rest, child_req, version, who
         )
         mine = {r.tool_call_id for r in owned} | deeper
         used |= mine
         children[call.id] = ChildContinue(
-            resolutions=tuple(r for r in free if r.tool_call_id in mine), force=request.force
+            resolutions=tuple(r for r in free if r.tool_call_id in mine),
+            force=request.force,
+            who=who,
         )
     return children, used

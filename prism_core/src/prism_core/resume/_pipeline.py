@@ -26,6 +26,7 @@ from ..content import Message, ToolCallContent
 from ..durable._faults import retry_transient
 from ..durable._fencing import claim_token
 from ..durable._gates import interruption_for
+from ..durable._in_doubt import IN_DOUBT_CODE
 from ..durable._lease import check_lease
 from ..durable._options import HARD_MAX_AGENT_RUN_STATE_BYTES
 from ..durable._receipts import continue_receipts
@@ -58,6 +59,7 @@ from ._checks import (
 from ._decide import Decided
 from ._deny import denied_state, deny_recorded
 from ._doubt import check_claim_size, reconcile_in_doubt, settle_in_doubt
+from ._doubt_ledger import known_effects, record_in_doubt, settled_effects
 from ._input import AgentRunRef, ResumeInput, coerce_run_ref, validate_resume_input
 from ._nested import (
     ChildContinue,
@@ -65,6 +67,7 @@ from ._nested import (
     decide_with_children,
     deny_children,
     split_resolutions,
+    who_decides,
 )
 from ._ports import ResumableAgent, ResumedSession
 from ._restore import CheckpointRestoreContext, compensate_all, run_restore_hooks
@@ -78,12 +81,14 @@ if TYPE_CHECKING:
 __all__ = (
     "NOT_FOUND",
     "AgentRunStatus",
+    "Planned",
     "Prepared",
     "Recorded",
     "ResumePlan",
     "ResumeRequest",
     "Settled",
     "load_agent_run_state",
+    "plan_resume",
     "prepare_resume",
 )
 
@@ -110,6 +115,20 @@ class Recorded:
 
 
 @attrs.frozen(kw_only=True)
+class Planned:
+    """What a resume would do, found without writing (:func:`plan_resume`): the run's
+    ``state`` and the state it would claim (``None`` when it would claim nothing: a
+    ``deny``, or a batch that leaves decisions pending), how it would settle in-doubt calls
+    and the calls of a crashed round it would start."""
+
+    state: AgentRunState
+    claimed: AgentRunState | None = None
+    resolutions: tuple[Any, ...] = ()
+    to_reconcile: tuple[str, ...] = ()
+    fresh: tuple[Any, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class Prepared:
     """A resume ready to run: the claimed execution's driver and session."""
 
@@ -132,6 +151,48 @@ async def prepare_resume(
     here. ``record_only``: validate exactly as a resume, then write the decided state (the
     claim's state, with no lease and the stored fencing token) instead of claiming: no
     restore hook, no ``reconcile``, no tool and no model turn runs."""
+    outcome = await _pipeline(
+        agent,
+        ref,
+        resume,
+        request,
+        lifecycle_hooks=lifecycle_hooks,
+        plan=plan,
+        record_only=record_only,
+    )
+    assert not isinstance(outcome, Planned)
+    return outcome
+
+
+async def plan_resume(
+    agent: ResumableAgent, ref: Any, resume: Any, request: ResumeRequest
+) -> Planned:
+    """What the resume of ``ref`` with ``resume`` would do (:class:`Planned`), found by the
+    pipeline's steps up to the claim with nothing written and no hook run; raises what the
+    resume would refuse."""
+    outcome = await _pipeline(agent, ref, resume, request, until_claim=True)
+    assert isinstance(outcome, Planned)
+    return outcome
+
+
+async def _pipeline(
+    agent: ResumableAgent,
+    ref: Any,
+    resume: Any,
+    request: ResumeRequest,
+    *,
+    lifecycle_hooks: Sequence[Any] = (),
+    plan: ResumeInput | None = None,
+    record_only: bool = False,
+    until_claim: bool = False,
+) -> Prepared | Settled | Recorded | Planned:
+    """Run the resume pipeline up to and including the claim write. ``plan``: ``resume``
+    as the caller already validated it (``validate_resume_input``), else it is validated
+    here. ``record_only``: validate exactly as a resume, then write the decided state (the
+    claim's state, with no lease and the stored fencing token) instead of claiming: no
+    restore hook, no ``reconcile``, no tool and no model turn runs. ``until_claim``: stop
+    before anything is written or any hook runs and return what the resume would do
+    (:class:`Planned`; see :func:`plan_resume`)."""
     if plan is None:
         plan = validate_resume_input(resume)
     run_ref: AgentRunRef = coerce_run_ref(ref)
@@ -161,6 +222,10 @@ async def prepare_resume(
         # The caller may see the run (it is in its owner scope): say what did not match.
         raise AgentRunStateError(SESSION_MISMATCH)
     if plan.decision == "deny" and not identity_matches(agent, state, request):
+        if until_claim:
+            check_version_and_status(record, state, plan)
+            check_lease(state, force=request.force)
+            return Planned(state=state)
         # A deny runs nothing: the definition served now need not be the one that wrote it.
         events, result = await deny_recorded(
             record, state, plan, request, redactor=agent.config.redactor
@@ -214,6 +279,8 @@ async def prepare_resume(
     )
 
     check_signal(signal, "the decisions")
+    if plan.decision == "deny" and until_claim:
+        return Planned(state=state)
     if plan.decision == "deny":
         # Children first: nothing of a denied run's sub-agents runs either.
         await deny_children(agent, session, state, request, prepare_resume, plan)
@@ -230,13 +297,20 @@ async def prepare_resume(
     children: dict[str, ChildContinue] = {}
     if plan.decision == "continue":
         own_plan, theirs = split_resolutions(agent, plan, calls)
-        settlement = settle_in_doubt(agent, state, own_plan, calls, version=record.version)
-        # A call the operator settled is not run again, so neither is its child.
-        settled = {r.tool_call_id for r in own_plan.resolutions or () if r.outcome != "not_started"}
-        rerun = {key: call for key, call in calls.items() if key not in settled}
-        children = await check_children_continue(
-            agent, state, rerun, theirs, request, version=record.version
-        )
+        try:
+            settlement = settle_in_doubt(agent, state, own_plan, calls, version=record.version)
+            # A call the operator settled is not run again, so neither is its child.
+            settled = {
+                r.tool_call_id for r in own_plan.resolutions or () if r.outcome != "not_started"
+            }
+            rerun = {key: call for key, call in calls.items() if key not in settled}
+            children = await check_children_continue(
+                agent, state, rerun, theirs, request, version=record.version, who=who_decides(plan)
+            )
+        except AgentRunStateError as exc:
+            if exc.code == IN_DOUBT_CODE and not until_claim:
+                await record_in_doubt(request.checkpoints, state, exc.in_doubt, request.ownership)
+            raise
     else:
         decided = await decide_with_children(agent, session, state, plan, calls, request)
         records = decision_records(
@@ -248,6 +322,8 @@ async def prepare_resume(
                 d.approval_id for d in decided.remaining if d.approval_id not in decided.partial
             ],
         )
+        if until_claim and (decided.input_rejected is not None or decided.remaining):
+            return Planned(state=state)
         if decided.input_rejected is not None:
             return await _settle_denied(
                 session, state, writer, reason=decided.input_rejected, audit=records
@@ -289,8 +365,22 @@ async def prepare_resume(
         pending_input=pending_input,
     )
     check_claim_size(claimed, writer.max_state_bytes)
+    if until_claim:
+        return Planned(
+            state=state,
+            claimed=claimed,
+            resolutions=settlement.resolutions if settlement is not None else (),
+            to_reconcile=settlement.to_reconcile if settlement is not None else (),
+            fresh=rebuilt.fresh,
+        )
+    in_doubt = [r.tool_call_id for r in settlement.resolutions] if settlement else []
+    doubted = [*in_doubt, *(settlement.to_reconcile if settlement else ())]
+    known = await known_effects(request.checkpoints, state.run_id, doubted, request.ownership)
+    effects = settled_effects(
+        state, claimed.pending_calls, calls, known, ids=in_doubt, ownership=request.ownership
+    )
     if record_only:
-        await writer.save(claimed)
+        await writer.save(claimed, effects=effects)
         return Recorded(run_id=state.run_id, version=writer.version)
     plan_for_run = ResumePlan(
         state=state,
@@ -325,7 +415,7 @@ async def prepare_resume(
     )
     check_signal(signal, "the claim")
     try:
-        await writer.save(claimed)
+        await writer.save(claimed, effects=effects)
     except BaseException:
         # Another resume won the claim: put the restored layers back as they were.
         await compensate_all(
@@ -347,7 +437,9 @@ async def prepare_resume(
                 version=writer.version,
                 fencing_token=writer.fencing_token or 0,
             )
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, AgentRunStateError) and exc.code == IN_DOUBT_CODE:
+                await record_in_doubt(request.checkpoints, state, exc.in_doubt, request.ownership)
             # The run stays in doubt as claimed: nothing ran, so the restored layers go back.
             await compensate_all(
                 hooks,
@@ -380,6 +472,19 @@ async def prepare_resume(
         ),
     )
     driver = attach_durable(execution, session, state, claimed, request, record, writer)
+    if settlement is not None and settlement.to_reconcile:
+        # ``reconcile``'s answers reach the ledger with the resumed run's next write.
+        durable = driver.execution.durable
+        assert durable is not None
+        for effect in settled_effects(
+            state,
+            claimed.pending_calls,
+            calls,
+            known,
+            ids=settlement.to_reconcile,
+            ownership=request.ownership,
+        ):
+            durable.ledger.put(effect)
     bridge_signal(signal, driver.execution)
     return Prepared(driver=driver, session=session)
 

@@ -74,6 +74,7 @@ def resumed_execution(
         RunOptions(tool_names=state.tool_names, guardrails=guardrails, actor=state.started_by),
         run_id=state.run_id,
         resume=plan,
+        parent_run_id=state.parent_run_id,
     )
     _restore_execution(execution, state)
     return execution
@@ -194,6 +195,7 @@ def attach_durable(
     durable.claimed_leaf = session.leaf_id
     durable.writer.writes = writer.writes
     durable.writer.last_state = writer.last_state
+    durable.writer.decisions_written = writer.decisions_written
     execution.durable = durable
     session.run_slot.claim(execution)
     return RunDriver(execution)

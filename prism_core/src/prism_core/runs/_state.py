@@ -64,9 +64,12 @@ class RunState:
         *,
         run_id: str | None = None,
         resume: Any = None,
+        parent_run_id: str | None = None,
     ) -> None:
         agent = session.config
         self.resume = resume
+        #: The run whose sub-agent call started this one (``None``: a top-level run).
+        self.parent_run_id = parent_run_id
         self.session = session
         self.agent = agent
         self.session_id = session.id

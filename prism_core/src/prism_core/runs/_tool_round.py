@@ -27,6 +27,7 @@ from ..durable import (
     MAX_PENDING_DECISIONS,
     DecisionKind,
     Gate,
+    approvals_for,
     new_approval_id,
     scope_for,
 )
@@ -119,7 +120,11 @@ def _tool_context(run: RunState, call: ToolCallContent) -> ToolExecutionContext:
         on_progress=progress,
         skills=run,
         started_by=run.started_by,
-        approvals=run.durable.approvals_for(call.id, call.name) if run.durable is not None else (),
+        approvals=(
+            approvals_for(run.durable.audit, run.durable.sticky, call.id, call.name)
+            if run.durable is not None
+            else ()
+        ),
     )
 
 
@@ -236,6 +241,8 @@ async def tool_call(
         and run.durable.has_record
         and (checked.needs_dispatch_mark or delegate is not None)
     )
+    if run.durable is not None:
+        run.durable.ledger.started(call, checked.effect)
     if marked:
         assert run.durable is not None
         await run.durable.mark_dispatched(call)
@@ -269,6 +276,8 @@ async def tool_call(
         failed = outcome.status != "executed"
         code = outcome.result.error.code if outcome.result.error is not None else None
         run.durable.add_receipt(call, EXECUTION_FAILED if failed else EXECUTED, code)
+    if run.durable is not None:
+        run.durable.ledger.finished(call.id, outcome.result, failed=outcome.status == "failed")
     for event in run.deferred:
         yield event
     run.deferred.clear()

@@ -27,6 +27,11 @@ a lease in place (``prism_core.stores.LeaseRenewalStore``), with a ``checkpoint_
 checkpoint stores that wake workers in other processes (``prism_core.stores.RunWakeups``):
 its fixtures are the store, a factory of another instance on the same database and prefix,
 a factory of a store under another prefix, and a counter of the open watches.
+``EffectLedgerConformance`` is for checkpoint stores that keep an effect ledger
+(``prism_core.stores.EffectLedger``), with a ``checkpoint_store`` fixture, and
+``SharedCommitLedgerConformance`` for those whose shared commit carries it
+(``shared_stores``); ``SessionDeletionConformance`` for session stores that delete a session
+(``prism_core.stores.SessionDeleter``), with a ``session_store`` fixture.
 
 Each test is an ``@pytest.mark.anyio`` coroutine that runs on the backends the
 ``anyio_backend`` fixture in scope selects. The suite classes have no ``Test`` prefix, so
@@ -43,6 +48,7 @@ pytest.register_assert_rewrite(
     "prism_core.testing._batch_suite",
     "prism_core.testing._checkpoint_suite",
     "prism_core.testing._commit_suite",
+    "prism_core.testing._effects_suite",
     "prism_core.testing._lease_suite",
     "prism_core.testing._session_suite",
     "prism_core.testing._stamp_suite",
@@ -55,6 +61,11 @@ pytest.register_assert_rewrite(
 from ._batch_suite import CheckpointBatchConformance  # noqa: E402
 from ._checkpoint_suite import CheckpointStoreConformance  # noqa: E402
 from ._commit_suite import SharedCommitConformance  # noqa: E402
+from ._effects_suite import (  # noqa: E402
+    EffectLedgerConformance,
+    SessionDeletionConformance,
+    SharedCommitLedgerConformance,
+)
 from ._lease_suite import LeaseRenewalConformance  # noqa: E402
 from ._session_suite import SessionStoreConformance  # noqa: E402
 from ._stamp_suite import CheckpointStampConformance  # noqa: E402
@@ -63,6 +74,9 @@ from ._wakeups_suite import RunWakeupsConformance  # noqa: E402
 
 __all__ = (
     "CheckpointBatchConformance",
+    "EffectLedgerConformance",
+    "SessionDeletionConformance",
+    "SharedCommitLedgerConformance",
     "CheckpointStampConformance",
     "CheckpointStatusIndexConformance",
     "CheckpointStoreConformance",
