@@ -232,6 +232,11 @@ async def tool_call(
                 for event in await reject(run, call, sticky.reason, REJECTED_FOR_RUN):
                     yield event
                 return
+            # Let through by a person's allow_for_run: the call owes a receipt like one they
+            # allowed on its own.
+            allows = approvals_for(run.durable.audit, (sticky,), call.id, call.name)
+            if allows:
+                run.durable.receipts.owe_call(call.id, allows[-1])
     record_dispatch(run, call)
     delegate = delegate_of(checked)
     # A sub-agent call is marked like a side effect: the mark commits the parent's call
@@ -272,7 +277,7 @@ async def tool_call(
         outcome = await execute_tool(
             checked, call, context, limiter=run.agent.thread_limiter, redactor=run.redactor
         )
-    if approved and run.durable is not None:
+    if run.durable is not None and (approved or run.durable.receipts.owes(call.id)):
         failed = outcome.status != "executed"
         code = outcome.result.error.code if outcome.result.error is not None else None
         run.durable.add_receipt(call, EXECUTION_FAILED if failed else EXECUTED, code)
