@@ -76,7 +76,7 @@ def test_readme_says_how_to_install_from_a_checkout() -> None:
     assert "pip install --find-links dist 'prism-runtime[" in readme
 
 
-PROSE = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+PROSE = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
 INSTALL = re.compile(r"pip install (?:--?\S+ )*'?(prism[a-z0-9-]*)(?![\w/])(?:\[([a-z0-9,-]+)\])?")
 RETIRED = re.compile(r"`prism\[|\bprism-(core|store-sql|store-redis|packs)\b")
 
