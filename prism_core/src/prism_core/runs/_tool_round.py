@@ -47,6 +47,7 @@ from ..guardrails import (
     first_decisive,
     pack_rule_of,
 )
+from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..tools import (
     DispatchOutcome,
@@ -128,6 +129,15 @@ def _tool_context(run: RunState, call: ToolCallContent) -> ToolExecutionContext:
     )
 
 
+def _tool_call_context(run: RunState, call: ToolCallContent) -> MiddlewareContext:
+    """The ``tool_call`` point's context: the run's, with the called tool's description."""
+    context = run.mw_context("tool_call")
+    tool = run.agent.registry.get(call.name)
+    if tool is None or not tool.description:
+        return context
+    return attrs.evolve(context, tool_description=tool.description)
+
+
 async def tool_call(
     run: RunState,
     call: ToolCallContent,
@@ -145,7 +155,7 @@ async def tool_call(
     if run.signal.aborted:
         await anyio.lowlevel.checkpoint()
         raise AbortRequested()
-    call = await run.agent.middleware.run("tool_call", call, run.mw_context("tool_call"))
+    call = await run.agent.middleware.run("tool_call", call, _tool_call_context(run, call))
     ask: GuardrailRecord | None = None
     guards = run.guardrails.for_stage("tool_input")
     if guards:
