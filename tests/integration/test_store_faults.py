@@ -574,7 +574,9 @@ async def test_a_store_stalled_by_the_network_never_outlives_the_wall_time(
             elapsed = anyio.current_time() - started
             proxy.flow()
             assert info.value.code == "ERR_PRISM_RUN_LIMIT"
-            assert elapsed < 3.2, elapsed
+            # The regressions this guards cost a whole second or two past the deadline; the
+            # bound leaves a busy machine most of that second.
+            assert elapsed < 3.9, elapsed
             run_id = await only_run(pair.checkpoints)
             status = await load_agent_run_state(pair.checkpoints, ref(run_id, "s"))
             assert status is not None
