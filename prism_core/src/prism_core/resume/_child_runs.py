@@ -312,7 +312,7 @@ class SubAgentTool:
 def _guards(parent: RunState) -> Any:
     from ..runs._delegation import child_guardrails
 
-    return child_guardrails(parent.guardrails)
+    return child_guardrails(parent.plan.guardrails)
 
 
 def _wrap(parent: RunState, call: ToolCallContent, event: AgentEvent) -> AgentEvent:
@@ -333,7 +333,8 @@ def _bound(parent: RunState, execution: RunExecution, before: Any) -> None:
     limits and deadline it recorded; they only narrow)."""
     from ..runs._delegation import child_budget
 
-    execution.limits = execution.limits.narrowed(child_budget(parent, before))
+    limits = execution.plan.limits.narrowed(child_budget(parent, before))
+    execution.plan = attrs.evolve(execution.plan, limits=limits)
     if parent.deadline is not None and (
         execution.deadline is None or execution.deadline > parent.deadline
     ):

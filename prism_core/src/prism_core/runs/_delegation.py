@@ -102,7 +102,7 @@ def child_guardrails(guards: GuardrailConfig) -> GuardrailConfig | None:
 def child_budget(parent: RunState, spent: RunCounters) -> dict[str, Any]:
     """The child's limits, as run limits: on each axis the parent limits, what the child
     ``spent`` before (its counters when this stretch starts) plus what the parent has left."""
-    limits, counters = parent.limits, parent.counters
+    limits, counters = parent.plan.limits, parent.counters
     budget: dict[str, Any] = {
         "max_request_bytes": limits.max_request_bytes,
         "max_response_bytes": limits.max_response_bytes,
@@ -151,9 +151,9 @@ def charge_child(parent: RunState, before: RunCounters, after: RunCounters) -> N
         spent = getattr(after, counter) - getattr(before, counter)
         setattr(counters, counter, getattr(counters, counter) + spent)
     if after.usage_reported:
-        counters.add_usage(_usage_spent(after.usage, before.usage), parent.limits)
+        counters.add_usage(_usage_spent(after.usage, before.usage), parent.plan.limits)
     for axis, counter in _COUNTED:
-        counters.charge(axis, getattr(counters, counter), parent.limits)
+        counters.charge(axis, getattr(counters, counter), parent.plan.limits)
 
 
 def nested_gates(

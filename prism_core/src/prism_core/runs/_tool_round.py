@@ -115,7 +115,7 @@ def _tool_context(run: RunState, call: ToolCallContent) -> ToolExecutionContext:
         tool_call_id=call.id,
         tool_name=call.name,
         signal=run.signal,
-        metadata=run.metadata,
+        metadata=run.plan.metadata,
         fencing_token=run.durable.fencing_token if run.durable is not None else 0,
         on_progress=progress,
         skills=run,
@@ -147,7 +147,7 @@ async def tool_call(
         raise AbortRequested()
     call = await run.agent.middleware.run("tool_call", call, run.mw_context("tool_call"))
     ask: GuardrailRecord | None = None
-    guards = run.guardrails.for_stage("tool_input")
+    guards = run.plan.guardrails.for_stage("tool_input")
     if guards:
         decisive: GuardrailRecord | None = None
         can_hold = run.durable is not None and (gates is not None or approved)
@@ -168,7 +168,7 @@ async def tool_call(
                 break
             # An ask never outranks a later deny: keep checking the guards after it.
             ask, decisive = ask or decisive, None
-            if run.guardrails.max_concurrency > 1:
+            if run.plan.guardrails.max_concurrency > 1:
                 break
             remaining = remaining[len(records) :]
         if decisive is None and ask is not None and not can_hold:
@@ -186,7 +186,7 @@ async def tool_call(
         call,
         registry=run.agent.registry,
         context=context,
-        tool_names=run.tool_names,
+        tool_names=run.plan.tool_names,
         validate=run.agent.validate,
         trust=run.agent.trust,
         permission=run.agent.permission,
@@ -270,7 +270,7 @@ async def tool_call(
         outcome = DispatchOutcome(child.result, "failed" if child.result.error else "executed")
     else:
         outcome = await execute_tool(
-            checked, call, context, limiter=run.agent.thread_limiter, redactor=run.redactor
+            checked, call, context, limiter=run.agent.thread_limiter, redactor=run.plan.redactor
         )
     if approved and run.durable is not None:
         failed = outcome.status != "executed"
@@ -293,7 +293,7 @@ async def tool_call(
                 error=result.error,
             )
         )
-    guards = run.guardrails.for_stage("tool_output")
+    guards = run.plan.guardrails.for_stage("tool_output")
     if guards:
         records = await evaluate(run, "tool_output", guards, result, call=call)
         for record in records:
@@ -326,13 +326,13 @@ def check_decision_cap(
     durable = run.durable
     if durable is None or len(calls) <= MAX_PENDING_DECISIONS:
         return
-    may_ask = bool(run.guardrails.for_stage("tool_input"))
+    may_ask = bool(run.plan.guardrails.for_stage("tool_input"))
     count = 0
     for call in calls:
         tool = run.agent.registry.get(call.name)
         if tool is None or call.id in invalid_ids:
             continue
-        if run.tool_names is not None and call.name not in run.tool_names:
+        if run.plan.tool_names is not None and call.name not in run.plan.tool_names:
             continue
         gated = (
             may_ask
@@ -414,7 +414,7 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
 
 async def deliver(run: RunState, call: ToolCallContent, result: ToolResult) -> AgentEvent:
     """Redact ``result``, store it for the next turn, and emit ``tool_execution_finished``."""
-    result = redact_value(result, run.redactor)
+    result = redact_value(result, run.plan.redactor)
     await _append_result(run, result)
     return run.emit(
         ToolExecutionFinishedEvent(
@@ -507,7 +507,7 @@ async def _block(run: RunState, call: ToolCallContent, reason: str, error: Error
     """Answer ``call`` with an error result that it never ran, and emit
     ``tool_execution_blocked`` with ``reason``."""
     logger.warning("run %s: tool call %s (%s) blocked: %s", run.run_id, call.id, call.name, reason)
-    error = redact_value(error, run.redactor)
+    error = redact_value(error, run.plan.redactor)
     await _append_result(run, ToolResult(call.id, call.name, error=error))
     return run.emit(
         ToolExecutionBlockedEvent(
@@ -522,5 +522,5 @@ async def _block(run: RunState, call: ToolCallContent, reason: str, error: Error
 
 
 async def _append_result(run: RunState, result: ToolResult) -> None:
-    message = Message("tool", (redact_value(result, run.redactor).to_content(),))
+    message = Message("tool", (redact_value(result, run.plan.redactor).to_content(),))
     await run.session.transcript.append_message(message, run.run_id)
