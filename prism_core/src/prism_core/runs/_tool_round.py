@@ -57,7 +57,7 @@ from ..tools import (
 )
 from ._boundary import recheck_approved_input
 from ._budget import record_dispatch
-from ._delegation import ChildOutcome, delegate_of, nested_gates
+from ._delegation import ChildOutcome, delegate_of, nested_gates, parent_view
 from ._failures import AbortRequested, RunFailure, RunSuspended
 from ._guarding import act_on_tool_stage, decision_event, evaluate, strongest
 from ._state import RunState
@@ -260,7 +260,7 @@ async def tool_call(
     )
     if delegate is not None:
         child = ChildOutcome()
-        async with aclosing(delegate.run_child(run, call, child)) as child_events:
+        async with aclosing(delegate.run_child(parent_view(run), call, child)) as child_events:
             async for event in child_events:
                 yield event
         if child.suspension is not None:
