@@ -76,7 +76,7 @@ def resolve_skills(agent: AgentConfig, options: RunOptions) -> tuple[Skill, ...]
             raise InvalidOptionsError("active_skills needs skills configured on the agent")
         return ()
     registry = isinstance(source, SkillRegistry)
-    available = source.all() if registry else tuple(source)
+    available = source.all() if isinstance(source, SkillRegistry) else tuple(source)
     for skill in available:
         if not isinstance(skill, Skill):
             raise InvalidOptionsError(f"skills must be Skill values, got {type(skill).__name__}")
