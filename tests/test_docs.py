@@ -18,10 +18,18 @@ import pytest
 from tests.conftest import REDIS_URL, service_unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 MAIN_GUARD = re.compile(r"^if __name__ == [\"']__main__[\"']:", re.M)
 FILE_BLOCK = re.compile(r"\A# file: ([\w.-]+)\n")
+FENCED = re.compile(r"^```.*?^```", re.S | re.M)
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
+
+
+def _page(path: Path) -> str:
+    """A page's name in test ids and file lookups: its path from the repository's root."""
+    return path.relative_to(ROOT).as_posix()
 
 
 def _examples() -> list[tuple[str, int, str]]:
@@ -29,13 +37,13 @@ def _examples() -> list[tuple[str, int, str]]:
     for path in DOCS:
         for index, match in enumerate(BLOCK.finditer(path.read_text(encoding="utf-8"))):
             if not FILE_BLOCK.match(match.group(1)):
-                found.append((path.name, index, match.group(1)))
+                found.append((_page(path), index, match.group(1)))
     return found
 
 
 def _page_files(doc: str) -> dict[str, str]:
     """The ``# file: NAME`` blocks of one page, by name."""
-    (path,) = [path for path in DOCS if path.name == doc]
+    (path,) = [path for path in DOCS if _page(path) == doc]
     files = {}
     for match in BLOCK.finditer(path.read_text(encoding="utf-8")):
         named = FILE_BLOCK.match(match.group(1))
@@ -94,7 +102,35 @@ def test_file_blocks_are_used_by_an_example_of_their_page() -> None:
     examples = _examples()
     pages = {doc for doc, _index, _code in examples}
     files = {(doc, name) for doc in pages for name in _page_files(doc)}
-    assert ("mcp.md", "notes_server.py") in files
+    assert ("docs/mcp.md", "notes_server.py") in files
     for doc, name in files:
         assert any(name in code for page, _index, code in examples if page == doc), name
         assert not any(code.startswith("# file: ") for _page, _index, code in examples)
+
+
+def _anchors(path: Path) -> set[str]:
+    """The anchors of a page's headings, as GitHub makes them (lower case, punctuation
+    dropped, spaces as hyphens, a repeated heading numbered)."""
+    seen: dict[str, int] = {}
+    anchors = set()
+    for heading in HEADING.findall(FENCED.sub("", path.read_text(encoding="utf-8"))):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+def test_relative_links_in_the_docs_resolve() -> None:
+    """Every relative link of the README and the docs names a file that exists, and an anchor
+    its page has (outside code blocks)."""
+    broken = []
+    for path in DOCS:
+        for target in LINK.findall(FENCED.sub("", path.read_text(encoding="utf-8"))):
+            if re.match(r"[a-z]+:", target):
+                continue
+            name, _, anchor = target.partition("#")
+            dest = (path.parent / name).resolve() if name else path
+            missing = not dest.exists()
+            if missing or (anchor and dest.suffix == ".md" and anchor not in _anchors(dest)):
+                broken.append(f"{_page(path)}: {target}")
+    assert broken == []

@@ -76,7 +76,7 @@ def test_readme_says_how_to_install_from_a_checkout() -> None:
     assert "pip install --find-links dist 'prism-runtime[" in readme
 
 
-PROSE = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+PROSE = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
 INSTALL = re.compile(r"pip install (?:--?\S+ )*'?(prism[a-z0-9-]*)(?![\w/])(?:\[([a-z0-9,-]+)\])?")
 RETIRED = re.compile(r"`prism\[|\bprism-(core|store-sql|store-redis|packs)\b")
 
@@ -180,3 +180,27 @@ def test_the_three_http_faces_share_the_web_layer() -> None:
     extras = _project(ROOT / "pyproject.toml")["optional-dependencies"]
     assert extras["web"] == ["prism-runtime-web==0.1.0"]
     assert "prism-runtime-web==0.1.0" in extras["all"]
+
+
+def test_every_plugin_entry_point_names_an_object_that_answers_a_hook() -> None:
+    """A ``prism`` entry point is loaded by every host that discovers plugins, so each names
+    an object implementing at least one of the kernel's hooks (an application that answers
+    none, such as the server or the AG-UI endpoint, declares no entry point and is never
+    imported by discovery)."""
+    from importlib import import_module
+
+    from prism_core.hookspecs import PROJECT_NAME
+
+    marker = f"{PROJECT_NAME}_impl"
+    seen = {}
+    for path in MANIFESTS:
+        project = _project(path)
+        for name, value in project.get("entry-points", {}).get("prism", {}).items():
+            module, _, attribute = value.partition(":")
+            plugin = getattr(import_module(module), attribute)
+            hooks = [attr for attr in dir(plugin) if hasattr(getattr(plugin, attr, None), marker)]
+            assert hooks, f"{project['name']}: entry point {name} = {value} answers no hook"
+            seen[name] = project["name"]
+    assert "agui" not in seen
+    assert "server" not in seen
+    assert {"sql", "redis", "packs", "otel", "openai", "anthropic"} <= set(seen)

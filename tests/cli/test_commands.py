@@ -261,6 +261,6 @@ def test_python_dash_m_prism_cli_is_the_console_script() -> None:
     done = prism("plugins", "--json")
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]
-    assert {"name": "server", "distribution": "prism-runtime-server"}.items() <= next(
-        row for row in rows if row["name"] == "server"
+    assert {"name": "packs", "distribution": "prism-runtime-packs"}.items() <= next(
+        row for row in rows if row["name"] == "packs"
     ).items()

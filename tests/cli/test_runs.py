@@ -164,13 +164,14 @@ def test_unknown_and_foreign_runs_are_refused(capsys: Any, host: Any, url: str) 
     for target in ("run_nope", run_id):
         code, out, err = cli(capsys, "runs", "show", target, "--store", url)
         assert (code, out) == (1, "")
-        assert "refused (ERR_PRISM_AGENT_RUN_STATE): Agent run checkpoint not found" in err
+        # The kernel's words: an unknown run and another owner's read the same.
+        assert f"refused (ERR_PRISM_AGENT_RUN_STATE): No durable agent run {target}" in err
     code, _, _ = cli(capsys, "runs", "show", run_id, "--store", url, "--owner", "tenant_id=t1")
     assert code == 0
     app = f"{host.__name__}:resolve_agent"
     code, _, err = cli(capsys, "runs", "approve", run_id, "--store", url, "--app", app)
     assert code == 1
-    assert "not found" in err
+    assert f"refused (ERR_PRISM_AGENT_RUN_STATE): No durable agent run {run_id}" in err
     assert stored(url, run_id, TENANT) == (1, "suspended")
     assert refunds(host) == []
 

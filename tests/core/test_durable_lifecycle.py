@@ -293,7 +293,7 @@ async def test_loop_snapshot_rides_the_checkpoint_and_revision_is_checked() -> N
     assert record.value["loop_state"] == {
         "name": "generate-validate-revise",
         "revision": "1",
-        "snapshot": {"revisions": 0},
+        "snapshot": {"attempts": 0, "revisions": 0},
     }
     import attrs
 

@@ -126,7 +126,7 @@ async def test_a_run_state_per_run_cannot_replace_the_agents_own(change: str) ->
     with pytest.raises(AgentRunStateError) as caught:
         await agent.create_session(id="s1").run("x", run_state=other)
     assert "RunOptions cannot replace agent durable run-state configuration" in str(caught.value)
-    assert caught.value.code == "ERR_PRISM_RUN_STATE_DRIFT"
+    assert caught.value.code == "ERR_PRISM_AGENT_RUN_STATE"
     assert world.checkpoints.calls == 0
     assert log == []
     same = await agent.create_session(id="s2").run("x", run_state=configured)
@@ -161,7 +161,7 @@ async def test_a_resume_contradicting_the_agents_configuration_is_refused_before
             {"expected_version": 1, "decision": "approve"},
             **{**world.resume_options(), **options},
         )
-    assert caught.value.code == "ERR_PRISM_RUN_STATE_DRIFT"
+    assert caught.value.code == "ERR_PRISM_AGENT_RUN_STATE"
     assert world.checkpoints.calls == calls
     assert log == []
 

@@ -196,3 +196,39 @@ async def test_a_crash_after_the_result_was_stored_gets_its_receipt_from_the_con
         ("executed", ME, "worker"),
     ]
     assert found.audit[1].reason == "recorded by the continue after a restart"
+
+
+@pytest.mark.anyio
+async def test_a_call_a_sticky_allow_let_through_has_its_own_receipt() -> None:
+    """``allow_for_run`` lets a later identical call run without a decision of its own; that
+    call is still an allowed call and ends with its own ``executed`` receipt, naming the
+    ``allow_for_run`` decision that let it through."""
+    world, log = World(), []
+    script = [
+        tool_turn(("p1", "pay", {"amount": 250})),
+        tool_turn(("p2", "pay", {"amount": 250})),
+        text_turn("paid twice"),
+    ]
+    agent = world.agent(script, id="payer", tools=[_pay(log)])
+    result = await agent.create_session(id="s1").run("pay", run_state=world.run_state())
+    assert result.status == "suspended"
+    (pending,) = result.interruption.pending_decisions
+    done = await resume_agent_run(
+        world.agent(script, id="payer", tools=[_pay(log)]),
+        {"run_id": result.run_id, "session_id": "s1"},
+        {
+            "expected_version": result.run_state.version,
+            "decisions": [{"approval_id": pending.approval_id, "outcome": "allow_for_run"}],
+            "actor": "ann",
+        },
+        **world.resume_options(),
+    )
+    assert done.status == "succeeded"
+    assert log == [250, 250]
+    found = await _audit(world, result.run_id)
+    assert [(r.tool_call_id, r.outcome, r.actor, r.channel) for r in found.audit] == [
+        ("p1", "allow_for_run", "ann", "host"),
+        ("p1", "executed", ME, "worker"),
+        ("p2", "executed", ME, "worker"),
+    ]
+    assert {r.approval_id for r in found.audit} == {pending.approval_id}

@@ -142,8 +142,9 @@ async def test_stalled_store_does_not_outlive_the_wall_time(lease_ms: int | None
         if sum(1 for m in request.messages if m.role == "assistant") == 1:
             store.stall = True
 
-    started = time.monotonic()
-    with pytest.raises(AgentRunError) as info:
+    # The stalled store never answers: without the wall-time limit the run would hang, so a
+    # generous deadline on the run ending is the check (a busy machine only makes it slower).
+    with anyio.fail_after(60), pytest.raises(AgentRunError) as info:
         await (
             worker(sessions, [], stall=stall_store)
             .create_session(id="s")
@@ -155,9 +156,7 @@ async def test_stalled_store_does_not_outlive_the_wall_time(lease_ms: int | None
                 ),
             )
         )
-    elapsed = time.monotonic() - started
     assert info.value.code == "ERR_PRISM_RUN_LIMIT"
-    assert elapsed < 3.0
     store.stall = False
     run_id = await only_run(store.inner)
     record = await store.inner.load(AGENT_RUN_NAMESPACE, run_id)
@@ -213,6 +212,9 @@ async def test_unreachable_session_store_leaves_the_run_running() -> None:
     assert in_doubt_calls(status.state) == ("c1",)
 
 
+TOOL_SECONDS = 60
+
+
 @pytest.mark.anyio
 async def test_a_durable_run_records_its_wall_time_end_within_the_wall_time() -> None:
     """A durable run whose tool outlasts ``max_wall_time_ms`` stops a little before the
@@ -222,7 +224,7 @@ async def test_a_durable_run_records_its_wall_time_end_within_the_wall_time() ->
     store, sessions = create_memory_checkpoint_store(), create_memory_session_store()
 
     async def slow(args: dict[str, Any], context: Any) -> Any:
-        await anyio.sleep(5)
+        await anyio.sleep(TOOL_SECONDS)
         return "late"
 
     started = time.monotonic()
@@ -240,7 +242,9 @@ async def test_a_durable_run_records_its_wall_time_end_within_the_wall_time() ->
     assert info.value.code == "ERR_PRISM_RUN_LIMIT"
     assert info.value.result.limit is not None
     assert info.value.result.limit.axis == "max_wall_time_ms"
-    assert elapsed <= 0.5 + 0.05
+    # The run ended on its own deadline, not the tool's (bounded by the tool, not by a
+    # quiet machine); that the terminal write lands before the deadline is the record below.
+    assert elapsed < TOOL_SECONDS
     run_id = await only_run(store)
     record = await store.load(AGENT_RUN_NAMESPACE, run_id)
     assert record is not None

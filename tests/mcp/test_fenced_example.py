@@ -1,4 +1,4 @@
-"""The fenced-effects example of docs/durable-runs.md proves its point: as written, one
+"""The fenced-effects example of docs/durable/in-doubt.md proves its point: as written, one
 payment lands; with its fence removed, the frozen worker's late payment lands a second time
 and the example's own assertion fails."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "durable-runs.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "durable" / "in-doubt.md"
 FENCE = "        if token < self._fence(run_id, token):\n"
 
 

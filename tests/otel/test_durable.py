@@ -13,6 +13,7 @@ import pytest
 from opentelemetry.trace import SpanKind
 
 from prism_core import AGENT_RUN_NAMESPACE, resume_agent_run
+from tests.core.durable_support import REVISION as WORLD_REVISION
 from tests.core.durable_support import World
 from tests.core.helpers import text_turn, tool_turn
 
@@ -49,6 +50,8 @@ async def test_suspension_checkpoint_writes_and_the_resume_link() -> None:
     assert first.name == "invoke_agent release"
     assert first.attributes is not None
     assert first.attributes["prism.run.status"] == "suspended"
+    # The agent's version is the definition revision its durable runs are recorded under.
+    assert first.attributes["gen_ai.agent.version"] == WORLD_REVISION
     (suspension,) = events(first, "prism.run.suspended")
     assert suspension["prism.checkpoint.version"] == suspended.run_state.version
     assert suspension["prism.interruption.kind"] == "tool_approval"
@@ -86,6 +89,9 @@ async def test_suspension_checkpoint_writes_and_the_resume_link() -> None:
     spans = exporter.get_finished_spans()
     second = one(spans, "invoke_agent release")
     assert second.context.span_id != first.context.span_id
+    assert second.attributes is not None
+    assert second.attributes["gen_ai.agent.version"] == WORLD_REVISION
+    assert second.attributes["gen_ai.provider.name"] == "mock"
     (link,) = second.links
     assert link.context.trace_id == first.context.trace_id
     assert link.context.span_id == first.context.span_id
@@ -151,3 +157,4 @@ async def test_a_run_suspended_in_one_process_resumes_linked_in_another(
     assert run.attributes is not None
     assert run.attributes["prism.run.id"] == origin["run_id"]
     assert run.attributes["prism.run.status"] == "succeeded"
+    assert run.attributes["gen_ai.agent.version"] == REVISION

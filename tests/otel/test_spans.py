@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -33,7 +34,7 @@ def tool_then_answer(**config: Any) -> Any:
             text_turn(f"done with {SECRET}", input_tokens=12, output_tokens=5),
         ],
         name="helper",
-        tools=[echo_tool()],
+        tools=[echo_tool(description="Echo the text back")],
         **config,
     )
 
@@ -60,6 +61,11 @@ async def test_a_run_is_one_invoke_agent_span_with_chat_and_tool_spans_under_it(
     assert run.attributes is not None
     assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert run.attributes["gen_ai.agent.name"] == "helper"
+    # Required on an agent span: the provider; conditionally required: the model.
+    assert run.attributes["gen_ai.provider.name"] == "mock"
+    assert run.attributes["gen_ai.request.model"] == "demo"
+    # A run without ``run_state`` has no definition revision, so no agent version.
+    assert "gen_ai.agent.version" not in run.attributes
     assert run.attributes["gen_ai.conversation.id"] == "s1"
     assert run.attributes["prism.run.id"] == result.run_id
     assert run.attributes["prism.run.status"] == "succeeded"
@@ -78,7 +84,11 @@ async def test_a_run_is_one_invoke_agent_span_with_chat_and_tool_spans_under_it(
     assert first.attributes["gen_ai.operation.name"] == "chat"
     assert first.attributes["gen_ai.request.model"] == "demo"
     assert first.attributes["gen_ai.provider.name"] == "mock"
-    assert first.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    # Set if and only if the request streams: a provider turn always does.
+    assert first.attributes["gen_ai.request.stream"] is True
+    assert second.attributes["gen_ai.request.stream"] is True
+    # The conventions' well-known value is ``tool_call`` (Prism's own is ``tool_calls``).
+    assert first.attributes["gen_ai.response.finish_reasons"] == ("tool_call",)
     assert second.attributes["gen_ai.response.finish_reasons"] == ("stop",)
     assert second.attributes["gen_ai.usage.input_tokens"] == 12
     assert second.attributes["gen_ai.usage.output_tokens"] == 5
@@ -90,6 +100,7 @@ async def test_a_run_is_one_invoke_agent_span_with_chat_and_tool_spans_under_it(
     assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
     assert tool.attributes["gen_ai.tool.name"] == "echo"
     assert tool.attributes["gen_ai.tool.call.id"] == "call_1"
+    assert tool.attributes["gen_ai.tool.description"] == "Echo the text back"
     assert tool.attributes["prism.tool.outcome"] == "success"
     assert run.start_time is not None
     assert run.end_time is not None
@@ -283,16 +294,77 @@ def test_the_plugin_is_installed_and_gives_each_agent_its_tracing_middleware() -
 
 
 @pytest.mark.anyio
-async def test_the_provider_finish_reason_is_reported_when_given() -> None:
-    """A provider's own finish reason (``length``) reaches ``message_finished`` and the span."""
+@pytest.mark.parametrize(
+    ("given", "reported"),
+    [
+        ("length", "length"),
+        ("stop", "stop"),
+        ("tool_calls", "tool_call"),
+        ("content_filter", "content_filter"),
+        # Not one of the well-known values: reported as the provider gave it.
+        ("pause", "pause"),
+    ],
+)
+async def test_the_provider_finish_reason_is_reported_in_the_conventions_values(
+    given: str, reported: str
+) -> None:
+    """A provider's own finish reason reaches ``message_finished`` as Prism's value and the
+    span as the conventions' (``stop``, ``length``, ``content_filter``, ``tool_call``,
+    ``error``; any other value passes through)."""
     provider, exporter = traced()
     agent = scripted_agent(
-        [[provider_text_delta("cut sho"), provider_done(finish_reason="length")]],
-        middleware=[create_otel_middleware(tracer_provider=provider)],
+        [[provider_text_delta("cut sho"), provider_done(finish_reason=given)]],
+        name="helper",
+        middleware=[create_otel_middleware(tracer_provider=provider, record_content=True)],
     )
     session = agent.create_session()
     finished = [e async for e in session.stream("go") if e.type == "message_finished"]
-    assert [e.finish_reason for e in finished] == ["length"]
+    assert [e.finish_reason for e in finished] == [given]
     chat = one(exporter.get_finished_spans(), "chat demo")
     assert chat.attributes is not None
-    assert chat.attributes["gen_ai.response.finish_reasons"] == ("length",)
+    assert chat.attributes["gen_ai.response.finish_reasons"] == (reported,)
+    (message,) = json.loads(str(chat.attributes["gen_ai.output.messages"]))
+    assert message["finish_reason"] == reported
+
+
+@pytest.mark.anyio
+async def test_an_agent_without_a_name_is_invoke_agent_and_its_description_is_recorded() -> None:
+    """Without a name (or id) the span is ``invoke_agent`` with no ``gen_ai.agent.name``; an
+    agent's description is ``gen_ai.agent.description``; a tool without a description has no
+    ``gen_ai.tool.description``."""
+    provider, exporter = traced()
+    agent = scripted_agent(
+        [tool_turn(("call_1", "echo", {"text": "hi"})), text_turn("done")],
+        description="Answers questions",
+        tools=[echo_tool()],
+        middleware=[create_otel_middleware(tracer_provider=provider)],
+    )
+    await agent.create_session().run("go")
+    spans = exporter.get_finished_spans()
+    run = one(spans, "invoke_agent")
+    assert run.attributes is not None
+    assert "gen_ai.agent.name" not in run.attributes
+    assert run.attributes["gen_ai.agent.description"] == "Answers questions"
+    assert run.attributes["gen_ai.provider.name"] == "mock"
+    tool = one(spans, "execute_tool echo")
+    assert tool.attributes is not None
+    assert "gen_ai.tool.description" not in tool.attributes
+
+
+@pytest.mark.anyio
+async def test_a_runs_model_override_is_the_agent_spans_request_model() -> None:
+    """``gen_ai.request.model`` on the agent span is the model the run asked for."""
+    provider, exporter = traced()
+    agent = scripted_agent(
+        [text_turn("done")],
+        name="helper",
+        middleware=[create_otel_middleware(tracer_provider=provider)],
+    )
+    await agent.create_session().run("go", model={"provider": "mock", "model": "bigger"})
+    spans = exporter.get_finished_spans()
+    run = one(spans, "invoke_agent helper")
+    assert run.attributes is not None
+    assert run.attributes["gen_ai.request.model"] == "bigger"
+    chat = one(spans, "chat bigger")
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.request.model"] == "bigger"

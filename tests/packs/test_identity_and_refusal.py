@@ -51,7 +51,10 @@ def test_one_guard_per_rule_named_after_pack_and_rule() -> None:
         "pack:validation-respect/no-mutation-after-failed-validation",
     ]
     assert {guard.stage for guard in compiled.tool_input} == {"tool_input"}
-    assert {guard.revision for guard in compiled.tool_input} == {"1"}
+    assert {guard.revision for guard in compiled.tool_input} == {
+        "destructive-commands@1",
+        "validation-respect@1",
+    }
     assert compiled.pack_ids == ("destructive-commands", "validation-respect")
     assert [guard.name for guard in compiled.config().tool_output] == [
         "pack-state:validation-respect"
@@ -73,7 +76,7 @@ def test_revision_follows_the_pack_version() -> None:
         [inline({"id": "r", "pattern": "x"}, version=7)], catalogue={}
     )
     [guard] = compiled.tool_input
-    assert guard.revision == "7"
+    assert guard.revision == "house@7"
     assert guard.evaluate(call_context("t", {"a": "x"})).metadata == {
         "pack": "house",
         "rule": "r",

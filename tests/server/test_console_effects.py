@@ -122,7 +122,10 @@ def test_a_run_page_lists_its_calls_and_its_sub_agent_runs(
     page.goto(f"{base}/runs/{run_id}")
     calls = page.locator("section.calls")
     assert calls.get_by_role("heading", name="Calls").count() == 1
-    refund = calls.get_by_role("row").filter(has_text="c1")
+    # Matched on the call cell alone: a key or hash elsewhere in a row may contain "c1".
+    refund = calls.get_by_role("row").filter(
+        has=page.locator('td[data-label="Call"]', has_text="refund c1")
+    )
     text = refund.inner_text()
     assert "completed" in text
     assert '"refunded": "A-3"' in text

@@ -169,10 +169,14 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
     ticks = 0
     loaded: list[Any] = []
 
+    ticked = anyio.Event()
+
     async def tick() -> None:
         nonlocal ticks
         while not loaded:
             ticks += 1
+            if ticks >= 10:
+                ticked.set()
             await anyio.sleep(0.005)
 
     async def load() -> None:
@@ -187,7 +191,10 @@ async def test_a_one_row_read_waits_in_the_worker_thread_not_inline(
         group.start_soon(database.read_many, "hold the reading connection", hold_reads)
         group.start_soon(tick)
         group.start_soon(load)
-        await anyio.sleep(0.1)
+        # The loop keeps ticking while the load waits for the reading connection: a load that
+        # blocked the loop would stop the ticks and this deadline would fail.
+        with anyio.fail_after(30):
+            await ticked.wait()
         assert not loaded  # waiting for the connection, in the reading thread's queue
         release.set()
     assert loaded[0] is not None

@@ -91,7 +91,7 @@ async def test_thread_driven_sqlite_lock_wait_is_transient(tmp_path: Path) -> No
             started = time.monotonic()
             with pytest.raises(CheckpointStoreUnavailableError) as info:
                 await checkpoints.save("ns", "k", {"n": 2}, version=2, expected_version=1)
-            assert 0.25 <= time.monotonic() - started < 3
+            assert time.monotonic() - started >= 0.25  # waited out the busy timeout
             assert "database is locked" in str(info.value)
             with pytest.raises(CheckpointStoreUnavailableError):
                 await sessions.append(create_session_entry(session_id="s", kind="label", label="x"))

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from .models import ModelConfig
 from .signals import AbortSignal
 
 __all__ = ("MIDDLEWARE_POINTS", "CheckpointWrite", "MiddlewareChain", "MiddlewareContext")
@@ -66,7 +67,13 @@ _SYNC_POINTS = ("event",)
 
 @attrs.frozen(kw_only=True)
 class MiddlewareContext:
-    """Where a middleware call happens: the point, the session and run, metadata and signal."""
+    """Where a middleware call happens: the point, the session and run, metadata and signal.
+
+    Within a run it also names the agent: ``model`` (the run's model), ``agent_version`` (the
+    durable run's ``definition_revision``; ``None`` for a run without ``run_state``) and
+    ``agent_description``. At the ``tool_call`` point ``tool_description`` is the called
+    tool's description, when the tool is registered and has one.
+    """
 
     point: str
     session_id: str
@@ -75,6 +82,10 @@ class MiddlewareContext:
     signal: AbortSignal | None = attrs.field(default=None, eq=False, repr=False)
     agent_id: str | None = None
     agent_name: str | None = None
+    agent_version: str | None = None
+    agent_description: str | None = None
+    model: ModelConfig | None = None
+    tool_description: str | None = None
 
 
 @attrs.frozen(kw_only=True)

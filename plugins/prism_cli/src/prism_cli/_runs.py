@@ -27,7 +27,6 @@ from typing import Any
 import anyio
 
 from prism_core import (
-    AgentRunNotFoundError,
     AgentRunStatus,
     AgentRunSummary,
     PrismError,
@@ -40,7 +39,7 @@ from prism_core import (
 
 from ._runs_decide import DEFAULT_WAIT_SECONDS, WaitTimeout, settle
 from ._runs_format import run_detail, show_text, summary_table
-from ._runs_ledger import add_purge_arguments, dry_run, purge
+from ._runs_ledger import add_purge_arguments, dry_run, purge, run_not_found
 from ._stores import open_operator_stores
 
 __all__ = (
@@ -57,8 +56,6 @@ __all__ = (
 
 #: The statuses ``--status`` takes: every status a durable run's checkpoint can record.
 RUN_STATUSES = ("running", "suspended", "succeeded", "failed", "aborted", "denied")
-# The kernel's words for a run that is absent or outside the caller's ownership.
-_NOT_FOUND = "Agent run checkpoint not found"
 
 
 class _Usage(Exception):
@@ -260,7 +257,7 @@ def _on_sessions(resolve: Callable[..., Any], sessions: Any) -> Callable[..., An
 async def _find(stores: StorePair, run_id: str, owner: dict[str, str] | None) -> AgentRunStatus:
     found = await load_agent_run_state(stores.checkpoints, {"run_id": run_id}, ownership=owner)
     if found is None:
-        raise AgentRunNotFoundError(_NOT_FOUND)
+        raise run_not_found(run_id)
     return found
 
 
@@ -305,7 +302,7 @@ async def _show(stores: StorePair, args: argparse.Namespace, owner: dict[str, st
         stores.checkpoints, stores.sessions, {"run_id": args.run_id}, ownership=owner
     )
     if found is None:
-        raise AgentRunNotFoundError(_NOT_FOUND)
+        raise run_not_found(args.run_id)
     detail = run_detail(found)
     print(json.dumps(detail, ensure_ascii=False) if args.json else show_text(detail))
     return 0

@@ -33,7 +33,14 @@ from ._escape import shown
 from ._ledger_cli import epoch_of, owner_pair
 from ._stores import open_operator_stores
 
-__all__ = ("SessionsCommand", "add_purge_arguments", "dry_run", "purge", "sessions_command")
+__all__ = (
+    "SessionsCommand",
+    "add_purge_arguments",
+    "dry_run",
+    "purge",
+    "run_not_found",
+    "sessions_command",
+)
 
 
 def add_purge_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +67,12 @@ def _ids(ids: tuple[str, ...]) -> str:
     return ", ".join(shown(i) for i in ids) or "none"
 
 
+def run_not_found(run_id: str) -> AgentRunNotFoundError:
+    """The refusal of a run that is absent or another owner's, in the kernel's words
+    (``No durable agent run <run id>``), the id escaped for the terminal."""
+    return AgentRunNotFoundError(f"No durable agent run {shown(run_id)}")
+
+
 async def dry_run(
     stores: StorePair,
     args: argparse.Namespace,
@@ -70,7 +83,7 @@ async def dry_run(
     """Preview ``resume`` on run ``args.run_id`` and print what it would do."""
     found = await load_agent_run_state(stores.checkpoints, {"run_id": args.run_id}, ownership=owner)
     if found is None:
-        raise AgentRunNotFoundError("Agent run checkpoint not found")
+        raise run_not_found(args.run_id)
     state = found.state
     async with entered_resolver(resolve) as resolver:
         resolved = await call_resolve_agent(

@@ -22,7 +22,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from prism_core import CheckpointWrite, Message, MiddlewareContext, ToolCallContent
+from prism_core import CheckpointWrite, Message, MiddlewareContext, ModelConfig, ToolCallContent
 from prism_core.codec import dumps
 from prism_core.providers import ProviderRequest
 
@@ -42,6 +42,9 @@ class _RunSpans:
     session_id: str
     agent_id: str | None
     agent_name: str | None
+    agent_version: str | None
+    agent_description: str | None
+    model: ModelConfig | None
     started_ns: int
     parent: otel_context.Context
     span: Span | None = None
@@ -78,6 +81,9 @@ class OtelMiddleware:
                 session_id=context.session_id,
                 agent_id=context.agent_id,
                 agent_name=context.agent_name,
+                agent_version=context.agent_version,
+                agent_description=context.agent_description,
+                model=context.model,
                 started_ns=time.time_ns(),
                 parent=otel_context.get_current(),
             )
@@ -108,6 +114,8 @@ class OtelMiddleware:
                 n.OPERATION: "chat",
                 n.PROVIDER_NAME: request.model.provider,
                 n.REQUEST_MODEL: model,
+                # A provider answers as a stream of events: every Prism turn streams.
+                n.REQUEST_STREAM: True,
                 n.CONVERSATION_ID: run.session_id,
                 n.RUN_ID: context.run_id or "",
             },
@@ -121,18 +129,21 @@ class OtelMiddleware:
             return
         parent = self._run_span(context.run_id or "", run)
         _end(run.tools.pop(call.id, None), None)
+        attributes: dict[str, Any] = {
+            n.OPERATION: "execute_tool",
+            n.TOOL_NAME: call.name,
+            n.TOOL_CALL_ID: call.id,
+            n.TOOL_TYPE: "function",
+            n.CONVERSATION_ID: run.session_id,
+            n.RUN_ID: context.run_id or "",
+        }
+        if context.tool_description:
+            attributes[n.TOOL_DESCRIPTION] = context.tool_description
         run.tools[call.id] = self._tracer.start_span(
             f"execute_tool {call.name}",
             context=trace.set_span_in_context(parent),
             kind=SpanKind.INTERNAL,
-            attributes={
-                n.OPERATION: "execute_tool",
-                n.TOOL_NAME: call.name,
-                n.TOOL_CALL_ID: call.id,
-                n.TOOL_TYPE: "function",
-                n.CONVERSATION_ID: run.session_id,
-                n.RUN_ID: context.run_id or "",
-            },
+            attributes=attributes,
         )
 
     def checkpoint_metadata(
@@ -189,17 +200,25 @@ class OtelMiddleware:
             origin = _origin(getattr(resumed, "checkpoint_metadata", None))
             if origin is not None:
                 links.append(Link(origin, {"prism.link": "resumed_from"}))
-        agent = run.agent_name or run.agent_id or "agent"
+        agent = run.agent_name or run.agent_id
         attributes: dict[str, Any] = {
             n.OPERATION: "invoke_agent",
-            n.AGENT_NAME: agent,
             n.CONVERSATION_ID: run.session_id,
             n.RUN_ID: run_id,
         }
+        if agent:
+            attributes[n.AGENT_NAME] = agent
         if run.agent_id is not None:
             attributes[n.AGENT_ID] = run.agent_id
+        if run.model is not None:
+            attributes[n.PROVIDER_NAME] = run.model.provider
+            attributes[n.REQUEST_MODEL] = run.model.model
+        if run.agent_version is not None:
+            attributes[n.AGENT_VERSION] = run.agent_version
+        if run.agent_description:
+            attributes[n.AGENT_DESCRIPTION] = run.agent_description
         run.span = self._tracer.start_span(
-            f"invoke_agent {agent}",
+            f"invoke_agent {agent}" if agent else "invoke_agent",
             context=run.parent,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
@@ -231,7 +250,8 @@ class OtelMiddleware:
             return
         message: Message = event.message
         # The provider's own reason when it gave one; otherwise what the message shows.
-        reason = event.finish_reason or ("tool_calls" if message.tool_calls else "stop")
+        given = event.finish_reason or ("tool_calls" if message.tool_calls else "stop")
+        reason = n.FINISH_REASONS.get(given, given)
         run.chat.set_attribute(n.RESPONSE_FINISH_REASONS, (reason,))
         if self.record_content:
             run.chat.set_attribute(n.OUTPUT_MESSAGES, output_messages(message, reason))

@@ -7,7 +7,6 @@ and the console at ``/``; ``prism serve`` runs it under uvicorn.
 
 from __future__ import annotations
 
-from . import plugin
 from ._app import DEFAULT_MAX_BODY_BYTES, create_app
 from ._errors import (
     AccessDenied,
@@ -31,5 +30,4 @@ __all__ = (
     "ServerError",
     "UnsupportedMediaType",
     "create_app",
-    "plugin",
 )

@@ -88,6 +88,7 @@ from ._receipts import EXECUTED, EXECUTION_FAILED, IN_DOUBT, RECEIPT_OUTCOMES, W
 from ._run import DurableRun, RunStateInfo
 from ._run_guards import run_guardrail_identities
 from ._state import (
+    MAX_PERSISTED_TOOL_NAMES,
     AgentRunState,
     DecisionKind,
     DecisionRecord,
@@ -166,6 +167,7 @@ __all__ = (
     "MAX_CHECKPOINT_PAGE_SIZE",
     "MAX_INDEXED_STATUS_CHARS",
     "MAX_PENDING_DECISIONS",
+    "MAX_PERSISTED_TOOL_NAMES",
     "MOVED_TO_RESUME",
     "NESTED_APPROVAL_PREFIX",
     "RECEIPT_OUTCOMES",

@@ -21,7 +21,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from .._decision_record import DecisionRecord
-from ._state import AgentRunState, PendingCall
+from ._gates import approvals_for
+from ._state import AgentRunState, PendingCall, StickyDecision
 
 __all__ = (
     "EXECUTED",
@@ -52,13 +53,23 @@ def process_actor() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def allowed(audit: Iterable[DecisionRecord], tool_call_id: str) -> DecisionRecord | None:
-    """The last ``allow_*`` record of call ``tool_call_id``, if a decision allowed it."""
-    found = None
-    for record in audit:
-        if record.tool_call_id == tool_call_id and record.outcome.startswith("allow_"):
-            found = record
-    return found
+def allowed(
+    audit: Sequence[DecisionRecord],
+    tool_call_id: str,
+    *,
+    sticky: Sequence[StickyDecision] = (),
+    tool_name: str | None = None,
+) -> DecisionRecord | None:
+    """The last record that allowed call ``tool_call_id``: its own last ``allow_*``, else
+    (given the run's ``sticky`` decisions and the call's ``tool_name``) the ``allow_for_run``
+    record that let it through; ``None`` when no decision allowed it."""
+    if tool_name is None:
+        own = [
+            r for r in audit if r.tool_call_id == tool_call_id and r.outcome.startswith("allow_")
+        ]
+        return own[-1] if own else None
+    found = approvals_for(audit, sticky, tool_call_id, tool_name)
+    return found[-1] if found else None
 
 
 def receipt(
@@ -69,11 +80,13 @@ def receipt(
     arguments_hash: str | None = None,
     actor: str | None = None,
     reason: str | None = None,
+    tool_call_id: str | None = None,
 ) -> DecisionRecord:
-    """The receipt of the call ``allow`` allowed (``actor``: this process by default)."""
+    """The receipt of the call ``allow`` allowed (``actor``: this process by default;
+    ``tool_call_id``: the call a sticky ``allow`` let through, else the allowed call)."""
     return DecisionRecord(
         approval_id=allow.approval_id,
-        tool_call_id=allow.tool_call_id,
+        tool_call_id=tool_call_id or allow.tool_call_id,
         tool_name=allow.tool_name,
         outcome=outcome,
         actor=actor or process_actor(),
@@ -89,13 +102,20 @@ class ReceiptBook:
     """The allowed calls a run was handed to run and owes a receipt for."""
 
     def __init__(self) -> None:
-        self._owed: set[str] = set()
+        #: Call id → the record that allowed it (its own, or a sticky ``allow_for_run``).
+        self._owed: dict[str, DecisionRecord] = {}
 
     def owe(self, audit: Sequence[DecisionRecord], calls: Iterable[PendingCall]) -> None:
         """Owe a receipt for each ``approved`` call among ``calls`` that a decision allowed."""
         for call in calls:
-            if call.status == "approved" and allowed(audit, call.tool_call_id) is not None:
-                self._owed.add(call.tool_call_id)
+            allow = allowed(audit, call.tool_call_id) if call.status == "approved" else None
+            if allow is not None:
+                self._owed[call.tool_call_id] = allow
+
+    def owe_call(self, tool_call_id: str, allow: DecisionRecord) -> None:
+        """Owe a receipt for call ``tool_call_id``, which ``allow`` (a sticky
+        ``allow_for_run``) let through without a decision of its own."""
+        self._owed[tool_call_id] = allow
 
     def owes(self, tool_call_id: str) -> bool:
         """Whether the run owes call ``tool_call_id`` a receipt."""
@@ -112,14 +132,18 @@ class ReceiptBook:
         reason: str | None = None,
     ) -> None:
         """Append the receipt of an owed call to ``audit`` (nothing for another call)."""
-        if tool_call_id not in self._owed:
-            return
-        allow = allowed(audit, tool_call_id)
+        allow = self._owed.pop(tool_call_id, None)
         if allow is None:
             return
-        self._owed.discard(tool_call_id)
         audit.append(
-            receipt(allow, outcome, version=version, arguments_hash=arguments_hash, reason=reason)
+            receipt(
+                allow,
+                outcome,
+                version=version,
+                arguments_hash=arguments_hash,
+                reason=reason,
+                tool_call_id=tool_call_id,
+            )
         )
 
     def owed(self) -> tuple[str, ...]:
@@ -152,8 +176,9 @@ def continue_receipts(
     records: list[DecisionRecord] = []
     audit = loaded.audit
     by_id = {call.tool_call_id: call for call in loaded.pending_calls}
+    sticky = loaded.sticky_decisions
     for call in in_doubt:
-        allow = allowed(audit, call.tool_call_id)
+        allow = allowed(audit, call.tool_call_id, sticky=sticky, tool_name=call.name)
         if allow is None or _last_is_receipt(audit, call.tool_call_id, (IN_DOUBT,)):
             continue
         records.append(
@@ -164,11 +189,13 @@ def continue_receipts(
                 arguments_hash=call.arguments_hash,
                 actor=call.dispatched_by,
                 reason=IN_DOUBT_REASON,
+                tool_call_id=call.tool_call_id,
             )
         )
     for call_id, failed in finished.items():
         pending = by_id.get(call_id)
-        allow = allowed(audit, call_id)
+        name = pending.name if pending is not None else None
+        allow = allowed(audit, call_id, sticky=sticky, tool_name=name)
         if pending is None or allow is None or pending.status not in ("approved", "dispatched"):
             continue
         if _last_is_receipt(audit, call_id, (EXECUTED, EXECUTION_FAILED)):
@@ -181,6 +208,7 @@ def continue_receipts(
                 arguments_hash=pending.arguments_hash,
                 actor=pending.dispatched_by,
                 reason=RECOVERED,
+                tool_call_id=call_id,
             )
         )
     return records

@@ -32,6 +32,7 @@ from ..errors import (
 from ..guardrails._pack_identity import checkpoint_rows
 from ..limits import DEFAULT_MAX_OUTPUT_RETRIES
 from ..records._held import HeldEntries
+from ..skills import MAX_LOADED_SKILLS
 from ._capabilities import shared_transaction
 from ._checkpoints import CheckpointStoreUnavailableError
 from ._gates import Gate, interruption_for, pending_decision
@@ -42,6 +43,7 @@ from ._receipts import ReceiptBook, process_actor
 from ._state import (
     MAX_SKILL_BODIES_BYTES,
     MAX_SKILL_BODY_BYTES,
+    MAX_SKILL_NAME_CHARS,
     AgentRunState,
     DecisionRecord,
     DecisionScope,
@@ -217,10 +219,16 @@ class DurableRun:
             # A run's guardrail packs always ride its checkpoints, so a resume can never run
             # with weaker enforcement than the run it continues.
             return SessionStateRecord(guardrail_packs=self._pack_block())
-        # Skill names are at most 256 characters and a session loads at most 64 skills, so
-        # the catalogue always fits without cutting anything.
         skills = session.loaded_skills.skills()
         names = tuple(s.name for s in skills)
+        # The catalogue is refused, never cut, when it would not load back.
+        if len(names) > MAX_LOADED_SKILLS or any(
+            not 1 <= len(name) <= MAX_SKILL_NAME_CHARS for name in names
+        ):
+            raise AgentRunStateError(
+                f"the loaded skill catalogue exceeds the checkpoint bounds ({MAX_LOADED_SKILLS} "
+                f"names of 1..{MAX_SKILL_NAME_CHARS} characters; {len(names)} loaded)"
+            )
         bodies: tuple[SkillBody, ...] | None = None
         if self.options.include_skill_bodies:
             bodies = tuple(SkillBody(name=s.name, instructions=s.instructions) for s in skills)

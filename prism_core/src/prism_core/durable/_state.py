@@ -26,6 +26,7 @@ __all__ = (
     "MAX_SKILL_BODY_BYTES",
     "MAX_RUN_GUARDRAILS",
     "MAX_RUN_GUARDRAIL_CHARS",
+    "MAX_PERSISTED_TOOL_NAMES",
     "MAX_SKILL_NAME_CHARS",
     "MAX_STATE_DEPTH",
     "MAX_STATE_PROPERTIES",
@@ -58,6 +59,8 @@ _CONTAINERS = (dict, list)
 MAX_SKILL_NAME_CHARS = 256
 MAX_SKILL_BODY_BYTES = 262144
 MAX_SKILL_BODIES_BYTES = 1048576
+#: The most tool names a durable run's ``tool_names`` grant may hold (it rides every checkpoint).
+MAX_PERSISTED_TOOL_NAMES = 128
 #: Bounds of the run guardrails a checkpoint records (see :class:`RunGuardrailRecord`).
 MAX_RUN_GUARDRAILS = 64
 MAX_RUN_GUARDRAIL_CHARS = 256

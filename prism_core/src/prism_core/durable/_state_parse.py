@@ -22,6 +22,7 @@ from ..guardrails._decisions import GUARDRAIL_STAGES
 from ..skills import MAX_LOADED_SKILLS
 from ._state import (
     _RECORDS,
+    MAX_PERSISTED_TOOL_NAMES,
     MAX_RUN_GUARDRAIL_CHARS,
     MAX_RUN_GUARDRAILS,
     MAX_SKILL_BODIES_BYTES,
@@ -212,6 +213,11 @@ def _check_fields(state: AgentRunState) -> None:
         raise _malformed(
             f"sticky_decisions holds {len(state.sticky_decisions)} decisions; "
             f"the limit is {HARD_MAX_STICKY_DECISIONS}"
+        )
+    if state.tool_names is not None and len(state.tool_names) > MAX_PERSISTED_TOOL_NAMES:
+        raise _malformed(
+            f"tool_names holds {len(state.tool_names)} names; "
+            f"the limit is {MAX_PERSISTED_TOOL_NAMES}"
         )
     if state.session_state is not None:
         _check_session_state(state.session_state)

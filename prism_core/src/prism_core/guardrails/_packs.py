@@ -110,6 +110,8 @@ def compile_guardrail_packs(
         if any(instance.pack.id == pack.id for instance in instances):
             raise GuardrailPackError(f"guardrail pack {pack.id!r} is enabled twice")
         instance = PackInstance(pack, options, copy.deepcopy(pack.initial_state))
+        # Every guard of a pack carries the pack's identity and version: ``<pack>@<version>``.
+        revision = f"{pack.id}@{pack.version}"
         rules = _pack_rules(pack, options)
         seen: set[str] = set()
         inline_rows: list[dict[str, Any]] = []
@@ -122,9 +124,7 @@ def compile_guardrail_packs(
             seen.add(rule.id)
             inline_rows.append(_rule_row(rule))
             tool_input.append(
-                Guardrail(
-                    f"pack:{pack.id}/{rule.id}", "tool_input", check, revision=str(pack.version)
-                )
+                Guardrail(f"pack:{pack.id}/{rule.id}", "tool_input", check, revision=revision)
             )
         if "rules" in row:
             row["rules"] = inline_rows
@@ -134,7 +134,7 @@ def compile_guardrail_packs(
                     f"pack-state:{pack.id}",
                     "tool_output",
                     StateObserver(instance),
-                    revision=str(pack.version),
+                    revision=revision,
                 )
             )
         normalised.append(row)

@@ -44,7 +44,6 @@ __all__ = (
     "MISMATCH",
     "NOT_CLEAN",
     "CAPABILITY_MISMATCH",
-    "NOT_FOUND",
     "SESSION_MISMATCH",
     "STALE",
     "STALE_SUSPENDED",
@@ -74,7 +73,6 @@ STALE_SUSPENDED = "Stale or non-suspended agent run resume"
 CONTINUABLE_STOPS = ("host_policy", "hook_limit")
 MISMATCH = "Agent revision or fingerprint mismatch on resume"
 NOT_CLEAN = "Continue resume requires a running checkpoint with no pending decisions"
-NOT_FOUND = "Agent run checkpoint not found"
 SESSION_MISMATCH = "Agent run session mismatch"
 CAPABILITY_MISMATCH = "Agent run capability mismatch"
 
@@ -354,6 +352,5 @@ def check_configuration(agent: ResumableAgent, request: ResumeRequest) -> None:
     if drift:
         raise AgentRunStateError(
             f"{DRIFT}: {', '.join(drift)} differ from the agent's run_state (resume with the "
-            "agent's own configuration)",
-            code="ERR_PRISM_RUN_STATE_DRIFT",
+            "agent's own configuration)"
         )

@@ -44,7 +44,6 @@ from ..results import AgentRunResult
 from ._approvers import kept_interruption
 from ._audit import decision_records, denial_records, resolution_records
 from ._checks import (
-    NOT_FOUND,
     SESSION_MISMATCH,
     AgentRunStatus,
     ResumeRequest,
@@ -79,7 +78,6 @@ if TYPE_CHECKING:
     from ..runs._driver import RunDriver
 
 __all__ = (
-    "NOT_FOUND",
     "AgentRunStatus",
     "Planned",
     "Prepared",

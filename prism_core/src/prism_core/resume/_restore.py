@@ -23,7 +23,7 @@ from ..durable._checkpoints import CheckpointRecord
 from ..errors import CheckpointRestoreError
 from ..redaction import Redactor, redact_value
 from ..signals import AbortSignal
-from ._signal import ResumeAbortedError, check_signal
+from ._signal import abort_error, check_signal
 
 __all__ = (
     "MAX_COMPENSATION_REASON_BYTES",
@@ -145,15 +145,6 @@ async def _invoke(
     return outcome
 
 
-def abort_error(signal: Any, step: str) -> BaseException:
-    """What a caller's abort raises: its reason when that is an exception, else
-    :class:`ResumeAbortedError` naming it."""
-    reason = getattr(signal, "reason", None)
-    if isinstance(reason, Exception):
-        return reason
-    return ResumeAbortedError(f"Resume aborted during {step}: {reason}; nothing was claimed")
-
-
 @attrs.define
 class Compensation:
     """What a compensation pass did: every hook whose ``compensate`` was attempted, the most
@@ -202,7 +193,7 @@ async def _compensate(
             continue
         name = hook_name(hook, index)
         if signal is not None and signal.aborted:
-            raise abort_error(signal, f"the compensation of restore hook {name}")
+            raise abort_error(signal, f"the compensation of restore hook {name}", during=True)
         result = await _invoke(
             compensate,
             context,
@@ -212,7 +203,7 @@ async def _compensate(
             cancel_on_abort=False,
         )
         if signal is not None and signal.aborted:
-            raise abort_error(signal, f"the compensation of restore hook {name}")
+            raise abort_error(signal, f"the compensation of restore hook {name}", during=True)
         outcome.ran.append(name)
         if result.error is None:
             continue
@@ -267,7 +258,8 @@ async def run_restore_hooks(
     The first hook that raises or overruns aborts with :class:`CheckpointRestoreError`; every
     applied object hook, the failing one first, is then compensated in reverse order (best
     effort; ``error.compensation`` records the pass). ``signal`` (the caller's abort): before a
-    hook it raises :class:`ResumeAbortedError`; during a hook it cancels that hook, which then
+    hook it raises :func:`~._signal.abort_error` (the reason when that is an exception, else
+    ``ResumeAbortedError``); during a hook it cancels that hook, which then
     fails the resume with :class:`CheckpointRestoreError` and no compensation. Returns the
     audit ``{"hooks": [{"hook", "duration_ms"}], "duration_ms"}``, or ``None`` without hooks.
     """
@@ -294,7 +286,9 @@ async def run_restore_hooks(
             error = CheckpointRestoreError(
                 f"Checkpoint restore hook {name} was aborted: {reason}", hook=name
             )
-            error.__cause__ = outcome.error or abort_error(signal, f"restore hook {name}")
+            error.__cause__ = outcome.error or abort_error(
+                signal, f"restore hook {name}", during=True
+            )
         elif outcome.timed_out:
             error = CheckpointRestoreError(
                 f"Checkpoint restore hook {name} timed out after {_ms(timeout_ms)}ms", hook=name

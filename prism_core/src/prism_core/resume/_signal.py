@@ -1,8 +1,9 @@
 """Cancelling a resume: the caller's abort signal, checked before each preparation step.
 
 A resume takes an optional :class:`~prism_core.signals.AbortSignal`. Before the claim, an
-aborted signal stops the pipeline at the next step with :class:`ResumeAbortedError`: nothing is
-claimed, nothing is written, no tool runs. A restore hook in flight is cancelled. After the
+aborted signal stops the pipeline at the next step with its reason when that is an exception
+(raised as it is), else :class:`ResumeAbortedError`: nothing is claimed, nothing is written, no
+tool runs. A restore hook in flight is cancelled. After the
 claim the signal is bridged into the resumed execution, which then aborts like a live run
 (``session.abort``): the step in flight is cancelled and the run ends ``aborted``.
 
@@ -20,6 +21,7 @@ from ..errors import PrismError
 __all__ = (
     "AbortableRun",
     "ResumeAbortedError",
+    "abort_error",
     "bridge_signal",
     "check_signal",
     "coerce_signal",
@@ -56,12 +58,21 @@ def coerce_signal(signal: Any) -> Any:
     return signal
 
 
+def abort_error(signal: Any, step: str, *, during: bool = False) -> BaseException:
+    """What a caller's abort raises: its reason when that is an exception (a host that aborts
+    with its own error gets that error back, as from an aborted live run), else
+    :class:`ResumeAbortedError` naming the reason and the step (before it, or ``during``)."""
+    reason = getattr(signal, "reason", None)
+    if isinstance(reason, Exception):
+        return reason
+    when = "during" if during else "before"
+    return ResumeAbortedError(f"Resume aborted {when} {step}: {reason}; nothing was claimed")
+
+
 def check_signal(signal: Any, step: str) -> None:
-    """Raise :class:`ResumeAbortedError` when ``signal`` has fired (before ``step``)."""
+    """Raise :func:`abort_error` when ``signal`` has fired (before ``step``)."""
     if signal is not None and signal.aborted:
-        raise ResumeAbortedError(
-            f"Resume aborted before {step}: {getattr(signal, 'reason', None)}; nothing was claimed"
-        )
+        raise abort_error(signal, step)
 
 
 def bridge_signal(signal: Any, execution: AbortableRun) -> None:

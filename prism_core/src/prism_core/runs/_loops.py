@@ -50,6 +50,9 @@ class GenerateValidateReviseLoop:
     """Generate, check the answer with ``validate(text) -> None | str``, and ask for a revision
     with ``revise(text, problem) -> str`` (the next user message) up to ``max_revisions`` times.
     Both callbacks may be sync or async. The run fails when the last revision is still invalid.
+
+    Its loop-local state (``snapshot()``) is ``attempts``, the answers validated so far, and
+    ``revisions``, the revisions asked for; both survive a suspension or a crash.
     """
 
     validate: Callable[[str], Any]
@@ -58,6 +61,7 @@ class GenerateValidateReviseLoop:
     name: str = "generate-validate-revise"
     revision: str = "1"
     revisions: int = attrs.field(default=0, init=False)
+    attempts: int = attrs.field(default=0, init=False)
 
     async def run(self, context: LoopContext) -> AsyncIterator[Any]:
         """Generate, validate, and revise until valid or out of revisions."""
@@ -67,6 +71,7 @@ class GenerateValidateReviseLoop:
                     yield event
             text = context.last_message.text if context.last_message is not None else ""
             problem = await _maybe_await(self.validate(text))
+            self.attempts += 1
             if problem is None:
                 return
             if self.revisions >= self.max_revisions:
@@ -88,12 +93,14 @@ class GenerateValidateReviseLoop:
         )
 
     def snapshot(self) -> dict[str, Any]:
-        """Loop-local state: how many revisions were asked for."""
-        return {"revisions": self.revisions}
+        """Loop-local state: how many answers were validated and revisions asked for."""
+        return {"attempts": self.attempts, "revisions": self.revisions}
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
-        """Reinstate a :meth:`snapshot`."""
+        """Reinstate a :meth:`snapshot`. One written before ``attempts`` was recorded counts an
+        attempt per revision (each revision followed an invalid answer)."""
         self.revisions = int(snapshot.get("revisions", 0))
+        self.attempts = int(snapshot.get("attempts", self.revisions))
 
 
 async def _maybe_await(value: Any) -> Any:

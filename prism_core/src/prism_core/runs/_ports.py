@@ -11,12 +11,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .._agent_config import AgentConfig
-from .._attention_frontier import AttentionFrontier
-from ..guardrails import CompiledGuardrailPacks
+from ..durable import HostSession
 from ..models import ModelConfig
-from ..records._transcript import Transcript
 from ..signals import AbortSignal
-from ..skills import LoadedSkillSet
 from ._broadcast import EventBroadcaster
 from ._slot import RunSlot
 from ._steering import SteerQueue
@@ -52,10 +49,11 @@ class ContextReading(Protocol):
         ...
 
 
-class RunSession(Protocol):
-    """The session a run works on (an ``AgentSession`` satisfies it): its identity and the
-    parts it lends its runs, all public: the transcript, the broadcaster, the steer queue and
-    the run slot."""
+class RunSession(HostSession, Protocol):
+    """The session a run works on (an ``AgentSession`` satisfies it): what a checkpoint
+    carries of it (:class:`~prism_core.durable.HostSession`: store, transcript, leaf, packs,
+    skills, attention frontier), its identity and the parts it lends its runs: the
+    broadcaster, the steer queue and the run slot."""
 
     id: str
     metadata: dict[str, Any]
@@ -71,31 +69,6 @@ class RunSession(Protocol):
         ...
 
     @property
-    def leaf_id(self) -> str | None:
-        """The session's current leaf entry."""
-        ...
-
-    @property
-    def compiled_packs(self) -> CompiledGuardrailPacks | None:
-        """The session's guardrail packs, if any."""
-        ...
-
-    @property
-    def store(self) -> Any:
-        """The session store the session appends to."""
-        ...
-
-    @property
-    def loaded_skills(self) -> LoadedSkillSet:
-        """The skills loaded into the session."""
-        ...
-
-    @property
-    def transcript(self) -> Transcript:
-        """The branch the run reads and appends to."""
-        ...
-
-    @property
     def broadcaster(self) -> EventBroadcaster:
         """Where the run's events are published."""
         ...
@@ -108,11 +81,6 @@ class RunSession(Protocol):
     @property
     def run_slot(self) -> RunSlot:
         """Which run holds the session."""
-        ...
-
-    @property
-    def attention_frontier(self) -> AttentionFrontier:
-        """What the attention compiler already changed in the session's input (sticky)."""
         ...
 
     def context_meter(self) -> ContextReading:

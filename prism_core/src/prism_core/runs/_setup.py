@@ -11,6 +11,7 @@ from typing import Any
 
 from .._agent_config import AgentConfig
 from ..durable import (
+    MAX_PERSISTED_TOOL_NAMES,
     DurableRun,
     HostRun,
     RunStateOptions,
@@ -121,11 +122,16 @@ def check_durable(
         ):
             raise AgentRunStateError(
                 "RunOptions cannot replace agent durable run-state configuration: pass the "
-                "agent's own run_state or none",
-                code="ERR_PRISM_RUN_STATE_DRIFT",
+                "agent's own run_state or none"
             )
     if not (agent.id or agent.name):
         raise AgentRunStateError("a durable run needs an agent id or name")
+    granted = options.tool_names
+    if granted is not None and len(granted) > MAX_PERSISTED_TOOL_NAMES:
+        raise AgentRunStateError(
+            f"a durable run's tool_names rides its checkpoints: at most "
+            f"{MAX_PERSISTED_TOOL_NAMES} names, got {len(granted)}"
+        )
     check_store_lifetimes(state_options.checkpoints, session_store)
     overrides = [name for name in ("model", "loop") if getattr(options, name) is not None]
     if overrides:

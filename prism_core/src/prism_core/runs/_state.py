@@ -170,6 +170,11 @@ class RunState:
             signal=self.signal,
             agent_id=self.agent.id,
             agent_name=self.agent.name,
+            agent_version=(
+                self.durable.options.definition_revision if self.durable is not None else None
+            ),
+            agent_description=self.agent.description,
+            model=self.model,
         )
 
     def load_skill(self, name: str) -> Skill:

@@ -47,6 +47,7 @@ from ..guardrails import (
     first_decisive,
     pack_rule_of,
 )
+from ..middleware import MiddlewareContext
 from ..redaction import redact_value
 from ..tools import (
     DispatchOutcome,
@@ -128,6 +129,15 @@ def _tool_context(run: RunState, call: ToolCallContent) -> ToolExecutionContext:
     )
 
 
+def _tool_call_context(run: RunState, call: ToolCallContent) -> MiddlewareContext:
+    """The ``tool_call`` point's context: the run's, with the called tool's description."""
+    context = run.mw_context("tool_call")
+    tool = run.agent.registry.get(call.name)
+    if tool is None or not tool.description:
+        return context
+    return attrs.evolve(context, tool_description=tool.description)
+
+
 async def tool_call(
     run: RunState,
     call: ToolCallContent,
@@ -145,7 +155,7 @@ async def tool_call(
     if run.signal.aborted:
         await anyio.lowlevel.checkpoint()
         raise AbortRequested()
-    call = await run.agent.middleware.run("tool_call", call, run.mw_context("tool_call"))
+    call = await run.agent.middleware.run("tool_call", call, _tool_call_context(run, call))
     ask: GuardrailRecord | None = None
     guards = run.plan.guardrails.for_stage("tool_input")
     if guards:
@@ -232,6 +242,11 @@ async def tool_call(
                 for event in await reject(run, call, sticky.reason, REJECTED_FOR_RUN):
                     yield event
                 return
+            # Let through by a person's allow_for_run: the call owes a receipt like one they
+            # allowed on its own.
+            allows = approvals_for(run.durable.audit, (sticky,), call.id, call.name)
+            if allows:
+                run.durable.receipts.owe_call(call.id, allows[-1])
     record_dispatch(run, call)
     delegate = delegate_of(checked)
     # A sub-agent call is marked like a side effect: the mark commits the parent's call
@@ -272,7 +287,7 @@ async def tool_call(
         outcome = await execute_tool(
             checked, call, context, limiter=run.agent.thread_limiter, redactor=run.plan.redactor
         )
-    if approved and run.durable is not None:
+    if run.durable is not None and (approved or run.durable.receipts.owes(call.id)):
         failed = outcome.status != "executed"
         code = outcome.result.error.code if outcome.result.error is not None else None
         run.durable.add_receipt(call, EXECUTION_FAILED if failed else EXECUTED, code)
