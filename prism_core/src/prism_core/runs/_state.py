@@ -174,7 +174,7 @@ class RunState:
                 self.durable.options.definition_revision if self.durable is not None else None
             ),
             agent_description=self.agent.description,
-            model=self.model,
+            model=self.plan.model,
         )
 
     def load_skill(self, name: str) -> Skill:
