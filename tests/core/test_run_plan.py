@@ -22,6 +22,7 @@ from prism_core import (
     create_memory_checkpoint_store,
     create_secret_redactor,
 )
+from prism_core.durable import MAX_PERSISTED_TOOL_NAMES
 from prism_core.guardrails import CompiledGuardrailPacks
 from prism_core.runs._options import RunOptions, coerce_run_options
 from prism_core.runs._plan import SECURE_DEFAULTS, RunPlan, resolve_run_plan
@@ -257,9 +258,9 @@ def test_a_run_cannot_replace_the_agents_durable_configuration() -> None:
     """A run's ``run_state`` that differs from the agent's is configuration drift."""
     checkpoints = create_memory_checkpoint_store()
     agent = {"id": "a1", "run_state": RunStateOptions(checkpoints, "r1")}
-    with pytest.raises(AgentRunStateError) as caught:
+    with pytest.raises(AgentRunStateError, match="cannot replace agent durable") as caught:
         _plan(agent, run_state=RunStateOptions(checkpoints, "r2"))
-    assert caught.value.code == "ERR_PRISM_RUN_STATE_DRIFT"
+    assert caught.value.code == "ERR_PRISM_AGENT_RUN_STATE"
 
 
 @pytest.mark.parametrize(
@@ -267,13 +268,19 @@ def test_a_run_cannot_replace_the_agents_durable_configuration() -> None:
     [
         ({}, {}, "agent id or name"),
         ({"id": "a1"}, {"model": {"provider": "mock", "model": "x"}}, "cannot override model"),
+        (
+            {"id": "a1"},
+            {"tool_names": [f"t{i}" for i in range(MAX_PERSISTED_TOOL_NAMES + 1)]},
+            "tool_names rides its checkpoints",
+        ),
     ],
-    ids=["anonymous-agent", "model-override"],
+    ids=["anonymous-agent", "model-override", "tool-names"],
 )
 def test_a_durable_run_refuses_what_its_fingerprint_cannot_describe(
     agent: dict[str, Any], options: dict[str, Any], needle: str
 ) -> None:
-    """A durable run needs a named agent and may not override its model per run."""
+    """A durable run needs a named agent, may not override its model per run, and grants no
+    more tools by name than its checkpoints can hold."""
     run_state = RunStateOptions(create_memory_checkpoint_store(), "r1")
     with pytest.raises(AgentRunStateError, match=needle):
         _plan(agent, run_state=run_state, **options)
