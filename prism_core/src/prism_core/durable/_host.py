@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from .._agent_config import AgentConfig
 from .._attention_frontier import AttentionFrontier
+from .._run_values import AgentLoopStrategy
 from ..content import Usage
 from ..guardrails import CompiledGuardrailPacks
 from ..limits import RunLimits
@@ -112,7 +113,7 @@ class HostPlan(Protocol):
         ...
 
     @property
-    def loop(self) -> Any:
+    def loop(self) -> AgentLoopStrategy:
         """The run's loop strategy (``snapshot()`` gives its loop-local state, if it has one)."""
         ...
 

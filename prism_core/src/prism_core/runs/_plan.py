@@ -67,7 +67,9 @@ class RunPlan:
     system: str | None
     """The whole system prompt (``None``: none)."""
     loop: Any
-    """The run's loop strategy, fresh for this run when the strategy makes per-run copies."""
+    """The run's loop strategy (an ``AgentLoopStrategy`` whose ``run`` the run loop closes as
+    an async generator, with optional ``new_run``/``snapshot``/``restore``), fresh for this run
+    when the strategy makes per-run copies."""
     model: ModelConfig
     """The model the run starts on (the run's wins)."""
     redactor: Redactor | None
