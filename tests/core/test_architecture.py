@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("resume/",),
     ("runs/",),
     ("hookspecs", "plugins"),
-    ("durable/",),
+    ("durable/", "_agent_config"),
     ("records/",),
     ("*",),
 )

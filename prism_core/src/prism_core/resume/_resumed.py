@@ -97,22 +97,22 @@ def _restore_execution(execution: RunExecution, state: AgentRunState) -> None:
     )
     # The recorded schema decides what the resumed run's answer must be; the agent's type
     # builds its value when it is that schema.
-    execution.output_type = None
+    output_type = None
     if state.output_schema is not None:
         try:
-            execution.output_type = output_type_from_schema(
-                state.output_schema, execution.agent.output_type
-            )
+            output_type = output_type_from_schema(state.output_schema, execution.agent.output_type)
         except JsonSchemaError as exc:
             raise AgentRunStateError(f"malformed output schema in the checkpoint: {exc}") from exc
+    limits = execution.plan.limits
     if state.limits is not None:
         try:
-            execution.limits = RunLimits(**dict(state.limits))
+            limits = RunLimits(**dict(state.limits))
         except TypeError as exc:
             raise AgentRunStateError(f"malformed run limits in the checkpoint: {exc}") from exc
+    execution.plan = attrs.evolve(execution.plan, output_type=output_type, limits=limits)
     if state.wall_deadline is not None:
         execution.deadline = anyio.current_time() + (state.wall_deadline - time.time())
-    loop = execution.loop
+    loop = execution.plan.loop
     record = state.loop_state
     if record is None:
         return
