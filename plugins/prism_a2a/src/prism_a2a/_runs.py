@@ -174,11 +174,10 @@ class PrismRuns:
         return found
 
     async def call_arguments(self, found: AgentRunStatus) -> dict[str, Any]:
-        """The arguments of the run's tool calls as its transcript holds them, by call id."""
+        """The arguments of the run's tool calls as its transcript holds them, by call id
+        (those appended after its last checkpoint included)."""
         state = found.state
-        if state.leaf_id is None:
-            return {}
-        entries = await self.sessions.read_branch_path(state.session_id, state.leaf_id)
+        entries = await self.sessions.list(state.session_id)
         arguments: dict[str, Any] = {}
         for entry in entries:
             message = entry.message
