@@ -247,11 +247,11 @@ _serve = app.router.lifespan_context
 
 @asynccontextmanager
 async def _lifespan(served: Any) -> AsyncIterator[None]:
-    async with _serve(served):
-        try:
+    try:
+        async with _serve(served):  # the app's workers stop first...
             yield
-        finally:
-            await stores.aclose()
+    finally:
+        await stores.aclose()  # ...then the stores they used close
 
 
 app.router.lifespan_context = _lifespan

@@ -17,6 +17,8 @@ from a2a.types import (
     DeleteTaskPushNotificationConfigRequest,
     GetTaskPushNotificationConfigRequest,
     ListTaskPushNotificationConfigsRequest,
+    SendMessageConfiguration,
+    SendMessageRequest,
     TaskPushNotificationConfig,
 )
 from a2a.utils.errors import InvalidParamsError, PushNotificationNotSupportedError
@@ -28,6 +30,7 @@ from tests.webhook_receiver import Receiver
 from ._support import (
     Server,
     a2a_client,
+    cancel_task,
     decisions,
     effects,
     get_task,
@@ -134,6 +137,32 @@ async def test_a_tasks_state_changes_reach_its_push_receiver(server: Server) -> 
     assert (ran.count(f"refund {first}"), ran.count(f"refund {second}")) == (1, 1)
 
 
+async def test_a_config_sent_with_the_first_message_sees_the_first_change(
+    server: Server,
+) -> None:
+    with Receiver() as receiver:
+        config = TaskPushNotificationConfig(url=receiver.url, token="tok-first")
+        request = SendMessageRequest(
+            message=text_message(f"refund {order()}"),
+            configuration=SendMessageConfiguration(task_push_notification_config=config),
+        )
+        async with a2a_client(server.base) as client:
+            task_id = task_id_of([r async for r in client.send_message(request)])
+            [suspended] = await anyio.to_thread.run_sync(receiver.wait_for, 1)
+            await cancel_task(client, task_id)
+            got = await anyio.to_thread.run_sync(receiver.wait_for, 3)
+    update = suspended.json()["statusUpdate"]
+    assert update["taskId"] == task_id
+    assert update["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert suspended.headers["X-A2A-Notification-Token"] == "tok-first"
+    events = sorted(d.json()["statusUpdate"]["metadata"]["prism_event"] for d in got)
+    assert events == ["decided", "finished", "suspended"]
+    [finished] = [
+        d for d in got if d.json()["statusUpdate"]["metadata"]["prism_event"] == "finished"
+    ]
+    assert finished.json()["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
 async def test_a_config_is_read_listed_and_deleted_only_by_its_owner(server: Server) -> None:
     async with a2a_client(server.base) as client:
         task_id = task_id_of(await send(client, text_message(f"refund {order()}")))
@@ -173,6 +202,22 @@ async def test_a_config_the_endpoint_will_not_keep_is_refused(
     assert str(caught.value).startswith("ERR_PRISM_A2A_PUSH_CONFIG: ")
     assert why in str(caught.value)
     assert list(listed.configs) == []
+
+
+async def test_a_first_message_with_a_config_it_will_not_keep_starts_nothing(
+    server: Server,
+) -> None:
+    key = order()
+    config = TaskPushNotificationConfig(url="gopher://hooks.example/x")
+    request = SendMessageRequest(
+        message=text_message(f"lookup {key}"),
+        configuration=SendMessageConfiguration(task_push_notification_config=config),
+    )
+    async with a2a_client(server.base) as client:
+        with pytest.raises(InvalidParamsError) as caught:
+            [r async for r in client.send_message(request)]
+    assert str(caught.value).startswith("ERR_PRISM_A2A_PUSH_CONFIG: ")
+    assert f"lookup {key}" not in effects(server.effects)
 
 
 async def test_a_task_keeps_a_bounded_number_of_configs(server: Server) -> None:

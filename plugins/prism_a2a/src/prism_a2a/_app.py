@@ -106,7 +106,8 @@ def create_a2a_app(
     push = PushConfigs(pair.checkpoints) if push_notifications else None
     if isinstance(notifiers, str | bytes):
         raise TypeError("notifiers must be a sequence of notifiers")
-    chosen = [*notifiers, *([A2APushNotifier(pair.checkpoints)] if push_notifications else [])]
+    pushing = [A2APushNotifier(pair.checkpoints, configs=push)] if push is not None else []
+    chosen = [*notifiers, *pushing]
     runs = PrismRuns(
         agent,
         definition_revision=definition_revision,

@@ -25,10 +25,12 @@ deduplicates by the id).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import httpx
 from a2a.helpers import new_data_part, new_text_part
 from a2a.server.context import ServerCallContext
@@ -67,6 +69,8 @@ MAX_PUSH_CONFIGS = 10
 #: Longest config id.
 MAX_CONFIG_ID_CHARS = 128
 _WRITE_ATTEMPTS = 5
+#: Longest a delivery waits for a task being started with a config.
+START_WAIT_S = 30.0
 _PENDING_KEYS = ("approval_id", "tool_name", "tool_call_id", "kind", "reason")
 
 
@@ -113,10 +117,35 @@ def _config(task_id: str, data: Mapping[str, Any]) -> TaskPushNotificationConfig
 
 
 class PushConfigs:
-    """The push configs of tasks, in the checkpoint store ``checkpoints``."""
+    """The push configs of tasks, in the checkpoint store ``checkpoints``.
+
+    A task started with a config gets its id only once its run has started, so the config is
+    kept just after: :meth:`starting` marks the task's context meanwhile, and a delivery of
+    that context's notifications in this process waits for it (at most ``START_WAIT_S``), so
+    the run's first state change finds its config.
+    """
 
     def __init__(self, checkpoints: Any) -> None:
         self.checkpoints = checkpoints
+        self._starting: dict[str, anyio.Event] = {}
+
+    @asynccontextmanager
+    async def starting(self, session_id: str) -> AsyncIterator[None]:
+        """Hold deliveries of ``session_id``'s notifications until the block is left."""
+        gate = self._starting[session_id] = anyio.Event()
+        try:
+            yield
+        finally:
+            gate.set()
+            if self._starting.get(session_id) is gate:
+                del self._starting[session_id]
+
+    async def started(self, session_id: str) -> None:
+        """Wait while a task is being started on ``session_id`` with a config."""
+        gate = self._starting.get(session_id)
+        if gate is not None:
+            with anyio.move_on_after(START_WAIT_S):
+                await gate.wait()
 
     async def _read(self, task_id: str) -> tuple[int, dict[str, Any]]:
         record = await self.checkpoints.load(PUSH_NAMESPACE, task_id)
@@ -262,21 +291,25 @@ class A2APushNotifier:
 
     ``checkpoints`` is the store the configs live in (the runs' own); ``timeout_ms`` bounds one
     POST. Give it to every process that delivers the stores' notifications (``run_worker(...,
-    notifiers=[...])``): a record is finished by whichever deliverer claims it.
+    notifiers=[...])``): a record is finished by whichever deliverer claims it. ``configs``
+    shares the app's :class:`PushConfigs` (the app passes its own).
     """
 
     #: Stays the same across restarts: a retry knows this notifier has a notification.
     name = "a2a-push"
 
-    def __init__(self, checkpoints: Any, *, timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, checkpoints: Any, *, timeout_ms: int = 5000, configs: PushConfigs | None = None
+    ) -> None:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 1:
             raise ValueError("timeout_ms must be a positive integer")
-        self.configs = PushConfigs(checkpoints)
+        self.configs = configs if configs is not None else PushConfigs(checkpoints)
         self.timeout_ms = timeout_ms
 
     async def deliver(self, notification: Notification) -> None:
         """POST the notification's update to each config of its task; raise when any of
         them did not take it (the deliverer retries the notification)."""
+        await self.configs.started(notification.session_id)
         configs = await self.configs.configs(notification.run_id)
         if not configs:
             return

@@ -23,6 +23,7 @@ own reads see the task its events built, never a run that already moved on.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import attrs
@@ -124,28 +125,38 @@ class PrismRequestContextBuilder(RequestContextBuilder):
         session_id = context_id or self._claims.new_id()
         claim, leaf_id = await self._claims.check(session_id, scope)
         message_id = params.message.message_id
-        started = await self._runs.start(
-            session_id, text, caller, leaf_id, message_id, max_queued_events=QUEUED_EVENTS
+        holding = (
+            self._push.starting(session_id)
+            if push_config is not None and self._push is not None
+            else contextlib.nullcontext()
         )
-        read: list[AgentEvent] = []
-        try:
-            first = await started.first_event()
-            if not isinstance(first, AgentStartedEvent):
-                error = getattr(first, "error", None)
-                raise PrismError(
-                    getattr(error, "message", None) or f"a new run began with {first.type}",
-                    code=getattr(error, "code", None) or "ERR_PRISM_A2A_INTERNAL",
-                )
-            run_id = first.run_id
+        async with holding:
+            started = await self._runs.start(
+                session_id, text, caller, leaf_id, message_id, max_queued_events=QUEUED_EVENTS
+            )
+            read: list[AgentEvent] = []
             try:
-                await self._claims.move(session_id, run_id, claim, scope)
+                first = await started.first_event()
+                if not isinstance(first, AgentStartedEvent):
+                    error = getattr(first, "error", None)
+                    raise PrismError(
+                        getattr(error, "message", None) or f"a new run began with {first.type}",
+                        code=getattr(error, "code", None) or "ERR_PRISM_A2A_INTERNAL",
+                    )
+                run_id = first.run_id
+                try:
+                    await self._claims.move(session_id, run_id, claim, scope)
+                except BaseException:
+                    # Another task took the context first: this run has not reached a turn.
+                    started.session.abort("another task started on the context")
+                    raise
+                if push_config is not None and self._push is not None:
+                    await self._push.put(run_id, push_config, caller)
             except BaseException:
-                # Another task took the context first: this run has not reached a turn.
-                started.session.abort("another task started on the context")
+                started.stop_watching()
                 raise
-            if push_config is not None and self._push is not None:
-                await self._push.put(run_id, push_config, caller)
-            read.append(first)
+        read.append(first)
+        try:
             await _watch_until(started, read)
         finally:
             started.stop_watching()
