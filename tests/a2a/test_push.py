@@ -163,19 +163,24 @@ async def test_a_config_sent_with_the_first_message_sees_the_first_change(
     assert finished.json()["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
 
 
-async def test_a_config_is_read_listed_and_deleted_only_by_its_owner(server: Server) -> None:
-    async with a2a_client(server.base) as client:
+async def test_a_config_is_set_read_listed_and_deleted(server: Server, protocol: str) -> None:
+    """Over A2A 1.0 and over 0.3's ``tasks/pushNotificationConfig/set|get|list|delete``."""
+    async with a2a_client(server.base, protocol=protocol) as client:
         task_id = task_id_of(await send(client, text_message(f"refund {order()}")))
         for name in ("a", "b"):
             await client.create_task_push_notification_config(
                 hook(task_id, f"https://hooks.example/{name}", id=name)
             )
+        read = await client.get_task_push_notification_config(
+            GetTaskPushNotificationConfigRequest(task_id=task_id, id="a")
+        )
         await client.delete_task_push_notification_config(
             DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="a")
         )
         listed = await client.list_task_push_notification_configs(
             ListTaskPushNotificationConfigsRequest(task_id=task_id)
         )
+    assert read.url == "https://hooks.example/a"
     assert [c.id for c in listed.configs] == ["b"]
 
 
