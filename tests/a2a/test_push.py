@@ -253,3 +253,37 @@ async def test_the_card_declares_push_notifications_only_where_they_are_served(
             await client.create_task_push_notification_config(
                 hook(task_id, "https://hooks.example/x")
             )
+
+
+async def test_an_update_committed_before_a_kill_is_delivered_by_the_next_server(
+    tmp_path: Any,
+) -> None:
+    """The update is in the store's outbox from the commit that made it: a server killed
+    before its receiver took it leaves it there, and the next server delivers it, under the
+    same delivery id."""
+    first = Server(tmp_path / "prism.db", tmp_path / "effects")
+    with Receiver([503] * 1000) as receiver:
+        try:
+            async with a2a_client(first.base) as client:
+                task_id = task_id_of(await send(client, text_message(f"refund {order()}")))
+                await drained(first, task_id)
+                await client.create_task_push_notification_config(hook(task_id, receiver.url))
+                await approve_first(client, task_id)
+            with anyio.fail_after(60):
+                while True:  # the receiver refused the update at least once: it is committed
+                    if receiver.deliveries:
+                        break
+                    await anyio.sleep(0.05)
+        finally:
+            first.kill()
+        refused = {d.headers["X-Prism-Delivery"] for d in receiver.deliveries}
+        receiver.statuses.clear()  # from now on, 200
+        second = Server(tmp_path / "prism.db", tmp_path / "effects")
+        try:
+            got = await anyio.to_thread.run_sync(receiver.wait_for, 2)
+        finally:
+            second.stop()
+    delivered = {d.headers["X-Prism-Delivery"]: d.json()["statusUpdate"] for d in got}
+    assert refused <= set(delivered)
+    states = sorted(u["status"]["state"] for u in delivered.values())
+    assert states == ["TASK_STATE_COMPLETED", "TASK_STATE_WORKING"]
