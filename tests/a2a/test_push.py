@@ -209,6 +209,36 @@ async def test_a_config_the_endpoint_will_not_keep_is_refused(
     assert list(listed.configs) == []
 
 
+async def test_a_config_sent_with_a_decision_is_kept_only_with_the_decision(
+    server: Server,
+) -> None:
+    with Receiver() as receiver:
+        async with a2a_client(server.base) as client:
+            task_id = task_id_of(await send(client, text_message(f"refund {order()}")))
+            await drained(server, task_id)
+            [pending] = pending_of(await get_task(client, task_id))
+            config = SendMessageConfiguration(
+                task_push_notification_config=TaskPushNotificationConfig(url=receiver.url)
+            )
+            unknown = decisions(task_id, [{"approval_id": "appr_nope", "outcome": "allow_once"}])
+            with pytest.raises(InvalidParamsError):
+                await anext(
+                    client.send_message(SendMessageRequest(message=unknown, configuration=config))
+                )
+            kept = await client.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=task_id)
+            )
+            assert list(kept.configs) == []
+            good = decisions(
+                task_id, [{"approval_id": pending["approval_id"], "outcome": "allow_once"}]
+            )
+            request = SendMessageRequest(message=good, configuration=config)
+            [r async for r in client.send_message(request)]
+            got = await anyio.to_thread.run_sync(receiver.wait_for, 2)
+    events = sorted(d.json()["statusUpdate"]["metadata"]["prism_event"] for d in got)
+    assert events == ["decided", "finished"]
+
+
 async def test_a_first_message_with_a_config_it_will_not_keep_starts_nothing(
     server: Server,
 ) -> None:

@@ -119,10 +119,11 @@ def _config(task_id: str, data: Mapping[str, Any]) -> TaskPushNotificationConfig
 class PushConfigs:
     """The push configs of tasks, in the checkpoint store ``checkpoints``.
 
-    A task started with a config gets its id only once its run has started, so the config is
-    kept just after: :meth:`starting` marks the task's context meanwhile, and a delivery of
-    that context's notifications in this process waits for it (at most ``START_WAIT_S``), so
-    the run's first state change finds its config.
+    A config sent with a message is kept only once the message has been taken (a new task
+    gets its id when its run has started; a decision must be recorded first, since a refused
+    one keeps nothing): :meth:`starting` marks the task's context meanwhile, and a delivery
+    of that context's notifications in this process waits for it (at most ``START_WAIT_S``),
+    so the change the message made finds its config.
     """
 
     def __init__(self, checkpoints: Any) -> None:
@@ -131,7 +132,8 @@ class PushConfigs:
 
     @asynccontextmanager
     async def starting(self, session_id: str) -> AsyncIterator[None]:
-        """Hold deliveries of ``session_id``'s notifications until the block is left."""
+        """Hold deliveries of ``session_id``'s notifications (in this process) until the
+        block is left."""
         gate = self._starting[session_id] = anyio.Event()
         try:
             yield

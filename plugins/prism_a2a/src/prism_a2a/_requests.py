@@ -69,7 +69,6 @@ class ObservedRun:
     after: str | None
     arguments: dict[str, Any] = attrs.field(factory=dict)
     read: tuple[AgentEvent, ...] = ()
-    decided: bool = False
 
 
 class PrismRequestContext(RequestContext):
@@ -194,15 +193,22 @@ class PrismRequestContextBuilder(RequestContextBuilder):
         )
         opened = await task_view(found, self._runs.sessions)
         arguments = await self._runs.call_arguments(found)
-        if push_config is not None and self._push is not None:
-            await self._push.put(task_id, push_config, caller)
-        decided = await self._runs.decide(found, decisions, caller)
+        holding = (
+            self._push.starting(found.state.session_id)
+            if push_config is not None and self._push is not None
+            else contextlib.nullcontext()
+        )
+        async with holding:
+            # Kept only once the decision is, and before its update is delivered.
+            decided = await self._runs.decide(found, decisions, caller)
+            if push_config is not None and self._push is not None:
+                await self._push.put(task_id, push_config, caller)
         for call in decided.state.pending_calls:
             if call.modified_arguments is not None:
                 arguments[call.tool_call_id] = dict(call.modified_arguments)
         open_request(context, task_id, opened)
         observed = ObservedRun(
-            task_id, found.state.session_id, scope, after=point, arguments=arguments, decided=True
+            task_id, found.state.session_id, scope, after=point, arguments=arguments
         )
         return PrismRequestContext(
             observed=observed,
