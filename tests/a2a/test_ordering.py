@@ -72,8 +72,9 @@ def build_agent(ran: list[str]) -> Any:
 
 
 @asynccontextmanager
-async def served(stores: StorePair, ran: list[str]) -> AsyncIterator[Client]:
-    """A fresh app on ``stores`` (as a new server process would be) and a client of it."""
+async def served(stores: StorePair, ran: list[str], **options: Any) -> AsyncIterator[Client]:
+    """A fresh app on ``stores`` (as a new server process would be) and a client of it
+    (``options``: more of ``create_a2a_app``'s)."""
     app = create_a2a_app(
         build_agent(ran),
         stores,
@@ -81,6 +82,7 @@ async def served(stores: StorePair, ran: list[str]) -> AsyncIterator[Client]:
         url=f"{BASE}/",
         authorize=lambda request: Principal(OWNER, actor="ana"),
         push_notifications=False,
+        **options,
     )
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
