@@ -53,8 +53,9 @@ def create_a2a_app(
 ) -> Starlette:
     """An ASGI app serving ``agent`` over A2A: its card at ``/.well-known/agent-card.json`` and
     JSON-RPC at ``/``: the A2A 1.0 methods ``SendMessage``, ``SendStreamingMessage``,
-    ``GetTask``, ``ListTasks`` and ``CancelTask``, and 0.3's ``message/send``,
-    ``message/stream``, ``tasks/get`` and ``tasks/cancel``.
+    ``GetTask``, ``ListTasks``, ``CancelTask``, ``SubscribeToTask`` and the task push-config
+    methods, and 0.3's ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``,
+    ``tasks/resubscribe`` and ``tasks/pushNotificationConfig/set|get|list|delete``.
 
     Each task is a durable run of ``agent`` (task id = run id, ``contextId`` = session id) on
     ``stores`` (a :class:`~prism_core.StorePair`; the ``checkpoints=`` and ``sessions=``
