@@ -4,19 +4,14 @@ This is the durable boundary: ``runs/`` (and everything above it) imports durabl
 here, never from the private modules behind it, so the checkpointing side can change its
 internals without the run loop noticing. Nothing in ``durable/`` imports ``runs/``,
 ``resume/``, ``sessions/`` or ``agents``; the run is read through :class:`HostRun`. This
-module must not hold behaviour beyond the deprecation shim below.
+module only re-exports; it must not hold behaviour.
 
 It re-exports the public names of ``durable/`` and the store contract that lives here (for
-store authors, :mod:`prism_core.stores` is the face). The resume API moved up to
-:mod:`prism_core.resume`; its names still resolve here for one release, with a
-``DeprecationWarning``, through a module ``__getattr__`` (the only behaviour this module has;
-a plain import would tie the boundary to the layer above it).
+store authors, :mod:`prism_core.stores` is the face). The resume API lives in
+:mod:`prism_core.resume`, a layer above; this module must not name it.
 """
 
 from __future__ import annotations
-
-import importlib
-import warnings
 
 from ._capabilities import (
     CheckpointAndBranchLoader,
@@ -101,52 +96,6 @@ from ._state import (
 from ._store_base import CheckpointStoreBase
 from ._transaction import QueuedAppend, QueuedSave, QueuedTransaction, QueuedWrite
 
-#: Names that moved to :mod:`prism_core.resume`; resolved lazily, with a deprecation warning.
-MOVED_TO_RESUME = frozenset(
-    {
-        "MAX_APPROVAL_ID_CHARS",
-        "MAX_DECISION_BATCH",
-        "MAX_DECISION_PAYLOAD_BYTES",
-        "MAX_DECISION_REASON_BYTES",
-        "MAX_EXPECTED_VERSION",
-        "AgentRunLifecycle",
-        "AgentRunPage",
-        "AgentRunRef",
-        "AgentRunStatus",
-        "AgentRunSummary",
-        "CheckpointRestoreContext",
-        "DecisionOutcome",
-        "LegacyDecision",
-        "ResumeAbortedError",
-        "ResumeEventStream",
-        "ResumeInput",
-        "RunDecision",
-        "coerce_run_ref",
-        "create_agent_run_lifecycle",
-        "is_recoverable",
-        "lease_expires_at",
-        "list_agent_runs",
-        "load_agent_run_state",
-        "resume_agent_run",
-        "resume_agent_run_stream",
-        "summarize_run",
-        "validate_resume_input",
-    }
-)
-
-
-def __getattr__(name: str) -> object:
-    """Resolve a name that moved to :mod:`prism_core.resume`, warning once per access."""
-    if name not in MOVED_TO_RESUME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"prism_core.durable.{name} moved: import it from prism_core.resume or prism_core",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module("prism_core.resume"), name)
-
-
 __all__ = (
     "AGENT_RUN_NAMESPACE",
     "CORRUPT_CHECKPOINT_CODE",
@@ -166,7 +115,6 @@ __all__ = (
     "MAX_CHECKPOINT_PAGE_SIZE",
     "MAX_INDEXED_STATUS_CHARS",
     "MAX_PENDING_DECISIONS",
-    "MOVED_TO_RESUME",
     "NESTED_APPROVAL_PREFIX",
     "RECEIPT_OUTCOMES",
     "WORKER_CHANNEL",
