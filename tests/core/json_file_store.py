@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from prism_core.durable import CheckpointPage, CheckpointRecord
 from prism_core.errors import CheckpointConflictError
+from prism_core.stores import CheckpointPage, CheckpointRecord
 
 
 class JsonFileCheckpointStore:

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 from prism_core.content import Message
-from prism_core.durable import MemoryCheckpointStore
 from prism_core.errors import PrismError
 from prism_core.hookspecs import hookimpl
 from prism_core.plugins import PluginError
 from prism_core.records import MemorySessionStore, create_session_entry
 from prism_core.stores import (
     STORE_INSTALL_HINTS,
+    MemoryCheckpointStore,
     StorePair,
     open_checkpoint_store,
     open_session_store,

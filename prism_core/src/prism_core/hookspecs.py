@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .durable import CheckpointStore, StorePair
+    from .durable._checkpoints import CheckpointStore
+    from .durable._pair import StorePair
     from .guardrails import GuardrailPack
     from .models import ModelConfig
     from .providers import AIProvider

@@ -20,7 +20,8 @@ import prism_core.hookspecs as hookspecs
 from .errors import PrismError
 
 if TYPE_CHECKING:
-    from .durable import CheckpointStore, StorePair
+    from .durable._checkpoints import CheckpointStore
+    from .durable._pair import StorePair
     from .guardrails import GuardrailPack
     from .models import ModelConfig
     from .providers import AIProvider

@@ -163,7 +163,7 @@ class CheckpointStatusIndex(Protocol):
     ``None`` or a cursor of a previous page of the same call. The index is maintained by
     ``save`` and ``delete`` atomically with the record, so a listed record has the status asked
     for at the moment it was read. The status of a value is
-    :func:`~prism_core.durable.indexed_status`.
+    :func:`~prism_core.stores.indexed_status`.
     """
 
     async def list_by_status(

@@ -218,7 +218,7 @@ async def _advance_over_finished_work(
     (they were never marked) and are run again. Returns the leaf, its branch, the kept rounds
     and calls, whether held input was stored, and the unfinished round's anchor, owed and
     fresh calls, all from one store call that reads only the checkpoint's branch and the
-    run's entries after its leaf (:func:`~prism_core.sessions.read_branch_and_run_tail`).
+    run's entries after its leaf (:func:`~prism_core.records.read_branch_and_run_tail`).
     """
     # Deferred: loading any module of ``sessions/`` runs its ``__init__``, which loads the run
     # loop, which imports this package.

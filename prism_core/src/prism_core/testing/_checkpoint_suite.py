@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from ..durable import CheckpointRecord, CheckpointStore, InvalidCheckpointError
 from ..errors import CheckpointConflictError
+from ..stores import CheckpointRecord, CheckpointStore, InvalidCheckpointError
 from ._races import CheckpointRaces
 
 __all__ = ("CheckpointStoreConformance",)

@@ -12,13 +12,13 @@ import attrs
 import pytest
 
 from .._effect_record import EffectRecord
-from ..durable import InvalidCheckpointError, validate_save
 from ..durable._capabilities import shared_transaction
 from ..durable._effects import DecisionQuery, EffectLedger, list_effects
 from ..durable._ledger_rows import LedgerDecision, LedgerEffect, LedgerWrite
 from ..errors import CheckpointConflictError
 from ..records import create_session_entry
 from ..records._deletion import SessionDeleter
+from ..stores import InvalidCheckpointError, validate_save
 
 __all__ = (
     "EffectLedgerConformance",

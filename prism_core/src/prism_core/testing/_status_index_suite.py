@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ..durable import CheckpointStatusIndex, InvalidCheckpointError
+from ..stores import CheckpointStatusIndex, InvalidCheckpointError
 
 __all__ = ("CheckpointStatusIndexConformance",)
 
