@@ -54,7 +54,7 @@ from .._capability import capability
 from ..records._entries import SessionEntry
 from ..records._run_tail import BranchAndRunTailReader, PrefetchedBranchAndRunTail
 from ..records._store import SessionStore
-from ._checkpoints import CheckpointPage, CheckpointRecord
+from ._checkpoints import CheckpointPage, CheckpointRecord, SaveRequest
 
 __all__ = (
     "BranchAndRunTailReader",
@@ -92,7 +92,13 @@ class StoreTransaction(Protocol):
         metadata: Mapping[str, str] | None = None,
         category: str | None = None,
     ) -> None:
-        """Queue a checkpoint save (the rules of ``CheckpointStore.save``)."""
+        """Queue a checkpoint save (the rules of ``CheckpointStore.save``): the arguments
+        checked into one :class:`SaveRequest`, then :meth:`save_request`."""
+        ...
+
+    def save_request(self, request: SaveRequest) -> None:
+        """Queue the save ``request`` describes (a request from ``validate_save``): the one
+        path every queued save takes."""
         ...
 
     @property

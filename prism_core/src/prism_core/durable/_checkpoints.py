@@ -7,6 +7,8 @@ them):
   owner differs from the caller's reads as absent (``load`` → ``None``, ``delete`` →
   ``False``, not listed) and a ``save`` over it raises the same generic
   :class:`~prism_core.CheckpointConflictError` as any other conflict.
+- Every write goes through ``save_request(request)``, one checked :class:`SaveRequest`; the
+  keyword ``save(namespace, key, value, ...)`` is the callers' form of the same write.
 - ``save(..., version=v)`` names the new version (a positive integer). It conflicts when a
   record exists and ``v`` is not above its version; when ``expected_version`` is given and
   differs from the stored version (``0`` means "must not exist"); when the stored record has a
@@ -195,11 +197,18 @@ class CheckpointStore(Protocol):
     ) -> CheckpointRecord:
         """Write the record atomically or raise ``CheckpointConflictError``.
 
-        This is the callers' form. A store built on
-        :class:`~prism_core.stores.CheckpointStoreBase` implements ``save_request(request)``
-        instead and gets this method from the base, which checks the arguments into one
-        :class:`SaveRequest`.
+        This is the callers' form: the arguments checked into one :class:`SaveRequest`
+        (:func:`validate_save`, plus the store's own limits), then :meth:`save_request`. A
+        store built on :class:`~prism_core.stores.CheckpointStoreBase` gets it from the base.
         """
+        ...
+
+    async def save_request(self, request: SaveRequest) -> CheckpointRecord:
+        """Write the record ``request`` describes atomically, or raise
+        ``CheckpointConflictError`` (the rules of :meth:`save`): the one write path, which
+        the kernel calls for every save. ``request`` was checked by :func:`validate_save`;
+        the store checks only its own limits (:func:`check_value_bytes`), before any I/O,
+        and writes ``request.ledger`` in the same commit when it keeps an effect ledger."""
         ...
 
     async def delete(
