@@ -36,7 +36,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import attrs
 
 from .._echo import echo
-from ..errors import CheckpointConflictError, PrismError
+from ..codec import dumps, loads
+from ..errors import AgentRunStateError, CheckpointConflictError, PrismError
 from ._ledger_rows import LedgerWrite
 
 T = TypeVar("T")
@@ -286,8 +287,6 @@ def corrupt_record(namespace: str, key: str, problem: str) -> CheckpointStoreErr
 def reading_run_record(run_id: str) -> Iterator[None]:
     """Turn a corrupt-record :class:`CheckpointStoreError` raised inside the block into an
     :class:`~prism_core.AgentRunStateError` naming the run ``run_id``."""
-    from ..errors import AgentRunStateError
-
     try:
         yield
     except CheckpointStoreError as exc:
@@ -299,8 +298,6 @@ def reading_run_record(run_id: str) -> Iterator[None]:
 def decode_stored_value(text: Any, namespace: str, key: str) -> Any:
     """The JSON value of a stored record, or the :func:`corrupt_record` error when the stored
     text is missing, truncated, empty or not JSON."""
-    from ..codec import loads
-
     if not isinstance(text, str | bytes):
         raise corrupt_record(namespace, key, "its value is missing")
     try:
@@ -311,8 +308,6 @@ def decode_stored_value(text: Any, namespace: str, key: str) -> Any:
 
 def decode_stored_metadata(text: Any) -> dict[str, str] | None:
     """A stored sidecar map, or ``None`` when it is absent or not a JSON map of strings."""
-    from ..codec import loads
-
     if not isinstance(text, str | bytes):
         return None
     try:
@@ -441,8 +436,6 @@ def validate_save(
     malformed arguments and :class:`CheckpointLimitError` when the canonical value exceeds
     ``max_value_bytes``.
     """
-    from ..codec import dumps
-
     check_name(namespace, "namespace")
     check_name(key, "key")
     _check_int(version, "version", minimum=1)

@@ -14,6 +14,7 @@ import attrs
 
 from .._echo import echo
 from .._effect_record import EffectPage
+from ..records._memory import MemorySessionStore
 from ._capabilities import CheckpointStamp
 from ._checkpoints import (
     CheckpointLimitError,
@@ -304,8 +305,6 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         """One commit over this store and ``sessions`` (see
         :func:`prism_core.stores.shared_transaction`), or ``None`` unless ``sessions`` is a
         memory session store."""
-        from ..records._memory import MemorySessionStore
-
         if not isinstance(sessions, MemorySessionStore):
             return None
         return MemoryTransaction(self, sessions)

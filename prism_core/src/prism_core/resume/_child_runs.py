@@ -36,6 +36,11 @@ from ..durable._options import RunStateOptions, coerce_run_state_options
 from ..errors import AgentRunStateError, PrismError
 from ..events import AgentEvent, SubAgentEvent
 from ..records._store import SessionStore
+from ..runs._counters import RunCounters
+from ..runs._delegation import charge_child, child_budget, child_guardrails
+from ..runs._driver import RunDriver
+from ..runs._execution import RunExecution
+from ..runs._options import coerce_run_options
 from ._checks import ResumeRequest, load_agent_run_state
 from ._nested import ChildContinue, child_request
 from ._pipeline import Prepared, Settled, prepare_resume
@@ -139,8 +144,6 @@ class SubAgentTool:
         self, parent: RunState, call: ToolCallContent, outcome: Any
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run the child for ``call`` (see :class:`~prism_core.runs._delegation.Delegate`)."""
-        from ..runs._delegation import charge_child
-
         child_id = child_run_id(parent.run_id, call.id)
         outcome.child_run_id = child_id
         begun = await self._begin(parent, call, child_id)
@@ -267,12 +270,6 @@ class SubAgentTool:
         run_state: RunStateOptions | None,
     ) -> _Stretch:
         """A new child run on a new session, made the session's active run."""
-        from ..runs._counters import RunCounters
-        from ..runs._delegation import child_budget
-        from ..runs._driver import RunDriver
-        from ..runs._execution import RunExecution
-        from ..runs._options import coerce_run_options
-
         session = self.agent.create_session(
             id=child_session_id(parent.run_id, call.id), store=parent.session.store
         )
@@ -310,7 +307,6 @@ class SubAgentTool:
 
 
 def _guards(parent: RunState) -> Any:
-    from ..runs._delegation import child_guardrails
 
     return child_guardrails(parent.guardrails)
 
@@ -331,8 +327,6 @@ def _wrap(parent: RunState, call: ToolCallContent, event: AgentEvent) -> AgentEv
 def _bound(parent: RunState, execution: RunExecution, before: Any) -> None:
     """Narrow a child to what is left of the parent's budget (a resumed child brings the
     limits and deadline it recorded; they only narrow)."""
-    from ..runs._delegation import child_budget
-
     execution.limits = execution.limits.narrowed(child_budget(parent, before))
     if parent.deadline is not None and (
         execution.deadline is None or execution.deadline > parent.deadline

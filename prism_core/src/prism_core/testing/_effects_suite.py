@@ -12,6 +12,7 @@ import attrs
 import pytest
 
 from .._effect_record import EffectRecord
+from ..codec import dumps
 from ..durable._capabilities import shared_transaction
 from ..durable._effects import DecisionQuery, EffectLedger, list_effects
 from ..durable._ledger_rows import LedgerDecision, LedgerEffect, LedgerWrite
@@ -76,8 +77,6 @@ def decision(
     run_id: str, position: int, *, owner: dict[str, str] | None, reason: str = "ok", at: float
 ) -> LedgerDecision:
     """A decision row of run ``run_id`` at ``position``, decided ``at``."""
-    from ..codec import dumps
-
     row = {
         "kind": "decision",
         "run_id": run_id,
