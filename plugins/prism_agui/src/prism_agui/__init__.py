@@ -5,59 +5,31 @@ agent at ``POST /`` to any AG-UI client (``@ag-ui/client``'s ``HttpAgent``, Copi
 and tool calls stream as AG-UI events, a suspension before a side effect ends the AG-UI run
 with interrupts, and the next input's ``resume`` answers them as one decision batch.
 
-The names below are imported on first use, so discovering the ``prism`` entry points (every
-``prism`` command does) does not load the AG-UI models.
+The endpoint answers no hook, so the distribution registers no ``prism`` entry point: plugin
+discovery (every ``prism`` command does it) never imports it or the AG-UI models.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from . import plugin
-
-if TYPE_CHECKING:
-    from ._app import DEFAULT_MAX_BODY_BYTES, create_agui_app
-    from ._auth import TOKEN_ENV
-    from ._decisions import CANCELLED_REASON
-    from ._errors import (
-        AccessDenied,
-        AguiError,
-        BadRequest,
-        InputRefused,
-        InterruptPending,
-        Misdirected,
-        NotAuthenticated,
-        PayloadTooLarge,
-        RunActive,
-        ThreadUnavailable,
-        UnsupportedMediaType,
-    )
-    from ._interrupts import APPROVAL_SCHEMA
-    from ._threads import THREAD_NAMESPACE
-
-_ERRORS = (
-    "AccessDenied",
-    "AguiError",
-    "BadRequest",
-    "InputRefused",
-    "InterruptPending",
-    "Misdirected",
-    "NotAuthenticated",
-    "PayloadTooLarge",
-    "RunActive",
-    "ThreadUnavailable",
-    "UnsupportedMediaType",
+from ._app import DEFAULT_MAX_BODY_BYTES, create_agui_app
+from ._auth import TOKEN_ENV
+from ._decisions import CANCELLED_REASON
+from ._errors import (
+    AccessDenied,
+    AguiError,
+    BadRequest,
+    InputRefused,
+    InterruptPending,
+    Misdirected,
+    NotAuthenticated,
+    PayloadTooLarge,
+    RunActive,
+    ThreadUnavailable,
+    UnsupportedMediaType,
 )
-_HOME = {
-    "APPROVAL_SCHEMA": "._interrupts",
-    "CANCELLED_REASON": "._decisions",
-    "DEFAULT_MAX_BODY_BYTES": "._app",
-    "THREAD_NAMESPACE": "._threads",
-    "TOKEN_ENV": "._auth",
-    "create_agui_app": "._app",
-    **dict.fromkeys(_ERRORS, "._errors"),
-}
+from ._interrupts import APPROVAL_SCHEMA
+from ._threads import THREAD_NAMESPACE
 
 __all__ = (
     "APPROVAL_SCHEMA",
@@ -79,18 +51,3 @@ __all__ = (
     "create_agui_app",
     "plugin",
 )
-
-
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module the first time it is asked for."""
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The public names, for completion."""
-    return sorted(__all__)
