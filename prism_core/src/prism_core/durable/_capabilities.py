@@ -19,6 +19,9 @@ protocol when the answer is ``None``, so a store without any of them keeps worki
 - :class:`CheckpointStampReader`: a record's version and fencing token alone (a
   :class:`CheckpointStamp`), without its value: the pre-dispatch ownership check a durable
   run makes before every read-only or idempotent tool call.
+- :class:`CreatesOnFirstUse`: a store that creates its database, file or tables on first use
+  and can be told to create nothing instead (``open_stores(url, create=False)`` tells the
+  stores of the pair a plugin opened).
 - :class:`~prism_core.records.BranchAndRunTailReader` (a session store's): a branch and one
   run's later entries in one round trip. It is declared with the session records, whose
   fallback read asks for it, and re-exported here.
@@ -63,6 +66,7 @@ __all__ = (
     "CheckpointStamp",
     "CheckpointStampReader",
     "CheckpointStatusIndex",
+    "CreatesOnFirstUse",
     "LeaseRenewalStore",
     "SharedCommitStore",
     "StoreTransaction",
@@ -109,6 +113,17 @@ class StoreTransaction(Protocol):
     @property
     def records(self) -> tuple[CheckpointRecord, ...]:
         """The checkpoint records written, once committed (empty before)."""
+        ...
+
+
+@runtime_checkable
+class CreatesOnFirstUse(Protocol):
+    """A store that creates its database, file or tables on first use, and can be told not
+    to (what ``open_stores(url, create=False)`` does with the pair a plugin opened)."""
+
+    def create_nothing(self) -> None:
+        """From now on, refuse a database, file or tables that do not exist (on first use,
+        writing nothing) instead of creating them; called before the store's first use."""
         ...
 
 
