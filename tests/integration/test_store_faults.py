@@ -96,9 +96,9 @@ class Recording(CountingStore):
             self.transient += 1
             raise
 
-    async def save(self, *args: Any, **kw: Any) -> Any:
+    async def save_request(self, request: Any) -> Any:
         try:
-            return await super().save(*args, **kw)
+            return await super().save_request(request)
         except CheckpointStoreUnavailableError:
             self.transient += 1
             raise

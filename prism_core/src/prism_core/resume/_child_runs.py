@@ -24,7 +24,7 @@ It must not decide what the parent does with the outcome: the tool round does
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 import attrs
@@ -36,15 +36,15 @@ from ..durable._options import RunStateOptions, coerce_run_state_options
 from ..errors import AgentRunStateError, PrismError
 from ..events import AgentEvent, SubAgentEvent
 from ..records._store import SessionStore
+from ..runs._counters import RunCounters
+from ..runs._delegation import ParentRun, charge_child, child_budget, child_guardrails
+from ..runs._driver import RunDriver
+from ..runs._execution import RunExecution
+from ..runs._options import coerce_run_options
 from ._checks import ResumeRequest, load_agent_run_state
 from ._nested import ChildContinue, child_request
 from ._pipeline import Prepared, Settled, prepare_resume
 from ._ports import ResumableAgent
-
-if TYPE_CHECKING:
-    from ..runs._delegation import ParentRun
-    from ..runs._driver import RunDriver
-    from ..runs._execution import RunExecution
 
 __all__ = ("CHILD_INPUT_SCHEMA", "SubAgentTool")
 
@@ -139,8 +139,6 @@ class SubAgentTool:
         self, parent: ParentRun, call: ToolCallContent, outcome: Any
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run the child for ``call`` (see :class:`~prism_core.runs._delegation.Delegate`)."""
-        from ..runs._delegation import charge_child
-
         child_id = child_run_id(parent.run_id, call.id)
         outcome.child_run_id = child_id
         begun = await self._begin(parent, call, child_id)
@@ -265,12 +263,6 @@ class SubAgentTool:
         run_state: RunStateOptions | None,
     ) -> _Stretch:
         """A new child run on a new session, made the session's active run."""
-        from ..runs._counters import RunCounters
-        from ..runs._delegation import child_budget
-        from ..runs._driver import RunDriver
-        from ..runs._execution import RunExecution
-        from ..runs._options import coerce_run_options
-
         session = self.agent.create_session(
             id=child_session_id(parent.run_id, call.id), store=parent.session_store
         )
@@ -308,8 +300,6 @@ class SubAgentTool:
 
 
 def _guards(parent: ParentRun) -> Any:
-    from ..runs._delegation import child_guardrails
-
     return child_guardrails(parent.guardrails)
 
 
@@ -329,8 +319,6 @@ def _wrap(parent: ParentRun, call: ToolCallContent, event: AgentEvent) -> AgentE
 def _bound(parent: ParentRun, execution: RunExecution, before: Any) -> None:
     """Narrow a child to what is left of the parent's budget (a resumed child brings the
     limits and deadline it recorded; they only narrow)."""
-    from ..runs._delegation import child_budget
-
     limits = execution.plan.limits.narrowed(child_budget(parent, before))
     execution.plan = attrs.evolve(execution.plan, limits=limits)
     if parent.deadline is not None and (
