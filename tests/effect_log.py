@@ -40,6 +40,14 @@ class EffectLog:
                 found.setdefault(record[by], record["value"])
         return found
 
+    def applications(self, by: str = "key") -> list[Any]:
+        """The ``by`` field of every applied effect, in order, repeats included (a torn last
+        line is not an effect): how many times each effect really happened."""
+        if not self.path.exists():
+            return []
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line)[by] for line in lines if line.endswith("}")]
+
     def apply(self, key: str, call: str, value: Any) -> None:
         """Append the effect of ``call`` under idempotency ``key`` and fsync it."""
         with self.path.open("a", encoding="utf-8") as handle:

@@ -53,6 +53,10 @@ class Server:
     def __init__(self, db: Path, effects: Path, **env: str) -> None:
         self.db = db
         self.effects = effects
+        #: The effect log the ``slow`` tool applies to (``tests.effect_log.EffectLog``).
+        self.effect_log = db.parent / "effect-log"
+        #: Where the test releases a ``slow`` call (a file named after its order).
+        self.release = db.parent
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
@@ -63,6 +67,8 @@ class Server:
             "PYTHONPATH": str(ROOT),
             "PRISM_A2A_TEST_DB": str(db),
             "PRISM_A2A_TEST_EFFECTS": str(effects),
+            "PRISM_A2A_TEST_EFFECT_LOG": str(db.parent / "effect-log"),
+            "PRISM_A2A_TEST_RELEASE": str(db.parent),
             "PRISM_A2A_TEST_URL": f"{self.base}/",
             **env,
         }

@@ -10,13 +10,18 @@ conversation it is sent, so a new server process carries on where a killed one s
   for approval), then ``refunds settled: <results>``;
 - ``refund-twice A B``: refund ``A``, then (after its result) refund ``B``, then the answer;
 - ``lookup-refund ORDER``: look the order up (ungated), then refund it, then the answer;
+- ``slow ORDER``: one ``slow`` call (ungated) that appends ``slow-started ORDER`` to the
+  effects file, waits (at most a minute) for the file ``ORDER`` in ``PRISM_A2A_TEST_RELEASE``,
+  then applies its effect to the effect log ``PRISM_A2A_TEST_EFFECT_LOG``; then ``ORDER is
+  slow``;
 - input that is JSON text (a task started with a data part): ``you sent <the input>``.
 
 Every tool that really runs appends a line ``tool ORDER`` to ``PRISM_A2A_TEST_EFFECTS``, so
 the tests count real side effects across processes. ``refund`` takes ``{"order": "X-123",
 "amount": integer}``.
 
-``PRISM_A2A_TEST_AUTH=header`` serves with an ``authorize`` that reads the caller's tenant from
+``PRISM_A2A_TEST_PUSH=off`` serves without push notifications; ``PRISM_A2A_TEST_AUTH=header``
+serves with an ``authorize`` that reads the caller's tenant from
 ``X-Tenant`` (none: 401; ``blocked``: 403); ``PRISM_A2A_TEST_CARD=custom`` serves a card of
 the host's own.
 """
@@ -25,11 +30,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 
 from prism_a2a import AccessDenied, create_a2a_app
@@ -46,6 +53,7 @@ from prism_core import (
     tool_call_content,
 )
 from prism_store_sql import open_sql_stores
+from tests.effect_log import EffectLog
 
 from ._support import DESCRIPTION, INSTRUCTIONS
 
@@ -90,6 +98,25 @@ def lookup(args: dict[str, Any], context: Any) -> dict[str, Any]:
     return {"order": args["order"], "state": "open"}
 
 
+#: Longest a ``slow`` call waits for its release.
+SLOW_WAIT_S = 60.0
+
+
+async def slow(args: dict[str, Any], context: Any) -> dict[str, Any]:
+    """A side effect that takes as long as the test wants: it starts, waits to be released,
+    then applies its effect (once per call, in the effect log)."""
+    _record("slow-started", args["order"])
+    release = Path(os.environ["PRISM_A2A_TEST_RELEASE"]) / args["order"]
+    deadline = time.monotonic() + SLOW_WAIT_S
+    while True:
+        if release.exists() or time.monotonic() > deadline:
+            break
+        await anyio.sleep(0.02)
+    log = EffectLog(os.environ["PRISM_A2A_TEST_EFFECT_LOG"])
+    log.apply(context.idempotency_key, context.tool_call_id, args["order"])
+    return {"order": args["order"], "released": release.exists()}
+
+
 def _results(messages: Any) -> list[Any]:
     """Each tool result of ``messages``: its value, or ``{"error": message}``."""
     return [
@@ -119,6 +146,10 @@ def script(request: ProviderRequest) -> list[Any]:
         return [provider_text_delta("hello "), provider_text_delta("back"), provider_done()]
     if command == "count":
         return [provider_text_delta(f"you said {len(users)} things"), provider_done()]
+    if command == "slow" and not results:
+        return [provider_tool_call(tool_call_content("s1", "slow", {"order": orders[0]}))]
+    if command == "slow":
+        return [provider_text_delta(f"{orders[0]} is slow"), provider_done()]
     if command == "lookup" and not results:
         return [provider_tool_call(tool_call_content("l1", "lookup", {"order": orders[0]}))]
     if command == "refund" and not results:
@@ -165,6 +196,7 @@ def build_agent() -> Any:
             ToolDefinition(
                 "lookup", lookup, description="Look an order up", parameters=LOOKUP_SCHEMA
             ),
+            ToolDefinition("slow", slow, description="A slow effect", parameters=LOOKUP_SCHEMA),
         ],
         guardrails={"tool_input": [Guardrail("approve-refunds", "tool_input", approve_refunds)]},
     )
@@ -208,17 +240,18 @@ app = create_a2a_app(
     url=os.environ.get("PRISM_A2A_TEST_URL", "http://127.0.0.1:8000/"),
     agent_card=CUSTOM_CARD if os.environ.get("PRISM_A2A_TEST_CARD") == "custom" else None,
     authorize=tenant_header if os.environ.get("PRISM_A2A_TEST_AUTH") == "header" else None,
+    push_notifications=os.environ.get("PRISM_A2A_TEST_PUSH") != "off",
 )
 _serve = app.router.lifespan_context
 
 
 @asynccontextmanager
 async def _lifespan(served: Any) -> AsyncIterator[None]:
-    async with _serve(served):
-        try:
+    try:
+        async with _serve(served):  # the app's workers stop first...
             yield
-        finally:
-            await stores.aclose()
+    finally:
+        await stores.aclose()  # ...then the stores they used close
 
 
 app.router.lifespan_context = _lifespan

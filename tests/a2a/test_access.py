@@ -11,6 +11,12 @@ from collections.abc import Iterator
 import anyio
 import httpx
 import pytest
+from a2a.types import (
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    TaskPushNotificationConfig,
+)
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -105,6 +111,35 @@ async def test_a_foreign_task_reads_as_absent_to_every_method(tenant_server: Ser
     assert foreign is None
     assert claim is not None
     assert claim.value["run_id"] == task_id
+
+
+async def test_a_foreign_tasks_push_configs_read_as_absent(tenant_server: Server) -> None:
+    base = tenant_server.base
+    async with a2a_client(base, headers={"x-tenant": "t1"}) as mine:
+        task_id = task_id_of(await send(mine, text_message(f"refund {order()}")))
+        config = TaskPushNotificationConfig(task_id=task_id, id="h", url="https://hooks.example/h")
+        await mine.create_task_push_notification_config(config)
+    async with a2a_client(base, headers={"x-tenant": "t2"}) as theirs:
+        with pytest.raises(TaskNotFoundError):
+            await theirs.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=task_id)
+            )
+        with pytest.raises(TaskNotFoundError):
+            await theirs.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=task_id, id="h")
+            )
+        with pytest.raises(TaskNotFoundError):
+            await theirs.delete_task_push_notification_config(
+                DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="h")
+            )
+        stolen = TaskPushNotificationConfig(task_id=task_id, id="h", url="https://evil.example/")
+        with pytest.raises(TaskNotFoundError):
+            await theirs.create_task_push_notification_config(stolen)
+    async with a2a_client(base, headers={"x-tenant": "t1"}) as mine:
+        listed = await mine.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task_id)
+        )
+    assert list(listed.configs) == [config]
 
 
 async def test_a_context_id_of_a_session_nobody_claimed_is_refused(tenant_server: Server) -> None:

@@ -271,16 +271,17 @@ def test_a2a_errors_carry_their_code_and_error_info(server: Server) -> None:
     }
 
 
-def test_what_the_card_does_not_declare_is_refused(server: Server) -> None:
-    """CORE-CAP-001, CORE-CAP-003: the card declares no push notifications and no extended
-    card; their methods answer ``PushNotificationNotSupportedError`` and
+def test_what_the_card_declares_is_served_and_the_rest_refused(server: Server) -> None:
+    """CORE-CAP-001, CORE-CAP-003: the card declares push notifications and no extended
+    card; a push config is kept (and read back), the extended card's method answers
     ``UnsupportedOperationError``."""
     task = rpc(server, "SendMessage", wire_message("hello"))["result"]["task"]
-    config = {"taskId": task["id"], "url": "http://127.0.0.1:9/hook"}
+    config = {"taskId": task["id"], "id": "hook-1", "url": "http://127.0.0.1:9/hook"}
     push = rpc(server, "CreateTaskPushNotificationConfig", config)
+    read = rpc(server, "GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "hook-1"})
     extended = rpc(server, "GetExtendedAgentCard", {})
-    assert push["error"]["code"] == -32003
-    assert error_info(push)["reason"] == "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    assert push["result"] == config
+    assert read["result"] == config
     assert extended["error"]["code"] == -32004
     assert error_info(extended)["reason"] == "UNSUPPORTED_OPERATION"
 

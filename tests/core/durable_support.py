@@ -50,6 +50,11 @@ class CountingStore:
         self.saves += 1
         return await self.inner.save(*args, **kw)  # type: ignore[no-any-return]
 
+    async def save_request(self, request: Any) -> CheckpointRecord:
+        self.calls += 1
+        self.saves += 1
+        return await self.inner.save_request(request)  # type: ignore[no-any-return]
+
     async def renew_lease(self, *args: Any, **kw: Any) -> None:
         """In-place lease renewal, like the memory store it wraps."""
         self.calls += 1
@@ -89,11 +94,11 @@ class DyingStore(CountingStore):
         self.die_when = die_when
         self.died = False
 
-    async def save(self, *args: Any, **kw: Any) -> CheckpointRecord:
+    async def save_request(self, request: Any) -> CheckpointRecord:
         if not self.died and self.die_when():
             self.died = True
             raise KilledAtSave("the worker died at this checkpoint write")
-        return await super().save(*args, **kw)
+        return await super().save_request(request)
 
 
 async def run_id_when_killed(stream: Any) -> str:

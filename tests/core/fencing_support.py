@@ -22,7 +22,7 @@ from prism_core import (
     load_agent_run_state,
     resume_agent_run,
 )
-from prism_core.durable import LeaseRenewalStore
+from prism_core.stores import LeaseRenewalStore
 from tests.core.helpers import echo_tool, text_turn, tool_turn
 
 REVISION = "fencing-1"

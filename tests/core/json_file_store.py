@@ -16,14 +16,15 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from prism_core.durable import CheckpointPage, CheckpointRecord
 from prism_core.errors import CheckpointConflictError
+from prism_core.stores import CheckpointPage, CheckpointRecord, CheckpointStoreBase, SaveRequest
 
 
-class JsonFileCheckpointStore:
+class JsonFileCheckpointStore(CheckpointStoreBase):
     """Checkpoints in one JSON file: ``{"<namespace>\\u0000<key>": record fields}``."""
 
     def __init__(self, path: Path, *, lock: anyio.Lock | None = None) -> None:
+        super().__init__()
         self.path = path
         self._lock = lock if lock is not None else anyio.Lock()
 
@@ -46,20 +47,11 @@ class JsonFileCheckpointStore:
             return None
         return self._record(namespace, key, row)
 
-    async def save(
-        self,
-        namespace: str,
-        key: str,
-        value: Any,
-        *,
-        version: int,
-        expected_version: int | None = None,
-        ownership: dict[str, str] | None = None,
-        fencing_token: int | None = None,
-        metadata: dict[str, str] | None = None,
-        category: str | None = None,
-    ) -> CheckpointRecord:
+    async def save_request(self, request: SaveRequest) -> CheckpointRecord:
         """Check, yield, write: atomic only against saves through this same instance."""
+        namespace, key, version = request.namespace, request.key, request.version
+        expected_version, fencing_token = request.expected_version, request.fencing_token
+        ownership = request.ownership
         async with self._lock:
             rows = self._read()
             current = rows.get(f"{namespace}\0{key}")
@@ -77,11 +69,11 @@ class JsonFileCheckpointStore:
             now = time.time()
             row = {
                 "version": version,
-                "value": value,
-                "metadata": metadata,
-                "ownership": ownership or None,
+                "value": json.loads(request.value_json),
+                "metadata": request.metadata,
+                "ownership": ownership,
                 "fencing_token": fencing_token,
-                "category": category,
+                "category": request.category,
                 "created_at": current["created_at"] if current else now,
                 "updated_at": now,
             }

@@ -22,9 +22,10 @@ from prism_core import (
     load_agent_run_state,
     resume_agent_run,
 )
-from prism_core.durable import CORRUPT_CHECKPOINT_CODE, AgentRunState, Interruption
+from prism_core.durable import AgentRunState, Interruption
 from prism_core.durable._state import state_to_json
 from prism_core.records._memory import MemorySessionStore
+from prism_core.stores import CORRUPT_CHECKPOINT_CODE
 
 from .durable_support import REVISION
 from .helpers import text_turn

@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("resume/",),
     ("runs/",),
     ("hookspecs", "plugins"),
-    ("durable/",),
+    ("durable/", "_agent_config"),
     ("records/",),
     ("*",),
 )
@@ -633,21 +633,6 @@ def test_layers_are_folders() -> None:
     assert partial == []
     folders = [p.rstrip("/") for layer in LAYERS for p in layer if p.endswith("/")]
     assert len(folders) == len(set(folders))
-
-
-def test_moved_durable_names_resolve_with_a_warning() -> None:
-    """Names that moved from ``prism_core.durable`` to ``prism_core.resume`` (all of them
-    resume's public names) still resolve there, to the same objects, with a
-    ``DeprecationWarning``; an unknown name does not."""
-    import prism_core.durable as durable
-    import prism_core.resume as resume
-
-    assert set(resume.__all__) >= durable.MOVED_TO_RESUME
-    for name in sorted(durable.MOVED_TO_RESUME):
-        with pytest.warns(DeprecationWarning, match=f"prism_core.durable.{name} moved"):
-            assert getattr(durable, name) is getattr(resume, name)
-    with pytest.raises(AttributeError):
-        _ = durable.no_such_name
 
 
 # -- the checks themselves --------------------------------------------------------------------

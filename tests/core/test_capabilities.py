@@ -31,6 +31,9 @@ class Plain:
     async def save(self, *args: Any, **kw: Any) -> Any:
         raise NotImplementedError
 
+    async def save_request(self, request: Any) -> Any:
+        raise NotImplementedError
+
     async def delete(self, *args: Any, **kw: Any) -> bool:
         return False
 

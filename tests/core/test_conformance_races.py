@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from prism_core.durable import CheckpointStore
+from prism_core.stores import CheckpointStore
 from prism_core.testing import CheckpointStoreConformance, SessionStoreConformance
 
 from .json_file_store import JsonFileCheckpointStore

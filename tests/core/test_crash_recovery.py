@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -112,13 +113,13 @@ async def test_every_turn_writes_one_running_checkpoint_per_turn() -> None:
     world, log = World(), []
     agent = world.agent(investigation(3), tools=[probe_tool(log)])
     seen: list[dict[str, Any]] = []
-    original = world.checkpoints.save
+    original = world.checkpoints.save_request
 
-    async def spy(*args: Any, **kw: Any) -> Any:
-        seen.append(args[2])
-        return await original(*args, **kw)
+    async def spy(request: Any) -> Any:
+        seen.append(json.loads(request.value_json))
+        return await original(request)
 
-    world.checkpoints.save = spy  # type: ignore[method-assign]
+    world.checkpoints.save_request = spy  # type: ignore[method-assign]
     result = await agent.create_session(id="s1").run(
         "go", run_state=world.run_state(checkpoint_policy="every-turn")
     )
@@ -194,11 +195,11 @@ async def test_continue_after_a_store_that_failed_at_the_crash() -> None:
         def __init__(self, inner: Any, healthy_writes: int) -> None:
             self.inner, self.left = inner, healthy_writes
 
-        async def save(self, *args: Any, **kw: Any) -> Any:
+        async def save_request(self, request: Any) -> Any:
             if self.left <= 0:
                 raise CheckpointStoreError("connection reset by peer")
             self.left -= 1
-            return await self.inner.save(*args, **kw)
+            return await self.inner.save_request(request)
 
         def __getattr__(self, name: str) -> Any:
             return getattr(self.inner, name)

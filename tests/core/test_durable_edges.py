@@ -3,6 +3,7 @@ crashes after approvals, held input, packs without session state, sync restore h
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -114,12 +115,12 @@ async def test_a_lost_claim_compensates_the_restored_layers() -> None:
         def compensate(self, ctx: Any) -> None:
             calls.append("compensate")
 
-    original = world.checkpoints.save
+    original = world.checkpoints.save_request
 
-    async def racing(*args: Any, **kw: Any) -> Any:
+    async def racing(request: Any) -> Any:
         raise CheckpointConflictError("Checkpoint conflict on prism.agent-run/x")
 
-    world.checkpoints.save = racing  # type: ignore[method-assign]
+    world.checkpoints.save_request = racing  # type: ignore[method-assign]
     with pytest.raises(CheckpointConflictError):
         await resume_agent_run(
             world.agent(TURNS, tools=[echo_tool()]),
@@ -128,7 +129,7 @@ async def test_a_lost_claim_compensates_the_restored_layers() -> None:
             restore_hooks=[Layer()],
             **world.resume_options(),
         )
-    world.checkpoints.save = original  # type: ignore[method-assign]
+    world.checkpoints.save_request = original  # type: ignore[method-assign]
     assert calls == ["restore", "compensate"]
 
 
@@ -182,13 +183,13 @@ async def test_approved_input_survives_a_crash_after_the_claim() -> None:
     agent = world.agent([text_turn("ok")], guardrails={"input": [gate]})
     result = await agent.create_session(id="s1").run("deploy", run_state=world.run_state())
     claim_seen: list[Any] = []
-    original = world.checkpoints.save
+    original = world.checkpoints.save_request
 
-    async def spy(*args: Any, **kw: Any) -> Any:
-        claim_seen.append(args[2])
-        return await original(*args, **kw)
+    async def spy(request: Any) -> Any:
+        claim_seen.append(json.loads(request.value_json))
+        return await original(request)
 
-    world.checkpoints.save = spy  # type: ignore[method-assign]
+    world.checkpoints.save_request = spy  # type: ignore[method-assign]
 
     def dies(request: ProviderRequest) -> Any:
         raise WorkerDied()
@@ -207,7 +208,7 @@ async def test_approved_input_survives_a_crash_after_the_claim() -> None:
             {"expected_version": 1, "decision": "approve"},
             **world.resume_options(),
         )
-    world.checkpoints.save = original  # type: ignore[method-assign]
+    world.checkpoints.save_request = original  # type: ignore[method-assign]
     assert claim_seen[0]["pending_input"][0]["content"][0]["text"] == "deploy"
     status = await load_agent_run_state(world.checkpoints, ref(result))
     assert status is not None

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from prism_core.durable import (
+from prism_core.errors import CheckpointConflictError
+from prism_core.records import SessionStore, create_memory_session_store
+from prism_core.stores import (
     CheckpointLimitError,
     CheckpointStore,
     MemoryCheckpointStore,
     create_memory_checkpoint_store,
 )
-from prism_core.errors import CheckpointConflictError
-from prism_core.records import SessionStore, create_memory_session_store
 from prism_core.testing import (
     CheckpointBatchConformance,
     CheckpointStoreConformance,
@@ -139,7 +139,7 @@ def test_conformance_kit_loads_as_a_pytest_plugin(tmp_path: Path) -> None:
             """
             import pytest
 
-            from prism_core.durable import create_memory_checkpoint_store
+            from prism_core.stores import create_memory_checkpoint_store
             from prism_core.testing import CheckpointStoreConformance
 
 

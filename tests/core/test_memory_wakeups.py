@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from prism_core.durable import MemoryCheckpointStore, create_memory_checkpoint_store
+from prism_core.stores import MemoryCheckpointStore, create_memory_checkpoint_store
 from prism_core.testing import RunWakeupsConformance
 
 

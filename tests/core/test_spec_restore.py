@@ -40,7 +40,7 @@ async def test_a_hooks_signal_fires_on_its_timeout() -> None:
     def fetch_repo(ctx: Any) -> None:
         seen.append(ctx.signal.aborted)
         # A hook talking to a remote system polls its signal and gives up when it fires.
-        for _ in range(400):
+        for _ in range(12000):  # a minute at most, however busy the machine
             if ctx.signal.aborted:
                 seen.append(ctx.signal.reason)
                 stopped.set()
@@ -68,7 +68,8 @@ async def test_a_hooks_signal_fires_on_its_timeout() -> None:
 async def test_compensation_is_best_effort_and_each_compensate_is_timed() -> None:
     """After a failed restore every applied layer is compensated, last first: a compensate
     that overruns the per-hook timeout is recorded as the failure ("... timed out after
-    40ms", naming it) and the pass goes on to the earlier layers."""
+    1000ms", naming it) and the pass goes on to the earlier layers. (The timeout is long
+    enough that the hooks that return at once never reach it on a busy machine.)"""
     world, log = World(), []
     run_id, version = await crashed(world, log)
     calls: list[str] = []
@@ -85,16 +86,16 @@ async def test_compensation_is_best_effort_and_each_compensate_is_timed() -> Non
         async def compensate(self, ctx: Any) -> None:
             calls.append(f"compensate {self.id}")
             if self.hangs:
-                await anyio.sleep(5)
+                await anyio.sleep_forever()
 
     agent = world.agent(investigation(4), tools=[probe_tool(log)])
-    with anyio.fail_after(3), pytest.raises(CheckpointRestoreError) as caught:
+    with anyio.fail_after(60), pytest.raises(CheckpointRestoreError) as caught:
         await resume_agent_run(
             agent,
             ref(run_id),
             continue_input(version),
             restore_hooks=[Layer("git"), Layer("docs", hangs=True), Layer("db", fails=True)],
-            restore_hook_timeout_ms=40,
+            restore_hook_timeout_ms=1000,
             **world.resume_options(),
         )
     assert caught.value.hook == "db"
@@ -111,7 +112,7 @@ async def test_compensation_is_best_effort_and_each_compensate_is_timed() -> Non
     assert compensation["ran"] == ["db", "docs", "git"]
     assert compensation["failed"]["hook"] == "docs"
     assert "docs" in compensation["failed"]["reason"]
-    assert "timed out after 40ms" in compensation["failed"]["reason"]
+    assert "timed out after 1000ms" in compensation["failed"]["reason"]
 
 
 async def test_hooks_are_named_by_id_then_restore_function_then_position() -> None:

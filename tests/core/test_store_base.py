@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import prism_core.codec as codec
-from prism_core import RunStateOptions
+from prism_core import AgentRunStateError, RunStateOptions, create_agent, create_mock_provider
 from prism_core.codec import dumps
 from prism_core.stores import (
     CheckpointRecord,
@@ -40,19 +40,19 @@ class TakingRequests(Apart):
 
 
 class OverridingSave(Apart):
-    """A subclass that intercepts the keyword ``save``, as a counting test double does."""
+    """A subclass that intercepts ``save_request``, as a counting test double does."""
 
     def __init__(self) -> None:
         super().__init__()
         self.saves = 0
 
-    async def save(self, *args: Any, **kw: Any) -> CheckpointRecord:
+    async def save_request(self, request: SaveRequest) -> CheckpointRecord:
         self.saves += 1
-        return await super().save(*args, **kw)
+        return await super().save_request(request)
 
 
 class Forwarding:
-    """A proxy with a keyword ``save`` of its own that forwards everything else."""
+    """A proxy with a ``save_request`` of its own that forwards everything else."""
 
     #: Its records die with the process, like the memory store's it wraps.
     process_local = True
@@ -60,9 +60,9 @@ class Forwarding:
     def __init__(self, inner: Any) -> None:
         self.inner, self.saves = inner, 0
 
-    async def save(self, *args: Any, **kw: Any) -> Any:
+    async def save_request(self, request: SaveRequest) -> Any:
         self.saves += 1
-        return await self.inner.save(*args, **kw)
+        return await self.inner.save_request(request)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -138,10 +138,65 @@ async def test_a_durable_run_saves_through_save_request_encoding_each_state_once
 
 
 @pytest.mark.anyio
-async def test_a_store_that_intercepts_save_sees_every_save() -> None:
-    """A subclass overriding the keyword ``save``, and a proxy forwarding to a store, are
-    saved through their ``save``: nothing they intercept is bypassed."""
+async def test_a_store_that_intercepts_save_request_sees_every_save() -> None:
+    """A subclass overriding ``save_request``, and a proxy forwarding to a store, see every
+    save of a run: ``save_request`` is the one path the kernel writes through."""
     subclass = OverridingSave()
     assert await _durable_run(subclass) == subclass.saves
     proxy = Forwarding(Apart())
     assert await _durable_run(proxy) == proxy.saves
+
+
+class KeywordOnly:
+    """A proxy that intercepts only the keyword ``save`` (and has no ``save_request``)."""
+
+    process_local = True
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def save(self, *args: Any, **kw: Any) -> Any:
+        return await self.inner.save(*args, **kw)
+
+    async def load(self, *args: Any, **kw: Any) -> Any:
+        return await self.inner.load(*args, **kw)
+
+    async def delete(self, *args: Any, **kw: Any) -> Any:
+        return await self.inner.delete(*args, **kw)
+
+    async def list(self, *args: Any, **kw: Any) -> Any:
+        return await self.inner.list(*args, **kw)
+
+
+@pytest.mark.anyio
+async def test_a_store_without_save_request_is_refused_before_the_run() -> None:
+    """A checkpoint store that offers only the keyword ``save`` is refused when the run
+    starts (``ERR_PRISM_AGENT_RUN_STATE``), before any provider request or write."""
+    requests: list[Any] = []
+    agent = create_agent(
+        id="saver",
+        model={"provider": "mock", "model": "demo"},
+        provider=create_mock_provider(turns=[text_turn("ok")], on_request=requests.append),
+    )
+    inner = Apart()
+    with pytest.raises(AgentRunStateError, match="save_request") as info:
+        await agent.create_session().run(
+            "go", run_state=RunStateOptions(KeywordOnly(inner), "rev-1")
+        )
+    assert info.value.code == "ERR_PRISM_AGENT_RUN_STATE"
+    assert requests == []
+    assert (await inner.list()).records == ()
+
+
+@pytest.mark.anyio
+async def test_the_kernel_never_calls_the_keyword_save() -> None:
+    """Every save of a run goes through ``save_request``: a store whose keyword ``save``
+    fails still runs a durable run to the end, one request per version."""
+
+    class NoKeywordSave(TakingRequests):
+        async def save(self, *args: Any, **kw: Any) -> CheckpointRecord:
+            raise AssertionError("the kernel called the keyword save")
+
+    store = NoKeywordSave()
+    version = await _durable_run(store)
+    assert [r.version for r in store.requests] == list(range(1, version + 1))

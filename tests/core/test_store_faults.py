@@ -21,6 +21,7 @@ from prism_core import (
     resume_agent_run,
 )
 from prism_core.durable._faults import RETRY_CAP_S, backoff_delay
+from prism_core.stores import SaveRequest
 from tests.core.durable_support import CountingStore
 from tests.core.fencing_support import REVISION, only_run, ref, worker
 
@@ -49,15 +50,15 @@ class FaultyStore(CountingStore):
         await self._gate()
         return await super().load(*args, **kw)
 
-    async def save(self, *args: Any, **kw: Any) -> Any:
+    async def save_request(self, request: SaveRequest) -> Any:
         await self._gate()
         if self.drop:
             self.drop -= 1
             self.faults += 1
             if self.applied:
-                await super().save(*args, **kw)
+                await super().save_request(request)
             raise CheckpointStoreUnavailableError("connection reset by peer")
-        return await super().save(*args, **kw)
+        return await super().save_request(request)
 
 
 def test_backoff_is_jittered_and_capped() -> None:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
 
+from prism_core import hookspecs
 from prism_core.content import Message
-from prism_core.durable import MemoryCheckpointStore
 from prism_core.errors import PrismError
 from prism_core.hookspecs import hookimpl
 from prism_core.plugins import PluginError
 from prism_core.records import MemorySessionStore, create_session_entry
 from prism_core.stores import (
     STORE_INSTALL_HINTS,
+    CreatesOnFirstUse,
+    MemoryCheckpointStore,
     StorePair,
     open_checkpoint_store,
     open_session_store,
@@ -311,3 +314,43 @@ def test_a_pair_answer_that_is_not_a_pair_of_stores_is_refused(answer: Any) -> N
     ``PluginError``."""
     with pytest.raises(PluginError):
         open_stores("odd://x", plugins=[WrongPairPlugin(answer)])
+
+
+class Creating(MemoryCheckpointStore):
+    """A memory checkpoint store that would create things on first use, recording whether it
+    was told to create nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.creates = True
+
+    def create_nothing(self) -> None:
+        self.creates = False
+
+
+class CreatingPairPlugin:
+    """Opens ``make://`` URLs as a pair whose checkpoint store creates on first use; its hook
+    takes the URL alone, as the hookspec says."""
+
+    @hookimpl
+    def prism_open_stores(self, url: str) -> Any:
+        if not url.startswith("make://"):
+            return None
+        return StorePair(Creating(), MemorySessionStore())
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_create_false_tells_the_pairs_stores_to_create_nothing(create: bool) -> None:
+    """``open_stores(url, create=False)`` asks the pair hook with the URL alone and then calls
+    ``create_nothing()`` on each store that offers :class:`CreatesOnFirstUse` (a store
+    without it is left as it is); with ``create=True`` no store is told anything."""
+    pair = open_stores("make://db", plugins=[CreatingPairPlugin()], create=create)
+    assert isinstance(pair.checkpoints, Creating)
+    assert isinstance(pair.checkpoints, CreatesOnFirstUse)
+    assert not isinstance(pair.sessions, CreatesOnFirstUse)
+    assert pair.checkpoints.creates is create
+
+
+def test_the_pair_hookspec_takes_the_url_alone() -> None:
+    """``prism_open_stores(url)``: the hookspec has exactly the one argument API.md names."""
+    assert inspect.signature(hookspecs.prism_open_stores).parameters.keys() == {"url"}

@@ -86,6 +86,12 @@ async def test_a_notification_committed_before_a_sigkill_is_delivered_by_the_nex
                 )
             )
             (delivery,) = await anyio.to_thread.run_sync(receiver.wait_for, 1)
+            # The worker settles the record after the receiver's answer: wait for that (a
+            # deadline, however busy the machine) before stopping it.
+            for _ in range(1200):
+                if not (await stores.checkpoints.list(OUTBOX_NAMESPACE)).records:
+                    break
+                await anyio.sleep(0.05)
             stop.set()
     body = delivery.json()
     assert (body["event"], body["run_id"], body["status"]) == ("suspended", run_id, "suspended")

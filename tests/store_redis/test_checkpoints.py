@@ -9,13 +9,13 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from prism_core.durable import (
+from prism_core.errors import CheckpointConflictError
+from prism_core.stores import (
     CheckpointLimitError,
     CheckpointStoreError,
     CheckpointStoreUnavailableError,
     InvalidCheckpointError,
 )
-from prism_core.errors import CheckpointConflictError
 from prism_store_redis import (
     RedisCheckpointStore,
     RedisSessionStoreError,

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import redis.asyncio as aioredis
 
-from prism_core.durable import shared_transaction
+from prism_core.stores import shared_transaction
 from prism_core.testing import (
     CheckpointBatchConformance,
     CheckpointStoreConformance,

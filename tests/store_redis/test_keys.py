@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from prism_core.durable import InvalidCheckpointError
+from prism_core.stores import InvalidCheckpointError
 from prism_store_redis._keys import (
     CheckpointKeys,
     decode_cursor,

@@ -11,9 +11,9 @@ import redis.asyncio as aioredis
 import prism_store_redis
 from prism_core import open_checkpoint_store, open_session_store
 from prism_core.content import Message
-from prism_core.durable import CheckpointStore
 from prism_core.plugins import PluginHost
 from prism_core.records import SessionStore, create_session_entry
+from prism_core.stores import CheckpointStore
 from prism_store_redis import RedisCheckpointStore, RedisSessionStore
 from prism_store_redis._client import split_store_url
 from prism_store_redis._keys import CheckpointKeys

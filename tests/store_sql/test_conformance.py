@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from prism_core.durable import CheckpointStore
 from prism_core.records import SessionStore
+from prism_core.stores import CheckpointStore
 from prism_core.testing import (
     CheckpointBatchConformance,
     CheckpointStampConformance,

@@ -12,9 +12,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
-from prism_core.durable import CheckpointStoreError, CheckpointStoreUnavailableError
 from prism_core.errors import CheckpointConflictError
 from prism_core.records import SessionConflictError, create_session_entry
+from prism_core.stores import CheckpointStoreError, CheckpointStoreUnavailableError
 from prism_store_sql import SqlCheckpointStore, create_sql_checkpoint_store, open_sql_stores
 from prism_store_sql._engine import async_url
 

@@ -13,17 +13,13 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from prism_core.content import Message
-from prism_core.durable import (
-    CheckpointStore,
-    CheckpointStoreError,
-    CheckpointStoreUnavailableError,
-)
 from prism_core.records import (
     SessionConflictError,
     SessionEntryNotFoundError,
     SessionStore,
     create_session_entry,
 )
+from prism_core.stores import CheckpointStore, CheckpointStoreError, CheckpointStoreUnavailableError
 from prism_store_sql import (
     SqlCheckpointStore,
     SqlSessionStore,

@@ -14,9 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from prism_core.durable import CheckpointStoreError, shared_transaction
 from prism_core.errors import CheckpointConflictError
 from prism_core.records import create_session_entry
+from prism_core.stores import CheckpointStoreError, shared_transaction
 from prism_store_sql import SqliteCheckpointStore, SqlStoreConfigError, open_sql_stores
 from prism_store_sql._sqlite import SqliteDatabase
 

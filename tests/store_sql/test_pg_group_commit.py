@@ -16,17 +16,17 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from prism_core.durable import (
-    CheckpointStamp,
-    CheckpointStore,
-    CheckpointStoreError,
-    CheckpointStoreUnavailableError,
-)
 from prism_core.errors import CheckpointConflictError
 from prism_core.records import (
     SessionConflictError,
     SessionEntryNotFoundError,
     create_session_entry,
+)
+from prism_core.stores import (
+    CheckpointStamp,
+    CheckpointStore,
+    CheckpointStoreError,
+    CheckpointStoreUnavailableError,
 )
 from prism_core.testing import CheckpointStampConformance
 from prism_store_sql import (

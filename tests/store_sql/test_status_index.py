@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 import prism_store_sql._checkpoint_rows as sql_checkpoints
 import prism_store_sql._migrations as sql_migrations
-from prism_core.durable import CORRUPT_CHECKPOINT_CODE, CheckpointStoreError, shared_transaction
+from prism_core.stores import CORRUPT_CHECKPOINT_CODE, CheckpointStoreError, shared_transaction
 from prism_store_sql import (
     SCHEMA_VERSION,
     SqlStoreSchemaError,

@@ -12,6 +12,7 @@ raises is kept and re-raised by :meth:`Detached.wait`. It must not hold run logi
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -79,8 +80,6 @@ def start_detached(function: Callable[[], Awaitable[Any]]) -> Detached:
     if trio is not None:
         trio.lowlevel.spawn_system_task(task._run, function)
     else:
-        import asyncio
-
         # asyncio keeps only weak references to its tasks: the handle holds this one.
         task._handle = asyncio.get_running_loop().create_task(task._run(function))
     return task

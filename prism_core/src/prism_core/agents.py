@@ -18,6 +18,7 @@ from ._agent_config import AgentConfig
 from ._echo import clip
 from ._output_type import OutputType, coerce_output_type
 from .durable._hosting import hosted_run_state
+from .durable._options import RunStateOptions, coerce_run_state_options
 from .errors import AgentConfigError, PrismError
 from .guardrails import (
     GuardrailConfig,
@@ -96,12 +97,9 @@ _KEEP: Any = object()
 def _check_run_state(run_state: Any) -> None:
     """``run_state`` is ``None``, a mapping or ``RunStateOptions`` (checked in full when a run
     starts, since a mapping may leave fields to the host)."""
-    if run_state is not None and not isinstance(run_state, Mapping):
-        from .durable._options import RunStateOptions
-
-        if not isinstance(run_state, RunStateOptions):
-            kind = type(run_state).__name__
-            raise TypeError(f"run_state must be RunStateOptions or a mapping, got {kind}")
+    if run_state is not None and not isinstance(run_state, Mapping | RunStateOptions):
+        kind = type(run_state).__name__
+        raise TypeError(f"run_state must be RunStateOptions or a mapping, got {kind}")
 
 
 def _running_event_loop() -> str | None:
@@ -523,8 +521,6 @@ def create_secure_agent(**options: Any) -> Agent:
     interruption is always on. Runs may narrow limits but cannot replace ``run_state`` or
     the ``redactor``.
     """
-    from .durable._options import coerce_run_state_options
-
     missing = [
         name
         for name in ("id", "run_state", "redactor", "trust", "permission", "limits", "validate")

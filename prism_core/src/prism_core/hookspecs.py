@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .durable import CheckpointStore, StorePair
+    from .durable._checkpoints import CheckpointStore
+    from .durable._pair import StorePair
     from .guardrails import GuardrailPack
     from .models import ModelConfig
     from .providers import AIProvider
@@ -58,7 +59,7 @@ def prism_session_store(url: str, create: bool) -> SessionStore | None:
 
 
 @hookspec(firstresult=True)
-def prism_open_stores(url: str, create: bool) -> StorePair | None:
+def prism_open_stores(url: str) -> StorePair | None:
     """Open a checkpoint store and a session store for ``url``, as a pair.
 
     Called by ``open_stores(url, plugins=...)`` (and so by ``prism runs``, ``prism serve``,
@@ -67,10 +68,11 @@ def prism_open_stores(url: str, create: bool) -> StorePair | None:
     connection (or engine, or client) and commit a durable turn together, or ``None`` when
     the URL's scheme is not this plugin's; ``open_stores`` then falls back to the two
     single-store hooks.
-    ``create`` is ``False`` when the caller must not create anything (``prism runs``): the
-    store then refuses, on first use and writing nothing, a database or tables that do not
-    exist. An implementation may leave the argument out of its signature (stores without a
-    schema, such as Redis, have nothing to create).
+    The stores connect to nothing until their first use. A store that creates its database
+    or tables on first use offers ``prism_core.stores.CreatesOnFirstUse``: when the caller
+    must not create anything (``open_stores(url, create=False)``, as ``prism runs`` does),
+    the kernel calls its ``create_nothing()`` before handing the pair over, and the store
+    then refuses, on first use and writing nothing, a database or tables that do not exist.
     """
 
 

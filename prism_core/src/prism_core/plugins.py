@@ -20,7 +20,8 @@ import prism_core.hookspecs as hookspecs
 from .errors import PrismError
 
 if TYPE_CHECKING:
-    from .durable import CheckpointStore, StorePair
+    from .durable._checkpoints import CheckpointStore
+    from .durable._pair import StorePair
     from .guardrails import GuardrailPack
     from .models import ModelConfig
     from .providers import AIProvider
@@ -227,10 +228,10 @@ class PluginHost:
         provider: AIProvider | None = self.manager.hook.prism_provider(model=model)
         return provider
 
-    def open_stores(self, url: str, *, create: bool = True) -> StorePair | None:
+    def open_stores(self, url: str) -> StorePair | None:
         """The first plugin's pair of stores for ``url``, or ``None`` (the opener checks that
-        it is a ``StorePair``); ``create=False`` asks for stores that create nothing."""
-        pair: StorePair | None = self.manager.hook.prism_open_stores(url=url, create=create)
+        it is a ``StorePair``, and tells its stores to create nothing when asked)."""
+        pair: StorePair | None = self.manager.hook.prism_open_stores(url=url)
         return pair
 
     def checkpoint_store(self, url: str, *, create: bool = True) -> CheckpointStore | None:

@@ -69,6 +69,11 @@ class EngineStoreBase:
         """Whether this store creates or upgrades its tables on first use."""
         return self._create_schema
 
+    def create_nothing(self) -> None:
+        """Refuse missing tables on first use instead of creating them; call it before the
+        first use (the schema is checked once)."""
+        self._create_schema = False
+
     @property
     def closed(self) -> bool:
         """``True`` once :meth:`aclose` was called."""

@@ -130,7 +130,7 @@ class DirectPostgres:
     """One statement at a time on the raw asyncpg connections of an engine's pool."""
 
     def __init__(self, engine: AsyncEngine, *, generic_plans: bool = False) -> None:
-        # Imported here: asyncpg is an optional dependency (the postgres extra).
+        # Deferred: asyncpg is an optional dependency (the postgres extra).
         import asyncpg  # type: ignore[import-untyped]
 
         self._engine = engine

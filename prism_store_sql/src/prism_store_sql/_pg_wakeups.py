@@ -129,12 +129,14 @@ class _PsycopgListener:
         self._connection = connection
 
     async def listen(self, channel: str) -> None:
+        # Deferred: psycopg is an optional dependency (the postgres extra).
         from psycopg import sql
 
         await self._connection.set_autocommit(True)
         await self._connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
 
     async def _received(self, seconds: float, stop_after: int | None) -> bool:
+        # Deferred: psycopg is an optional dependency (the postgres extra).
         import psycopg
 
         heard = False

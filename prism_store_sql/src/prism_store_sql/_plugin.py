@@ -55,14 +55,14 @@ class SqlStorePlugin:
         return create_sql_checkpoint_store(database, table_prefix=prefix, create_schema=create)
 
     @hookimpl
-    def prism_open_stores(self, url: str, create: bool) -> StorePair | None:
+    def prism_open_stores(self, url: str) -> StorePair | None:
         """Both SQL stores for ``url`` on one connection (or engine), committing a durable
-        turn together; ``None`` for other schemes. ``create=False``: nothing is created (a
-        missing SQLite file or missing tables are refused on first use)."""
+        turn together; ``None`` for other schemes. They create their tables on first use
+        until told ``create_nothing()`` (``open_stores(url, create=False)``)."""
         if not sql_scheme(url):
             return None
         database, prefix = split_table_prefix(url)
-        checkpoints, sessions = open_sql_stores(database, table_prefix=prefix, create_schema=create)
+        checkpoints, sessions = open_sql_stores(database, table_prefix=prefix)
         return StorePair(checkpoints, sessions)
 
     @hookimpl

@@ -201,6 +201,11 @@ class SqliteDatabase:
         """Whether the writing connection creates or upgrades the tables."""
         return self._create_schema
 
+    def create_nothing(self) -> None:
+        """Create neither the file nor the tables: refuse them missing when the connection
+        opens (it opens on first use, so this holds when called before)."""
+        self._create_schema = False
+
     @property
     def tables(self) -> Tables:
         """The SQLAlchemy tables of this database's prefix (built on first use)."""

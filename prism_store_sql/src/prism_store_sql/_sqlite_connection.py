@@ -221,7 +221,8 @@ def _check_schema(db: SqliteFile, connection: sqlite3.Connection) -> None:
 
 
 def recorded_version(connection: sqlite3.Connection, name: str) -> int:
-    # The version table read directly (no look through sqlite_master): missing means 0.
+    """The highest version recorded in the version table ``name`` (``0`` when it is
+    missing), read directly rather than looked up through ``sqlite_master``."""
     try:
         row = connection.execute(f'SELECT max(version) FROM "{name}"').fetchone()
     except sqlite3.OperationalError as error:

@@ -111,6 +111,11 @@ class _SqliteStore:
         """``True`` once :meth:`aclose` was called."""
         return self._closed
 
+    def create_nothing(self) -> None:
+        """Refuse a missing file or missing tables on first use instead of creating them
+        (for every store on this connection); call it before the first use."""
+        self._db.create_nothing()
+
     async def aclose(self) -> None:
         """Close this store; the connection closes with the last store on it. Idempotent."""
         if self._closed:

@@ -23,6 +23,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ._branch_rows import branch_tail_statements
+from ._checkpoint_rows import checkpoint_statements
+from ._ledger_sql import ledger_statements
+from ._schema import build_tables
+from ._session_rows import session_statements
 from ._sqlite import CompiledStatement, compile_sqlite
 from ._sqlite_texts import TEXTS
 
@@ -35,11 +40,6 @@ PLACEHOLDER = "prismsqltextprefix0_"
 
 def statement_builders(prefix: str) -> dict[str, Callable[[], sa.Executable]]:
     """Every stored statement by name, as a function building it for ``prefix``."""
-    from ._branch_rows import branch_tail_statements
-    from ._checkpoint_rows import checkpoint_statements
-    from ._ledger_sql import ledger_statements
-    from ._schema import build_tables
-    from ._session_rows import session_statements
 
     def checkpoints() -> Any:
         return checkpoint_statements(build_tables(prefix).checkpoints, "sqlite")

@@ -67,14 +67,17 @@ class Worker:
             self._thread.start()
 
     def submit(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
+        """Queue ``call`` for the thread (started if needed); its answer settles ``future``."""
         self._ensure_thread()
         self._items.put((future, call))
 
     def submit_write(self, item: Write) -> None:
+        """Queue a write for the thread, which may commit it with the writes queued beside it."""
         self._ensure_thread()
         self._items.put(item)
 
     def stop(self) -> None:
+        """Let the thread finish what is queued and end; idempotent."""
         if self._thread is not None:
             self._items.put(None)
             self._thread = None
@@ -150,6 +153,7 @@ def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio event loop running in this thread, or ``None``."""
     try:
         return asyncio.get_running_loop()
     except RuntimeError:

@@ -19,6 +19,7 @@ from ._card import check_input_modes, default_agent_card
 from ._discovery import card_routes
 from ._executor import PrismAgentExecutor
 from ._handler import PrismRequestHandler
+from ._push import A2APushNotifier, CheckpointPushConfigStore, PushConfigs
 from ._requests import PrismRequestContextBuilder
 from ._runs import PrismRuns
 from ._tasks import CheckpointTaskStore
@@ -45,11 +46,16 @@ def create_a2a_app(
     interrupt_before_tool: bool = False,
     restore_hooks: Sequence[Any] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    workers: int = 1,
+    lease_ms: int = 30000,
+    notifiers: Sequence[Any] = (),
+    push_notifications: bool = True,
 ) -> Starlette:
     """An ASGI app serving ``agent`` over A2A: its card at ``/.well-known/agent-card.json`` and
     JSON-RPC at ``/``: the A2A 1.0 methods ``SendMessage``, ``SendStreamingMessage``,
-    ``GetTask``, ``ListTasks`` and ``CancelTask``, and 0.3's ``message/send``,
-    ``message/stream``, ``tasks/get`` and ``tasks/cancel``.
+    ``GetTask``, ``ListTasks``, ``CancelTask``, ``SubscribeToTask`` and the task push-config
+    methods, and 0.3's ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``,
+    ``tasks/resubscribe`` and ``tasks/pushNotificationConfig/set|get|list|delete``.
 
     Each task is a durable run of ``agent`` (task id = run id, ``contextId`` = session id) on
     ``stores`` (a :class:`~prism_core.StorePair`; the ``checkpoints=`` and ``sessions=``
@@ -70,7 +76,21 @@ def create_a2a_app(
     one, serves this machine only; its callers are all ``DEFAULT_OWNERSHIP``. A body larger
     than ``max_body_bytes`` (1 MiB) is refused (413) without being read further.
     ``interrupt_before_tool=True`` makes every tool call wait for a decision;
-    ``restore_hooks`` run on every resume.
+    ``restore_hooks`` run on every claim.
+
+    The requests only decide and watch: a new task's run runs in a task of the app's own, a
+    ``decisions`` message is recorded (``decide_agent_run``) and run by the app's ``workers``
+    (started with its first request or its lifespan; ``0``: none, any other worker on the same
+    stores runs it), each claim under a ``lease_ms`` lease; every stream observes the run, so
+    a client that goes away stops watching and the run goes on to its next stop.
+
+    ``push_notifications`` (default on) serves the task push-config methods and declares
+    ``pushNotifications`` in the card: configs are kept in the checkpoint store and every
+    state change of a task with one is delivered to it through the stores' outbox
+    (:class:`~prism_a2a.A2APushNotifier`). ``notifiers`` (e.g.
+    :class:`~prism_core.WebhookNotifier`) get the same notifications. With either, the runs
+    the app starts notify, and the app's workers (or, with ``workers=0``, a deliverer of its
+    own) deliver the stores' notifications.
     """
     if authorize is not None and not callable(authorize):
         raise TypeError("authorize must be callable(request)")
@@ -81,29 +101,49 @@ def create_a2a_app(
     if agent_card is not None:
         check_input_modes(agent_card)
     check_max_body_bytes(max_body_bytes)
+    if not isinstance(push_notifications, bool):
+        raise TypeError("push_notifications must be a bool")
+    pair = store_pair(stores, checkpoints=checkpoints, sessions=sessions)
+    push = PushConfigs(pair.checkpoints) if push_notifications else None
+    if isinstance(notifiers, str | bytes):
+        raise TypeError("notifiers must be a sequence of notifiers")
+    pushing = [A2APushNotifier(pair.checkpoints, configs=push)] if push is not None else []
+    chosen = [*notifiers, *pushing]
     runs = PrismRuns(
         agent,
         definition_revision=definition_revision,
-        stores=store_pair(stores, checkpoints=checkpoints, sessions=sessions),
+        stores=pair,
         interrupt_before_tool=interrupt_before_tool,
         restore_hooks=restore_hooks,
+        workers=workers,
+        lease_ms=lease_ms,
+        notifiers=chosen,
     )
-    card = agent_card or default_agent_card(agent, url=url, version=definition_revision)
+    card = agent_card or default_agent_card(
+        agent, url=url, version=definition_revision, push_notifications=push_notifications
+    )
+    if card.capabilities.push_notifications and not push_notifications:
+        raise ValueError("the agent card declares push notifications; this app serves none")
     handler = PrismRequestHandler(
         runs=runs,
-        agent_executor=PrismAgentExecutor(),
+        agent_executor=PrismAgentExecutor(pair.checkpoints, pair.sessions),
         task_store=CheckpointTaskStore(runs),
         agent_card=card,
-        request_context_builder=PrismRequestContextBuilder(runs),
+        push_config_store=CheckpointPushConfigStore(push) if push is not None else None,
+        request_context_builder=PrismRequestContextBuilder(runs, push),
         interrupted_task_timeout=INTERRUPTED_TASK_TIMEOUT_S,
     )
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        runs.workers.ensure_started()
         try:
             yield
         finally:
-            await handler.aclose()
+            try:
+                await handler.aclose()
+            finally:
+                await runs.aclose()
 
     routes = [
         *card_routes(card),

@@ -2,7 +2,8 @@
 
 Its name is the agent's name, else its id; its description the agent's ``description``, else
 its name (never its instructions: they are the model's, not the callers'); its version the
-definition revision; it streams; it declares the JSON-RPC interface at ``url`` twice, for A2A
+definition revision; it streams, and declares push notifications when the endpoint delivers
+them; it declares the JSON-RPC interface at ``url`` twice, for A2A
 1.0 (``SendMessage``, ...) and for 0.3 (``message/send``, ...), which the same route answers;
 its input and output modes are exactly what the endpoint reads and writes. One skill stands
 for the agent. A card of the host's own may declare no input mode the endpoint does not read.
@@ -22,8 +23,11 @@ __all__ = ("MEDIA_TYPES", "check_input_modes", "default_agent_card")
 MEDIA_TYPES = ("text/plain", "application/json")
 
 
-def default_agent_card(agent: Any, *, url: str, version: str) -> AgentCard:
-    """The card of ``agent`` served at ``url`` (``version``: the definition revision)."""
+def default_agent_card(
+    agent: Any, *, url: str, version: str, push_notifications: bool = False
+) -> AgentCard:
+    """The card of ``agent`` served at ``url`` (``version``: the definition revision;
+    ``push_notifications``: whether the endpoint delivers them)."""
     name = agent.name or agent.id
     if not isinstance(name, str) or not name:
         raise ValueError("the agent needs a name or an id for its agent card")
@@ -46,7 +50,7 @@ def default_agent_card(agent: Any, *, url: str, version: str) -> AgentCard:
         description=description,
         version=version,
         supported_interfaces=interfaces,
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=push_notifications),
         default_input_modes=list(MEDIA_TYPES),
         default_output_modes=list(MEDIA_TYPES),
         skills=[skill],

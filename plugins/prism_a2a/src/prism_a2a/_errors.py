@@ -39,6 +39,8 @@ __all__ = (
     "ListTooLarge",
     "NotAuthenticated",
     "NotCancelable",
+    "PushConfigRefused",
+    "PushDeliveryError",
     "TaskNotFound",
     "UnsupportedMediaType",
     "a2a_error",
@@ -94,6 +96,20 @@ class NotCancelable(A2AEndpointError):
     code = "ERR_PRISM_A2A_NOT_CANCELABLE"
 
 
+class PushConfigRefused(A2AEndpointError):
+    """A push notification config the endpoint will not keep: too large, too many for one
+    task, or a URL that is not ``http``/``https`` with a host (or carries credentials)."""
+
+    code = "ERR_PRISM_A2A_PUSH_CONFIG"
+
+
+class PushDeliveryError(PrismError):
+    """A task's push receiver did not take an update (no answer, or not 2xx); the deliverer
+    tries the notification again later."""
+
+    code = "ERR_PRISM_A2A_PUSH_DELIVERY"
+
+
 def _described(exc: PrismError) -> tuple[str, dict[str, str]]:
     return f"{exc.code}: {exc}", {"code": exc.code}
 
@@ -116,7 +132,7 @@ def a2a_error(exc: PrismError) -> A2AError:
         return UnsupportedOperationError(message, data=data)
     if isinstance(exc, NotCancelable):
         return TaskNotCancelableError(message, data=data)
-    if isinstance(exc, AgentDecisionError | InputRefused | ContextRefused):
+    if isinstance(exc, AgentDecisionError | InputRefused | ContextRefused | PushConfigRefused):
         return InvalidParamsError(message, data=data)
     if isinstance(exc, AgentRunStateError | CheckpointConflictError | CheckpointRestoreError):
         return UnsupportedOperationError(message, data=data)

@@ -1,10 +1,14 @@
 """The Prism side of the endpoint: one agent's durable runs on the host's two stores.
 
 The agent is hosted for each caller (:meth:`prism_core.Agent.hosted`: every-turn checkpoints
-under the caller's ownership; the agent keeps the rest of its own ``run_state``). A run names
-the caller's actor as its starter; a resume carries a ``decisions`` batch (never ``continue``
-or ``resolutions``: those are host actions) and a cancel is a ``deny``, both audited with the
-caller's actor and channel. Nothing here knows the A2A protocol.
+under the caller's ownership, a lease so a worker continues a run this process dropped, and
+``notify`` when the face has notifiers; the agent keeps the rest of its own ``run_state``). A
+run names the caller's actor as its starter. Deciding is not running: a ``decisions`` batch
+(never ``continue`` or ``resolutions``: those are host actions) and a cancel (a ``deny``) are
+recorded with :func:`prism_core.decide_agent_run`, audited with the caller's actor and
+channel, and a worker (the face's own :class:`prism_web.FaceWorkers`, or any other on the same
+stores) runs what was decided. A new run runs in a task of the face's own, never in the
+request that started it. Nothing here knows the A2A protocol.
 """
 
 from __future__ import annotations
@@ -17,18 +21,18 @@ from prism_core import (
     AgentRunStateError,
     AgentRunStatus,
     Principal,
-    ResumeEventStream,
-    RunEventStream,
+    PrismError,
     StorePair,
+    ToolCallContent,
+    codec,
+    decide_agent_run,
     load_agent_run_state,
-    resume_agent_run,
-    resume_agent_run_stream,
 )
-from prism_web import Forbidden
+from prism_web import FaceWorkers, Forbidden
 
 from ._errors import InputRefused
 
-__all__ = ("MAX_MESSAGE_ID_CHARS", "MESSAGE_ID_KEY", "PrismRuns", "Scope")
+__all__ = ("MAX_MESSAGE_ID_CHARS", "MESSAGE_ID_KEY", "PrismRuns", "Scope", "StartedSession")
 
 #: The caller's ownership scope (``None``: the unscoped tenant).
 Scope = Mapping[str, str] | None
@@ -52,6 +56,9 @@ class PrismRuns:
         stores: StorePair,
         interrupt_before_tool: bool = False,
         restore_hooks: Sequence[Any] = (),
+        workers: int = 1,
+        lease_ms: int = 30000,
+        notifiers: Sequence[Any] = (),
     ) -> None:
         if not isinstance(definition_revision, str) or not definition_revision:
             raise ValueError("definition_revision must be a non-empty string")
@@ -65,6 +72,18 @@ class PrismRuns:
         self.sessions = stores.sessions
         self.interrupt_before_tool = interrupt_before_tool
         self.restore_hooks = tuple(restore_hooks)
+        self.lease_ms = lease_ms
+        #: The face's workers (decided runs, and the outbox) and its background runs (new ones).
+        self.workers = FaceWorkers(
+            stores,
+            self.resolve,
+            workers=workers,
+            lease_ms=lease_ms,
+            notifiers=notifiers,
+            restore_hooks=self.restore_hooks,
+        )
+        #: Whether the runs this face starts write their state changes to the outbox.
+        self.notify = bool(self.workers.notifiers)
         # Hosted once now, so a run_state the kernel refuses fails at create_a2a_app, not per
         # request (an agent that names its owner is checked against each caller).
         try:
@@ -82,16 +101,32 @@ class PrismRuns:
             **options,
         )
 
+    def resolve(self, agent_id: str) -> tuple[Any, str] | None:
+        """The workers' resolver: this face's agent (with ``interrupt_before_tool`` when the
+        face sets it, so a continued run keeps waiting before each call) and its revision;
+        ``None`` for another agent."""
+        if agent_id != self.agent_id:
+            return None
+        agent = self.agent
+        if self.interrupt_before_tool:
+            try:
+                agent = self._hosted(None)
+            except AgentRunStateError as exc:
+                if exc.code != _HOSTED_OWNER:
+                    raise
+        return agent, self.definition_revision
+
     def check_caller(self, caller: Principal) -> None:
         """:class:`~prism_web.Forbidden` when the agent's own ``run_state`` names another
         owner than ``caller``'s."""
         self.for_caller(caller.scope)
 
     def for_caller(self, scope: Scope, **options: Any) -> Any:
-        """The agent hosted for the owner ``scope`` (``options``: more of
-        :meth:`~prism_core.Agent.hosted`'s)."""
+        """The agent hosted for the owner ``scope`` under the face's lease and ``notify``
+        (``options``: more of :meth:`~prism_core.Agent.hosted`'s)."""
         try:
-            return self._hosted(scope, **options)
+            # A lease: a run this face started is continued by a worker if the face dies.
+            return self._hosted(scope, lease_ms=self.lease_ms, notify=self.notify, **options)
         except AgentRunStateError as exc:
             if exc.code == _HOSTED_OWNER:
                 raise Forbidden("this agent runs for another owner") from None
@@ -104,10 +139,13 @@ class PrismRuns:
         caller: Principal,
         leaf_id: str | None,
         message_id: str,
-    ) -> RunEventStream:
-        """A new durable run of ``text`` on session ``session_id`` for ``caller`` (its
-        starter), after its entry ``leaf_id`` (``None``: after its newest entry); not started
-        until read. ``message_id`` (the A2A id of the message that started it) rides every
+        *,
+        max_queued_events: int,
+    ) -> StartedSession:
+        """Start a new durable run of ``text`` on session ``session_id`` for ``caller`` (its
+        starter), after its entry ``leaf_id`` (``None``: after its newest entry), in a task of
+        the face's own; its events are watched through a subscription opened before it
+        starts. ``message_id`` (the A2A id of the message that started it) rides every
         checkpoint of the run."""
         if len(message_id) > MAX_MESSAGE_ID_CHARS:
             raise InputRefused(f"a message id may be at most {MAX_MESSAGE_ID_CHARS} characters")
@@ -115,8 +153,17 @@ class PrismRuns:
         session = agent.create_session(id=session_id, leaf_id=leaf_id)
         if leaf_id is None:
             await session.checkout()
-        stream: RunEventStream = session.stream(text, actor=caller.actor)
-        return stream
+        watching = session.subscribe(max_queued_events=max_queued_events)
+
+        async def run() -> None:
+            try:
+                await session.run(text, actor=caller.actor)
+            except PrismError:
+                pass  # a failed or aborted run ends with its own events and checkpoint
+            finally:
+                await session.close()
+
+        return StartedSession(session, watching, self.workers.start_run(run))
 
     async def status(self, run_id: str, scope: Scope) -> AgentRunStatus | None:
         """The run as its checkpoint records it, or ``None`` when it is absent, foreign, or a
@@ -126,39 +173,86 @@ class PrismRuns:
             return None
         return found
 
+    async def call_arguments(self, found: AgentRunStatus) -> dict[str, Any]:
+        """The arguments of the run's tool calls as its transcript holds them, by call id
+        (those appended after its last checkpoint included)."""
+        state = found.state
+        entries = await self.sessions.list(state.session_id)
+        arguments: dict[str, Any] = {}
+        for entry in entries:
+            message = entry.message
+            if entry.run_id != state.run_id or message is None or message.role != "assistant":
+                continue
+            for block in message.content:
+                if isinstance(block, ToolCallContent):
+                    arguments[block.id] = codec.unstructure(block.arguments)
+        return arguments
+
     async def updated_at(self, run_id: str, scope: Scope) -> float | None:
         """When the run's checkpoint was last written (epoch seconds), or ``None`` when it is
         absent or foreign."""
         record = await self.checkpoints.load(AGENT_RUN_NAMESPACE, run_id, ownership=scope)
         return None if record is None else record.updated_at
 
-    def resume(self, found: AgentRunStatus, decisions: Any, caller: Principal) -> ResumeEventStream:
-        """The resume stream of a ``decisions`` batch for the run ``found`` describes, claimed
-        at the version it was read at (a concurrent resume makes this one a conflict),
-        audited with ``caller``'s actor and channel."""
-        return resume_agent_run_stream(
-            self.for_caller(caller.scope),
-            _ref(found),
-            {"expected_version": found.version, "decisions": decisions, **_audit(caller)},
-            checkpoints=self.checkpoints,
-            definition_revision=self.definition_revision,
-            restore_hooks=self.restore_hooks,
-            ownership=caller.scope,
+    async def decide(
+        self, found: AgentRunStatus, decisions: Any, caller: Principal
+    ) -> AgentRunStatus:
+        """Record a ``decisions`` batch for the run ``found`` describes, at the version it was
+        read at (a concurrent decision makes this one a conflict), audited with ``caller``'s
+        actor and channel; nothing runs here: the face's workers (started now) run it."""
+        decided = await self._decide(
+            found, {"decisions": decisions, **_audit(caller)}, caller.scope
         )
+        self.workers.ensure_started()
+        return decided
 
     async def deny(self, found: AgentRunStatus, caller: Principal) -> str:
-        """Deny the suspended run ``found`` describes (none of its pending calls runs),
-        audited with ``caller``'s actor and channel; its status afterwards."""
-        result = await resume_agent_run(
-            self.for_caller(caller.scope),
+        """Deny the suspended run ``found`` describes (none of its pending calls runs; the
+        run ends ``denied``), audited with ``caller``'s actor and channel; its status."""
+        denied = await self._decide(found, {"decision": "deny", **_audit(caller)}, caller.scope)
+        return str(denied.state.status)
+
+    async def _decide(
+        self, found: AgentRunStatus, resume: dict[str, Any], scope: Scope
+    ) -> AgentRunStatus:
+        decided: AgentRunStatus = await decide_agent_run(
+            self.for_caller(scope),
             _ref(found),
-            {"expected_version": found.version, "decision": "deny", **_audit(caller)},
+            {"expected_version": found.version, **resume},
             checkpoints=self.checkpoints,
             definition_revision=self.definition_revision,
-            restore_hooks=self.restore_hooks,
-            ownership=caller.scope,
+            ownership=scope,
         )
-        return str(result.status)
+        return decided
+
+    async def aclose(self) -> None:
+        """Stop the face's workers and background runs (see :class:`prism_web.FaceWorkers`)."""
+        await self.workers.aclose()
+
+
+class StartedSession:
+    """A new run started in the face's own task: its session, the subscription watching it
+    (opened before it started) and the task."""
+
+    def __init__(self, session: Any, watching: Any, task: Any) -> None:
+        self.session = session
+        self.watching = watching
+        self.task = task
+
+    async def first_event(self) -> Any:
+        """The run's first event (``agent_started``); the run's refusal when it ended before
+        any event (a session that already runs, options the kernel refuses)."""
+        try:
+            return await anext(self.watching)
+        except StopAsyncIteration:
+            await self.task.wait()
+            raise PrismError(
+                "the run ended before it started", code="ERR_PRISM_A2A_INTERNAL"
+            ) from None
+
+    def stop_watching(self) -> None:
+        """Close the subscription: the run goes on."""
+        self.watching.close()
 
 
 def _audit(caller: Principal) -> dict[str, Any]:

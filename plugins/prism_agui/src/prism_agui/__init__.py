@@ -4,6 +4,9 @@
 agent at ``POST /`` to any AG-UI client (``@ag-ui/client``'s ``HttpAgent``, CopilotKit): text
 and tool calls stream as AG-UI events, a suspension before a side effect ends the AG-UI run
 with interrupts, and the next input's ``resume`` answers them as one decision batch.
+
+The endpoint answers no hook, so the distribution registers no ``prism`` entry point: plugin
+discovery (every ``prism`` command does it) never imports it or the AG-UI models.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import attrs
 
 from prism_core import (
@@ -78,7 +79,6 @@ def warm_up(settings: TaskSettings) -> None:
     opens is reported in the worker's log when it starts. Opening a store connects to
     nothing, so a database that is down does not stop the worker.
     """
-    import anyio
 
     async def open_and_close() -> None:
         async with open_task_stores(settings):

@@ -171,6 +171,8 @@ def create_run_tasks(
 
 
 def _warm_up_workers(app: Any, settings: TaskSettings) -> None:
+    # Deferred: celery's signals load the worker machinery; a process that only registers
+    # the tasks (or discovers the plugin) must not pay for it.
     from celery import signals
 
     def on_worker_setup(sender: Any = None, instance: Any = None, **_: Any) -> None:

@@ -93,12 +93,14 @@ async def _drop(pair: StorePair) -> None:
     checkpoints = pair.checkpoints
     module = type(checkpoints).__module__.split(".", 1)[0]
     if module == "prism_store_sql":
+        # Deferred: prism-runtime-sql is optional; it is installed when its store is in use.
         from prism_store_sql import SqlCheckpointStore
 
         if isinstance(checkpoints, SqlCheckpointStore):
             async with checkpoints.engine.begin() as connection:
                 await connection.run_sync(checkpoints.tables.metadata.drop_all)
     elif module == "prism_store_redis":
+        # Deferred: prism-runtime-redis is optional; it is installed when its store is in use.
         from prism_store_redis import RedisCheckpointStore
 
         if isinstance(checkpoints, RedisCheckpointStore):

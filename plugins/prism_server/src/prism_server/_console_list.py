@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import attrs
 
 from prism_core import AgentRunSummary, RunStatus, list_agent_runs
-from prism_core.durable import UnreadableRecord
+from prism_core.stores import UnreadableRecord
 
 from ._console_html import STATUS_WORDS, age, stamp, text
 from ._errors import BadRequest

@@ -15,6 +15,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from prism_core import (
+    NotifierConfigError,
+    PrismError,
+    WebhookNotifier,
+    discover_plugins,
+    discover_store_plugins,
+    open_stores,
+)
+from prism_core.plugins import NOTIFIER_GROUP, PluginHost
+
 from ._auth import is_loopback, token_from_environment
 
 __all__ = (
@@ -33,9 +43,6 @@ def notifiers_from(args: argparse.Namespace) -> list[Any]:
     """The notifiers ``args`` ask for: a webhook per ``--notify`` URL (signed with
     ``PRISM_NOTIFY_SECRET``), and those of the installed ``prism.notifiers`` plugins;
     :class:`~prism_core.NotifierConfigError` for a URL or a secret that will not do."""
-    from prism_core import NotifierConfigError, WebhookNotifier, discover_plugins
-    from prism_core.plugins import NOTIFIER_GROUP, PluginHost
-
     urls = list(getattr(args, "notify", None) or ())
     found: list[Any] = []
     if urls:
@@ -76,8 +83,6 @@ def start_refusal(args: argparse.Namespace) -> str | None:
             "(set a token, or bind to 127.0.0.1)"
         )
     if getattr(args, "notify", None):
-        from prism_core import NotifierConfigError, WebhookNotifier
-
         secret = os.environ.get(NOTIFY_SECRET_VARIABLE, "")
         if not secret:
             return f"prism serve: --notify needs the signing secret in {NOTIFY_SECRET_VARIABLE}"
@@ -95,9 +100,9 @@ def serve(args: argparse.Namespace, resolve_agent: Any) -> int:
     A refusal to start is printed on stderr: 2 for a configuration that must not be served
     (:func:`start_refusal`), 1 for a store that cannot be opened.
     """
+    # Deferred: ``prism`` imports this module to offer the ``serve`` subcommand; uvicorn and
+    # the app (Starlette) load only in a process that serves.
     import uvicorn
-
-    from prism_core import PrismError, discover_store_plugins, open_stores
 
     from ._app import create_app
 

@@ -4,57 +4,17 @@ This is the durable boundary: ``runs/`` (and everything above it) imports durabl
 here, never from the private modules behind it, so the checkpointing side can change its
 internals without the run loop noticing. Nothing in ``durable/`` imports ``runs/``,
 ``resume/``, ``sessions/`` or ``agents``; the run is read through :class:`HostRun`. This
-module must not hold behaviour beyond the deprecation shim below.
+module only re-exports; it must not hold behaviour.
 
-It re-exports the public names of ``durable/`` and the store contract that lives here (for
-store authors, :mod:`prism_core.stores` is the face). The resume API moved up to
-:mod:`prism_core.resume`; its names still resolve here for one release, with a
-``DeprecationWarning``, through a module ``__getattr__`` (the only behaviour this module has;
-a plain import would tie the boundary to the layer above it).
+It re-exports the public names of ``durable/`` that the layers above need. The store contract
+defined here (the checkpoint protocol and records, the capabilities, the memory store, the
+helpers, ``StorePair``) has one public home, :mod:`prism_core.stores`; this module must not
+export it too. The resume API lives in
+:mod:`prism_core.resume`, a layer above; this module must not name it.
 """
 
 from __future__ import annotations
 
-import importlib
-import warnings
-
-from ._capabilities import (
-    CheckpointAndBranchLoader,
-    CheckpointStamp,
-    CheckpointStampReader,
-    CheckpointStatusIndex,
-    LeaseRenewalStore,
-    SharedCommitStore,
-    StoreTransaction,
-    capability,
-    shared_transaction,
-)
-from ._checkpoints import (
-    CORRUPT_CHECKPOINT_CODE,
-    MAX_CHECKPOINT_PAGE_SIZE,
-    CheckpointLimitError,
-    CheckpointPage,
-    CheckpointRecord,
-    CheckpointStore,
-    CheckpointStoreError,
-    CheckpointStoreUnavailableError,
-    InvalidCheckpointError,
-    SaveRequest,
-    UnreadableRecord,
-    check_name,
-    check_value_bytes,
-    conflict,
-    corrupt_record,
-    decode_cursor,
-    decode_stored_metadata,
-    decode_stored_value,
-    encode_cursor,
-    list_arguments,
-    normalise_ownership,
-    stored_int,
-    validate_list,
-    validate_save,
-)
 from ._children import (
     NESTED_APPROVAL_PREFIX,
     child_run_id,
@@ -66,9 +26,7 @@ from ._fingerprint import agent_fingerprint, fingerprint_parts
 from ._gates import Gate, approvals_for, new_approval_id, scope_for
 from ._host import HostCounters, HostRun, HostSession
 from ._in_doubt import IN_DOUBT_CODE, in_doubt_calls, in_doubt_error
-from ._index import MAX_INDEXED_STATUS_CHARS, check_status, indexed_status
 from ._lifetime import check_store_lifetimes
-from ._memory import MemoryCheckpointStore, create_memory_checkpoint_store
 from ._options import (
     AGENT_RUN_NAMESPACE,
     DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS,
@@ -83,7 +41,6 @@ from ._options import (
     coerce_run_state_options,
 )
 from ._options import DEFAULT_MAX_PENDING_DECISIONS as MAX_PENDING_DECISIONS
-from ._pair import StorePair
 from ._receipts import EXECUTED, EXECUTION_FAILED, IN_DOUBT, RECEIPT_OUTCOMES, WORKER_CHANNEL
 from ._run import DurableRun, RunStateInfo
 from ._run_guards import run_guardrail_identities
@@ -99,58 +56,9 @@ from ._state import (
     StickyDecision,
     arguments_hash,
 )
-from ._store_base import CheckpointStoreBase
-from ._transaction import QueuedAppend, QueuedSave, QueuedTransaction, QueuedWrite
-
-#: Names that moved to :mod:`prism_core.resume`; resolved lazily, with a deprecation warning.
-MOVED_TO_RESUME = frozenset(
-    {
-        "MAX_APPROVAL_ID_CHARS",
-        "MAX_DECISION_BATCH",
-        "MAX_DECISION_PAYLOAD_BYTES",
-        "MAX_DECISION_REASON_BYTES",
-        "MAX_EXPECTED_VERSION",
-        "AgentRunLifecycle",
-        "AgentRunPage",
-        "AgentRunRef",
-        "AgentRunStatus",
-        "AgentRunSummary",
-        "CheckpointRestoreContext",
-        "DecisionOutcome",
-        "LegacyDecision",
-        "ResumeAbortedError",
-        "ResumeEventStream",
-        "ResumeInput",
-        "RunDecision",
-        "coerce_run_ref",
-        "create_agent_run_lifecycle",
-        "is_recoverable",
-        "lease_expires_at",
-        "list_agent_runs",
-        "load_agent_run_state",
-        "resume_agent_run",
-        "resume_agent_run_stream",
-        "summarize_run",
-        "validate_resume_input",
-    }
-)
-
-
-def __getattr__(name: str) -> object:
-    """Resolve a name that moved to :mod:`prism_core.resume`, warning once per access."""
-    if name not in MOVED_TO_RESUME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"prism_core.durable.{name} moved: import it from prism_core.resume or prism_core",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module("prism_core.resume"), name)
-
 
 __all__ = (
     "AGENT_RUN_NAMESPACE",
-    "CORRUPT_CHECKPOINT_CODE",
     "DEFAULT_CHECKPOINT_RESTORE_TIMEOUT_MS",
     "DEFAULT_MAX_AGENT_RUN_STATE_BYTES",
     "DEFAULT_MAX_PENDING_DECISIONS",
@@ -164,26 +72,12 @@ __all__ = (
     "IN_DOUBT",
     "IN_DOUBT_CODE",
     "MAX_AGENT_RUN_METADATA_BYTES",
-    "MAX_CHECKPOINT_PAGE_SIZE",
-    "MAX_INDEXED_STATUS_CHARS",
     "MAX_PENDING_DECISIONS",
     "MAX_PERSISTED_TOOL_NAMES",
-    "MOVED_TO_RESUME",
     "NESTED_APPROVAL_PREFIX",
     "RECEIPT_OUTCOMES",
     "WORKER_CHANNEL",
     "AgentRunState",
-    "CheckpointAndBranchLoader",
-    "CheckpointLimitError",
-    "CheckpointPage",
-    "CheckpointRecord",
-    "CheckpointStamp",
-    "CheckpointStampReader",
-    "CheckpointStatusIndex",
-    "CheckpointStore",
-    "CheckpointStoreBase",
-    "CheckpointStoreError",
-    "CheckpointStoreUnavailableError",
     "DecisionKind",
     "DecisionRecord",
     "DecisionScope",
@@ -194,54 +88,24 @@ __all__ = (
     "HostRun",
     "HostSession",
     "Interruption",
-    "InvalidCheckpointError",
-    "LeaseRenewalStore",
-    "MemoryCheckpointStore",
     "PendingCall",
     "PendingDecision",
-    "QueuedAppend",
-    "QueuedSave",
-    "QueuedTransaction",
-    "QueuedWrite",
     "RunStateInfo",
     "RunStateOptions",
-    "SaveRequest",
-    "UnreadableRecord",
-    "SharedCommitStore",
     "StickyDecision",
-    "StorePair",
-    "StoreTransaction",
     "agent_fingerprint",
     "expire_agent_runs",
     "expired_reason",
     "fingerprint_parts",
     "arguments_hash",
-    "capability",
-    "check_name",
-    "check_status",
-    "check_value_bytes",
     "check_store_lifetimes",
     "child_run_id",
     "child_session_id",
     "coerce_run_state_options",
-    "create_memory_checkpoint_store",
-    "conflict",
-    "corrupt_record",
-    "decode_cursor",
-    "decode_stored_metadata",
-    "decode_stored_value",
-    "encode_cursor",
     "in_doubt_calls",
     "in_doubt_error",
-    "indexed_status",
-    "list_arguments",
     "nested_approval_id",
     "new_approval_id",
-    "normalise_ownership",
     "run_guardrail_identities",
     "scope_for",
-    "shared_transaction",
-    "stored_int",
-    "validate_list",
-    "validate_save",
 )

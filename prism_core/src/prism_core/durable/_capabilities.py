@@ -19,6 +19,9 @@ protocol when the answer is ``None``, so a store without any of them keeps worki
 - :class:`CheckpointStampReader`: a record's version and fencing token alone (a
   :class:`CheckpointStamp`), without its value: the pre-dispatch ownership check a durable
   run makes before every read-only or idempotent tool call.
+- :class:`CreatesOnFirstUse`: a store that creates its database, file or tables on first use
+  and can be told to create nothing instead (``open_stores(url, create=False)`` tells the
+  stores of the pair a plugin opened).
 - :class:`~prism_core.records.BranchAndRunTailReader` (a session store's): a branch and one
   run's later entries in one round trip. It is declared with the session records, whose
   fallback read asks for it, and re-exported here.
@@ -54,7 +57,7 @@ from .._capability import capability
 from ..records._entries import SessionEntry
 from ..records._run_tail import BranchAndRunTailReader, PrefetchedBranchAndRunTail
 from ..records._store import SessionStore
-from ._checkpoints import CheckpointPage, CheckpointRecord
+from ._checkpoints import CheckpointPage, CheckpointRecord, SaveRequest
 
 __all__ = (
     "BranchAndRunTailReader",
@@ -63,6 +66,7 @@ __all__ = (
     "CheckpointStamp",
     "CheckpointStampReader",
     "CheckpointStatusIndex",
+    "CreatesOnFirstUse",
     "LeaseRenewalStore",
     "SharedCommitStore",
     "StoreTransaction",
@@ -92,7 +96,13 @@ class StoreTransaction(Protocol):
         metadata: Mapping[str, str] | None = None,
         category: str | None = None,
     ) -> None:
-        """Queue a checkpoint save (the rules of ``CheckpointStore.save``)."""
+        """Queue a checkpoint save (the rules of ``CheckpointStore.save``): the arguments
+        checked into one :class:`SaveRequest`, then :meth:`save_request`."""
+        ...
+
+    def save_request(self, request: SaveRequest) -> None:
+        """Queue the save ``request`` describes (a request from ``validate_save``): the one
+        path every queued save takes."""
         ...
 
     @property
@@ -103,6 +113,17 @@ class StoreTransaction(Protocol):
     @property
     def records(self) -> tuple[CheckpointRecord, ...]:
         """The checkpoint records written, once committed (empty before)."""
+        ...
+
+
+@runtime_checkable
+class CreatesOnFirstUse(Protocol):
+    """A store that creates its database, file or tables on first use, and can be told not
+    to (what ``open_stores(url, create=False)`` does with the pair a plugin opened)."""
+
+    def create_nothing(self) -> None:
+        """From now on, refuse a database, file or tables that do not exist (on first use,
+        writing nothing) instead of creating them; called before the store's first use."""
         ...
 
 
@@ -163,7 +184,7 @@ class CheckpointStatusIndex(Protocol):
     ``None`` or a cursor of a previous page of the same call. The index is maintained by
     ``save`` and ``delete`` atomically with the record, so a listed record has the status asked
     for at the moment it was read. The status of a value is
-    :func:`~prism_core.durable.indexed_status`.
+    :func:`~prism_core.stores.indexed_status`.
     """
 
     async def list_by_status(

@@ -7,6 +7,8 @@ them):
   owner differs from the caller's reads as absent (``load`` → ``None``, ``delete`` →
   ``False``, not listed) and a ``save`` over it raises the same generic
   :class:`~prism_core.CheckpointConflictError` as any other conflict.
+- Every write goes through ``save_request(request)``, one checked :class:`SaveRequest`; the
+  keyword ``save(namespace, key, value, ...)`` is the callers' form of the same write.
 - ``save(..., version=v)`` names the new version (a positive integer). It conflicts when a
   record exists and ``v`` is not above its version; when ``expected_version`` is given and
   differs from the stored version (``0`` means "must not exist"); when the stored record has a
@@ -34,7 +36,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import attrs
 
 from .._echo import echo
-from ..errors import CheckpointConflictError, PrismError
+from ..codec import dumps, loads
+from ..errors import AgentRunStateError, CheckpointConflictError, PrismError
 from ._ledger_rows import LedgerWrite
 
 T = TypeVar("T")
@@ -195,11 +198,18 @@ class CheckpointStore(Protocol):
     ) -> CheckpointRecord:
         """Write the record atomically or raise ``CheckpointConflictError``.
 
-        This is the callers' form. A store built on
-        :class:`~prism_core.stores.CheckpointStoreBase` implements ``save_request(request)``
-        instead and gets this method from the base, which checks the arguments into one
-        :class:`SaveRequest`.
+        This is the callers' form: the arguments checked into one :class:`SaveRequest`
+        (:func:`validate_save`, plus the store's own limits), then :meth:`save_request`. A
+        store built on :class:`~prism_core.stores.CheckpointStoreBase` gets it from the base.
         """
+        ...
+
+    async def save_request(self, request: SaveRequest) -> CheckpointRecord:
+        """Write the record ``request`` describes atomically, or raise
+        ``CheckpointConflictError`` (the rules of :meth:`save`): the one write path, which
+        the kernel calls for every save. ``request`` was checked by :func:`validate_save`;
+        the store checks only its own limits (:func:`check_value_bytes`), before any I/O,
+        and writes ``request.ledger`` in the same commit when it keeps an effect ledger."""
         ...
 
     async def delete(
@@ -277,8 +287,6 @@ def corrupt_record(namespace: str, key: str, problem: str) -> CheckpointStoreErr
 def reading_run_record(run_id: str) -> Iterator[None]:
     """Turn a corrupt-record :class:`CheckpointStoreError` raised inside the block into an
     :class:`~prism_core.AgentRunStateError` naming the run ``run_id``."""
-    from ..errors import AgentRunStateError
-
     try:
         yield
     except CheckpointStoreError as exc:
@@ -290,8 +298,6 @@ def reading_run_record(run_id: str) -> Iterator[None]:
 def decode_stored_value(text: Any, namespace: str, key: str) -> Any:
     """The JSON value of a stored record, or the :func:`corrupt_record` error when the stored
     text is missing, truncated, empty or not JSON."""
-    from ..codec import loads
-
     if not isinstance(text, str | bytes):
         raise corrupt_record(namespace, key, "its value is missing")
     try:
@@ -302,8 +308,6 @@ def decode_stored_value(text: Any, namespace: str, key: str) -> Any:
 
 def decode_stored_metadata(text: Any) -> dict[str, str] | None:
     """A stored sidecar map, or ``None`` when it is absent or not a JSON map of strings."""
-    from ..codec import loads
-
     if not isinstance(text, str | bytes):
         return None
     try:
@@ -432,8 +436,6 @@ def validate_save(
     malformed arguments and :class:`CheckpointLimitError` when the canonical value exceeds
     ``max_value_bytes``.
     """
-    from ..codec import dumps
-
     check_name(namespace, "namespace")
     check_name(key, "key")
     _check_int(version, "version", minimum=1)

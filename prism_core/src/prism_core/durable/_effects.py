@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from .._capability import capability
 from .._effect_record import EFFECT_STATUSES, EffectPage, EffectRecord
 from ..codec import dumps, loads
 from ..errors import PrismError
@@ -74,8 +75,6 @@ class EffectLedgerUnsupportedError(PrismError):
 def ledger_of(checkpoints: object) -> EffectLedger:
     """``checkpoints`` as an :class:`EffectLedger`, else :class:`EffectLedgerUnsupportedError`
     naming the store."""
-    from .._capability import capability
-
     ledger = capability(checkpoints, EffectLedger)
     if ledger is None:
         raise EffectLedgerUnsupportedError(

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from .._agent_config import AgentConfig
 from .._attention_frontier import AttentionFrontier
+from .._run_values import AgentLoopStrategy
 from ..content import Usage
 from ..guardrails import CompiledGuardrailPacks
 from ..limits import RunLimits
@@ -20,7 +21,7 @@ from ..records._transcript import Transcript
 from ..redaction import Redactor
 from ..skills import LoadedSkillSet
 
-__all__ = ("HostCounters", "HostRun", "HostSession")
+__all__ = ("HostCounters", "HostPlan", "HostRun", "HostSession")
 
 
 class HostSession(Protocol):
@@ -103,6 +104,30 @@ class HostCounters(Protocol):
         ...
 
 
+class HostPlan(Protocol):
+    """What a checkpoint reads of the run's plan (``runs/_plan.RunPlan``)."""
+
+    @property
+    def redactor(self) -> Redactor | None:
+        """The run's redactor (applied to every checkpoint)."""
+        ...
+
+    @property
+    def loop(self) -> AgentLoopStrategy:
+        """The run's loop strategy (``snapshot()`` gives its loop-local state, if it has one)."""
+        ...
+
+    @property
+    def limits(self) -> RunLimits:
+        """The run's limits."""
+        ...
+
+    @property
+    def tool_names(self) -> tuple[str, ...] | None:
+        """The tools the run may call (``None``: all)."""
+        ...
+
+
 class HostRun(Protocol):
     """The run whose frontier a :class:`~prism_core.durable._run.DurableRun` checkpoints."""
 
@@ -127,13 +152,8 @@ class HostRun(Protocol):
         ...
 
     @property
-    def redactor(self) -> Redactor | None:
-        """The run's redactor (applied to every checkpoint)."""
-        ...
-
-    @property
-    def loop(self) -> Any:
-        """The run's loop strategy (``snapshot()`` gives its loop-local state, if it has one)."""
+    def plan(self) -> HostPlan:
+        """What the run does: its limits, redactor, loop and tools."""
         ...
 
     @property
@@ -142,18 +162,8 @@ class HostRun(Protocol):
         ...
 
     @property
-    def limits(self) -> RunLimits:
-        """The run's limits."""
-        ...
-
-    @property
     def deadline(self) -> float | None:
         """The wall-time deadline on the event loop's clock, if any."""
-        ...
-
-    @property
-    def tool_names(self) -> tuple[str, ...] | None:
-        """The tools the run may call (``None``: all)."""
         ...
 
     @property

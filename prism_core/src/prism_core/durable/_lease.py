@@ -15,7 +15,7 @@ expired (or that never had one) is recoverable.
 
 Renewal: while a step of a leased run is in flight (a provider call, a tool), a task in a task
 group owned by that step writes the last state again with a fresh expiry every third of the
-lease. On a store that offers ``renew_lease`` (:class:`~prism_core.durable.LeaseRenewalStore`)
+lease. On a store that offers ``renew_lease`` (:class:`~prism_core.stores.LeaseRenewalStore`)
 the renewal keeps the version: the value is rewritten in place, conditional on the writer's
 version and fencing token, so the version an operator last read stays valid. A third-party
 store without it gets an ordinary checkpoint save, which bumps the version; either way a

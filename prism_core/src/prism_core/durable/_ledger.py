@@ -113,7 +113,7 @@ class RunLedger:
             ownership=run.options.ownership,
             fencing_token=lambda: run.fencing_token,
             approvals=lambda call_id, name: approvals_for(run.audit, run.sticky, call_id, name),
-            redactor=execution.redactor,
+            redactor=execution.plan.redactor,
         )
 
     def started(self, call: ToolCallContent, effect: str | None) -> None:

@@ -14,6 +14,7 @@ import attrs
 
 from .._echo import echo
 from .._effect_record import EffectPage
+from ..records._memory import MemorySessionStore
 from ._capabilities import CheckpointStamp
 from ._checkpoints import (
     CheckpointLimitError,
@@ -193,7 +194,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         fencing_token: int | None = None,
     ) -> None:
         """Replace the value of the record at exactly ``version``, keeping its version (see
-        :class:`~prism_core.durable.LeaseRenewalStore`); ``CheckpointConflictError`` otherwise."""
+        :class:`~prism_core.stores.LeaseRenewalStore`); ``CheckpointConflictError`` otherwise."""
         req = validate_save(
             namespace,
             key,
@@ -302,10 +303,8 @@ class MemoryCheckpointStore(CheckpointStoreBase):
 
     def shared_transaction(self, sessions: object) -> MemoryTransaction | None:
         """One commit over this store and ``sessions`` (see
-        :func:`prism_core.durable.shared_transaction`), or ``None`` unless ``sessions`` is a
+        :func:`prism_core.stores.shared_transaction`), or ``None`` unless ``sessions`` is a
         memory session store."""
-        from ..records._memory import MemorySessionStore
-
         if not isinstance(sessions, MemorySessionStore):
             return None
         return MemoryTransaction(self, sessions)

@@ -103,13 +103,15 @@ def check_revision(value: Any) -> str:
 
 def check_store(value: Any) -> CheckpointStore:
     """Something that looks like a :class:`CheckpointStore`."""
-    for method in ("load", "save", "delete", "list"):
+    for method in ("load", "save", "save_request", "delete", "list"):
         try:
             found = callable(getattr(value, method, None))
         except Exception:  # a hostile __getattr__ is a malformed option too
             found = False
         if not found:
-            raise _fail("checkpoints must be a CheckpointStore (load/save/delete/list)")
+            raise _fail(
+                "checkpoints must be a CheckpointStore (load/save/save_request/delete/list)"
+            )
     return value  # type: ignore[no-any-return]
 
 

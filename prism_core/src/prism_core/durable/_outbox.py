@@ -174,10 +174,9 @@ def pending_json(
 
 
 class Note(NamedTuple):
-    """The save that creates one outbox record, and the value it writes."""
+    """The save that creates one outbox record."""
 
     request: SaveRequest
-    value: dict[str, Any]
 
 
 def note_request(notification: Notification) -> Note:
@@ -189,7 +188,7 @@ def note_request(notification: Notification) -> Note:
         "notification": notification.to_json(),
     }
     request = validate_save(OUTBOX_NAMESPACE, notification.id, value, version=1, expected_version=0)
-    return Note(request, value)
+    return Note(request)
 
 
 def outbox_notes(
@@ -239,7 +238,7 @@ async def write_notes(store: CheckpointStore, notes: Sequence[Note]) -> None:
 
         async def attempt(note: Note = note) -> None:
             try:
-                await save_checkpoint(store, note.request, note.value)
+                await save_checkpoint(store, note.request)
             except CheckpointConflictError:
                 return  # written before (an earlier attempt whose answer was lost)
 

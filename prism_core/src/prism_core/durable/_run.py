@@ -145,7 +145,7 @@ class DurableRun:
             max_state_bytes=options.max_state_bytes,
             ownership=options.ownership,
             fencing_token=options.fencing_token,
-            redactor=execution.redactor,
+            redactor=execution.plan.redactor,
             metadata_source=metadata_source
             if metadata_source is not None
             else options.checkpoint_metadata,
@@ -197,7 +197,7 @@ class DurableRun:
     # -- building states ----------------------------------------------------------------
 
     def _loop_state(self) -> LoopStateRecord | None:
-        loop = self.execution.loop
+        loop = self.execution.plan.loop
         snapshot = getattr(loop, "snapshot", None)
         if not callable(snapshot):
             return None
@@ -310,7 +310,7 @@ class DurableRun:
             pending_input=pending_input,
             sticky_decisions=() if terminal else tuple(self.sticky),
             loop_state=self._loop_state(),
-            tool_names=execution.tool_names,
+            tool_names=execution.plan.tool_names,
             session_state=self._session_state(),
             run_guardrails=self.run_guardrails,
             error=error,
@@ -327,7 +327,7 @@ class DurableRun:
         )
 
     def _limits_data(self) -> dict[str, Any]:
-        limits = self.execution.limits
+        limits = self.execution.plan.limits
         cached = self._limits
         if cached is None or cached[0] is not limits:
             data = attrs.asdict(limits)

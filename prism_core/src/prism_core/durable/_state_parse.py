@@ -19,7 +19,13 @@ from .._echo import clip, echo
 from ..codec import converter
 from ..errors import AgentRunStateError
 from ..guardrails._decisions import GUARDRAIL_STAGES
+from ..limits import HARD_MAX_PROVIDER_BYTES, RunLimits
 from ..skills import MAX_LOADED_SKILLS
+from ._options import (
+    HARD_MAX_AGENT_RUN_STATE_BYTES,
+    HARD_MAX_PENDING_DECISIONS,
+    HARD_MAX_STICKY_DECISIONS,
+)
 from ._state import (
     _RECORDS,
     MAX_PERSISTED_TOOL_NAMES,
@@ -53,8 +59,6 @@ def _count(value: int, path: str, *, high: int | None = None) -> None:
 def _limit_kinds() -> dict[str, tuple[str, bool, int | None]]:
     """Each run limit's ``(kind, nullable, upper bound)``, kind ``"str"``, ``"int"`` or
     ``"number"``, read once from :class:`~prism_core.RunLimits`."""
-    from ..limits import HARD_MAX_PROVIDER_BYTES, RunLimits
-
     kinds: dict[str, tuple[str, bool, int | None]] = {}
     for field in attrs.fields(RunLimits):
         kind = str(field.type)
@@ -158,11 +162,6 @@ def _check_approvals(decision: PendingDecision) -> None:
 
 
 def _check_fields(state: AgentRunState) -> None:
-    from ._options import (
-        HARD_MAX_AGENT_RUN_STATE_BYTES,
-        HARD_MAX_PENDING_DECISIONS,
-        HARD_MAX_STICKY_DECISIONS,
-    )
 
     for name in ("run_id", "session_id", "agent_id", "definition_revision", "fingerprint"):
         if not getattr(state, name):

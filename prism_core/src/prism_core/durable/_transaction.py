@@ -29,7 +29,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import attrs
 
@@ -37,7 +37,9 @@ from .._echo import echo
 from ..records._entries import SessionEntry
 from ..records._store import UNSET
 from ._checkpoints import CheckpointRecord, InvalidCheckpointError, SaveRequest, validate_save
-from ._store_base import save_keywords, takes_requests
+
+if TYPE_CHECKING:
+    from ._capabilities import StoreTransaction
 
 __all__ = ("QueuedAppend", "QueuedSave", "QueuedTransaction", "QueuedWrite", "queue_save")
 
@@ -195,11 +197,7 @@ class QueuedTransaction(abc.ABC):
         self._entries = tuple(op.entry for op in queue if isinstance(op, QueuedAppend))
 
 
-def queue_save(transaction: Any, request: SaveRequest, value: Any) -> None:
-    """Queue ``request`` on ``transaction``: ``save_request`` when it takes requests (the
-    rule of :func:`~._store_base.takes_requests`), else the keyword ``save`` with ``value``
-    (the value the request encodes)."""
-    if takes_requests(type(transaction)):
-        transaction.save_request(request)
-    else:
-        transaction.save(request.namespace, request.key, value, **save_keywords(request))
+def queue_save(transaction: StoreTransaction, request: SaveRequest) -> None:
+    """Queue ``request`` on ``transaction`` (``transaction.save_request``): how the kernel
+    queues every save on any store's transaction."""
+    transaction.save_request(request)

@@ -271,10 +271,9 @@ class CheckpointWriter:
         self,
         entries: tuple[Any, ...],
         request: SaveRequest,
-        data: Any,
         notes: tuple[Note, ...] = (),
     ) -> tuple[CheckpointRecord, bool]:
-        """``entries``, the save ``request`` (of ``data``) and the outbox ``notes`` in one
+        """``entries``, the save ``request`` and the outbox ``notes`` in one
         commit where the stores can; else the entries one by one first. Also answers whether
         the notes were committed with the save."""
         transaction = None
@@ -293,15 +292,15 @@ class CheckpointWriter:
             if self._batch is not None:
                 transaction = self._batch.checkpoint_transaction()
         if transaction is None:
-            return await save_checkpoint(self.store, request, data), False
+            return await save_checkpoint(self.store, request), False
         async with transaction as tx:
             # The save first: a commit that already landed (its answer lost) is refused by
             # the compare-and-swap, which the caller then recognises as its own write.
-            queue_save(tx, request, data)
+            queue_save(tx, request)
             for entry in entries:
                 tx.append(entry)
             for note in notes:
-                queue_save(tx, note.request, note.value)
+                queue_save(tx, note.request)
         record: CheckpointRecord = tx.records[0]
         return record, True
 
@@ -413,9 +412,9 @@ class CheckpointWriter:
         async def attempt() -> CheckpointRecord:
             try:
                 if entries or notes:
-                    committed, together[0] = await self._commit(entries, request, data, notes)
+                    committed, together[0] = await self._commit(entries, request, notes)
                     return committed
-                return await save_checkpoint(self.store, request, data)
+                return await save_checkpoint(self.store, request)
             except CheckpointConflictError:
                 # An earlier attempt (ours, or a driver's own reconnect-and-retry) may have
                 # been applied before its answer was lost: then the record is this write.

@@ -56,7 +56,7 @@ _ENTRY_KEYS = frozenset(_FIELDS)
 
 
 def decode_session_entry(data: Any) -> SessionEntry:
-    """A :class:`~prism_core.sessions.SessionEntry` from its JSON data (a decoded stored
+    """A :class:`~prism_core.records.SessionEntry` from its JSON data (a decoded stored
     entry), equal to the kernel converter's result, and failing like it on malformed data."""
     try:
         return _entry(data)

@@ -1,6 +1,6 @@
 """Entries a durable run appended to its session but has not committed yet.
 
-Under a shared commit (``prism_core.durable.shared_transaction``) an every-turn run writes a
+Under a shared commit (``prism_core.stores.shared_transaction``) an every-turn run writes a
 turn's entries together with its checkpoint. Until then the session holds them here: its leaf
 already names the newest, the history already has their messages, and a branch read adds
 them after the entries the store holds.

@@ -94,7 +94,7 @@ class MemorySessionStore:
         self, session_id: str, leaf_id: str | None, run_id: str
     ) -> BranchAndRunTail:
         """The branch ending at ``leaf_id`` and the entries of ``run_id`` appended after it
-        (see :class:`~prism_core.sessions.BranchAndRunTailReader`)."""
+        (see :class:`~prism_core.records.BranchAndRunTailReader`)."""
         path = await self.read_branch_path(session_id, leaf_id)
         ids = self._by_session.get(session_id, [])
         start = ids.index(leaf_id) + 1 if leaf_id is not None else 0

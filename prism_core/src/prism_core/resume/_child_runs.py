@@ -24,7 +24,7 @@ It must not decide what the parent does with the outcome: the tool round does
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 import attrs
@@ -36,15 +36,15 @@ from ..durable._options import RunStateOptions, coerce_run_state_options
 from ..errors import AgentRunStateError, PrismError
 from ..events import AgentEvent, SubAgentEvent
 from ..records._store import SessionStore
+from ..runs._counters import RunCounters
+from ..runs._delegation import ParentRun, charge_child, child_budget, child_guardrails
+from ..runs._driver import RunDriver
+from ..runs._execution import RunExecution
+from ..runs._options import coerce_run_options
 from ._checks import ResumeRequest, load_agent_run_state
 from ._nested import ChildContinue, child_request
 from ._pipeline import Prepared, Settled, prepare_resume
 from ._ports import ResumableAgent
-
-if TYPE_CHECKING:
-    from ..runs._driver import RunDriver
-    from ..runs._execution import RunExecution
-    from ..runs._state import RunState
 
 __all__ = ("CHILD_INPUT_SCHEMA", "SubAgentTool")
 
@@ -136,11 +136,9 @@ class SubAgentTool:
         return own.definition_revision if own is not None else parent_revision
 
     async def run_child(
-        self, parent: RunState, call: ToolCallContent, outcome: Any
+        self, parent: ParentRun, call: ToolCallContent, outcome: Any
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run the child for ``call`` (see :class:`~prism_core.runs._delegation.Delegate`)."""
-        from ..runs._delegation import charge_child
-
         child_id = child_run_id(parent.run_id, call.id)
         outcome.child_run_id = child_id
         begun = await self._begin(parent, call, child_id)
@@ -177,13 +175,12 @@ class SubAgentTool:
             assert result is not None
             outcome.result = _result_of(call, result.status, result.text, output, result)
 
-    async def _begin(self, parent: RunState, call: ToolCallContent, child_id: str) -> _Begun:
+    async def _begin(self, parent: ParentRun, call: ToolCallContent, child_id: str) -> _Begun:
         """What the child's checkpoint says to do: a stretch to drive, a settled resume's
         events and result, a suspension nobody decided, or the result of an ended child."""
-        durable = parent.durable
-        if durable is None:
+        options = parent.durable
+        if options is None:
             return _Begun(stretch=self._start(parent, call, child_id, None))
-        options = durable.options
         status = await load_agent_run_state(
             options.checkpoints, {"run_id": child_id}, ownership=options.ownership
         )
@@ -194,8 +191,7 @@ class SubAgentTool:
             return _Begun(result=await self._ended(parent, call, state))
         force = False
         if state.status == "running":
-            children = getattr(parent.resume, "children", None) or {}
-            handed: ChildContinue = children.get(call.id) or ChildContinue()
+            handed: ChildContinue = parent.children.get(call.id) or ChildContinue()
             resume: dict[str, Any] = {"expected_version": status.version, "decision": "continue"}
             if handed.resolutions:
                 resume["resolutions"] = [
@@ -205,7 +201,7 @@ class SubAgentTool:
             force = handed.force
             resume.update(handed.who)
         else:
-            pending = next((c for c in durable.pending_calls if c.tool_call_id == call.id), None)
+            pending = next((c for c in parent.pending_calls if c.tool_call_id == call.id), None)
             recorded = pending.child_resume if pending is not None else None
             if recorded is None or recorded.get("expected_version") != status.version:
                 # No decision was recorded for this suspension: it holds the parent again.
@@ -221,7 +217,7 @@ class SubAgentTool:
             ),
             guardrails=_guards(parent),
         )
-        view = self.resumable(parent.session.store)
+        view = self.resumable(parent.session_store)
         ref = {"run_id": child_id, "session_id": state.session_id}
         prepared = await prepare_resume(view, ref, resume, request)
         if isinstance(prepared, Settled):
@@ -261,20 +257,14 @@ class SubAgentTool:
 
     def _start(
         self,
-        parent: RunState,
+        parent: ParentRun,
         call: ToolCallContent,
         child_id: str,
         run_state: RunStateOptions | None,
     ) -> _Stretch:
         """A new child run on a new session, made the session's active run."""
-        from ..runs._counters import RunCounters
-        from ..runs._delegation import child_budget
-        from ..runs._driver import RunDriver
-        from ..runs._execution import RunExecution
-        from ..runs._options import coerce_run_options
-
         session = self.agent.create_session(
-            id=child_session_id(parent.run_id, call.id), store=parent.session.store
+            id=child_session_id(parent.run_id, call.id), store=parent.session_store
         )
         before = RunCounters()
         options: dict[str, Any] = {"limits": child_budget(parent, before)}
@@ -296,11 +286,11 @@ class SubAgentTool:
         session.run_slot.claim(execution)
         return _Stretch(RunDriver(execution), before)
 
-    async def _ended(self, parent: RunState, call: ToolCallContent, state: Any) -> ToolResult:
+    async def _ended(self, parent: ParentRun, call: ToolCallContent, state: Any) -> ToolResult:
         """The result of a child that already ended: its output, else its last answer."""
         text = ""
         if state.status == "succeeded" and state.output is None:
-            path = await parent.session.store.read_branch_path(state.session_id, state.leaf_id)
+            path = await parent.session_store.read_branch_path(state.session_id, state.leaf_id)
             for entry in reversed(path):
                 message = entry.message
                 if message is not None and message.role == "assistant":
@@ -309,13 +299,11 @@ class SubAgentTool:
         return _result_of(call, state.status, text, state.output, state)
 
 
-def _guards(parent: RunState) -> Any:
-    from ..runs._delegation import child_guardrails
-
+def _guards(parent: ParentRun) -> Any:
     return child_guardrails(parent.guardrails)
 
 
-def _wrap(parent: RunState, call: ToolCallContent, event: AgentEvent) -> AgentEvent:
+def _wrap(parent: ParentRun, call: ToolCallContent, event: AgentEvent) -> AgentEvent:
     return parent.emit(
         SubAgentEvent(
             session_id=parent.session_id,
@@ -328,12 +316,11 @@ def _wrap(parent: RunState, call: ToolCallContent, event: AgentEvent) -> AgentEv
     )
 
 
-def _bound(parent: RunState, execution: RunExecution, before: Any) -> None:
+def _bound(parent: ParentRun, execution: RunExecution, before: Any) -> None:
     """Narrow a child to what is left of the parent's budget (a resumed child brings the
     limits and deadline it recorded; they only narrow)."""
-    from ..runs._delegation import child_budget
-
-    execution.limits = execution.limits.narrowed(child_budget(parent, before))
+    limits = execution.plan.limits.narrowed(child_budget(parent, before))
+    execution.plan = attrs.evolve(execution.plan, limits=limits)
     if parent.deadline is not None and (
         execution.deadline is None or execution.deadline > parent.deadline
     ):

@@ -42,6 +42,7 @@ from ..events import SubAgentEvent
 from ..guardrails import GuardrailConfig
 from ..records._store import SessionStore
 from ..redaction import redact_value
+from ..runs._delegation import child_guardrails
 from ._checks import ResumeRequest, check_identity, check_version_and_status
 from ._decide import ChildWrite, Decided, resolve_decisions
 from ._doubt import settle_in_doubt
@@ -315,8 +316,6 @@ def _parent_tool_guards(
 ) -> GuardrailConfig | None:
     """The tool-call guards the parent hands its children, composed as its run composes its
     guards (the agent's, the session's packs, the run's own)."""
-    from ..runs._delegation import child_guardrails
-
     guards = agent.config.guardrails
     packs = session.compiled_packs
     if packs is not None:

@@ -28,6 +28,10 @@ from ..errors import AgentLoopStateError, AgentRunStateError, JsonSchemaError
 from ..events import AgentResumedEvent
 from ..guardrails import GuardrailConfig
 from ..limits import RunLimits
+from ..runs._counters import RunCounters
+from ..runs._driver import RunDriver
+from ..runs._execution import RunExecution
+from ..runs._options import RunOptions
 from ._checks import ResumeRequest
 from ._ports import ResumedSession
 
@@ -62,12 +66,6 @@ def resumed_execution(
 ) -> RunExecution:
     """A run on ``session`` continuing ``state``: its counters, limits, deadline and loop, and
     its own ``guardrails`` (already matched to the recorded ones)."""
-    # The run loop is imported when a resume runs, not when this module loads: ``runs/``
-    # imports the durable boundary, and loading this package's ``__init__`` (which re-exports
-    # the resume API) must not need a ``runs/`` that is still initialising.
-    from ..runs._execution import RunExecution
-    from ..runs._options import RunOptions
-
     execution = RunExecution(
         session,
         (),
@@ -82,8 +80,6 @@ def resumed_execution(
 
 def _restore_execution(execution: RunExecution, state: AgentRunState) -> None:
     """Carry the recorded counters, limits, wall deadline and loop state into the run."""
-    from ..runs._counters import RunCounters
-
     counters = state.counters
     execution.counters = RunCounters(
         turns=counters.turns,
@@ -97,22 +93,22 @@ def _restore_execution(execution: RunExecution, state: AgentRunState) -> None:
     )
     # The recorded schema decides what the resumed run's answer must be; the agent's type
     # builds its value when it is that schema.
-    execution.output_type = None
+    output_type = None
     if state.output_schema is not None:
         try:
-            execution.output_type = output_type_from_schema(
-                state.output_schema, execution.agent.output_type
-            )
+            output_type = output_type_from_schema(state.output_schema, execution.agent.output_type)
         except JsonSchemaError as exc:
             raise AgentRunStateError(f"malformed output schema in the checkpoint: {exc}") from exc
+    limits = execution.plan.limits
     if state.limits is not None:
         try:
-            execution.limits = RunLimits(**dict(state.limits))
+            limits = RunLimits(**dict(state.limits))
         except TypeError as exc:
             raise AgentRunStateError(f"malformed run limits in the checkpoint: {exc}") from exc
+    execution.plan = attrs.evolve(execution.plan, output_type=output_type, limits=limits)
     if state.wall_deadline is not None:
         execution.deadline = anyio.current_time() + (state.wall_deadline - time.time())
-    loop = execution.loop
+    loop = execution.plan.loop
     record = state.loop_state
     if record is None:
         return
@@ -146,8 +142,6 @@ def attach_durable(
 ) -> RunDriver:
     """Give the claimed ``execution`` the durable side that continues the checkpoint, make it
     the session's active run, and return its driver."""
-    from ..runs._driver import RunDriver
-
     recorded = state.session_state
     persist = (
         request.persist_session_state

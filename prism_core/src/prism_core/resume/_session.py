@@ -18,6 +18,8 @@ from ..durable._state import AgentRunState, PendingCall, RunCountersState, argum
 from ..errors import AgentRunStateError, GuardrailPackError
 from ..guardrails import CompiledGuardrailPacks, compile_guardrail_packs
 from ..guardrails._pack_identity import reinstate_refs
+from ..records._run_tail import read_branch_and_run_tail
+from ..records._store import SessionEntryNotFoundError
 from ..skills import Skill, SkillRegistry
 from ._input import ResumeInput
 from ._ports import ResumableAgent, ResumedSession
@@ -218,13 +220,8 @@ async def _advance_over_finished_work(
     (they were never marked) and are run again. Returns the leaf, its branch, the kept rounds
     and calls, whether held input was stored, and the unfinished round's anchor, owed and
     fresh calls, all from one store call that reads only the checkpoint's branch and the
-    run's entries after its leaf (:func:`~prism_core.sessions.read_branch_and_run_tail`).
+    run's entries after its leaf (:func:`~prism_core.records.read_branch_and_run_tail`).
     """
-    # Deferred: loading any module of ``sessions/`` runs its ``__init__``, which loads the run
-    # loop, which imports this package.
-    from ..records._run_tail import read_branch_and_run_tail
-    from ..records._store import SessionEntryNotFoundError
-
     try:
         read = await read_branch_and_run_tail(
             session.store, state.session_id, state.leaf_id, state.run_id, prefetched

@@ -25,6 +25,11 @@ from typing import Any
 import attrs
 
 from .._attention_frontier import AttentionFrontier
+from .._run_values import (
+    DEFAULT_ATTENTION_KEEP_LAST,
+    DEFAULT_ATTENTION_TRIGGER_RATIO,
+    AttentionSettings,
+)
 from ..codec import dumps
 from ..content import Message, TextContent, ThinkingContent, ToolResultContent
 from ..events import AttentionCompiledEvent
@@ -39,23 +44,12 @@ __all__ = (
     "thinking_key",
 )
 
-DEFAULT_ATTENTION_TRIGGER_RATIO = 0.75
-DEFAULT_ATTENTION_KEEP_LAST = 3
 #: Assistant turns whose thinking is always kept (the newest).
 THINKING_KEEP_TURNS = 1
 _KEYS = ("keep_last", "max_input_tokens", "trigger_ratio")
 _NO_COMPILER = (
     "attention_compiler: a run may only relax the agent's compiler, and the agent has none"
 )
-
-
-@attrs.frozen
-class AttentionSettings:
-    """A resolved compiler: the input cap in tokens, the trigger ratio and ``keep_last``."""
-
-    max_input_tokens: int
-    trigger_ratio: float = DEFAULT_ATTENTION_TRIGGER_RATIO
-    keep_last: int = DEFAULT_ATTENTION_KEEP_LAST
 
 
 def _fields(value: Mapping[str, Any]) -> dict[str, Any]:

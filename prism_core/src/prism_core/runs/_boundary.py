@@ -42,7 +42,7 @@ __all__ = (
 
 async def check_input(run: RunState) -> list[AgentEvent]:
     """Run the input guardrails over the run's input; a durable run's interrupt sets a gate."""
-    guards = run.guardrails.for_stage("input")
+    guards = run.plan.guardrails.for_stage("input")
     if not guards:
         return []
     records = await evaluate(run, "input", guards, run.input_messages)
@@ -70,7 +70,7 @@ async def recheck_approved_input(run: RunState, messages: tuple[Message, ...]) -
     outranks a later block), and a guard that now blocks or trips fails the run with a
     :class:`~prism_core.errors.GuardrailError` cause before anything else of the run happens.
     """
-    guards = run.guardrails.for_stage("input")
+    guards = run.plan.guardrails.for_stage("input")
     events: list[AgentEvent] = []
     remaining = guards
     while remaining:
@@ -81,7 +81,7 @@ async def recheck_approved_input(run: RunState, messages: tuple[Message, ...]) -
             break
         if decisive.action != "interrupt":
             act_on_run_stage(decisive, "input (approved)")
-        if run.guardrails.max_concurrency > 1:
+        if run.plan.guardrails.max_concurrency > 1:
             break
         remaining = remaining[len(records) :]
     return events
@@ -90,11 +90,11 @@ async def recheck_approved_input(run: RunState, messages: tuple[Message, ...]) -
 async def append_input(run: RunState) -> None:
     """Store the run's input (after a ``model_change`` entry when the model changed)."""
     transcript = run.session.transcript
-    if run.model != run.session.current_model:
-        # The entry moves the session's current model (``transcript.model``) to run.model.
-        await transcript.append_entry(kind="model_change", run_id=run.run_id, model=run.model)
+    if run.plan.model != run.session.current_model:
+        # The entry moves the session's current model (``transcript.model``) to run.plan.model.
+        await transcript.append_entry(kind="model_change", run_id=run.run_id, model=run.plan.model)
     for message in run.input_messages:
-        await transcript.append_message(redact_value(message, run.redactor), run.run_id)
+        await transcript.append_message(redact_value(message, run.plan.redactor), run.run_id)
 
 
 async def turn_boundary(run: RunState) -> list[AgentEvent]:
@@ -110,9 +110,9 @@ async def turn_boundary(run: RunState) -> list[AgentEvent]:
         await anyio.lowlevel.checkpoint()
         raise AbortRequested()
     events = await apply_pending_steers(run)
-    if run.turn_policy is not None:
+    if run.plan.turn_policy is not None:
         try:
-            await consult_turn_policy(run, run.turn_policy)
+            await consult_turn_policy(run, run.plan.turn_policy)
         except RunStopped as stopped:
             stopped.events = events
             raise
@@ -134,9 +134,9 @@ async def consult_turn_policy(run: RunState, policy: TurnPolicy) -> None:
         usage=counters.usage if counters.usage_reported else None,
         last_message=run.last_message,
         pending_steers=len(run.session.steers),
-        metadata=run.metadata,
+        metadata=run.plan.metadata,
     )
-    await decide(policy, context, run.redactor, run.agent.thread_limiter)
+    await decide(policy, context, run.plan.redactor, run.agent.thread_limiter)
 
 
 def has_pending_steers(run: RunState) -> bool:
@@ -151,9 +151,9 @@ async def apply_pending_steers(run: RunState) -> list[AgentEvent]:
     ``interrupt`` fails the run, since only run-start input can suspend.
     """
     events: list[AgentEvent] = []
-    guards = run.guardrails.for_stage("input")
+    guards = run.plan.guardrails.for_stage("input")
     for message in run.session.steers.drain():
-        message = redact_value(message, run.redactor)
+        message = redact_value(message, run.plan.redactor)
         if guards:
             records = await evaluate(run, "input", guards, (message,))
             events.extend(run.emit(decision_event(run, r)) for r in records)
@@ -178,7 +178,7 @@ async def apply_pending_steers(run: RunState) -> list[AgentEvent]:
 
 async def auto_compact(run: RunState) -> list[AgentEvent]:
     """Compact the session before the first turn when the compaction config says it is due."""
-    config = run.compaction
+    config = run.plan.compaction
     if config is None or not config.automatic:
         return []
     session = run.session

@@ -49,7 +49,7 @@ def _consumed(run: RunState) -> dict[str, float]:
         used["max_total_tokens"] = usage.total_tokens
         if usage.cost is not None:
             used["max_cost"] = usage.cost
-    limit = run.limits.max_wall_time_ms
+    limit = run.plan.limits.max_wall_time_ms
     if limit is not None and run.deadline is not None:
         used["max_wall_time_ms"] = max(0.0, limit - (run.deadline - anyio.current_time()) * 1000)
     return used
@@ -62,7 +62,7 @@ def budget_exhausted(run: RunState, breach: RunLimitBreach) -> BudgetExhaustedEv
     consumed[breach.axis] = breach.observed
     closest: list[dict[str, Any]] = []
     for axis, used in consumed.items():
-        ceiling = getattr(run.limits, axis, None)
+        ceiling = getattr(run.plan.limits, axis, None)
         if axis == breach.axis or not ceiling:
             continue
         closest.append({"axis": axis, "used": used, "limit": ceiling, "ratio": used / ceiling})

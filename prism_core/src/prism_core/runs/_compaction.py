@@ -1,17 +1,23 @@
 """Compaction: replacing the older part of a branch with one summary entry.
 
-It owns the compaction configuration, the strategy contract and the kept window; it must not
-append entries (``_compact`` does).
+It owns coercing the compaction configuration (the value, ``CompactionConfig``, lives in
+``prism_core._run_values``), the strategy contract and the kept window; it must not append
+entries (``_compact`` does).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from .._run_values import (
+    DEFAULT_KEEP_RECENT_ENTRIES,
+    CompactionConfig,
+    CompactionStrategy,
+)
 from ..content import message_text
 from ..errors import PrismError
 from ..records._entries import SessionEntry
@@ -23,12 +29,12 @@ __all__ = (
     "CompactionConfig",
     "CompactionContext",
     "CompactionResult",
+    "CompactionStrategy",
     "coerce_compaction",
     "digest_summary",
     "kept_window_start",
 )
 
-DEFAULT_KEEP_RECENT_ENTRIES = 4
 #: Each message in the default digest is shortened to this many characters, marked with "…".
 DIGEST_MESSAGE_CHARS = 200
 
@@ -55,33 +61,6 @@ class CompactionResult:
     compacted_entries: int = 0
     entry_id: str | None = None
     data: Any = None
-
-
-CompactionStrategy = Callable[[CompactionContext], Any]
-CompactionTrigger = Callable[[Any], Any]
-
-
-@attrs.frozen(kw_only=True)
-class CompactionConfig:
-    """Automatic compaction: when to compact (``threshold_entries`` messages in the effective
-    history, ``input_ratio`` of ``context_window`` reached by the latest turn's input tokens,
-    or a host ``trigger(meter) -> bool``), how much to keep, and the summary ``strategy``."""
-
-    threshold_entries: int | None = None
-    input_ratio: float | None = None
-    context_window: int | None = None
-    trigger: CompactionTrigger | None = attrs.field(default=None, eq=False)
-    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES
-    strategy: CompactionStrategy | None = attrs.field(default=None, eq=False)
-
-    @property
-    def automatic(self) -> bool:
-        """Whether any trigger is configured."""
-        return (
-            self.threshold_entries is not None
-            or self.input_ratio is not None
-            or self.trigger is not None
-        )
 
 
 def coerce_compaction(value: Any) -> CompactionConfig | None:

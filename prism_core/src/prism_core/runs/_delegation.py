@@ -3,7 +3,9 @@
 A tool whose ``execute`` is a :class:`Delegate` (``agent.as_tool()`` builds one) is not
 executed like a host function: the tool round hands the call to the delegate, which runs the
 child and yields its events, wrapped as :class:`~prism_core.SubAgentEvent`, as they happen.
-This module owns what the parent lends the child and what it takes back:
+This module owns what the parent lends the child and what it takes back. The delegate sees the
+parent through :class:`ParentRun`, a narrow view made for each call (:func:`parent_view`),
+never the parent's whole state:
 
 - the budget: the child's limits are what is left of the parent's on every shared axis
   (:func:`child_budget`), its deadline at most the parent's, and what the child spent is added
@@ -19,16 +21,18 @@ does.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import attrs
 
 from ..content import ErrorInfo, ToolCallContent, ToolResult, Usage
-from ..durable import Gate, Interruption, nested_approval_id
+from ..durable import Gate, Interruption, PendingCall, RunStateOptions, nested_approval_id
 from ..events import AgentEvent
 from ..guardrails import GuardrailConfig
+from ..limits import RunLimits
+from ..signals import AbortSignal
 from ..tools import ToolDefinition
 from ._counters import RunCounters
 from ._failures import RunFailure
@@ -37,11 +41,13 @@ from ._state import RunState
 __all__ = (
     "ChildOutcome",
     "Delegate",
+    "ParentRun",
     "charge_child",
     "child_budget",
     "child_guardrails",
     "delegate_of",
     "nested_gates",
+    "parent_view",
 )
 
 #: The counter axes a child shares with its parent, with the counter each one charges.
@@ -68,12 +74,65 @@ class ChildOutcome:
     suspension: Interruption | None = None
 
 
+@attrs.frozen(kw_only=True)
+class ParentRun:
+    """What a sub-agent's delegate sees of the run that calls it (see :func:`parent_view`)."""
+
+    run_id: str
+    """The parent run's id (the child's ids derive from it)."""
+    session_id: str
+    """The parent's session id."""
+    session_store: Any
+    """The parent's session store (the child's session lives there too)."""
+    started_by: str | None
+    """Who started the parent (the child runs for the same actor)."""
+    signal: AbortSignal
+    """The parent's abort signal (aborting the parent aborts the child)."""
+    guardrails: GuardrailConfig
+    """Every guard of the parent (its tool-call guards apply to the child's calls)."""
+    limits: RunLimits
+    """The parent's limits (the child gets what is left of them)."""
+    counters: RunCounters = attrs.field(eq=False)
+    """The parent's live counters: what the child spends is charged to them."""
+    deadline: float | None
+    """The parent's wall-time deadline (the child's is at most this)."""
+    durable: RunStateOptions | None
+    """The parent's durable options (``None``: the parent is not durable)."""
+    pending_calls: tuple[PendingCall, ...]
+    """The parent's pending calls (a suspended child's recorded decision rides one)."""
+    children: Mapping[str, Any]
+    """For a ``continue`` of the parent: by call id, what a running child's ``continue`` is
+    handed."""
+    emit: Callable[[AgentEvent], AgentEvent] = attrs.field(eq=False)
+    """Publish an event as the parent (redacted by the parent's redactor)."""
+
+
+def parent_view(run: RunState) -> ParentRun:
+    """The narrow view of ``run`` its sub-agent delegate works with."""
+    durable = run.durable
+    return ParentRun(
+        run_id=run.run_id,
+        session_id=run.session_id,
+        session_store=run.session.store,
+        started_by=run.started_by,
+        signal=run.signal,
+        guardrails=run.plan.guardrails,
+        limits=run.plan.limits,
+        counters=run.counters,
+        deadline=run.deadline,
+        durable=durable.options if durable is not None else None,
+        pending_calls=tuple(durable.pending_calls) if durable is not None else (),
+        children=getattr(run.resume, "children", None) or {},
+        emit=run.emit,
+    )
+
+
 @runtime_checkable
 class Delegate(Protocol):
     """The ``execute`` of a tool that runs a sub-agent."""
 
     def run_child(
-        self, parent: RunState, call: ToolCallContent, outcome: ChildOutcome
+        self, parent: ParentRun, call: ToolCallContent, outcome: ChildOutcome
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run (start, resume or continue) the child for ``call``, yielding its events as the
         parent emits them, and fill ``outcome`` before the generator ends."""
@@ -99,7 +158,7 @@ def child_guardrails(guards: GuardrailConfig) -> GuardrailConfig | None:
     )
 
 
-def child_budget(parent: RunState, spent: RunCounters) -> dict[str, Any]:
+def child_budget(parent: ParentRun, spent: RunCounters) -> dict[str, Any]:
     """The child's limits, as run limits: on each axis the parent limits, what the child
     ``spent`` before (its counters when this stretch starts) plus what the parent has left."""
     limits, counters = parent.limits, parent.counters
@@ -143,7 +202,7 @@ def _usage_spent(after: Usage, before: Usage) -> Usage:
     )
 
 
-def charge_child(parent: RunState, before: RunCounters, after: RunCounters) -> None:
+def charge_child(parent: ParentRun, before: RunCounters, after: RunCounters) -> None:
     """Add what the child spent between ``before`` and ``after`` to the parent's counters and
     check them against the parent's limits (a breach ends the parent like its own would)."""
     counters = parent.counters

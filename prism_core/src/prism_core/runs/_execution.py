@@ -50,14 +50,14 @@ class RunExecution(RunState):
         """The run's events, from ``agent_started`` to ``agent_finished``, ``error``,
         ``agent_suspended`` (durable runs) or, after ``agent_resumed``, the same endings."""
         try:
-            if self.resume is None and self.limits.max_wall_time_ms is not None:
-                self.deadline = anyio.current_time() + self.limits.max_wall_time_ms / 1000
+            if self.resume is None and self.plan.limits.max_wall_time_ms is not None:
+                self.deadline = anyio.current_time() + self.plan.limits.max_wall_time_ms / 1000
             yield self.emit(AgentStartedEvent(session_id=self.session_id, run_id=self.run_id))
             if self.resume is not None:
                 assert self.resume.resumed_event is not None
                 yield self.emit(self.resume.resumed_event)
             self.provider = await resolve_provider(self)
-            await self.session.run_slot.ensure_started(self.run_id, self.metadata, self.signal)
+            await self.session.run_slot.ensure_started(self.run_id, self.plan.metadata, self.signal)
             if self.resume is None:
                 for event in await _boundary.check_input(self):
                     yield event
@@ -67,7 +67,7 @@ class RunExecution(RunState):
                     raise RunSuspended(
                         await self.durable.suspend(
                             [self.input_gate],
-                            pending_input=redact_value(self.input_messages, self.redactor),
+                            pending_input=redact_value(self.input_messages, self.plan.redactor),
                         )
                     )
                 await _boundary.append_input(self)
@@ -79,7 +79,7 @@ class RunExecution(RunState):
                 async with aclosing(resumed):
                     async for event in resumed:
                         yield event
-            async with aclosing(self.loop.run(self)) as loop_events:
+            async with aclosing(self.plan.loop.run(self)) as loop_events:
                 async for event in loop_events:
                     yield event
             for event in await _terminals.succeed(self):
@@ -114,7 +114,7 @@ class RunExecution(RunState):
             for event in await _boundary.turn_boundary(self):
                 yield event
             self.counters.turns += 1
-            self.counters.charge("max_turns", self.counters.turns, self.limits)
+            self.counters.charge("max_turns", self.counters.turns, self.plan.limits)
             turn = self.counters.turns
             logger.debug("run %s: turn %d", self.run_id, turn)
             yield self.emit(
@@ -136,9 +136,9 @@ class RunExecution(RunState):
                 yield event
             if calls:
                 self.counters.tool_rounds += 1
-                self.counters.charge("max_tool_rounds", self.counters.tool_rounds, self.limits)
+                self.counters.charge("max_tool_rounds", self.counters.tool_rounds, self.plan.limits)
                 self.counters.tool_calls += len(calls)
-                self.counters.charge("max_tool_calls", self.counters.tool_calls, self.limits)
+                self.counters.charge("max_tool_calls", self.counters.tool_calls, self.plan.limits)
                 check_decision_cap(self, calls, state.assembler.invalid_ids)
                 gates: list[Gate] | None = [] if self.durable is not None else None
                 for call in calls:
@@ -173,7 +173,7 @@ class RunExecution(RunState):
     async def add_user_message(self, message: Message) -> None:
         """Append a user message (used by loop strategies between turn sequences)."""
         await self.session.transcript.append_message(
-            redact_value(message, self.redactor), self.run_id
+            redact_value(message, self.plan.redactor), self.run_id
         )
 
     def has_pending_steers(self) -> bool:

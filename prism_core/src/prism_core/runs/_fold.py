@@ -14,12 +14,13 @@ It must not write to the session or the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, overload
 
 import anyio
 import attrs
 
+from .._run_values import DEFAULT_FOLD_KEEP_LAST, DEFAULT_FOLD_MIN_BYTES, ToolResultFold
 from .._threads import call_host
 from ..codec import dumps
 from ..content import ErrorInfo, Message, ToolResultContent
@@ -34,18 +35,7 @@ __all__ = (
     "result_text",
 )
 
-DEFAULT_FOLD_KEEP_LAST = 2
-DEFAULT_FOLD_MIN_BYTES = 8192
 _KEYS = ("keep_last", "min_bytes", "summarize")
-
-
-@attrs.frozen
-class ToolResultFold:
-    """How aged large tool results are folded (see the module docstring)."""
-
-    summarize: Callable[[str], Any] = attrs.field(eq=False)
-    keep_last: int = DEFAULT_FOLD_KEEP_LAST
-    min_bytes: int = DEFAULT_FOLD_MIN_BYTES
 
 
 def _count(value: Any, name: str, default: int) -> int:
@@ -54,6 +44,16 @@ def _count(value: Any, name: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"tool_result_fold.{name} must be a non-negative integer, got {value!r}")
     return value
+
+
+@overload
+def coerce_tool_result_fold(
+    value: Any, *, for_run: Literal[False] = False
+) -> ToolResultFold | None: ...
+
+
+@overload
+def coerce_tool_result_fold(value: Any, *, for_run: bool) -> ToolResultFold | bool | None: ...
 
 
 def coerce_tool_result_fold(value: Any, *, for_run: bool = False) -> ToolResultFold | bool | None:

@@ -52,7 +52,7 @@ async def evaluate(
         value=value,
         session_id=run.session_id,
         run_id=run.run_id,
-        metadata=run.metadata,
+        metadata=run.plan.metadata,
         tool_name=call.name if call is not None else None,
         tool_call_id=call.id if call is not None else None,
         signal=run.signal,
@@ -60,8 +60,8 @@ async def evaluate(
     return await evaluate_guardrails(
         guards,
         context,
-        max_concurrency=run.guardrails.max_concurrency,
-        redactor=run.redactor,
+        max_concurrency=run.plan.guardrails.max_concurrency,
+        redactor=run.plan.redactor,
         limiter=run.agent.thread_limiter,
     )
 

@@ -10,12 +10,13 @@ A strategy must not reach the session or the provider except through its context
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import attrs
 
+from .._run_values import AgentLoopStrategy, LoopContext
 from ..content import Message
 from ..errors import PrismError
 from ._options import InvalidOptionsError
@@ -28,39 +29,6 @@ __all__ = (
     "coerce_loop",
     "loop_is_durable",
 )
-
-
-@runtime_checkable
-class LoopContext(Protocol):
-    """What a loop strategy drives."""
-
-    run_id: str
-    session_id: str
-
-    def run_turns(self) -> AsyncGenerator[Any, None]:
-        """Provider turns (with their tool rounds) until the provider stops calling tools."""
-        ...
-
-    @property
-    def last_message(self) -> Message | None:
-        """The newest assistant message of the run."""
-        ...
-
-    async def add_user_message(self, message: Message) -> None:
-        """Append a user message to the run's history and the session store."""
-        ...
-
-
-@runtime_checkable
-class AgentLoopStrategy(Protocol):
-    """A replaceable per-run control loop."""
-
-    name: str
-    revision: str
-
-    def run(self, context: LoopContext) -> AsyncIterator[Any]:
-        """Drive the run, yielding every event ``context.run_turns()`` yields."""
-        ...
 
 
 @attrs.frozen

@@ -45,7 +45,7 @@ async def check_output(run: RunState) -> bool:
     set); ``True`` after appending a retry message. Raises :class:`RunFailure` with
     ``ERR_PRISM_OUTPUT_INVALID`` once the retries are spent.
     """
-    output_type = run.output_type
+    output_type = run.plan.output_type
     if output_type is None:
         return False
     text = run.last_message.text if run.last_message is not None else ""
@@ -55,7 +55,7 @@ async def check_output(run: RunState) -> bool:
         return False
     run.output_problems = tuple(problems)
     counters = run.counters
-    if counters.output_retries >= run.limits.max_output_retries:
+    if counters.output_retries >= run.plan.limits.max_output_retries:
         message = (
             f"The final answer does not match the output type {output_type.name!r} after "
             f"{counters.output_retries} retries: {'; '.join(problems)}"
@@ -66,5 +66,5 @@ async def check_output(run: RunState) -> bool:
         raise RunFailure(ErrorInfo(message, code=OUTPUT_INVALID))
     counters.output_retries += 1
     reply = Message.user(retry_message(problems, output_type.schema))
-    await run.session.transcript.append_message(redact_value(reply, run.redactor), run.run_id)
+    await run.session.transcript.append_message(redact_value(reply, run.plan.redactor), run.run_id)
     return True

@@ -80,11 +80,11 @@ class TurnState:
     def released(self, run: RunState, key: Any, piece: str) -> str | None:
         """What of ``piece`` the stream ``key`` may show now (see :class:`StreamRedaction`):
         ``piece`` itself without a redactor, ``None`` while a redactor holds it all back."""
-        if run.redactor is None:
+        if run.plan.redactor is None:
             return piece
         stream = self.streams.get(key)
         if stream is None:
-            stream = self.streams[key] = StreamRedaction(run.redactor)
+            stream = self.streams[key] = StreamRedaction(run.plan.redactor)
         return stream.feed(piece) or None
 
 
@@ -94,12 +94,14 @@ async def stream_turn(
     """Stream ``request`` into ``state``, retrying a failed attempt the retry policy allows."""
     assert run.provider is not None
     attempt = 0
-    buffering = bool(run.guardrails.for_stage("output"))
+    buffering = bool(run.plan.guardrails.for_stage("output"))
     run.finish_reason = None
     while True:
         attempt += 1
         run.counters.provider_attempts += 1
-        run.counters.charge("max_provider_attempts", run.counters.provider_attempts, run.limits)
+        run.counters.charge(
+            "max_provider_attempts", run.counters.provider_attempts, run.plan.limits
+        )
         error: ErrorInfo | None = None
         stream = aiter(run.provider.generate(request))
         try:
@@ -188,9 +190,9 @@ async def stream_turn(
 def _retry_decision(
     run: RunState, attempt: int, error: ErrorInfo, state: TurnState
 ) -> RetryDecision | None:
-    if run.retry is None or state.emitted:
+    if run.plan.retry is None or state.emitted:
         return None
-    return run.retry.decide(attempt, error)
+    return run.plan.retry.decide(attempt, error)
 
 
 def _without_secrets(run: RunState, text: str) -> str:
@@ -202,7 +204,7 @@ def _without_secrets(run: RunState, text: str) -> str:
 
 def _redact_provider_error(run: RunState, error: ErrorInfo) -> ErrorInfo:
     message = _without_secrets(run, error.message)
-    return redact_value(attrs.evolve(error, message=message), run.redactor)
+    return redact_value(attrs.evolve(error, message=message), run.plan.redactor)
 
 
 def _finish_reason(run: RunState, reason: Any) -> str | None:
@@ -211,7 +213,7 @@ def _finish_reason(run: RunState, reason: Any) -> str | None:
     if reason is None:
         return None
     text = reason if isinstance(reason, str) else str(reason)
-    return bounded_detail(_without_secrets(run, text), run.redactor)
+    return bounded_detail(_without_secrets(run, text), run.plan.redactor)
 
 
 def _on_provider_event(run: RunState, event: Any, state: TurnState) -> list[AgentEvent]:
@@ -241,7 +243,7 @@ def _on_provider_event(run: RunState, event: Any, state: TurnState) -> list[Agen
         arguments = event.arguments_text
         if arguments:
             arguments = state.released(run, ("tool_call", event.index), arguments)
-        if run.redactor is None or arguments or event.id is not None or event.name is not None:
+        if run.plan.redactor is None or arguments or event.id is not None or event.name is not None:
             out.append(_tool_call_delta(run, event.index, event.id, event.name, arguments))
     elif isinstance(event, ProviderToolCall):
         # Measure the call as recorded: arguments that cannot encode (NaN, a lone surrogate)
@@ -254,7 +256,7 @@ def _on_provider_event(run: RunState, event: Any, state: TurnState) -> list[Agen
                 f"Provider emitted an unknown event {event!r}", code="ERR_PRISM_PROVIDER_EVENT"
             )
         )
-    run.counters.charge("max_response_bytes", state.response_bytes, run.limits)
+    run.counters.charge("max_response_bytes", state.response_bytes, run.plan.limits)
     return out
 
 
@@ -306,7 +308,7 @@ def assistant_message(state: TurnState, calls: tuple[ToolCallContent, ...]) -> M
 async def finish_message(run: RunState, message: Message, state: TurnState) -> list[AgentEvent]:
     """Check ``message`` with the output guardrails, release what was held, and store it."""
     events: list[AgentEvent] = []
-    guards = run.guardrails.for_stage("output")
+    guards = run.plan.guardrails.for_stage("output")
     if guards:
         records = await evaluate(run, "output", guards, message)
         events.extend(run.emit(decision_event(run, record)) for record in records)
@@ -316,7 +318,7 @@ async def finish_message(run: RunState, message: Message, state: TurnState) -> l
         state.buffer.clear()
     if not state.started:
         events.append(run.emit(MessageStartedEvent(session_id=run.session_id, run_id=run.run_id)))
-    message = redact_value(message, run.redactor)
+    message = redact_value(message, run.plan.redactor)
     await run.session.transcript.append_message(message, run.run_id)
     run.last_message = message
     events.append(
@@ -334,5 +336,5 @@ async def finish_message(run: RunState, message: Message, state: TurnState) -> l
     else:
         run.session.transcript.last_input = (max(1, request_bytes(run) // 4), "estimate")
     if state.usage is not None:
-        run.counters.add_usage(state.usage, run.limits)
+        run.counters.add_usage(state.usage, run.plan.limits)
     return events

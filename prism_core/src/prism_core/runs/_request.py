@@ -30,16 +30,16 @@ async def resolve_provider(run: RunState) -> AIProvider:
     """The agent's provider, else the provider source's, else a plugin's; fail when none."""
     agent = run.agent
     provider: Any = agent.provider
-    if provider is None and run.provider_source is not None:
-        provider = run.provider_source(run.model)
+    if provider is None and run.plan.provider_source is not None:
+        provider = run.plan.provider_source(run.plan.model)
         if inspect.isawaitable(provider):
             provider = await provider
     if provider is None:
-        provider = agent.plugin_host.provider(run.model)
+        provider = agent.plugin_host.provider(run.plan.model)
     if provider is None:
         raise RunFailure(
             ErrorInfo(
-                f"No provider for model {run.model.provider}/{run.model.model}: pass "
+                f"No provider for model {run.plan.model.provider}/{run.plan.model.model}: pass "
                 "create_agent(provider=...), a provider_source, or a plugin implementing "
                 "prism_provider",
                 code="ERR_PRISM_PROVIDER_NOT_FOUND",
@@ -48,7 +48,7 @@ async def resolve_provider(run: RunState) -> AIProvider:
     if not callable(getattr(provider, "generate", None)):
         raise RunFailure(
             ErrorInfo(
-                f"Provider for {run.model.provider!r} has no generate(request) method",
+                f"Provider for {run.plan.model.provider!r} has no generate(request) method",
                 code="ERR_PRISM_PROVIDER_INVALID",
             )
         )
@@ -63,10 +63,12 @@ def _system_prompt(run: RunState) -> str | None:
     loaded = run.session.loaded_skills
     key = loaded.names()
     if run.system_key != key:
-        catalogue, bodies = render_skill_parts(run.active_skills, loaded, run.skills_disclosure)
-        agent_part, run_part = run.system_parts
+        catalogue, bodies = render_skill_parts(
+            run.plan.active_skills, loaded, run.plan.skills_disclosure
+        )
+        agent_part, run_part = run.plan.system_parts
         ordered: tuple[str | None, ...]
-        if run.input_layout == "legacy":
+        if run.plan.input_layout == "legacy":
             section = "\n\n".join(p for p in (catalogue, bodies) if p) or None
             ordered = (agent_part, run_part, section)
         else:
@@ -79,7 +81,7 @@ def _system_prompt(run: RunState) -> str | None:
 
 def _tool_specs(run: RunState) -> tuple[ProviderToolSpec, ...]:
     if run.tool_specs is None:
-        allowed = None if run.tool_names is None else set(run.tool_names)
+        allowed = None if run.plan.tool_names is None else set(run.plan.tool_names)
         run.tool_specs = tuple(
             ProviderToolSpec(tool.name, tool.description, tool.parameters)
             for tool in run.agent.registry.definitions()
@@ -89,21 +91,21 @@ def _tool_specs(run: RunState) -> tuple[ProviderToolSpec, ...]:
 
 
 def _output_spec(run: RunState) -> ProviderOutputSpec | None:
-    output = run.output_type
+    output = run.plan.output_type
     return ProviderOutputSpec(output.name, output.schema) if output is not None else None
 
 
 async def assemble_request(run: RunState) -> ProviderRequest:
     """The next provider request: policies, history, tools, system prompt, middleware."""
-    options: dict[str, Any] = dict(run.provider_options)
-    for policy in run.policies:
+    options: dict[str, Any] = dict(run.plan.provider_options)
+    for policy in run.plan.policies:
         patch = policy(
             ProviderRequest(
-                model=run.model,
+                model=run.plan.model,
                 messages=(),
-                system=run.system,
+                system=run.plan.system,
                 options=dict(options),
-                metadata=run.metadata,
+                metadata=run.plan.metadata,
                 signal=run.signal,
             )
         )
@@ -121,8 +123,8 @@ async def assemble_request(run: RunState) -> ProviderRequest:
             )
         options.update(dict(patch.get("options") or {}))
         run.secrets.extend(s for s in patch.get("secrets") or () if isinstance(s, str))
-    if run.thinking_level is not None:
-        options["thinking_level"] = run.thinking_level
+    if run.plan.thinking_level is not None:
+        options["thinking_level"] = run.plan.thinking_level
     options.setdefault("session_id", run.session_id)
     options.setdefault("cache_key", run.session_id)
     history = tuple(run.session.transcript.messages)
@@ -130,12 +132,12 @@ async def assemble_request(run: RunState) -> ProviderRequest:
     system = _system_prompt(run)
     messages = await _provider_messages(run, history, system, tools)
     request = ProviderRequest(
-        model=run.model,
+        model=run.plan.model,
         messages=messages,
         tools=tools,
         system=system,
         options=options,
-        metadata=run.metadata,
+        metadata=run.plan.metadata,
         signal=run.signal,
         output=_output_spec(run),
     )
@@ -143,15 +145,15 @@ async def assemble_request(run: RunState) -> ProviderRequest:
     request = await run.agent.middleware.run(
         "provider_request", request, run.mw_context("provider_request")
     )
-    if request is not before or run.redactor is not None:
+    if request is not before or run.plan.redactor is not None:
         # History is redacted as it is appended; only the new parts need a pass.
         request = attrs.evolve(
             request,
-            system=redact_value(request.system, run.redactor),
-            options=redact_value(dict(request.options), run.redactor),
+            system=redact_value(request.system, run.plan.redactor),
+            options=redact_value(dict(request.options), run.plan.redactor),
             messages=request.messages
             if request.messages is before.messages
-            else redact_value(request.messages, run.redactor),
+            else redact_value(request.messages, run.plan.redactor),
         )
     measured: dict[str, Any] = {
         "system": request.system,
@@ -165,8 +167,8 @@ async def assemble_request(run: RunState) -> ProviderRequest:
     run.request_messages = None if request.messages is history else request.messages
     # The cheap bound settles almost every turn; the exact size is measured only near the
     # limit, so a long history is not re-encoded before each provider call.
-    if _request_bound(run) > run.limits.max_request_bytes:
-        run.counters.charge("max_request_bytes", request_bytes(run), run.limits)
+    if _request_bound(run) > run.plan.limits.max_request_bytes:
+        run.counters.charge("max_request_bytes", request_bytes(run), run.plan.limits)
     return request
 
 
@@ -179,16 +181,16 @@ async def _provider_messages(
     """The history as this turn's provider sees it: aged large tool results folded
     (``tool_result_fold``), then the attention compiler's stubs; the transcript is unchanged."""
     messages = history
-    if run.tool_result_fold is not None:
+    if run.plan.tool_result_fold is not None:
         messages = await fold_tool_results(
-            messages, run.tool_result_fold, run.fold_summaries, run.agent.thread_limiter
+            messages, run.plan.tool_result_fold, run.fold_summaries, run.agent.thread_limiter
         )
-    if run.attention is not None:
+    if run.plan.attention is not None:
         extra = len(dumps({"system": system, "tools": [attrs.asdict(t) for t in tools]}))
         messages, event = compile_attention(
             messages,
             extra,
-            run.attention,
+            run.plan.attention,
             run.session.attention_frontier,
             session_id=run.session_id,
             run_id=run.run_id,

@@ -14,6 +14,7 @@ from ..durable import (
     MAX_PERSISTED_TOOL_NAMES,
     DurableRun,
     HostRun,
+    RunStateOptions,
     agent_fingerprint,
     check_store_lifetimes,
     coerce_run_state_options,
@@ -21,12 +22,18 @@ from ..durable import (
     run_guardrail_identities,
 )
 from ..errors import AgentLoopStateError, AgentRunStateError
-from ..guardrails import coerce_guardrails
+from ..guardrails import GuardrailConfig
 from ..skills import Skill, SkillRegistry
 from ._loops import loop_is_durable
 from ._options import InvalidOptionsError, RunOptions
 
-__all__ = ("compose_system_prompt", "resolve_skills", "start_durable", "system_prompt_parts")
+__all__ = (
+    "check_durable",
+    "compose_system_prompt",
+    "resolve_skills",
+    "start_durable",
+    "system_prompt_parts",
+)
 
 
 def compose_system_prompt(
@@ -70,7 +77,7 @@ def resolve_skills(agent: AgentConfig, options: RunOptions) -> tuple[Skill, ...]
             raise InvalidOptionsError("active_skills needs skills configured on the agent")
         return ()
     registry = isinstance(source, SkillRegistry)
-    available = source.all() if registry else tuple(source)
+    available = source.all() if isinstance(source, SkillRegistry) else tuple(source)
     for skill in available:
         if not isinstance(skill, Skill):
             raise InvalidOptionsError(f"skills must be Skill values, got {type(skill).__name__}")
@@ -90,19 +97,19 @@ def resolve_skills(agent: AgentConfig, options: RunOptions) -> tuple[Skill, ...]
     return available
 
 
-def start_durable(
-    run: HostRun,
+def check_durable(
     agent: AgentConfig,
     options: RunOptions,
     run_state: Any,
+    loop: Any,
     *,
     session_store: Any = None,
-) -> DurableRun:
-    """Validate a durable run's options before any provider work.
+) -> RunStateOptions:
+    """A durable run's options, checked before any provider work.
 
     A per-run ``run_state`` may not replace the agent's own one (configuration drift), a run
     whose checkpoints outlive the process needs a ``session_store`` that does too, and the
-    run's own ``guardrails`` must fit the checkpoint's record of them.
+    run may not override what the fingerprint describes; its ``loop`` must be durable.
     """
     state_options = coerce_run_state_options(run_state)
     assert state_options is not None
@@ -132,17 +139,24 @@ def start_durable(
             f"a durable run cannot override {', '.join(overrides)} per run: the agent "
             "fingerprint must describe what a resume will run"
         )
-    if not loop_is_durable(run.loop):
+    if not loop_is_durable(loop):
         raise AgentLoopStateError(
-            f"loop {getattr(run.loop, 'name', '?')!r} has no snapshot()/restore(), so it "
+            f"loop {getattr(loop, 'name', '?')!r} has no snapshot()/restore(), so it "
             "cannot take part in a durable run",
             code="ERR_PRISM_LOOP_NOT_DURABLE",
         )
+    return state_options
+
+
+def start_durable(
+    run: HostRun, agent: AgentConfig, options: RunStateOptions, guards: GuardrailConfig
+) -> DurableRun:
+    """The durable side of a new run on its checked ``options``; the run's own ``guards``
+    ride the checkpoint by identity (a resume must supply them)."""
     return DurableRun(
         run,
-        state_options,
-        fingerprint=agent_fingerprint(agent, state_options.definition_revision),
-        fingerprint_parts=fingerprint_parts(agent, state_options.definition_revision),
-        # The run's own guards ride the checkpoint by identity; a resume must supply them.
-        run_guardrails=run_guardrail_identities(coerce_guardrails(options.guardrails)),
+        options,
+        fingerprint=agent_fingerprint(agent, options.definition_revision),
+        fingerprint_parts=fingerprint_parts(agent, options.definition_revision),
+        run_guardrails=run_guardrail_identities(guards),
     )

@@ -49,9 +49,9 @@ async def consult_stop_hooks(run: RunState) -> bool:
     """Whether a stop hook continued the run (its message is then in the history); raises
     :class:`~._turn_policy.RunStopped` (``"hook_limit"``) when one asks to continue past the
     cap."""
-    if not run.stop_hooks:
+    if not run.plan.stop_hooks:
         return False
-    cap = run.limits.max_stop_continuations
+    cap = run.plan.limits.max_stop_continuations
     counters = run.counters
     last = run.last_message
     context = StopHookContext(
@@ -62,15 +62,14 @@ async def consult_stop_hooks(run: RunState) -> bool:
         finish_reason=run.finish_reason,
         turns=counters.turns,
         continuations=counters.stop_continuations,
-        metadata=run.metadata,
+        metadata=run.plan.metadata,
     )
-    for hook in run.stop_hooks:
+    for hook in run.plan.stop_hooks:
         try:
             verdict = await call_host(hook, context, limiter=run.agent.thread_limiter)
         except Exception as exc:
-            raise TurnPolicyError(
-                f"A stop hook raised {type(exc).__name__}: {bounded_detail(str(exc), run.redactor)}"
-            ) from exc
+            detail = bounded_detail(str(exc), run.plan.redactor)
+            raise TurnPolicyError(f"A stop hook raised {type(exc).__name__}: {detail}") from exc
         action = verdict.get("action") if isinstance(verdict, Mapping) else None
         if verdict is None or action == "finish":
             continue
@@ -87,7 +86,7 @@ async def consult_stop_hooks(run: RunState) -> bool:
             raise RunStopped(HOOK_LIMIT, None)
         counters.stop_continuations += 1
         await run.session.transcript.append_message(
-            redact_value(Message.user(message), run.redactor), run.run_id
+            redact_value(Message.user(message), run.plan.redactor), run.run_id
         )
         return True
     return False

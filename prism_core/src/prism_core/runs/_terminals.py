@@ -166,7 +166,7 @@ async def fail(run: RunState, failure: RunFailure) -> list[AgentEvent]:
         # Why the run died, before the terminal ``error``: a subscriber that stops at the
         # first terminal event still sees it.
         events.append(run.emit(budget_exhausted(run, failure.limit)))
-    error = redact_value(failure.error, run.redactor)
+    error = redact_value(failure.error, run.plan.redactor)
     events.append(run.emit(ErrorEvent(session_id=run.session_id, run_id=run.run_id, error=error)))
     run.failure_cause = failure.cause
     run.failure_record = failure.record
@@ -225,7 +225,7 @@ def _aborted(run: RunState, error: ErrorInfo) -> list[AgentEvent]:
     )
     run.result = AgentRunResult(
         **_base_result(run, "aborted"),
-        error=redact_value(error, run.redactor),
+        error=redact_value(error, run.plan.redactor),
         abort_reason=run.signal.reason,
     )
     return [event]
@@ -233,11 +233,11 @@ def _aborted(run: RunState, error: ErrorInfo) -> list[AgentEvent]:
 
 async def wall_time_terminal(run: RunState) -> list[AgentEvent]:
     """Terminal events when the wall-time deadline cancelled the step in flight."""
-    assert run.limits.max_wall_time_ms is not None
-    elapsed = run.limits.max_wall_time_ms
+    assert run.plan.limits.max_wall_time_ms is not None
+    elapsed = run.plan.limits.max_wall_time_ms
     if run.deadline is not None:
         elapsed += max(0.0, (anyio.current_time() - run.deadline) * 1000)
-    breach = RunLimitBreach("max_wall_time_ms", run.limits.max_wall_time_ms, elapsed)
+    breach = RunLimitBreach("max_wall_time_ms", run.plan.limits.max_wall_time_ms, elapsed)
     failure = RunFailure(
         ErrorInfo(str(LimitBreached(breach)), code="ERR_PRISM_RUN_LIMIT"), limit=breach
     )

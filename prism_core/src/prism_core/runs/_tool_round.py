@@ -58,7 +58,7 @@ from ..tools import (
 )
 from ._boundary import recheck_approved_input
 from ._budget import record_dispatch
-from ._delegation import ChildOutcome, delegate_of, nested_gates
+from ._delegation import ChildOutcome, delegate_of, nested_gates, parent_view
 from ._failures import AbortRequested, RunFailure, RunSuspended
 from ._guarding import act_on_tool_stage, decision_event, evaluate, strongest
 from ._state import RunState
@@ -116,7 +116,7 @@ def _tool_context(run: RunState, call: ToolCallContent) -> ToolExecutionContext:
         tool_call_id=call.id,
         tool_name=call.name,
         signal=run.signal,
-        metadata=run.metadata,
+        metadata=run.plan.metadata,
         fencing_token=run.durable.fencing_token if run.durable is not None else 0,
         on_progress=progress,
         skills=run,
@@ -157,7 +157,7 @@ async def tool_call(
         raise AbortRequested()
     call = await run.agent.middleware.run("tool_call", call, _tool_call_context(run, call))
     ask: GuardrailRecord | None = None
-    guards = run.guardrails.for_stage("tool_input")
+    guards = run.plan.guardrails.for_stage("tool_input")
     if guards:
         decisive: GuardrailRecord | None = None
         can_hold = run.durable is not None and (gates is not None or approved)
@@ -178,7 +178,7 @@ async def tool_call(
                 break
             # An ask never outranks a later deny: keep checking the guards after it.
             ask, decisive = ask or decisive, None
-            if run.guardrails.max_concurrency > 1:
+            if run.plan.guardrails.max_concurrency > 1:
                 break
             remaining = remaining[len(records) :]
         if decisive is None and ask is not None and not can_hold:
@@ -196,7 +196,7 @@ async def tool_call(
         call,
         registry=run.agent.registry,
         context=context,
-        tool_names=run.tool_names,
+        tool_names=run.plan.tool_names,
         validate=run.agent.validate,
         trust=run.agent.trust,
         permission=run.agent.permission,
@@ -275,7 +275,7 @@ async def tool_call(
     )
     if delegate is not None:
         child = ChildOutcome()
-        async with aclosing(delegate.run_child(run, call, child)) as child_events:
+        async with aclosing(delegate.run_child(parent_view(run), call, child)) as child_events:
             async for event in child_events:
                 yield event
         if child.suspension is not None:
@@ -285,7 +285,7 @@ async def tool_call(
         outcome = DispatchOutcome(child.result, "failed" if child.result.error else "executed")
     else:
         outcome = await execute_tool(
-            checked, call, context, limiter=run.agent.thread_limiter, redactor=run.redactor
+            checked, call, context, limiter=run.agent.thread_limiter, redactor=run.plan.redactor
         )
     if run.durable is not None and (approved or run.durable.receipts.owes(call.id)):
         failed = outcome.status != "executed"
@@ -308,7 +308,7 @@ async def tool_call(
                 error=result.error,
             )
         )
-    guards = run.guardrails.for_stage("tool_output")
+    guards = run.plan.guardrails.for_stage("tool_output")
     if guards:
         records = await evaluate(run, "tool_output", guards, result, call=call)
         for record in records:
@@ -341,13 +341,13 @@ def check_decision_cap(
     durable = run.durable
     if durable is None or len(calls) <= MAX_PENDING_DECISIONS:
         return
-    may_ask = bool(run.guardrails.for_stage("tool_input"))
+    may_ask = bool(run.plan.guardrails.for_stage("tool_input"))
     count = 0
     for call in calls:
         tool = run.agent.registry.get(call.name)
         if tool is None or call.id in invalid_ids:
             continue
-        if run.tool_names is not None and call.name not in run.tool_names:
+        if run.plan.tool_names is not None and call.name not in run.plan.tool_names:
             continue
         gated = (
             may_ask
@@ -429,7 +429,7 @@ async def resume_pending(run: RunState) -> AsyncGenerator[AgentEvent, None]:
 
 async def deliver(run: RunState, call: ToolCallContent, result: ToolResult) -> AgentEvent:
     """Redact ``result``, store it for the next turn, and emit ``tool_execution_finished``."""
-    result = redact_value(result, run.redactor)
+    result = redact_value(result, run.plan.redactor)
     await _append_result(run, result)
     return run.emit(
         ToolExecutionFinishedEvent(
@@ -522,7 +522,7 @@ async def _block(run: RunState, call: ToolCallContent, reason: str, error: Error
     """Answer ``call`` with an error result that it never ran, and emit
     ``tool_execution_blocked`` with ``reason``."""
     logger.warning("run %s: tool call %s (%s) blocked: %s", run.run_id, call.id, call.name, reason)
-    error = redact_value(error, run.redactor)
+    error = redact_value(error, run.plan.redactor)
     await _append_result(run, ToolResult(call.id, call.name, error=error))
     return run.emit(
         ToolExecutionBlockedEvent(
@@ -537,5 +537,5 @@ async def _block(run: RunState, call: ToolCallContent, reason: str, error: Error
 
 
 async def _append_result(run: RunState, result: ToolResult) -> None:
-    message = Message("tool", (redact_value(result, run.redactor).to_content(),))
+    message = Message("tool", (redact_value(result, run.plan.redactor).to_content(),))
     await run.session.transcript.append_message(message, run.run_id)

@@ -22,10 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
-import attrs
 
+from .._run_values import TurnPolicy, TurnPolicyContext
 from .._threads import call_sync, is_async_callable
-from ..content import Message, Usage
 from ..errors import PrismError
 from ..redaction import Redactor, redact_value
 
@@ -73,48 +72,6 @@ class RunStopped(Exception):
         self.detail = detail
         #: Events the boundary had emitted before the stop (steers applied), to be yielded.
         self.events: list[Any] = []
-
-
-@attrs.frozen(kw_only=True)
-class TurnPolicyContext:
-    """What a turn policy sees at a turn boundary: the run and its counters so far.
-
-    ``turns`` is the number of provider turns already run (``0`` before the first);
-    ``pending_steers`` counts steered messages still queued (those that reached the boundary
-    are already in the history, so a stop keeps them).
-    """
-
-    session_id: str
-    run_id: str
-    turns: int
-    provider_attempts: int
-    tool_rounds: int
-    tool_calls: int
-    usage: Usage | None
-    last_message: Message | None
-    pending_steers: int
-    metadata: Mapping[str, Any]
-
-
-def _positive_int(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-    return value
-
-
-@attrs.frozen
-class TurnPolicy:
-    """A host turn policy: ``stop(context)`` and/or ``max_turns`` (see the module doc)."""
-
-    stop: Callable[[TurnPolicyContext], Any] | None = None
-    max_turns: int | None = None
-
-    def __attrs_post_init__(self) -> None:
-        if self.stop is not None and not callable(self.stop):
-            raise TypeError("turn_policy.stop must be callable(context)")
-        _positive_int(self.max_turns, "turn_policy.max_turns")
 
 
 def coerce_turn_policy(value: Any) -> TurnPolicy | None:

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from .._capability import capability
+from ..durable._capabilities import CreatesOnFirstUse
 from ..durable._checkpoints import CheckpointStore
 from ..durable._memory import create_memory_checkpoint_store
 from ..durable._pair import StorePair
@@ -197,13 +199,17 @@ def open_stores(url: str, *, plugins: Iterable[object] = (), create: bool = True
     ``await pair.aclose()`` or ``async with``. Raises :class:`~prism_core.PrismError` with
     code ``ERR_PRISM_STORE_UNSUPPORTED`` when no composed plugin opens the URL's scheme.
     ``create=False`` (what ``prism runs`` passes) opens stores that create nothing, as for
-    :func:`open_checkpoint_store`.
+    :func:`open_checkpoint_store`: a plugin's pair is opened as for any caller and each of its
+    stores that offers :class:`~prism_core.stores.CreatesOnFirstUse` is told
+    ``create_nothing()`` before the pair is returned (a store without it has nothing to
+    create).
     """
     _check_url(url)
     if _scheme(url) == "memory":
         return StorePair(create_memory_checkpoint_store(), create_memory_session_store())
     host = _host(plugins)
-    pair = host.open_stores(url, create=create)
+    pair = host.open_stores(url)
+    opened_by_pair = pair is not None
     if pair is None:
         checkpoints = host.checkpoint_store(url, create=create)
         if checkpoints is None:
@@ -223,4 +229,9 @@ def open_stores(url: str, *, plugins: Iterable[object] = (), create: bool = True
                 f"a plugin's pair for a {_scheme(url)!r} URL holds {type(store).__name__}, "
                 f"which is not a {protocol.__name__}"
             )
+    if opened_by_pair and not create:
+        for store in pair:
+            creating = capability(store, CreatesOnFirstUse)
+            if creating is not None:
+                creating.create_nothing()
     return pair

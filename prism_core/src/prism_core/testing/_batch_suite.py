@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from ..durable import CheckpointStore, InvalidCheckpointError
 from ..durable._capabilities import CheckpointBatchStore, CheckpointStatusIndex, capability
 from ..errors import CheckpointConflictError
 from ..records import create_session_entry
+from ..stores import CheckpointStore, InvalidCheckpointError
 
 __all__ = ("CheckpointBatchConformance",)
 

@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from ..durable import CheckpointRecord, CheckpointStore, InvalidCheckpointError
 from ..errors import CheckpointConflictError
+from ..stores import CheckpointRecord, CheckpointStore, InvalidCheckpointError, validate_save
 from ._races import CheckpointRaces
 
 __all__ = ("CheckpointStoreConformance",)
@@ -136,6 +136,26 @@ class CheckpointStoreConformance(CheckpointRaces):
         record = await checkpoint_store.load(ns, "k")
         assert record is not None
         assert (record.version, record.value) == (1, {"n": 1})
+
+    @pytest.mark.anyio
+    async def test_save_request_is_the_write_path(self, checkpoint_store: CheckpointStore) -> None:
+        """``save_request`` (the path the kernel saves through) writes what the keyword
+        ``save`` of the same arguments writes, and refuses a stale request the same way,
+        changing nothing."""
+        ns = _namespace()
+        request = validate_save(
+            ns, "k", {"n": 1}, version=1, expected_version=0, metadata={"m": "1"}, category="c"
+        )
+        saved = await checkpoint_store.save_request(request)
+        assert (saved.version, saved.value, saved.metadata) == (1, {"n": 1}, {"m": "1"})
+        record = await checkpoint_store.load(ns, "k")
+        assert record is not None
+        assert (record.version, record.value, record.category) == (1, {"n": 1}, "c")
+        with pytest.raises(CheckpointConflictError):
+            await checkpoint_store.save_request(request)
+        again = await checkpoint_store.load(ns, "k")
+        assert again is not None
+        assert (again.version, again.value) == (1, {"n": 1})
 
     @pytest.mark.anyio
     async def test_compare_and_swap_succeeds_on_matching_version(

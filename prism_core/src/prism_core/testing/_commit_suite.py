@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from ..durable import CheckpointStore, InvalidCheckpointError, validate_save
 from ..durable._capabilities import shared_transaction
 from ..errors import CheckpointConflictError
 from ..records import (
@@ -17,6 +16,7 @@ from ..records import (
     SessionStore,
     create_session_entry,
 )
+from ..stores import CheckpointStore, InvalidCheckpointError, validate_save
 
 __all__ = ("SharedCommitConformance",)
 

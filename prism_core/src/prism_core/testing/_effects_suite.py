@@ -12,13 +12,14 @@ import attrs
 import pytest
 
 from .._effect_record import EffectRecord
-from ..durable import InvalidCheckpointError, validate_save
+from ..codec import dumps
 from ..durable._capabilities import shared_transaction
 from ..durable._effects import DecisionQuery, EffectLedger, list_effects
 from ..durable._ledger_rows import LedgerDecision, LedgerEffect, LedgerWrite
 from ..errors import CheckpointConflictError
 from ..records import create_session_entry
 from ..records._deletion import SessionDeleter
+from ..stores import InvalidCheckpointError, validate_save
 
 __all__ = (
     "EffectLedgerConformance",
@@ -76,8 +77,6 @@ def decision(
     run_id: str, position: int, *, owner: dict[str, str] | None, reason: str = "ok", at: float
 ) -> LedgerDecision:
     """A decision row of run ``run_id`` at ``position``, decided ``at``."""
-    from ..codec import dumps
-
     row = {
         "kind": "decision",
         "run_id": run_id,

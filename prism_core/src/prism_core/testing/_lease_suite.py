@@ -7,12 +7,8 @@ from typing import Any
 
 import pytest
 
-from ..durable import (
-    CheckpointStatusIndex,
-    InvalidCheckpointError,
-    LeaseRenewalStore,
-)
 from ..errors import CheckpointConflictError
+from ..stores import CheckpointStatusIndex, InvalidCheckpointError, LeaseRenewalStore
 
 __all__ = ("LeaseRenewalConformance",)
 
@@ -28,7 +24,7 @@ def _running(expires: int) -> dict[str, Any]:
 
 
 class LeaseRenewalConformance:
-    """The behaviour of a store that implements :class:`~prism_core.durable.LeaseRenewalStore`.
+    """The behaviour of a store that implements :class:`~prism_core.stores.LeaseRenewalStore`.
 
     Subclass it like :class:`~prism_core.testing.CheckpointStoreConformance`, with a
     ``checkpoint_store`` fixture yielding a fresh, open store. Every test writes into its own

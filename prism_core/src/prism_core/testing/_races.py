@@ -17,9 +17,9 @@ import anyio
 import pytest
 
 from ..content import Message
-from ..durable import CheckpointRecord, CheckpointStore
 from ..errors import CheckpointConflictError
 from ..records import SessionConflictError, SessionEntry, SessionStore, create_session_entry
+from ..stores import CheckpointRecord, CheckpointStore
 
 __all__ = ("CheckpointRaces", "SessionRaces")
 

@@ -1,7 +1,7 @@
 """Session store conformance: the branch-and-run-tail read a ``continue`` makes.
 
 Part of :class:`~prism_core.testing.SessionStoreConformance`. Every test reads through
-:func:`~prism_core.sessions.read_branch_and_run_tail`, so a store without the optional
+:func:`~prism_core.records.read_branch_and_run_tail`, so a store without the optional
 capability is checked on its ``list`` fallback, and a store with it on its own read, which
 must also equal the answer computed from ``list``.
 """

@@ -65,7 +65,7 @@ class SessionStoreConformance(SessionRaces, RunTailReads):
     :class:`~prism_core.SessionEntryNotFoundError`; a stale ``expected_leaf_id`` and a
     duplicate entry id raise :class:`~prism_core.SessionConflictError`. Every test uses its
     own session ids, so the suite can run against a shared server. The branch-and-run-tail
-    read (:func:`~prism_core.sessions.read_branch_and_run_tail`) is checked on the store's
+    read (:func:`~prism_core.records.read_branch_and_run_tail`) is checked on the store's
     own read when it offers one, else on its ``list`` fallback.
     """
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ..durable import CheckpointStamp, CheckpointStampReader, InvalidCheckpointError
+from ..stores import CheckpointStamp, CheckpointStampReader, InvalidCheckpointError
 
 __all__ = ("CheckpointStampConformance",)
 

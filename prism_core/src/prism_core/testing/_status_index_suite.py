@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from ..durable import CheckpointStatusIndex, InvalidCheckpointError
+from ..errors import CheckpointConflictError
+from ..stores import CheckpointStatusIndex, InvalidCheckpointError
 
 __all__ = ("CheckpointStatusIndexConformance",)
 
@@ -81,8 +82,6 @@ class CheckpointStatusIndexConformance:
     @pytest.mark.anyio
     async def test_delete_and_conflicts_keep_the_index_exact(self, checkpoint_store: Any) -> None:
         """A deleted record leaves the index; a refused save changes nothing."""
-        from ..errors import CheckpointConflictError
-
         ns, owner = _namespace(), _owner()
         await checkpoint_store.save(ns, "a", {"status": "running"}, version=1, ownership=owner)
         await checkpoint_store.save(ns, "b", {"status": "running"}, version=1, ownership=owner)
