@@ -204,3 +204,20 @@ def test_every_plugin_entry_point_names_an_object_that_answers_a_hook() -> None:
     assert "agui" not in seen
     assert "server" not in seen
     assert {"sql", "redis", "packs", "otel", "openai", "anthropic"} <= set(seen)
+
+
+def test_every_plugin_object_lives_in_its_distributions_plugin_module() -> None:
+    """One module name for the plugin object: each ``prism`` entry point names the package's
+    ``plugin``, defined in the package's ``plugin.py`` (the module itself, or an object whose
+    class that module defines)."""
+    from importlib import import_module
+    from types import ModuleType
+
+    for path in MANIFESTS:
+        project = _project(path)
+        for name, value in project.get("entry-points", {}).get("prism", {}).items():
+            package, _, attribute = value.partition(":")
+            assert attribute == "plugin", f"{project['name']}: {name} = {value}"
+            plugin = getattr(import_module(package), attribute)
+            home = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__module__
+            assert home == f"{package}.plugin", f"{project['name']}: {value} lives in {home}"

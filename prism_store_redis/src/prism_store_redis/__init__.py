@@ -13,7 +13,7 @@ from ._open import (
     create_redis_session_store,
     open_redis_stores,
 )
-from ._plugin import RedisStorePlugin, plugin
+from .plugin import RedisStorePlugin, plugin
 from ._sessions import (
     RedisSessionStore,
     RedisSessionStoreError,

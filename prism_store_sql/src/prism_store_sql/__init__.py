@@ -23,7 +23,7 @@ from ._open import (
     open_sql_stores,
     read_schema_version,
 )
-from ._plugin import SqlStorePlugin, plugin
+from .plugin import SqlStorePlugin, plugin
 from ._schema import DEFAULT_TABLE_PREFIX
 from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
 from ._store_types import SqlCheckpointStore, SqlSessionStore
