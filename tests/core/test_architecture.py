@@ -810,3 +810,14 @@ def test_session_reach_check_flags_private_members_outside_sessions(tmp_path: Pa
         "pkg.runs:2: run.session._history",
         "pkg.runs:3: session._steers",
     ]
+
+
+def test_the_kernel_tests_mirror_the_kernels_folders() -> None:
+    """``tests/core/`` holds a folder per kernel folder its tests belong to (``runs/``,
+    ``resume/``, ``durable/``, …) and no other: a test of a room sits under that room's name."""
+    tests = Path(__file__).resolve().parent
+    folders = {p.name for p in tests.iterdir() if (p / "__init__.py").exists()}
+    kernel = {p.name for p in PACKAGE_ROOT.iterdir() if (p / "__init__.py").exists()}
+    assert folders, "tests/core has no folders"
+    assert folders <= kernel, sorted(folders - kernel)
+    assert {"runs", "resume", "durable", "records", "sessions"} <= folders

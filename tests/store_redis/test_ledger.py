@@ -20,7 +20,7 @@ from prism_store_redis import (
 )
 from tests import ledger_operations
 from tests.conftest import REDIS_URL
-from tests.core.test_ledger_runs import SCENARIOS
+from tests.core.durable.test_ledger_runs import SCENARIOS
 
 
 class TestRedisEffectLedger(EffectLedgerConformance):

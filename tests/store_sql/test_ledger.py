@@ -17,7 +17,7 @@ from prism_core.testing import (
 )
 from prism_store_sql import create_sql_checkpoint_store, create_sql_session_store, open_sql_stores
 from tests import ledger_operations
-from tests.core.test_ledger_runs import SCENARIOS
+from tests.core.durable.test_ledger_runs import SCENARIOS
 
 from .conftest import PostgresServer, Target, aiosqlite_url
 

@@ -13,12 +13,12 @@ from ._open import (
     create_redis_session_store,
     open_redis_stores,
 )
-from .plugin import RedisStorePlugin, plugin
 from ._sessions import (
     RedisSessionStore,
     RedisSessionStoreError,
     RedisSessionStoreUnavailableError,
 )
+from .plugin import RedisStorePlugin, plugin
 
 __all__ = (
     "FINISHED_STATUSES",

@@ -23,11 +23,11 @@ from ._open import (
     open_sql_stores,
     read_schema_version,
 )
-from .plugin import SqlStorePlugin, plugin
 from ._schema import DEFAULT_TABLE_PREFIX
 from ._sqlite_stores import SqliteCheckpointStore, SqliteSessionStore
 from ._store_types import SqlCheckpointStore, SqlSessionStore
 from ._transaction import SqlTransaction
+from .plugin import SqlStorePlugin, plugin
 
 __all__ = (
     "DEFAULT_TABLE_PREFIX",

@@ -1,0 +1,2 @@
+"""The durable layer (prism_core/durable/): state, checkpoints, leases, fencing, receipts,
+the ledger and the outbox."""

@@ -1,0 +1,1 @@
+"""Session records (prism_core/records/): entries, transcripts, the memory session store."""

@@ -1,0 +1,2 @@
+"""Resuming durable runs (prism_core/resume/): decisions, continues, restores, listing and
+observing."""

@@ -1,0 +1,1 @@
+"""Sessions (prism_core/sessions/): the agent session and its features."""

@@ -1,0 +1,1 @@
+"""Workers (prism_core/workers/): sweeps, claims and delivery."""
