@@ -96,3 +96,24 @@ def test_the_scheme_group_names_only_the_sql_plugin(scheme: str) -> None:
 
     values = {e.value for e in entry_points(group="prism.stores", name=scheme)}
     assert values == {"prism_store_sql:plugin"}
+
+
+@pytest.mark.parametrize(
+    ("group", "name"),
+    [
+        ("prism.stores", "sqlite"),
+        ("prism.stores", "postgresql"),
+        ("prism.stores", "redis"),
+        ("prism.stores", "mongodb"),
+        ("prism.commands", "runs"),
+        ("prism", "sql"),
+    ],
+)
+def test_the_quick_entry_point_scan_agrees_with_importlib(group: str, name: str) -> None:
+    """The store plugins' lookup (which parses only the distributions that declare the
+    group) finds exactly the entry points ``importlib.metadata.entry_points`` does."""
+    from importlib.metadata import entry_points
+
+    from prism_core.plugins import _entry_points_of
+
+    assert _entry_points_of(group, name) == list(entry_points(group=group, name=name))
