@@ -129,11 +129,54 @@ class RawPostgres:
         import psycopg
 
         self.table = f"{prefix}raw"
+        self.entries = f"{prefix}raw_entries"
+        self.heads = f"{prefix}raw_heads"
         self.connection = psycopg.connect(url, autocommit=True)
         self.connection.execute(
             f"CREATE TABLE IF NOT EXISTS {self.table} (k TEXT PRIMARY KEY, version BIGINT, v TEXT)"
         )
+        self.connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.entries} (id TEXT PRIMARY KEY, session_id TEXT, "
+            "seq BIGINT, payload TEXT, UNIQUE (session_id, seq))"
+        )
+        self.connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.heads} "
+            "(session_id TEXT PRIMARY KEY, head_id TEXT, last_seq BIGINT)"
+        )
         self.counter = 0
+
+    def write_turn(self, key: str, value: str, entries: Sequence[str]) -> None:
+        """A durable turn's own rows in one statement (data-modifying CTEs, autocommit: one
+        round trip, one commit): the checkpoint upsert of :meth:`write`, the turn's session
+        entries (``entries``, varied) and that session's head moved."""
+        self.counter += 1
+        n = self.counter
+        seq = n * len(entries)
+        ids = [f"{n}-{i}" for i in range(len(entries))]
+        self.connection.execute(
+            f"WITH cp AS (INSERT INTO {self.table} (k, version, v) VALUES (%s, %s, %s) "
+            "ON CONFLICT (k) DO UPDATE SET version = excluded.version, v = excluded.v "
+            f"RETURNING 1), en AS (INSERT INTO {self.entries} (id, session_id, seq, payload) "
+            "SELECT i, %s, %s + o - 1, p FROM unnest(%s::text[], %s::text[]) "
+            f"WITH ORDINALITY AS u(i, p, o) RETURNING 1), hd AS (INSERT INTO {self.heads} "
+            "(session_id, head_id, last_seq) VALUES (%s, %s, %s) ON CONFLICT (session_id) DO "
+            "UPDATE SET head_id = excluded.head_id, last_seq = excluded.last_seq RETURNING 1) "
+            "SELECT (SELECT count(*) FROM cp), (SELECT count(*) FROM en), "
+            "(SELECT count(*) FROM hd)",
+            (
+                key,
+                n,
+                vary(value, n),
+                key,
+                seq,
+                ids,
+                [vary(p, n) for p in entries],
+                key,
+                ids[-1],
+                seq + len(entries) - 1,
+            ),
+            prepare=True,
+        )
 
     def write(self, key: str, value: str) -> None:
         """One upsert of ``value`` (varied), committed by the server (autocommit)."""
@@ -157,7 +200,8 @@ class RawPostgres:
     def close(self) -> None:
         """Drop the table and close the connection."""
         try:
-            self.connection.execute(f"DROP TABLE IF EXISTS {self.table}")
+            for table in (self.table, self.entries, self.heads):
+                self.connection.execute(f"DROP TABLE IF EXISTS {table}")
         finally:
             self.connection.close()
 
@@ -178,6 +222,19 @@ class RawRedis:
         pipe = self.client.pipeline(transaction=False)
         pipe.set(f"{self.prefix}:{key}", vary(value, self.counter))
         pipe.hset(f"{self.prefix}:{key}:meta", mapping={"version": self.counter})
+        pipe.execute()
+
+    def write_turn(self, key: str, value: str, entries: Sequence[str]) -> None:
+        """A durable turn's own rows in one ``MULTI``/``EXEC`` round trip: the value and
+        its version as :meth:`write` sets them, the turn's entries (varied) pushed to the
+        session's list and its head set."""
+        self.counter += 1
+        n = self.counter
+        pipe = self.client.pipeline(transaction=True)
+        pipe.set(f"{self.prefix}:{key}", vary(value, n))
+        pipe.hset(f"{self.prefix}:{key}:meta", mapping={"version": n})
+        pipe.rpush(f"{self.prefix}:{key}:entries", *(vary(p, n) for p in entries))
+        pipe.set(f"{self.prefix}:{key}:head", f"{n}-{len(entries) - 1}")
         pipe.execute()
 
     def read(self, key: str) -> Any:

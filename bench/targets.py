@@ -1,32 +1,44 @@
-"""Every speed target of the durable store path, PASS/FAIL, with the raw figures beside.
+"""Every speed target of the durable path, PASS/FAIL, with the raw figures beside.
 
-Each target is a ratio of Prism's figure over a floor measured in the same run, sample by
-sample interleaved with it; the floor is always the plain driver doing the same durable work
-with different bytes every time (never Prism's own code path):
+Each target is a ratio of Prism's figure over a yardstick measured in the same run, sample by
+sample (or run by run) interleaved with it, medians over the repeats. A "raw" yardstick is
+always the plain driver doing the same durable work with different bytes every time, never
+Prism's own code path. The rows, numbered as the targets (bench/README.md):
 
-- warm continue at 40 and 400 turns ≤ 2x its floor (stdlib ``sqlite3``: one read of the same
-  branch rows and ``json.loads`` of each, plus one durable write);
-- cold continue ≤ 3x its floor: a fresh process per sample, modules imported, timed from
-  ``prism_core.open_stores`` (the stores not yet opened) through the load of the run's
-  record (which opens the connection) to the model call, against a fresh
-  process that connects with ``sqlite3``, reads and decodes the branch and makes one
-  durable write;
-- 32 sessions running every-turn runs at once on one store pair keep ≥ 50% of the turns/s of
-  the same 32 sessions with no persistence (SQLite; PostgreSQL reported beside);
-- one session alone, cost per turn (the every-turn run minus the same run with no
-  persistence, per turn) ≤ 2x one raw durable write for an idempotent tool and ≤ 3x for a
-  side-effecting one; checkpoint bytes flat from the first to the last turn (within 512 B);
-  the memory store's cost per turn is shown for comparison with earlier runs;
-- a run with notifications (``notify=True``, its end written to the outbox in its last
-  commit) against the same run without, interleaved run by run (``bench/durable.py``): wall
-  time per turn ≤ 1.05x, and not one commit more (SQLite, PostgreSQL);
-- decide → dispatch (``bench/dispatch.py``): a decision recorded in this process starts its
-  tool in an idle worker in another process with p50 ≤ 10 ms and p99 ≤ 50 ms on SQLite,
-  PostgreSQL and Redis (absolute targets: the figure is the percentile itself).
+1. warm continue ≤ LangGraph's resume of the same crashed workload at 40 and 400 turns on
+   SQLite and PostgreSQL (``bench/_targets_more.py``), and ≤ 2x its floor at 40, 400 and
+   2,000 turns (stdlib ``sqlite3``: one read of the same branch rows and ``json.loads`` of
+   each, plus one durable write);
+2. cold continue (a new process per sample, the host under ``asyncio.run``, the stores
+   opened from the URL as the docs show: ``open_stores(url,
+   plugins=discover_store_plugins(url))``, timed from the opening through the model call)
+   ≤ LangGraph's (``from_conn_string`` plus its resume) and ≤ 3x its floor (a new process
+   that connects with ``sqlite3``, reads and decodes the branch and makes one durable write);
+3. one session's cost per turn (the every-turn run minus the same run with no persistence,
+   per turn) ≤ 2x the plain driver writing the turn's own rows (the checkpoint, the turn's
+   two entries, the session head) in one commit for an idempotent tool, ≤ 3x for a
+   side-effecting one, on SQLite, PostgreSQL and Redis; that cost at 2,000 turns within
+   1.2x of its cost at 40; checkpoint bytes flat (within 512 B); the one-row raw write and
+   the memory store's cost per turn shown for information;
+4. with no persistence, a sync tool's turn ≤ 1.2x an async tool's; a run on a PostgreSQL
+   session store without a durable run no dearer per turn than the same run made durable;
+5. 32 sessions running every-turn runs at once on one store pair keep ≥ 60% of the turns/s
+   of the same 32 sessions with no persistence (SQLite, PostgreSQL);
+6. decide → dispatch (``bench/dispatch.py``): a decision recorded in this process starts its
+   tool in an idle worker in another process with p50 ≤ 10 ms and p99 ≤ 50 ms on SQLite,
+   PostgreSQL and Redis (absolute: the figure is the percentile itself);
+7. ``prism runs list`` and ``prism runs show`` ≤ 0.3 s wall (a subprocess each, median;
+   ``python -c pass`` beside it);
+8. effect records: a side-effecting every-turn run over the same run whose saves reach the
+   store without their ledger rows ≤ 1.05 and not one commit more; notifications
+   (``notify=True``, the run's end written to the outbox in its last commit) against the
+   same run without: wall time ≤ 1.05x and not one commit more (SQLite, PostgreSQL).
 
 A full run (the default; ``make bench``) makes three runs and reports each target's median
 ratio over them, with each run's value; ``--quick`` (or ``PRISM_BENCH_QUICK=1``) makes one
-short run for iterating. Exit status 1 when a target is missed.
+short run for iterating. An unreachable PostgreSQL or Redis leaves its rows ``skipped``;
+without the ``bench`` extra (LangGraph) its rows are skipped too. Exit status 1 when a target
+is missed.
 """
 
 from __future__ import annotations
@@ -44,7 +56,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +70,13 @@ from _support import (
     Investigation,
     WorkerDied,
     drop_sql_tables_at,
-    format_table,
     probe_postgres,
+    probe_redis,
     probe_tool,
     unique_prefix,
     until_wal_steady,
 )
+from _targets_table import Figure, Target, make_targets, report
 
 from prism_core import (
     RunStateOptions,
@@ -76,56 +88,22 @@ from prism_core.codec import dumps
 
 SCRIPT = Path(__file__).resolve()
 
-WARM_TARGET = 2.0
-COLD_TARGET = 3.0
-CONCURRENT_TARGET = 0.5
-IDEMPOTENT_TARGET = 2.0
-EFFECT_TARGET = 3.0
-BYTES_GROWTH_TARGET = 512
-NOTIFY_TARGET = 1.05
-DISPATCH_P50_MS = 10.0
-DISPATCH_P99_MS = 50.0
-
-
-@dataclass
-class Figure:
-    """One target's samples in one run: Prism's figure, the floor's, and their ratio."""
-
-    ours: float
-    raw: float
-    ratio: float
-
-
-@dataclass
-class Target:
-    """One target across runs."""
-
-    name: str
-    limit: float
-    unit: str
-    #: ``True``: the ratio must be at least ``limit`` (a throughput share); else at most.
-    at_least: bool = False
-    runs: list[Figure] = field(default_factory=list)
-    note: str = ""
-
-    def ok(self) -> bool:
-        ratio = statistics.median(f.ratio for f in self.runs)
-        return ratio >= self.limit if self.at_least else ratio <= self.limit
-
 
 # -- continue ---------------------------------------------------------------------------------
 
 
 async def cold_child(job: dict[str, Any]) -> float:
-    """In a fresh interpreter, modules imported: ``open_stores``, the load of the run's
-    record (the version a continue names; it opens the connection) and the continue up to
-    the model call, timed; the agent is built between them, untimed."""
-    import prism_store_sql
-    from prism_core import open_stores
+    """In a fresh interpreter, modules imported, the host under ``asyncio.run``: the stores
+    opened from the URL as the docs show (``open_stores(url,
+    plugins=discover_store_plugins(url))``), the load of the run's record (the version a
+    continue names; it opens the connection) and the continue up to the model call, timed;
+    the agent is built between them, untimed."""
+    import prism_store_sql  # noqa: F401  (a module import, before the clock, as sqlite3's)
+    from prism_core import discover_store_plugins, open_stores
 
-    run, turns = job["run"], job["turns"]
+    run, turns, url = job["run"], job["turns"], job["url"]
     start = time.perf_counter()
-    pair = open_stores(job["url"], plugins=[prism_store_sql.plugin])
+    pair = open_stores(url, plugins=discover_store_plugins(url))
     record = await pair.checkpoints.load(NAMESPACE, run["run_id"])
     opened = time.perf_counter() - start
     try:
@@ -321,19 +299,29 @@ def _durable_args(args: argparse.Namespace) -> argparse.Namespace:
         repeats=args.turn_repeats,
         resumes=1,
         postgres_url=args.postgres_url,
-        redis_url=DEFAULT_REDIS_URL,
+        redis_url=args.redis_url,
     )
 
 
 # -- the run ----------------------------------------------------------------------------------
 
 
-async def one_run(args: argparse.Namespace, targets: dict[str, Target], pg: str | None) -> None:
+async def one_run(
+    args: argparse.Namespace, targets: dict[str, Target], skipped: dict[str, str]
+) -> None:
     import durable
+    from _targets_more import (
+        measure_cli,
+        measure_flat,
+        measure_langgraph,
+        measure_ledger,
+        measure_session_only,
+        measure_sync_tool,
+    )
 
     dargs = _durable_args(args)
-    for store in ("sqlite", "postgres", "memory"):
-        if store == "postgres" and pg is not None:
+    for store in ("sqlite", "postgres", "redis", "memory"):
+        if store in skipped:
             continue
         result = await durable.measure_store(store, dargs, unique_prefix())
         raw = statistics.median(result.raw_writes) * 1000 if result.raw_writes else 0.0
@@ -342,7 +330,6 @@ async def one_run(args: argparse.Namespace, targets: dict[str, Target], pg: str 
         if store == "memory":
             targets["memory"].runs.append(Figure(read_cost, 0.0, read_cost))
             continue
-        label = "SQLite" if store == "sqlite" else "PostgreSQL"
         targets[f"idem {store}"].runs.append(Figure(read_cost, raw, read_cost / raw))
         targets[f"effect {store}"].runs.append(Figure(effect_cost, raw, effect_cost / raw))
         if result.raw_turn_writes:
@@ -351,6 +338,8 @@ async def one_run(args: argparse.Namespace, targets: dict[str, Target], pg: str 
             targets[f"effect rows {store}"].runs.append(
                 Figure(effect_cost, rows, effect_cost / rows)
             )
+        if store == "redis":
+            continue
         per_turn = statistics.median(result.notify_runs) * 1000 / dargs.turns
         plain = statistics.median(result.every_runs) * 1000 / dargs.turns
         targets[f"notify {store}"].runs.append(
@@ -364,7 +353,6 @@ async def one_run(args: argparse.Namespace, targets: dict[str, Target], pg: str 
         targets[f"bytes {store}"].runs.append(
             Figure(float(result.bytes_turn_n), float(result.bytes_turn1), growth)
         )
-        targets[f"bytes {store}"].note = f"{label}: last turn vs first, bytes"
     for turns in args.continue_turns:
         warm, cold, _ = await measure_continue(
             turns, args.warm_samples, args.cold_samples if turns == args.continue_turns[0] else 0
@@ -372,10 +360,43 @@ async def one_run(args: argparse.Namespace, targets: dict[str, Target], pg: str 
         targets[f"warm {turns}"].runs.append(warm)
         if cold is not None:
             targets[f"cold {turns}"].runs.append(cold)
+    for store in ("sqlite", "postgres"):
+        if store in skipped or args.no_langgraph:
+            continue
+        prefix = unique_prefix()
+        versus = await measure_langgraph(
+            store, args, prefix, args.langgraph_turns, args.warm_samples, args.cold_samples
+        )
+        for turns, figure in versus.warm.items():
+            targets[f"lg warm {store} {turns}"].runs.append(figure)
+        if versus.cold is not None:
+            targets[f"lg cold {store}"].runs.append(versus.cold)
+    short, long = args.flat_turns
+    for store in ("sqlite", "postgres", "redis"):
+        if store in skipped:
+            continue
+        figure = await measure_flat(store, args, unique_prefix(), short, long, args.flat_repeats)
+        targets[f"flat {store}"].runs.append(figure)
+    targets["sync tool"].runs.append(await measure_sync_tool(40, args.turn_repeats * 2))
+    if "postgres" not in skipped:
+        prefix = unique_prefix()
+        try:
+            figure = await measure_session_only(
+                args.postgres_url, prefix, 40, args.turn_repeats * 2
+            )
+            targets["session only postgres"].runs.append(figure)
+        finally:
+            await drop_sql_tables_at(args.postgres_url, prefix)
+    for store in ("sqlite", "postgres"):
+        if store in skipped:
+            continue
+        wall, commits = await measure_ledger(store, args, unique_prefix(), 40, args.turn_repeats)
+        targets[f"ledger {store}"].runs.append(wall)
+        targets[f"ledger commits {store}"].runs.append(commits)
     with tempfile.TemporaryDirectory(prefix="prism-targets-") as name:
         url = f"sqlite:///{Path(name) / 'many.db'}"
         targets["many sqlite"].runs.append(await measure_concurrent(url, unique_prefix(), args))
-    if pg is None:
+    if "postgres" not in skipped:
         prefix = unique_prefix()
         try:
             targets["many postgres"].runs.append(
@@ -383,6 +404,8 @@ async def one_run(args: argparse.Namespace, targets: dict[str, Target], pg: str 
             )
         finally:
             await drop_sql_tables_at(args.postgres_url, prefix)
+    for command, figure in (await measure_cli(args.cli_samples)).items():
+        targets[f"cli {command}"].runs.append(figure)
     await measure_dispatch(args, targets)
 
 
@@ -394,7 +417,7 @@ async def measure_dispatch(args: argparse.Namespace, targets: dict[str, Target])
         decisions=args.dispatch_decisions,
         backends=list(dispatch.BACKENDS),
         postgres_url=args.postgres_url,
-        redis_url=DEFAULT_REDIS_URL,
+        redis_url=args.redis_url,
     )
     names, _ = await dispatch.available(dargs)
     for name, side in (await dispatch.measure(names, dargs)).items():
@@ -404,107 +427,29 @@ async def measure_dispatch(args: argparse.Namespace, targets: dict[str, Target])
             targets[f"dispatch {key} {name}"].runs.append(Figure(value, 0.0, value))
 
 
-def make_targets(args: argparse.Namespace) -> dict[str, Target]:
-    t: dict[str, Target] = {}
-    for turns in args.continue_turns:
-        t[f"warm {turns}"] = Target(
-            f"warm continue, {turns} turns (SQLite) / floor", WARM_TARGET, "ms"
-        )
-    t[f"cold {args.continue_turns[0]}"] = Target(
-        f"cold continue, {args.continue_turns[0]} turns, new process (SQLite) / floor",
-        COLD_TARGET,
-        "ms",
-    )
-    t["many sqlite"] = Target(
-        f"{args.sessions} sessions at once, SQLite: turns/s / no persistence",
-        CONCURRENT_TARGET,
-        "turns/s",
-        at_least=True,
-    )
-    t["many postgres"] = Target(
-        f"{args.sessions} sessions at once, PostgreSQL: turns/s / no persistence",
-        CONCURRENT_TARGET,
-        "turns/s",
-        at_least=True,
-    )
-    for store, label in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
-        t[f"idem {store}"] = Target(
-            f"idempotent-tool turn, {label}: cost / raw write", IDEMPOTENT_TARGET, "ms"
-        )
-        t[f"effect {store}"] = Target(
-            f"side-effecting turn, {label}: cost / raw write", EFFECT_TARGET, "ms"
-        )
-        if store == "sqlite":
-            for kind, what in (("idem", "idempotent-tool"), ("effect", "side-effecting")):
-                t[f"{kind} rows {store}"] = Target(
-                    f"  {what} turn, {label}: cost / the turn's own rows (info)",
-                    float("inf"),
-                    "ms",
-                )
-        t[f"bytes {store}"] = Target(
-            f"checkpoint bytes, {label}: |last turn - first turn|", BYTES_GROWTH_TARGET, "B"
-        )
-        t[f"notify {store}"] = Target(
-            f"turn with notifications, {label}: wall time / without", NOTIFY_TARGET, "ms"
-        )
-        t[f"notify commits {store}"] = Target(
-            f"  commits of that run, {label}: extra over the run without", 0.0, "commits"
-        )
-    t["memory"] = Target("memory store: cost per turn (ms, no target)", float("inf"), "ms")
-    for name, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL"), ("redis", "Redis")):
-        for key, limit in (("p50", DISPATCH_P50_MS), ("p99", DISPATCH_P99_MS)):
-            t[f"dispatch {key} {name}"] = Target(
-                f"decide -> dispatch {key}, {label}, another process (ms)", limit, "ms"
-            )
-    return t
-
-
-def report(targets: dict[str, Target]) -> tuple[str, list[str]]:
-    rows: list[list[str]] = []
-    failed: list[str] = []
-    for target in targets.values():
-        if not target.runs:
-            rows.append([target.name, "-", "-", "-", "-", "skipped"])
-            continue
-        ours = statistics.median(f.ours for f in target.runs)
-        raw = statistics.median(f.raw for f in target.runs)
-        ratio = statistics.median(f.ratio for f in target.runs)
-        each = " / ".join(f"{f.ratio:.2f}" for f in target.runs)
-        if target.limit == float("inf"):
-            verdict, limit = "info", "-"
-        else:
-            ok = target.ok()
-            verdict = "PASS" if ok else "FAIL"
-            if not ok:
-                failed.append(target.name)
-            limit = f"{'>=' if target.at_least else '<='} {target.limit:g}"
-        fmt = "{:.0f}" if target.unit in ("turns/s", "B", "commits") else "{:.3f}"
-        rows.append(
-            [
-                target.name,
-                f"{fmt.format(ours)} {target.unit}",
-                f"{fmt.format(raw)} {target.unit}" if raw else "-",
-                f"{ratio:.2f} ({each})",
-                limit,
-                verdict,
-            ]
-        )
-    table = format_table(["target", "ours", "raw / floor", "ratio (each run)", "target", ""], rows)
-    return table, failed
-
-
 async def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     print(
         f"prism store targets: {args.runs} run(s), python {platform.python_version()}, "
         f"load average {os.getloadavg()[0]:.2f}"
     )
-    pg = await probe_postgres(args.postgres_url)
-    if pg is not None:
-        print(f"  postgres: skipped ({pg})")
+    skipped: dict[str, str] = {}
+    for store, reason in (
+        ("postgres", await probe_postgres(args.postgres_url)),
+        ("redis", await probe_redis(args.redis_url)),
+    ):
+        if reason is not None:
+            skipped[store] = reason
+            print(f"  {store}: skipped ({reason})")
+    if not args.no_langgraph:
+        try:
+            import _langgraph  # noqa: F401
+        except ImportError as exc:
+            args.no_langgraph = True
+            print(f"  LangGraph rows: skipped ({exc}; pip install -e '.[bench]')")
     targets = make_targets(args)
     for index in range(args.runs):
-        await one_run(args, targets, pg)
+        await one_run(args, targets, skipped)
         print(
             f"  run {index + 1}/{args.runs} done at {time.perf_counter() - started:.0f} s "
             f"(load average {os.getloadavg()[0]:.2f})"
@@ -524,18 +469,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=None, help="runs (default 3, quick 1)")
     parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    parser.add_argument(
+        "--no-langgraph", action="store_true", help="leave out the rows against LangGraph"
+    )
     parser.add_argument("--cold-child", help=argparse.SUPPRESS)
     parser.add_argument("--floor-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold_child:
-        print(anyio.run(cold_child, json.loads(args.cold_child), backend="asyncio"))
+        print(asyncio.run(cold_child(json.loads(args.cold_child))))
         return 0
     if args.floor_child:
         print(floor_child(json.loads(args.floor_child)))
         return 0
     quick = args.quick or os.environ.get("PRISM_BENCH_QUICK", "") not in ("", "0")
     args.runs = args.runs or (1 if quick else 3)
-    args.continue_turns = [40, 400]
+    args.continue_turns = [40, 400, 2000]
+    args.langgraph_turns = [40, 400]
+    args.flat_turns = (40, 2000)
+    args.flat_repeats = 2 if quick else 3
+    args.cli_samples = 5 if quick else 11
     args.warm_samples = 7 if quick else 15
     args.cold_samples = 3 if quick else 7
     args.turn_repeats = 3 if quick else 6

@@ -48,9 +48,11 @@ from ._checkpoint_rows import (
     save_params,
     saved_record,
 )
+from ._direct import IntegrityRefused
 from ._engine import EngineHandle
 from ._engine_ledger import EngineLedger
 from ._ledger_sql import ledger_statements
+from ._pg_append import append_statement
 from ._pg_commit import turn_statement
 from ._pg_group import GroupCommit, GroupedLoad, GroupedWrite, save_op
 from ._schema import Tables
@@ -321,9 +323,25 @@ class EngineSessionStore(EngineStoreBase, SqlSessionStore):
         session. Nothing is written when it raises.
         """
         params = append_params(entry, expected_leaf_id)
+        head = head_statement(expected_leaf_id)
+        if self._direct is not None and head is not None:
+            await self._append_direct(entry, head, params)
+            return entry
         async with self._transaction("append a session entry") as connection:
             await self.append_on(connection, entry, expected_leaf_id, params)
         return entry
+
+    async def _append_direct(self, entry: SessionEntry, head: str, params: dict[str, Any]) -> None:
+        """The append as one autocommitted statement on asyncpg (see :mod:`._pg_append`)."""
+        action = "append a session entry"
+        statement = append_statement(head, self._tables)
+        try:
+            row = await self._first_row(action, statement, params, refuse_integrity=True)
+        except IntegrityRefused as refused:
+            taken = await self._first_row(action, self._sql.entry_exists, params)
+            raise not_inserted(entry, taken=taken is not None) from refused.__cause__
+        if row is None or row[0] is None:
+            raise head_moved(entry)
 
     async def append_on(
         self,

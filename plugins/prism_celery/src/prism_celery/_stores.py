@@ -13,7 +13,7 @@ import attrs
 from prism_core import (
     CheckpointStore,
     StorePair,
-    discover_plugins,
+    discover_store_plugins,
     open_checkpoint_store,
     open_session_store,
     open_stores,
@@ -24,10 +24,17 @@ from ._config import TaskSettings
 __all__ = ("TaskStores", "open_task_stores", "warm_up")
 
 
+def _plugins(url: str) -> tuple[object, ...]:
+    """The store plugins declared for ``url``'s scheme (only they are imported: a task that
+    opens its stores loads no model SDK or other plugin)."""
+    head, _, _ = url.partition(":")
+    return _scheme_plugins(head.split("+", 1)[0].lower())
+
+
 @functools.cache
-def _plugins() -> tuple[object, ...]:
-    # Entry points are read once per worker process, not once per task.
-    return tuple(discover_plugins())
+def _scheme_plugins(scheme: str) -> tuple[object, ...]:
+    # Entry points are read once per scheme and worker process, not once per task.
+    return tuple(discover_store_plugins(f"{scheme}:"))
 
 
 @attrs.frozen
@@ -56,11 +63,12 @@ async def open_task_stores(settings: TaskSettings) -> AsyncIterator[TaskStores]:
     apart.
     """
     if settings.sessions_url == settings.store_url:
-        pair = open_stores(settings.store_url, plugins=_plugins())
+        pair = open_stores(settings.store_url, plugins=_plugins(settings.store_url))
     else:
-        checkpoints = open_checkpoint_store(settings.store_url, plugins=_plugins())
+        store_url, sessions_url = settings.store_url, settings.sessions_url
+        checkpoints = open_checkpoint_store(store_url, plugins=_plugins(store_url))
         try:
-            sessions = open_session_store(settings.sessions_url, plugins=_plugins())
+            sessions = open_session_store(sessions_url, plugins=_plugins(sessions_url))
         except BaseException:
             await _close(checkpoints)
             raise
@@ -74,9 +82,10 @@ async def open_task_stores(settings: TaskSettings) -> AsyncIterator[TaskStores]:
 def warm_up(settings: TaskSettings) -> None:
     """Load the store plugins and open (then close) both stores once, when a worker starts.
 
-    Reading the ``prism`` entry points imports every installed plugin, which can take
-    seconds; done here, the first task does not pay for it, and a URL no installed plugin
-    opens is reported in the worker's log when it starts. Opening a store connects to
+    Importing the store plugins (only those declared for the URLs' schemes, under the
+    ``prism.stores`` entry-point group) and building the stores takes a while; done here,
+    the first task does not pay for it, and a URL no installed plugin opens is reported in
+    the worker's log when it starts. Opening a store connects to
     nothing, so a database that is down does not stop the worker.
     """
 
