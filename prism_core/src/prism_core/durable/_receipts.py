@@ -63,12 +63,8 @@ def allowed(
     """The last record that allowed call ``tool_call_id``: its own last ``allow_*``, else
     (given the run's ``sticky`` decisions and the call's ``tool_name``) the ``allow_for_run``
     record that let it through; ``None`` when no decision allowed it."""
-    if tool_name is None:
-        own = [
-            r for r in audit if r.tool_call_id == tool_call_id and r.outcome.startswith("allow_")
-        ]
-        return own[-1] if own else None
-    found = approvals_for(audit, sticky, tool_call_id, tool_name)
+    # Without a tool name no sticky decision can match: approvals_for returns the call's own.
+    found = approvals_for(audit, sticky if tool_name else (), tool_call_id, tool_name or "")
     return found[-1] if found else None
 
 
